@@ -1,0 +1,102 @@
+"""ObjectMeta and status Conditions, shared by every kind."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from apis.base import KubeModel, OpenKubeModel
+
+
+class OwnerReference(OpenKubeModel):
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class ObjectMeta(OpenKubeModel):
+    name: str = ""
+    generate_name: str | None = None
+    namespace: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    uid: str | None = None
+    resource_version: str | None = None
+    generation: int | None = None
+    creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
+    finalizers: list[str] = Field(default_factory=list)
+    owner_references: list[OwnerReference] = Field(default_factory=list)
+
+
+ConditionStatus = Literal["True", "False", "Unknown"]
+
+
+class Condition(KubeModel):
+    """A status condition (metav1.Condition)."""
+
+    type: str
+    status: ConditionStatus
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str = ""
+    observed_generation: int | None = None
+
+
+def get_condition(conditions: list[Condition], type_: str) -> Condition | None:
+    """The condition of that type, or None."""
+    return next((c for c in conditions if c.type == type_), None)
+
+
+def is_true(conditions: list[Condition], type_: str) -> bool:
+    cond = get_condition(conditions, type_)
+    return cond is not None and cond.status == "True"
+
+
+def set_condition(
+    conditions: list[Condition],
+    type_: str,
+    status: ConditionStatus,
+    reason: str,
+    message: str,
+    now: str,
+    observed_generation: int | None = None,
+) -> list[Condition]:
+    """A new list with the condition set. lastTransitionTime changes only when the status changes.
+
+    The order of existing conditions is kept; a new type is appended.
+    """
+    out: list[Condition] = []
+    found = False
+    for cond in conditions:
+        if cond.type != type_:
+            out.append(cond)
+            continue
+        found = True
+        transition = now if cond.status != status else (cond.last_transition_time or now)
+        out.append(
+            Condition(
+                type=type_,
+                status=status,
+                reason=reason,
+                message=message,
+                last_transition_time=transition,
+                observed_generation=observed_generation,
+            )
+        )
+    if not found:
+        out.append(
+            Condition(
+                type=type_,
+                status=status,
+                reason=reason,
+                message=message,
+                last_transition_time=now,
+                observed_generation=observed_generation,
+            )
+        )
+    return out

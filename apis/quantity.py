@@ -1,0 +1,109 @@
+"""Kubernetes resource quantities ("500m", "1.5Gi", "2", "1e3") in exact integer units.
+
+Canonical units: `cpu` in millicores; every other resource (memory, ephemeral-storage, pods, extended
+resources) in its base unit (bytes, counts). Values are rounded up, as the scheduler does.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Annotated
+
+from pydantic import BeforeValidator
+
+_SUFFIX: dict[str, Fraction] = {
+    "": Fraction(1),
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 1000),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+    "Ki": Fraction(2**10),
+    "Mi": Fraction(2**20),
+    "Gi": Fraction(2**30),
+    "Ti": Fraction(2**40),
+    "Pi": Fraction(2**50),
+    "Ei": Fraction(2**60),
+}
+_QUANTITY = re.compile(r"^([+-]?\d+(?:\.\d*)?|[+-]?\.\d+)(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E))?$")
+
+ResourceList = dict[str, int]
+
+
+def parse_quantity(text: str | int | float) -> Fraction:
+    """The exact value of a quantity. Raises ValueError naming the accepted forms."""
+    if isinstance(text, int | float):
+        return Fraction(str(text))
+    match = _QUANTITY.match(text.strip())
+    if not match:
+        raise ValueError(f'invalid quantity "{text}": use a number with an optional suffix, e.g. "500m", "2Gi"')
+    number, exponent, suffix = match.groups()
+    value = Fraction(number)
+    if exponent:
+        value *= Fraction(10) ** int(exponent[1:])
+    return value * _SUFFIX[suffix or ""]
+
+
+def to_units(resource: str, text: str | int | float) -> int:
+    """The quantity in canonical integer units for that resource (cpu: millicores), rounded up."""
+    value = parse_quantity(text)
+    if resource == "cpu":
+        value *= 1000
+    return math.ceil(value)
+
+
+def to_resource_list(quantities: Mapping[str, str | int | float]) -> ResourceList:
+    return {name: to_units(name, q) for name, q in quantities.items()}
+
+
+def format_units(resource: str, units: int) -> str:
+    """Canonical units back to a quantity string: cpu as millicores ("1500m" or "2"), memory-like in Mi/Gi
+    when exact, else plain numbers."""
+    if resource == "cpu":
+        return str(units // 1000) if units % 1000 == 0 else f"{units}m"
+    if resource in ("memory", "ephemeral-storage") and units:
+        for suffix, size in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+            if units % size == 0:
+                return f"{units // size}{suffix}"
+    return str(units)
+
+
+def format_resource_list(resources: Mapping[str, int]) -> dict[str, str]:
+    return {name: format_units(name, resources[name]) for name in sorted(resources)}
+
+
+def add(a: Mapping[str, int], b: Mapping[str, int]) -> ResourceList:
+    out = dict(a)
+    for name, value in b.items():
+        out[name] = out.get(name, 0) + value
+    return out
+
+
+def subtract(a: Mapping[str, int], b: Mapping[str, int]) -> ResourceList:
+    out = dict(a)
+    for name, value in b.items():
+        out[name] = out.get(name, 0) - value
+    return out
+
+
+def fits(requests: Mapping[str, int], available: Mapping[str, int]) -> bool:
+    """Every requested resource is available in that amount (a missing resource counts as zero)."""
+    return all(value <= available.get(name, 0) for name, value in requests.items() if value > 0)
+
+
+def _quantity_string(value: object) -> str:
+    """Pydantic validator: accept int-or-string quantities (YAML `cpu: 100`), keep them as strings."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ValueError(f"expected a quantity such as 100, 500m or 2Gi, got {value!r}")
+    parse_quantity(value if isinstance(value, str) else str(value))
+    return value if isinstance(value, str) else str(value)
+
+
+Quantity = Annotated[str, BeforeValidator(_quantity_string)]

@@ -1,0 +1,1 @@
+"""cloudprovider/aws package."""

@@ -1,0 +1,113 @@
+"""The cloud provider boundary: the narrow surface nodeflow needs from a cloud, as a Protocol.
+
+Implementations: `cloudprovider.aws.AWSCloudProvider` (boto3 EC2/SSM) and `cloudprovider.fake.FakeCloudProvider`
+(in memory, for unit tests). Every method is synchronous (activities run them in threads) and idempotent
+where its docstring says so. Errors are `cloudprovider.errors` types only.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from pydantic import BaseModel, Field
+
+from apis.ec2nodeclass import EC2NodeClass
+from apis.instancetype import InstanceType
+
+# Tags every launched instance carries (Karpenter's names).
+TAG_NODECLAIM = "karpenter.sh/nodeclaim"
+TAG_NODEPOOL = "karpenter.sh/nodepool"
+TAG_CLUSTER_PREFIX = "kubernetes.io/cluster/"  # kubernetes.io/cluster/<name>=owned
+TAG_EKS_CLUSTER_NAME = "eks:eks-cluster-name"
+TAG_NAME = "Name"
+
+
+class LaunchRequest(BaseModel):
+    """Everything needed to launch one instance for one NodeClaim.
+
+    `instance_types` is ordered cheapest first (at most 60). `zones` and `capacity_types` are the
+    values the claim's requirements allow (empty = any). `client_token` makes CreateFleet idempotent
+    (the NodeClaim's uid). `tags` are added to the instance, volumes and launch template.
+    """
+
+    node_claim_name: str
+    node_pool: str
+    client_token: str
+    node_class: EC2NodeClass
+    instance_types: list[str]
+    zones: list[str] = Field(default_factory=list)
+    capacity_types: list[str] = Field(default_factory=lambda: ["on-demand"])
+    labels: dict[str, str] = Field(default_factory=dict)
+    taints: list[dict[str, str]] = Field(default_factory=list)
+    tags: dict[str, str] = Field(default_factory=dict)
+
+
+class Instance(BaseModel):
+    """A cloud instance as nodeflow sees it. `provider_id` is `aws:///<zone>/<instance-id>`."""
+
+    id: str
+    instance_type: str
+    zone: str
+    capacity_type: str
+    state: str  # pending | running | shutting-down | terminated | stopping | stopped
+    provider_id: str
+    image_id: str = ""
+    private_dns_name: str = ""
+    launch_time: str = ""
+    tags: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def node_claim(self) -> str | None:
+        return self.tags.get(TAG_NODECLAIM)
+
+
+class ResolvedNodeClass(BaseModel):
+    """What an EC2NodeClass's selector terms resolve to right now (for status and drift)."""
+
+    subnets: list[dict[str, str]] = Field(default_factory=list)  # {"id", "zone", "zoneID"}
+    security_groups: list[dict[str, str]] = Field(default_factory=list)  # {"id", "name"}
+    amis: list[dict[str, str]] = Field(default_factory=list)  # {"id", "name", "arch"}
+    instance_profile: str = ""
+
+
+class CloudProvider(Protocol):
+    """The contract. See each method for idempotency and errors."""
+
+    def create(self, request: LaunchRequest) -> Instance:
+        """Launch one instance for the claim, or return the one already launched for it.
+
+        Idempotent: first looks for a live instance tagged `karpenter.sh/nodeclaim=<name>` and returns it;
+        otherwise calls CreateFleet (type instant, ClientToken = request.client_token) with one override per
+        (instance type, subnet in an allowed zone), cheapest first. Raises InsufficientCapacityError when
+        every override was refused (its `offerings` name each one), NodeClassNotReadyError when the node
+        class resolves to no subnet, security group or AMI, ThrottledError / CloudProviderError(retryable)
+        for throttling and 5xx.
+        """
+        ...
+
+    def get(self, instance_id: str) -> Instance:
+        """The instance by id. Raises InstanceNotFoundError if it does not exist or is terminated."""
+        ...
+
+    def find_by_node_claim(self, node_claim_name: str) -> Instance | None:
+        """The live (not terminated) instance tagged with this claim, or None."""
+        ...
+
+    def list(self) -> list[Instance]:
+        """Every live instance this cluster launched (tagged with the cluster), sorted by id."""
+        ...
+
+    def delete(self, instance_id: str) -> None:
+        """Start terminating the instance. Raises InstanceNotFoundError once it is gone (terminated or
+        unknown); callers call again until then, so delete is safe to repeat."""
+        ...
+
+    def instance_types(self, node_class: EC2NodeClass | None) -> list[InstanceType]:
+        """The catalog: every instance type offered in the region with capacity, overhead (EKS formulas,
+        the node class's kubelet settings applied), labels and offerings (zone x capacity type x price,
+        `available` False where the unavailable-offerings cache says so). Sorted by name."""
+        ...
+
+    def resolve_node_class(self, node_class: EC2NodeClass) -> ResolvedNodeClass:
+        """Resolve subnets, security groups and AMIs. Raises NodeClassNotReadyError naming what is missing."""
+        ...
