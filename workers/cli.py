@@ -1,0 +1,56 @@
+"""`nodeflow`: the command line. Each subcommand lives in its own module with
+`add_parser(subparsers) -> None` (registering `func=run`) and `run(args) -> int`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# subcommand -> module; imported lazily so `nodeflow simulate` never loads Temporal or the dev stack.
+SUBCOMMANDS: dict[str, str] = {
+    "dev": "workers.dev_cmd",
+    "worker": "workers.worker_cmd",
+    "simulate": "workers.simulate_cmd",
+    "drain": "workers.ops_cmd",
+    "expire": "workers.ops_cmd",
+    "replace": "workers.ops_cmd",
+    "status": "workers.ops_cmd",
+}
+
+
+def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="nodeflow", description=__doc__)
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    wanted = next((a for a in argv if not a.startswith("-")), None)
+    loaded: set[str] = set()
+    for name, module_name in SUBCOMMANDS.items():
+        if wanted is not None and name != wanted:
+            subparsers.add_parser(name, help=f"see `nodeflow {name} --help`")
+            continue
+        if module_name in loaded:
+            continue
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as err:
+            if err.name != module_name:
+                raise
+            continue
+        module.add_parser(subparsers)
+        loaded.add(module_name)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(args_list)
+    args = parser.parse_args(args_list)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.error(f"unknown command {args.command!r}")
+    return int(func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
