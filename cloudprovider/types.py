@@ -7,6 +7,7 @@ where its docstring says so. Errors are `cloudprovider.errors` types only.
 
 from __future__ import annotations
 
+import builtins
 from typing import Protocol
 
 from pydantic import BaseModel, Field
@@ -102,7 +103,7 @@ class CloudProvider(Protocol):
         unknown); callers call again until then, so delete is safe to repeat."""
         ...
 
-    def instance_types(self, node_class: EC2NodeClass | None) -> list[InstanceType]:
+    def instance_types(self, node_class: EC2NodeClass | None) -> builtins.list[InstanceType]:
         """The catalog: every instance type offered in the region with capacity, overhead (EKS formulas,
         the node class's kubelet settings applied), labels and offerings (zone x capacity type x price,
         `available` False where the unavailable-offerings cache says so). Sorted by name."""

@@ -7,6 +7,7 @@ Methods are synchronous; activities run them in threads. Errors are `kube.errors
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterator
 from typing import Any, Literal, Protocol
 
@@ -44,7 +45,7 @@ class Kube(Protocol):
         self,
         resource: Resource,
         name: str,
-        patch: Obj | list[Obj],
+        patch: Obj | builtins.list[Obj],
         namespace: str | None = None,
         patch_type: PatchType = "merge",
         subresource: str | None = None,

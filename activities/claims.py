@@ -1,0 +1,126 @@
+"""Pure translations between a NodeClaim and what the cloud and the Node need (no I/O)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apis import labels
+from apis.ec2nodeclass import EC2NodeClass
+from apis.nodeclaim import NodeClaim
+from apis.requirements import NodeSelectorRequirement
+from cloudprovider.types import (
+    TAG_CLUSTER_PREFIX,
+    TAG_EKS_CLUSTER_NAME,
+    TAG_NODECLAIM,
+    TAG_NODEPOOL,
+    Instance,
+    LaunchRequest,
+)
+
+EPHEMERAL_TAINT_KEYS = (
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/unreachable",
+    "node.cloudprovider.kubernetes.io/uninitialized",
+    labels.UNREGISTERED_TAINT_KEY,
+)
+WELL_KNOWN_RESOURCES = frozenset({"cpu", "memory", "pods", "ephemeral-storage"})
+
+
+def requirement_values(requirements: list[NodeSelectorRequirement], key: str) -> list[str]:
+    """The allowed values of an `In` requirement on key, in order (empty = unconstrained)."""
+    for req in requirements:
+        if req.key == key and req.operator == "In":
+            return list(req.values)
+    return []
+
+
+def single_value_labels(claim: NodeClaim) -> dict[str, str]:
+    """Labels a node gets from the claim: its metadata labels plus each `In` requirement with one value."""
+    out = dict(claim.metadata.labels)
+    for req in claim.spec.requirements:
+        if req.operator != "In" or len(req.values) != 1:
+            continue
+        if req.key in labels.WELL_KNOWN_LABELS or not labels.is_restricted_node_label(req.key):
+            out.setdefault(req.key, req.values[0])
+    return out
+
+
+def launch_request(claim: NodeClaim, node_class: EC2NodeClass, cluster_name: str) -> LaunchRequest:
+    """The cloud launch for this claim: instance types in the claim's order (cheapest first), the zones and
+    capacity types it allows, idempotency token = the claim's uid, and the tags every instance carries."""
+    node_pool = claim.metadata.labels.get(labels.NODEPOOL, "")
+    tags = {
+        **(node_class.spec.tags or {}),
+        TAG_NODECLAIM: claim.name,
+        TAG_NODEPOOL: node_pool,
+        f"{TAG_CLUSTER_PREFIX}{cluster_name}": "owned",
+        TAG_EKS_CLUSTER_NAME: cluster_name,
+        labels.NODECLASS: node_class.name,
+    }
+    return LaunchRequest(
+        node_claim_name=claim.name,
+        node_pool=node_pool,
+        client_token=claim.metadata.uid or claim.name,
+        node_class=node_class,
+        instance_types=requirement_values(claim.spec.requirements, labels.INSTANCE_TYPE),
+        zones=requirement_values(claim.spec.requirements, labels.ZONE),
+        capacity_types=requirement_values(claim.spec.requirements, labels.CAPACITY_TYPE) or ["on-demand"],
+        labels=single_value_labels(claim),
+        taints=[t.to_kube() for t in [*claim.spec.taints, *claim.spec.startup_taints]],
+        tags=tags,
+    )
+
+
+def launched_labels(instance: Instance, type_labels: dict[str, str]) -> dict[str, str]:
+    """Labels the claim gets once its instance exists: the chosen type's labels and the offering."""
+    return {
+        **type_labels,
+        labels.INSTANCE_TYPE: instance.instance_type,
+        labels.ZONE: instance.zone,
+        labels.CAPACITY_TYPE: instance.capacity_type,
+    }
+
+
+def sync_node(node: dict[str, Any], claim: NodeClaim) -> bool:
+    """Registration: make the Node carry the claim's labels, annotations and taints, our termination
+    finalizer and the registered label, and drop the unregistered taint. Returns whether anything changed."""
+    meta = node.setdefault("metadata", {})
+    before = repr((meta.get("labels"), meta.get("annotations"), meta.get("finalizers"), node.get("spec")))
+    node_labels = meta.setdefault("labels", {}) or {}
+    meta["labels"] = node_labels
+    node_labels.update(single_value_labels(claim))
+    node_labels[labels.REGISTERED] = "true"
+    annotations = meta.get("annotations") or {}
+    annotations.update({k: v for k, v in claim.metadata.annotations.items() if not k.startswith("kubectl.")})
+    meta["annotations"] = annotations
+    finalizers = list(meta.get("finalizers") or [])
+    if labels.TERMINATION_FINALIZER not in finalizers:
+        finalizers.append(labels.TERMINATION_FINALIZER)
+    meta["finalizers"] = finalizers
+    spec = node.setdefault("spec", {})
+    taints = [t for t in spec.get("taints") or [] if t.get("key") != labels.UNREGISTERED_TAINT_KEY]
+    for taint in claim.spec.taints:
+        if not any(t.get("key") == taint.key and t.get("effect") == taint.effect for t in taints):
+            taints.append(taint.to_kube())
+    spec["taints"] = taints
+    return before != repr((meta.get("labels"), meta.get("annotations"), meta.get("finalizers"), node.get("spec")))
+
+
+def initialization_blocker(node: dict[str, Any], claim: NodeClaim) -> str:
+    """Why the node is not initialized yet ('' when it is): Ready, startup and ephemeral taints gone,
+    requested extended resources allocatable."""
+    conditions = node.get("status", {}).get("conditions") or []
+    if not any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
+        return "node is not Ready"
+    taints = node.get("spec", {}).get("taints") or []
+    for taint in claim.spec.startup_taints:
+        if any(t.get("key") == taint.key and t.get("effect") == taint.effect for t in taints):
+            return f"startup taint {taint.key}:{taint.effect} is still present"
+    for taint in taints:
+        if taint.get("key") in EPHEMERAL_TAINT_KEYS:
+            return f"taint {taint.get('key')} is still present"
+    allocatable = node.get("status", {}).get("allocatable") or {}
+    for resource in sorted(claim.spec.resources.requests):
+        if resource not in WELL_KNOWN_RESOURCES and str(allocatable.get(resource, "0")) in ("0", ""):
+            return f"extended resource {resource} is not allocatable yet"
+    return ""

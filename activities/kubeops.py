@@ -1,0 +1,85 @@
+"""Small, safe read-modify-write helpers over the Kube boundary (optimistic concurrency on conflicts)."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from kube.errors import ConflictError, NotFoundError
+from kube.resources import Resource
+from kube.types import Kube, Obj
+
+MAX_CONFLICT_RETRIES = 8
+
+
+class Recorder(Protocol):
+    """Records Kubernetes Events (see kube.events.EventRecorder). Never raises."""
+
+    def record(self, involved: Obj, event_type: str, reason: str, message: str) -> None: ...
+
+
+def update(
+    kube: Kube, resource: Resource, name: str, mutate: Callable[[Obj], bool], subresource: str | None = None
+) -> Obj | None:
+    """Read the object, let `mutate` change it in place (returning False when nothing changed), and write
+    the changed top-level section back as a merge patch carrying the resourceVersion read, so a concurrent
+    writer makes it retry instead of being overwritten. Returns the object, or None when it does not exist.
+    """
+    for _ in range(MAX_CONFLICT_RETRIES):
+        try:
+            current = kube.get(resource, name)
+        except NotFoundError:
+            return None
+        desired = copy.deepcopy(current)
+        if not mutate(desired):
+            return current
+        section = "status" if subresource == "status" else None
+        patch: dict[str, Any] = {"metadata": {"resourceVersion": current["metadata"].get("resourceVersion")}}
+        if section:
+            patch["status"] = desired.get("status", {})
+        else:
+            patch["metadata"].update(
+                {
+                    k: desired["metadata"].get(k)
+                    for k in ("labels", "annotations", "finalizers")
+                    if k in desired["metadata"]
+                }
+            )
+            if "spec" in desired:
+                patch["spec"] = desired["spec"]
+        try:
+            return kube.patch(resource, name, patch, patch_type="merge", subresource=subresource)
+        except ConflictError:
+            continue
+        except NotFoundError:
+            return None
+    raise ConflictError(f"{resource.kind} {name}: still conflicting after {MAX_CONFLICT_RETRIES} attempts")
+
+
+def has_taint(obj: Obj, key: str, effect: str) -> bool:
+    return any(t.get("key") == key and t.get("effect") == effect for t in obj.get("spec", {}).get("taints") or [])
+
+
+def without_taint(taints: list[dict[str, Any]], key: str, effect: str | None = None) -> list[dict[str, Any]]:
+    return [t for t in taints if not (t.get("key") == key and (effect is None or t.get("effect") == effect))]
+
+
+def remove_finalizer(kube: Kube, resource: Resource, name: str, finalizer: str) -> None:
+    """Remove one finalizer (no-op when absent or the object is gone)."""
+
+    def mutate(obj: Obj) -> bool:
+        finalizers = obj["metadata"].get("finalizers") or []
+        if finalizer not in finalizers:
+            return False
+        obj["metadata"]["finalizers"] = [f for f in finalizers if f != finalizer]
+        return True
+
+    update(kube, resource, name, mutate)
+
+
+def delete_quietly(kube: Kube, resource: Resource, name: str, namespace: str | None = None) -> None:
+    """Delete; already gone is fine."""
+    with contextlib.suppress(NotFoundError):
+        kube.delete(resource, name, namespace)

@@ -1,0 +1,127 @@
+"""Payloads of activities: one pydantic model in, one out (temporalio's pydantic data converter).
+
+These are recorded in workflow histories: add fields only with defaults, never rename or remove.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from scheduling.types import PlannedNodeClaim, UnschedulablePod
+
+
+class ProvisionRound(BaseModel):
+    """One provisioning round of the provisioner workflow (its run id and round number name the claims)."""
+
+    run_id: str
+    round: int
+    trigger_pods: int = 0
+
+
+class InvalidObject(BaseModel):
+    kind: str
+    name: str
+    message: str
+
+
+class ProvisionPlan(BaseModel):
+    """What `solve` decided: claims to launch, pods left pending and why, NodePools rejected."""
+
+    node_claims: list[PlannedNodeClaim] = Field(default_factory=list)
+    unschedulable: list[UnschedulablePod] = Field(default_factory=list)
+    invalid: list[InvalidObject] = Field(default_factory=list)
+    pending_pods: int = 0
+    placed_on_existing: int = 0
+    node_pool_hashes: dict[str, str] = Field(default_factory=dict)
+
+
+class ApplyPlanInput(BaseModel):
+    round: ProvisionRound
+    plan: ProvisionPlan
+
+
+class ApplyPlanResult(BaseModel):
+    created: list[str] = Field(default_factory=list)  # NodeClaim names (new or already there)
+
+
+class ClaimRef(BaseModel):
+    name: str
+
+
+class LaunchOutcome(BaseModel):
+    """Result of a launch attempt. `failure` is set (and `instance_id` empty) when the claim cannot launch:
+    'InsufficientCapacity', 'NodeClassNotReady' or 'NodeClaimGone'."""
+
+    instance_id: str = ""
+    instance_type: str = ""
+    zone: str = ""
+    capacity_type: str = ""
+    provider_id: str = ""
+    image_id: str = ""
+    node_pool: str = ""
+    failure: str = ""
+    message: str = ""
+
+
+class MarkLaunchedInput(BaseModel):
+    name: str
+    launch: LaunchOutcome
+
+
+class RegistrationCheck(BaseModel):
+    name: str
+    provider_id: str
+
+
+class NodeRef(BaseModel):
+    """The Node of a claim, once registered ('' before)."""
+
+    node_name: str = ""
+
+
+class InitializationResult(BaseModel):
+    initialized: bool = False
+    waiting_for: str = ""
+
+
+class ClaimState(BaseModel):
+    """What the running phase needs to know about the claim and its node, read fresh."""
+
+    exists: bool = True
+    deleting: bool = False
+    node_deleting: bool = False
+    node_exists: bool = True
+
+
+class DrainInput(BaseModel):
+    name: str
+    node_name: str
+    force: bool = False  # terminationGracePeriod passed: delete the pods instead of evicting
+
+
+class DrainProgress(BaseModel):
+    remaining: int = 0
+    evicted: int = 0
+    blocked_by_pdb: int = 0
+    message: str = ""
+
+
+class TerminateInput(BaseModel):
+    name: str
+    instance_id: str
+
+
+class TerminateResult(BaseModel):
+    gone: bool = False
+
+
+class FinalizeInput(BaseModel):
+    name: str
+    node_name: str = ""
+    reason: str = ""
+
+
+class LaunchFailedInput(BaseModel):
+    name: str
+    failure: str
+    message: str
