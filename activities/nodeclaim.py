@@ -1,0 +1,344 @@
+"""NodeClaim lifecycle activities: thin adapters from a payload to the cloud and Kubernetes boundaries.
+
+Every activity is idempotent (a retry after a crash at any line converges) and synchronous (run in the
+worker's thread pool). Expected outcomes (insufficient capacity, a PDB refusal, a node not there yet) are
+results, not exceptions; exceptions mean "retry me" unless they are non-retryable ApplicationErrors.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities import claims, drain, kubeops
+from activities.models import (
+    ClaimRef,
+    ClaimState,
+    DrainInput,
+    DrainProgress,
+    FinalizeInput,
+    InitializationResult,
+    LaunchFailedInput,
+    LaunchOutcome,
+    MarkLaunchedInput,
+    NodeRef,
+    RegistrationCheck,
+    TerminateInput,
+    TerminateResult,
+)
+from apis import labels
+from apis.ec2nodeclass import EC2NodeClass
+from apis.meta import set_condition
+from apis.nodeclaim import INITIALIZED, INSTANCE_TERMINATING, LAUNCHED, READY, REGISTERED, NodeClaim
+from apis.quantity import format_resource_list
+from cloudprovider.errors import (
+    CloudProviderError,
+    InstanceNotFoundError,
+    InsufficientCapacityError,
+    NodeClassNotReadyError,
+)
+from cloudprovider.types import CloudProvider, Instance
+from kube import resources as r
+from kube.errors import NotFoundError, TooManyRequestsError
+from kube.types import Kube, Obj
+
+log = logging.getLogger(__name__)
+
+
+def now_rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class NodeClaimActivities:
+    """Activities of the NodeClaim workflow. Construct with the boundaries (the composition root does)."""
+
+    def __init__(self, kube: Kube, cloud: CloudProvider, recorder: kubeops.Recorder, cluster_name: str) -> None:
+        self.kube = kube
+        self.cloud = cloud
+        self.recorder = recorder
+        self.cluster_name = cluster_name
+
+    # -- reading -----------------------------------------------------------------------------------------
+
+    def _claim(self, name: str) -> NodeClaim | None:
+        try:
+            return NodeClaim.model_validate(self.kube.get(r.NODECLAIM, name))
+        except NotFoundError:
+            return None
+
+    def _set_conditions(self, name: str, *updates: tuple[str, str, str, str], **status: Any) -> None:
+        """Set status conditions (type, status, reason, message) and other status fields on the claim."""
+        stamp = now_rfc3339()
+
+        def mutate(obj: Obj) -> bool:
+            claim = NodeClaim.model_validate(obj)
+            conditions = claim.status.conditions
+            for type_, state, reason, message in updates:
+                conditions = set_condition(conditions, type_, state, reason, message, stamp)  # type: ignore[arg-type]
+            new_status = claim.status.model_copy(update={"conditions": conditions, **status})
+            new = new_status.to_kube()
+            if new == obj.get("status"):
+                return False
+            obj["status"] = new
+            return True
+
+        kubeops.update(self.kube, r.NODECLAIM, name, mutate, subresource="status")
+
+    # -- launch ------------------------------------------------------------------------------------------
+
+    @activity.defn(name="launch")
+    def launch(self, ref: ClaimRef) -> LaunchOutcome:
+        """Launch (or adopt) the claim's instance. Insufficient capacity and an unready node class are
+        outcomes; throttling and 5xx raise and are retried by Temporal."""
+        claim = self._claim(ref.name)
+        if claim is None or claim.metadata.deletion_timestamp:
+            existing = self.cloud.find_by_node_claim(ref.name)
+            if existing is None:
+                return LaunchOutcome(failure="NodeClaimGone", message="the NodeClaim was deleted before launch")
+            return self._outcome(existing, claim)
+        try:
+            node_class = EC2NodeClass.model_validate(self.kube.get(r.EC2NODECLASS, claim.spec.node_class_ref.name))
+        except NotFoundError:
+            return LaunchOutcome(
+                failure="NodeClassNotReady",
+                message=f'EC2NodeClass "{claim.spec.node_class_ref.name}" does not exist',
+            )
+        try:
+            instance = self.cloud.create(claims.launch_request(claim, node_class, self.cluster_name))
+        except InsufficientCapacityError as err:
+            return LaunchOutcome(failure="InsufficientCapacity", message=str(err))
+        except NodeClassNotReadyError as err:
+            return LaunchOutcome(failure="NodeClassNotReady", message=str(err))
+        except CloudProviderError as err:
+            if err.retryable:
+                raise
+            raise ApplicationError(str(err), type="LaunchFailed", non_retryable=True) from err
+        return self._outcome(instance, claim)
+
+    @staticmethod
+    def _outcome(instance: Instance, claim: NodeClaim | None) -> LaunchOutcome:
+        return LaunchOutcome(
+            instance_id=instance.id,
+            instance_type=instance.instance_type,
+            zone=instance.zone,
+            capacity_type=instance.capacity_type,
+            provider_id=instance.provider_id,
+            image_id=instance.image_id,
+            node_pool=(claim.metadata.labels.get(labels.NODEPOOL, "") if claim else "")
+            or instance.tags.get(labels.NODEPOOL, ""),
+        )
+
+    @activity.defn(name="mark_launched")
+    def mark_launched(self, inp: MarkLaunchedInput) -> None:
+        """Record the instance on the claim: labels of the chosen type and offering, providerID, imageID,
+        capacity and allocatable, condition Launched."""
+        launch = inp.launch
+        claim = self._claim(inp.name)
+        if claim is None:
+            return
+        node_class = self._node_class_or_none(claim)
+        type_info = next((t for t in self.cloud.instance_types(node_class) if t.name == launch.instance_type), None)
+        instance = Instance(
+            id=launch.instance_id,
+            instance_type=launch.instance_type,
+            zone=launch.zone,
+            capacity_type=launch.capacity_type,
+            state="running",
+            provider_id=launch.provider_id,
+        )
+        new_labels = claims.launched_labels(instance, type_info.labels if type_info else {})
+
+        def add_labels(obj: Obj) -> bool:
+            current = obj["metadata"].get("labels") or {}
+            if all(current.get(k) == v for k, v in new_labels.items()):
+                return False
+            obj["metadata"]["labels"] = {**current, **new_labels}
+            return True
+
+        kubeops.update(self.kube, r.NODECLAIM, inp.name, add_labels)
+        capacity = dict(type_info.capacity) if type_info else {}
+        allocatable = format_resource_list(type_info.allocatable()) if type_info else {}
+        self._set_conditions(
+            inp.name,
+            (LAUNCHED, "True", "Launched", f"launched {launch.instance_type} in {launch.zone} ({launch.instance_id})"),
+            provider_id=launch.provider_id,
+            image_id=launch.image_id or None,
+            capacity=capacity,
+            allocatable=allocatable,
+        )
+
+    def _node_class_or_none(self, claim: NodeClaim) -> EC2NodeClass | None:
+        try:
+            return EC2NodeClass.model_validate(self.kube.get(r.EC2NODECLASS, claim.spec.node_class_ref.name))
+        except (NotFoundError, ValueError):
+            return None
+
+    @activity.defn(name="launch_failed")
+    def launch_failed(self, inp: LaunchFailedInput) -> None:
+        """The claim cannot launch: say why (event and condition) and delete it, so its pods go back to the
+        provisioner. Any instance that did start for it is terminated first."""
+        claim_obj = self._get_or_none(r.NODECLAIM, inp.name)
+        if claim_obj is not None:
+            self.recorder.record(claim_obj, "Warning", inp.failure, inp.message)
+            self._set_conditions(inp.name, (LAUNCHED, "False", inp.failure, inp.message))
+        leftover = self.cloud.find_by_node_claim(inp.name)
+        if leftover is not None:
+            try:
+                self.cloud.delete(leftover.id)
+            except InstanceNotFoundError:
+                pass
+        kubeops.delete_quietly(self.kube, r.NODECLAIM, inp.name)
+        kubeops.remove_finalizer(self.kube, r.NODECLAIM, inp.name, labels.TERMINATION_FINALIZER)
+
+    def _get_or_none(self, resource: r.Resource, name: str, namespace: str | None = None) -> Obj | None:
+        try:
+            return self.kube.get(resource, name, namespace)
+        except NotFoundError:
+            return None
+
+    # -- registration and initialization -----------------------------------------------------------------
+
+    @activity.defn(name="find_node")
+    def find_node(self, check: RegistrationCheck) -> NodeRef:
+        """The Node whose spec.providerID is the claim's instance, or '' if it has not registered yet."""
+        for node in self.kube.list(r.NODE):
+            if node.get("spec", {}).get("providerID") == check.provider_id:
+                return NodeRef(node_name=node["metadata"]["name"])
+        return NodeRef()
+
+    @activity.defn(name="register_node")
+    def register_node(self, inp: FinalizeInput) -> None:
+        """Sync the claim's labels, annotations and taints onto the Node, add the termination finalizer and
+        the registered label, drop the unregistered taint; set nodeName and Registered on the claim."""
+        claim = self._claim(inp.name)
+        if claim is None:
+            return
+        kubeops.update(self.kube, r.NODE, inp.node_name, lambda node: claims.sync_node(node, claim))
+        self._set_conditions(
+            inp.name, (REGISTERED, "True", "Registered", f"node {inp.node_name} registered"), node_name=inp.node_name
+        )
+
+    @activity.defn(name="check_initialized")
+    def check_initialized(self, inp: FinalizeInput) -> InitializationResult:
+        """Initialized = Ready, startup and ephemeral taints gone, requested extended resources present.
+        When it is, label the Node and set Initialized and Ready on the claim."""
+        claim = self._claim(inp.name)
+        node = self._get_or_none(r.NODE, inp.node_name)
+        if claim is None or node is None:
+            return InitializationResult(waiting_for="the NodeClaim or its Node is gone")
+        blocker = claims.initialization_blocker(node, claim)
+        if blocker:
+            return InitializationResult(waiting_for=blocker)
+
+        def label(obj: Obj) -> bool:
+            node_labels = obj["metadata"].get("labels") or {}
+            if node_labels.get(labels.INITIALIZED) == "true":
+                return False
+            obj["metadata"]["labels"] = {**node_labels, labels.INITIALIZED: "true"}
+            return True
+
+        kubeops.update(self.kube, r.NODE, inp.node_name, label)
+        self._set_conditions(
+            inp.name,
+            (INITIALIZED, "True", "Initialized", "node is ready and its startup taints are gone"),
+            (READY, "True", "Ready", ""),
+        )
+        return InitializationResult(initialized=True)
+
+    # -- running -----------------------------------------------------------------------------------------
+
+    @activity.defn(name="claim_state")
+    def claim_state(self, inp: FinalizeInput) -> ClaimState:
+        """Whether the claim or its node is gone or being deleted (a backstop for missed signals)."""
+        claim = self._get_or_none(r.NODECLAIM, inp.name)
+        node = self._get_or_none(r.NODE, inp.node_name) if inp.node_name else None
+        return ClaimState(
+            exists=claim is not None,
+            deleting=claim is None or bool(claim["metadata"].get("deletionTimestamp")),
+            node_exists=node is not None,
+            node_deleting=node is not None and bool(node["metadata"].get("deletionTimestamp")),
+        )
+
+    # -- drain and termination ---------------------------------------------------------------------------
+
+    @activity.defn(name="begin_termination")
+    def begin_termination(self, inp: FinalizeInput) -> None:
+        """Mark the claim as being deleted (deletionTimestamp; its finalizer keeps it) and say why."""
+        claim_obj = self._get_or_none(r.NODECLAIM, inp.name)
+        if claim_obj is None:
+            return
+        if not claim_obj["metadata"].get("deletionTimestamp"):
+            if inp.reason:
+                self.recorder.record(claim_obj, "Normal", "DisruptionTerminating", inp.reason)
+            kubeops.delete_quietly(self.kube, r.NODECLAIM, inp.name)
+
+    @activity.defn(name="drain_step")
+    def drain_step(self, inp: DrainInput) -> DrainProgress:
+        """One pass of a drain: taint the node `karpenter.sh/disrupted:NoSchedule`, evict the next wave of
+        pods (a PDB refusal is counted, not raised), and report how many drainable pods remain.
+        With `force` (terminationGracePeriod passed) pods are deleted instead of evicted."""
+        if self._get_or_none(r.NODE, inp.node_name) is None:
+            return DrainProgress(remaining=0, message="node is gone")
+        self._taint_disrupted(inp.node_name)
+        pods = self.kube.list(r.POD, field_selector=f"spec.nodeName={inp.node_name}")
+        evicted = blocked = 0
+        waves = drain.eviction_order(pods)
+        for pod in waves[0] if waves else []:
+            activity.heartbeat()
+            namespace, name = pod["metadata"].get("namespace", "default"), pod["metadata"]["name"]
+            if drain.blocks_voluntary_disruption(pod) and not inp.force:
+                blocked += 1
+                continue
+            try:
+                if inp.force:
+                    self.kube.delete(r.POD, name, namespace)
+                else:
+                    self.kube.evict(namespace, name)
+                evicted += 1
+            except TooManyRequestsError:
+                blocked += 1
+            except NotFoundError:
+                pass
+        remaining = len(drain.drainable(self.kube.list(r.POD, field_selector=f"spec.nodeName={inp.node_name}")))
+        message = f"{remaining} pods remaining, {blocked} blocked by disruption budgets or do-not-disrupt"
+        return DrainProgress(remaining=remaining, evicted=evicted, blocked_by_pdb=blocked, message=message)
+
+    def _taint_disrupted(self, node_name: str) -> None:
+        def mutate(node: Obj) -> bool:
+            if kubeops.has_taint(node, labels.DISRUPTED_TAINT_KEY, "NoSchedule"):
+                return False
+            spec = node.setdefault("spec", {})
+            spec["taints"] = [*(spec.get("taints") or []), {"key": labels.DISRUPTED_TAINT_KEY, "effect": "NoSchedule"}]
+            return True
+
+        kubeops.update(self.kube, r.NODE, node_name, mutate)
+
+    @activity.defn(name="terminate_instance")
+    def terminate_instance(self, inp: TerminateInput) -> TerminateResult:
+        """Ask the cloud to terminate the claim's instance; `gone` once it no longer exists (not-found is
+        success). With no instance id, whatever instance is tagged with the claim is terminated."""
+        instance_id = inp.instance_id
+        if not instance_id:
+            found = self.cloud.find_by_node_claim(inp.name)
+            if found is None:
+                return TerminateResult(gone=True)
+            instance_id = found.id
+        self._set_conditions(inp.name, (INSTANCE_TERMINATING, "True", "InstanceTerminating", instance_id))
+        try:
+            self.cloud.delete(instance_id)
+        except InstanceNotFoundError:
+            return TerminateResult(gone=True)
+        return TerminateResult(gone=False)
+
+    @activity.defn(name="finalize")
+    def finalize(self, inp: FinalizeInput) -> None:
+        """The instance is gone: delete the Node (dropping our finalizer) and let the NodeClaim go."""
+        if inp.node_name:
+            kubeops.delete_quietly(self.kube, r.NODE, inp.node_name)
+            kubeops.remove_finalizer(self.kube, r.NODE, inp.node_name, labels.TERMINATION_FINALIZER)
+        kubeops.delete_quietly(self.kube, r.NODECLAIM, inp.name)
+        kubeops.remove_finalizer(self.kube, r.NODECLAIM, inp.name, labels.TERMINATION_FINALIZER)
