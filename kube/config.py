@@ -48,9 +48,7 @@ def api_client_in_cluster() -> client.ApiClient:
     try:
         config.load_incluster_config(client_configuration=configuration)
     except ConfigException as exc:
-        raise KubeConfigError(
-            f"not running in a Kubernetes pod ({exc}); use a kubeconfig outside the cluster"
-        ) from exc
+        raise KubeConfigError(f"not running in a Kubernetes pod ({exc}); use a kubeconfig outside the cluster") from exc
     return _sized(configuration)
 
 

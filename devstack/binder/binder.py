@@ -1,0 +1,172 @@
+"""`PodBinder`: the local stack's stand-in for kube-scheduler.
+
+One pass (`bind_once`) reads every Node and Pod, then takes the pending pods (no spec.nodeName, not
+deleting, not terminal, for the default scheduler) in creation order and binds each to the node it fits
+best (`devstack.binder.predicates`; most allocated first, then by name) through the pods/binding
+subresource, counting each binding against that node for the rest of the pass. A pod that fits nowhere
+gets `PodScheduled=False, reason=Unschedulable` with the scheduler's message (the signal nodeflow's pod
+watcher reacts to), written only when the condition changes. API failures are logged and retried on the
+next pass.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from devstack.binder import predicates as fit
+from kube.errors import ConflictError, KubeError, NotFoundError
+from kube.resources import NODE, POD, Resource
+from kube.types import Kube, Obj
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SCHEDULER = "default-scheduler"
+
+
+def binding_resource(pod_name: str) -> Resource:
+    """The pods/<name>/binding subresource as a creatable collection (the Kube Protocol's `create`
+    posts to a collection path)."""
+    return Resource("", "v1", f"pods/{pod_name}/binding", "Binding", True)
+
+
+def is_pending(pod: Mapping[str, Any]) -> bool:
+    """Waiting for this scheduler: unbound, not deleting, not terminal, default scheduler."""
+    spec = pod.get("spec") or {}
+    meta = pod.get("metadata") or {}
+    return (
+        not spec.get("nodeName")
+        and not meta.get("deletionTimestamp")
+        and fit.is_active(pod)
+        and spec.get("schedulerName", DEFAULT_SCHEDULER) == DEFAULT_SCHEDULER
+    )
+
+
+def _creation_order(pod: Mapping[str, Any]) -> tuple[str, str, str]:
+    meta = pod.get("metadata") or {}
+    return (meta.get("creationTimestamp") or "", meta.get("namespace") or "", meta.get("name") or "")
+
+
+def unschedulable_conditions(pod: Mapping[str, Any], message: str, now: str) -> list[Obj] | None:
+    """The pod's conditions with PodScheduled=False/Unschedulable/`message`, or None if already so."""
+    conditions = [dict(c) for c in (pod.get("status") or {}).get("conditions") or []]
+    current = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
+    wanted = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+    if current is not None and all(current.get(k) == v for k, v in wanted.items()):
+        return None
+    transition = current.get("lastTransitionTime") if current and current.get("status") == "False" else now
+    updated = {**wanted, "lastProbeTime": None, "lastTransitionTime": transition or now}
+    others = [c for c in conditions if c.get("type") != "PodScheduled"]
+    return [*others, updated]
+
+
+class _Node:
+    """A node and what is bound to it, updated as the pass binds pods."""
+
+    def __init__(self, node: Obj) -> None:
+        self.node = node
+        self.name: str = node["metadata"]["name"]
+        self.allocatable = fit.allocatable(node)
+        self.pods: list[Obj] = []
+        self.used: dict[str, int] = {}
+
+    def add(self, pod: Obj, requests: Mapping[str, int]) -> None:
+        self.pods.append(pod)
+        for name, value in requests.items():
+            self.used[name] = self.used.get(name, 0) + value
+
+
+class PodBinder:
+    """See the module docstring. Not thread-safe: run one binder per cluster, from one thread."""
+
+    def __init__(self, kube: Kube, poll_interval: float = 0.2) -> None:
+        self._kube = kube
+        self._poll_interval = poll_interval
+
+    def run(self, stop: threading.Event) -> None:
+        """Bind every `poll_interval` seconds until `stop` is set."""
+        while not stop.is_set():
+            try:
+                self.bind_once()
+            except Exception:  # the loop must outlive any single bad pass
+                log.exception("pod binder: pass failed")
+            stop.wait(self._poll_interval)
+
+    def bind_once(self) -> int:
+        """One pass; returns how many pods it bound."""
+        try:
+            nodes = self._kube.list(NODE)
+            pods = self._kube.list(POD)
+        except KubeError as exc:
+            log.warning("pod binder: listing nodes and pods failed, retrying next pass: %s", exc)
+            return 0
+        state = {n["metadata"]["name"]: _Node(n) for n in nodes}
+        for pod in pods:
+            target = state.get((pod.get("spec") or {}).get("nodeName") or "")
+            if target is not None and fit.is_active(pod):
+                target.add(pod, fit.pod_requests(pod))
+        bound = 0
+        for pod in sorted(filter(is_pending, pods), key=_creation_order):
+            bound += self._schedule(pod, [state[name] for name in sorted(state)])
+        return bound
+
+    def _schedule(self, pod: Obj, nodes: Sequence[_Node]) -> int:
+        requests = fit.pod_requests(pod)
+        reasons: list[list[str]] = []
+        best = -1.0
+        chosen: _Node | None = None
+        for node in nodes:
+            why = fit.filter_reasons(pod, node.node, node.pods, node.used)
+            reasons.append(why)
+            if why:
+                continue
+            # Highest score wins; among equals the first by name (names are visited in order).
+            score = fit.most_allocated_score(requests, node.used, node.allocatable)
+            if score > best:
+                best, chosen = score, node
+        if chosen is None:
+            self._mark_unschedulable(pod, fit.unschedulable_message(reasons))
+            return 0
+        if not self._bind(pod, chosen.name):
+            return 0
+        chosen.add({**pod, "spec": {**pod.get("spec", {}), "nodeName": chosen.name}}, requests)
+        return 1
+
+    def _bind(self, pod: Obj, node_name: str) -> bool:
+        meta = pod["metadata"]
+        binding = {
+            "metadata": {"name": meta["name"], "namespace": meta.get("namespace"), "uid": meta.get("uid")},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+        }
+        if not binding["metadata"]["uid"]:
+            del binding["metadata"]["uid"]
+        try:
+            self._kube.create(binding_resource(meta["name"]), binding, meta.get("namespace"))
+        except (NotFoundError, ConflictError) as exc:
+            log.info("pod binder: pod %s/%s changed before binding: %s", meta.get("namespace"), meta["name"], exc)
+            return False
+        except KubeError as exc:
+            log.warning("pod binder: binding %s/%s failed: %s", meta.get("namespace"), meta["name"], exc)
+            return False
+        log.info("pod binder: bound %s/%s to %s", meta.get("namespace"), meta["name"], node_name)
+        return True
+
+    def _mark_unschedulable(self, pod: Obj, message: str) -> None:
+        meta = pod["metadata"]
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        conditions = unschedulable_conditions(pod, message, now)
+        if conditions is None:
+            return
+        patch: Obj = {"status": {"conditions": conditions}}
+        if meta.get("resourceVersion"):
+            # A compare-and-swap: the conditions list is replaced whole.
+            patch["metadata"] = {"resourceVersion": meta["resourceVersion"]}
+        try:
+            self._kube.patch(POD, meta["name"], patch, meta.get("namespace"), subresource="status")
+        except KubeError as exc:
+            log.info("pod binder: marking %s/%s unschedulable failed: %s", meta.get("namespace"), meta["name"], exc)
+            return
+        log.info("pod binder: %s/%s is unschedulable: %s", meta.get("namespace"), meta["name"], message)

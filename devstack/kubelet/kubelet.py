@@ -1,0 +1,313 @@
+"""`SimulatedKubelet`: registers a Node for every running EC2 instance of the cluster and plays the
+kubelets' part in the local stack, as KWOK does for Karpenter.
+
+One reconcile pass (`sync_once`):
+1. every running instance tagged `kubernetes.io/cluster/<cluster>` gets a Node (named by its private DNS
+   name), created Ready=False with its claim's labels and taints (see `devstack.kubelet.node`);
+2. `ready_delay` seconds after the kubelet first saw the Node it turns Ready; `startup_taint_delay`
+   seconds after that, the claim's startup taints are removed whenever present (as a daemon would,
+   also after nodeflow's registration re-applies them);
+3. Nodes it registered whose instance is no longer running are deleted (finalizers are nodeflow's);
+4. pods bound to its Nodes are reported Running, and pods there with a deletionTimestamp are deleted
+   for good, once each (their containers are "stopped").
+
+Every failure is logged and retried on the next pass; creating a Node is idempotent by name.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from cloudprovider.types import TAG_CLUSTER_PREFIX, TAG_NODECLAIM
+from devstack.kubelet import node as nodes
+from devstack.kubelet.pods import needs_start, running_status
+from kube.errors import AlreadyExistsError, KubeError, NotFoundError
+from kube.resources import NODE, NODECLAIM, POD
+from kube.types import Kube, Obj
+
+log = logging.getLogger(__name__)
+
+_AWS_ERRORS = (BotoCoreError, ClientError)
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class SimulatedKubelet:
+    """See the module docstring. `ec2` is a boto3 EC2 client; `clock` (monotonic seconds) drives the
+    delays. Not thread-safe: run one instance per cluster, from one thread."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        ec2: Any,
+        cluster_name: str,
+        ready_delay: float = 1.0,
+        startup_taint_delay: float = 1.0,
+        poll_interval: float = 0.5,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not cluster_name:
+            raise ValueError("cluster_name is empty; pass the name instances are tagged with")
+        self._kube = kube
+        self._ec2 = ec2
+        self._cluster = cluster_name
+        self._region = str(ec2.meta.region_name)
+        self._ready_delay = ready_delay
+        self._startup_taint_delay = startup_taint_delay
+        self._poll_interval = poll_interval
+        self._clock = clock
+        self._type_cache: dict[str, dict[str, Any]] = {}
+        self._first_seen: dict[str, float] = {}
+        self._ready_since: dict[str, float] = {}
+        self._startup_taints: dict[str, list[Obj]] = {}
+        self._deleted_pods: set[str] = set()
+
+    def run(self, stop: threading.Event) -> None:
+        """Reconcile every `poll_interval` seconds until `stop` is set."""
+        while not stop.is_set():
+            try:
+                self.sync_once()
+            except Exception:  # the loop must outlive any single bad pass
+                log.exception("simulated kubelet: reconcile pass failed")
+            stop.wait(self._poll_interval)
+
+    def sync_once(self) -> None:
+        """One reconcile pass (see the module docstring)."""
+        own = self._own_nodes()
+        if own is None:
+            return
+        instances = self._running_instances()
+        if instances is not None:
+            self._register(instances, own)
+            self._remove_gone(instances, own)
+            self._advance(instances, own)
+        self._sync_pods(own)
+
+    # -- EC2 ---------------------------------------------------------------------------------------
+
+    def _running_instances(self) -> dict[str, dict[str, Any]] | None:
+        """Running instances of the cluster by id, or None when EC2 could not be read."""
+        filters = [
+            {"Name": "tag-key", "Values": [f"{TAG_CLUSTER_PREFIX}{self._cluster}"]},
+            {"Name": "instance-state-name", "Values": ["running"]},
+        ]
+        found: dict[str, dict[str, Any]] = {}
+        try:
+            for page in self._ec2.get_paginator("describe_instances").paginate(Filters=filters):
+                for reservation in page.get("Reservations", []):
+                    for instance in reservation.get("Instances", []):
+                        if (instance.get("State") or {}).get("Name") == "running":
+                            found[instance["InstanceId"]] = instance
+        except _AWS_ERRORS as exc:
+            log.warning("simulated kubelet: DescribeInstances failed, retrying next pass: %s", exc)
+            return None
+        return found
+
+    def _type_info(self, instance_type: str) -> dict[str, Any] | None:
+        if instance_type not in self._type_cache:
+            try:
+                described = self._ec2.describe_instance_types(InstanceTypes=[instance_type])["InstanceTypes"]
+            except _AWS_ERRORS as exc:
+                log.warning("simulated kubelet: DescribeInstanceTypes %s failed: %s", instance_type, exc)
+                return None
+            if not described:
+                log.warning("simulated kubelet: EC2 does not know instance type %s", instance_type)
+                return None
+            self._type_cache[instance_type] = described[0]
+        return self._type_cache[instance_type]
+
+    # -- Nodes -------------------------------------------------------------------------------------
+
+    def _own_nodes(self) -> dict[str, Obj] | None:
+        try:
+            listed = self._kube.list(NODE)
+        except KubeError as exc:
+            log.warning("simulated kubelet: listing nodes failed, retrying next pass: %s", exc)
+            return None
+        annotation = nodes.SIMULATED_ANNOTATION
+        return {
+            n["metadata"]["name"]: n
+            for n in listed
+            if ((n.get("metadata") or {}).get("annotations") or {}).get(annotation) == self._cluster
+        }
+
+    def _claim(self, instance: Mapping[str, Any]) -> tuple[bool, Obj | None]:
+        """(ok, the instance's NodeClaim or None when it has none); ok is False on an API failure."""
+        name = nodes.tag(instance, TAG_NODECLAIM)
+        if not name:
+            return True, None
+        try:
+            return True, self._kube.get(NODECLAIM, name)
+        except NotFoundError:
+            return True, None
+        except KubeError as exc:
+            log.warning("simulated kubelet: reading NodeClaim %s failed: %s", name, exc)
+            return False, None
+
+    def _register(self, instances: Mapping[str, dict[str, Any]], own: dict[str, Obj]) -> None:
+        for instance_id in sorted(instances):
+            instance = instances[instance_id]
+            name = nodes.node_name(instance)
+            if name in own:
+                self._first_seen.setdefault(name, self._clock())
+                continue
+            node = self._create_node(instance)
+            if node is not None:
+                own[name] = node
+                self._first_seen[name] = self._clock()
+                self._ready_since.pop(name, None)
+
+    def _create_node(self, instance: Mapping[str, Any]) -> Obj | None:
+        type_info = self._type_info(str(instance["InstanceType"]))
+        ok, claim = self._claim(instance)
+        if type_info is None or not ok:
+            return None
+        self._startup_taints[nodes.node_name(instance)] = nodes.claim_taints(claim, "startupTaints")
+        body = nodes.build_node(instance, type_info, claim, self._region, self._cluster)
+        name = body["metadata"]["name"]
+        status = {"status": nodes.node_status(instance, type_info, ready=False, now=_now())}
+        try:
+            self._kube.create(NODE, body)
+        except AlreadyExistsError:
+            log.info("simulated kubelet: node %s already exists", name)
+        except KubeError as exc:
+            log.warning("simulated kubelet: creating node %s failed: %s", name, exc)
+            return None
+        try:
+            created = self._kube.patch(NODE, name, status, subresource="status")
+        except KubeError as exc:
+            log.warning("simulated kubelet: posting status of node %s failed: %s", name, exc)
+            return None
+        log.info("simulated kubelet: registered node %s for %s", name, instance["InstanceId"])
+        return created
+
+    def _remove_gone(self, instances: Mapping[str, Any], own: dict[str, Obj]) -> None:
+        for name in sorted(own):
+            node = own[name]
+            if nodes.instance_id_of(node) in instances:
+                continue
+            del own[name]
+            self._forget(name)
+            if (node.get("metadata") or {}).get("deletionTimestamp"):
+                continue
+            try:
+                self._kube.delete(NODE, name)
+                log.info("simulated kubelet: deleted node %s, its instance is gone", name)
+            except NotFoundError:
+                pass
+            except KubeError as exc:
+                log.warning("simulated kubelet: deleting node %s failed: %s", name, exc)
+
+    def _forget(self, name: str) -> None:
+        for table in (self._first_seen, self._ready_since, self._startup_taints):
+            table.pop(name, None)
+
+    def _advance(self, instances: Mapping[str, dict[str, Any]], own: dict[str, Obj]) -> None:
+        """Turn Nodes Ready after ready_delay, then drop startup taints after startup_taint_delay."""
+        now = self._clock()
+        for name in sorted(own):
+            node = own[name]
+            instance = instances.get(nodes.instance_id_of(node) or "")
+            if instance is None:
+                continue
+            if not nodes.is_ready(node):
+                if now - self._first_seen.get(name, now) < self._ready_delay or not self._mark_ready(node):
+                    continue
+                self._ready_since[name] = now
+            ready_since = self._ready_since.setdefault(name, now)
+            if now - ready_since >= self._startup_taint_delay:
+                self._drop_startup_taints(instance, own[name])
+
+    def _mark_ready(self, node: Obj) -> bool:
+        name = node["metadata"]["name"]
+        patch = {"status": {"conditions": nodes.conditions(ready=True, now=_now())}}
+        try:
+            node.update(self._kube.patch(NODE, name, patch, subresource="status"))
+        except KubeError as exc:
+            log.warning("simulated kubelet: marking node %s Ready failed: %s", name, exc)
+            return False
+        log.info("simulated kubelet: node %s is Ready", name)
+        return True
+
+    def _drop_startup_taints(self, instance: Mapping[str, Any], node: Obj) -> None:
+        name = node["metadata"]["name"]
+        if name not in self._startup_taints:
+            ok, claim = self._claim(instance)
+            if not ok:
+                return
+            self._startup_taints[name] = nodes.claim_taints(claim, "startupTaints")
+        startup = {(t["key"], t["effect"]) for t in self._startup_taints[name]}
+        taints = (node.get("spec") or {}).get("taints") or []
+        kept = [t for t in taints if (t.get("key"), t.get("effect")) not in startup]
+        if len(kept) == len(taints):
+            return
+        # The resourceVersion makes this a compare-and-swap: nodeflow edits the same taint list.
+        patch: Obj = {"spec": {"taints": kept}}
+        if node["metadata"].get("resourceVersion"):
+            patch["metadata"] = {"resourceVersion": node["metadata"]["resourceVersion"]}
+        try:
+            node.update(self._kube.patch(NODE, name, patch))
+        except KubeError as exc:
+            log.warning("simulated kubelet: removing startup taints from %s failed: %s", name, exc)
+            return
+        log.info("simulated kubelet: removed startup taints from node %s", name)
+
+    # -- Pods --------------------------------------------------------------------------------------
+
+    def _sync_pods(self, own: Mapping[str, Obj]) -> None:
+        if not own:
+            return
+        try:
+            pods = self._kube.list(POD)
+        except KubeError as exc:
+            log.warning("simulated kubelet: listing pods failed, retrying next pass: %s", exc)
+            return
+        for pod in pods:
+            node = own.get((pod.get("spec") or {}).get("nodeName") or "")
+            if node is None:
+                continue
+            if (pod.get("metadata") or {}).get("deletionTimestamp"):
+                self._finish_deletion(pod)
+            elif needs_start(pod):
+                self._start(pod, node)
+
+    def _finish_deletion(self, pod: Obj) -> None:
+        meta = pod["metadata"]
+        uid = meta.get("uid") or f"{meta.get('namespace')}/{meta['name']}"
+        if uid in self._deleted_pods:
+            return
+        try:
+            self._kube.delete(POD, meta["name"], meta.get("namespace"))
+        except NotFoundError:
+            pass
+        except KubeError as exc:
+            log.warning("simulated kubelet: deleting pod %s/%s failed: %s", meta.get("namespace"), meta["name"], exc)
+            return
+        self._deleted_pods.add(uid)
+
+    def _start(self, pod: Obj, node: Obj) -> None:
+        meta = pod["metadata"]
+        status = running_status(pod, _internal_ip(node), _now())
+        try:
+            self._kube.patch(POD, meta["name"], {"status": status}, meta.get("namespace"), subresource="status")
+        except NotFoundError:
+            pass
+        except KubeError as exc:
+            log.warning("simulated kubelet: starting pod %s/%s failed: %s", meta.get("namespace"), meta["name"], exc)
+
+
+def _internal_ip(node: Mapping[str, Any]) -> str:
+    for address in (node.get("status") or {}).get("addresses") or []:
+        if address.get("type") == "InternalIP":
+            return str(address.get("address", ""))
+    return ""
