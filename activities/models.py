@@ -32,7 +32,6 @@ class ProvisionPlan(BaseModel):
     invalid: list[InvalidObject] = Field(default_factory=list)
     pending_pods: int = 0
     placed_on_existing: int = 0
-    node_pool_hashes: dict[str, str] = Field(default_factory=dict)
 
 
 class ApplyPlanInput(BaseModel):

@@ -1,0 +1,259 @@
+"""Provisioning activities: read the cluster fresh and plan (`solve`), then make the plan real
+(`apply_plan`: NodeClaim CRs with deterministic names, one NodeClaim workflow each, NodePool status and
+pod events). The plan is recorded in the provisioner's history, so the Temporal UI shows why each node
+was launched, and changing the solver never breaks replay."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+from temporalio import activity
+
+import scheduling
+from activities import kubeops
+from activities.models import ApplyPlanInput, ApplyPlanResult, InvalidObject, ProvisionPlan, ProvisionRound
+from activities.nodeclaim import now_rfc3339
+from apis import labels
+from apis.ec2nodeclass import EC2NodeClass
+from apis.instancetype import InstanceType
+from apis.meta import Condition, ObjectMeta, OwnerReference, get_condition, set_condition
+from apis.nodeclaim import NodeClaim, NodeClaimSpec, ResourceRequirements
+from apis.nodepool import NodePool
+from apis.requirements import NodeSelectorRequirement
+from cloudprovider.errors import NodeClassNotReadyError
+from cloudprovider.types import CloudProvider
+from kube import resources as r
+from kube.errors import AlreadyExistsError, NotFoundError
+from kube.types import Kube, Obj
+from scheduling.provisionable import is_provisionable
+from scheduling.types import PlannedNodeClaim, SchedulingInput
+
+log = logging.getLogger(__name__)
+NODEPOOL_HASH_VERSION = "v3"
+
+
+class WorkflowStarter(Protocol):
+    """Starts (or finds running) the NodeClaim workflow of a claim. Idempotent."""
+
+    def start_node_claim(self, name: str, node_pool: str) -> None: ...
+
+
+def node_claim_name(node_pool: str, run_id: str, round_: int, pods: list[str]) -> str:
+    """`<nodepool>-<5 chars>`, like Karpenter's, but derived from the round and the claim's pods so a
+    retried round names the same claim the same way."""
+    digest = hashlib.sha256("\n".join([run_id, str(round_), *pods]).encode()).digest()
+    alphabet = "bcdfghjklmnpqrstvwxz2456789"
+    suffix = "".join(alphabet[b % len(alphabet)] for b in digest[:5])
+    return f"{node_pool}-{suffix}"
+
+
+def validation_message(err: ValidationError) -> str:
+    """One line per problem, with the field path in Kubernetes form."""
+    parts = []
+    for e in err.errors():
+        path = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in e["loc"]).replace(".[", "[")
+        parts.append(f"{path}: {e['msg']}")
+    return "; ".join(parts)
+
+
+class ProvisioningActivities:
+    def __init__(self, kube: Kube, cloud: CloudProvider, recorder: kubeops.Recorder, starter: WorkflowStarter) -> None:
+        self.kube = kube
+        self.cloud = cloud
+        self.recorder = recorder
+        self.starter = starter
+
+    # -- solve -------------------------------------------------------------------------------------------
+
+    @activity.defn(name="solve")
+    def solve(self, rnd: ProvisionRound) -> ProvisionPlan:
+        """Snapshot the cluster and run the scheduler. Invalid NodePools and unready EC2NodeClasses are
+        left out (and reported), so the others still provision."""
+        invalid: list[InvalidObject] = []
+        node_classes, zones = self._ready_node_classes(invalid)
+        node_pools = self._valid_node_pools(invalid, {nc.name for nc in node_classes})
+        pods = self.kube.list(r.POD)
+        pending = [p for p in pods if is_provisionable(p)]
+        if not pending:
+            return ProvisionPlan(invalid=invalid)
+        bound = [p for p in pods if p.get("spec", {}).get("nodeName") and p.get("status", {}).get("phase") not in (
+            "Succeeded", "Failed")]  # fmt: skip
+        activity.heartbeat()
+        inp = SchedulingInput(
+            pods=pending,
+            bound_pods=bound,
+            nodes=self.kube.list(r.NODE),
+            node_claims=self._node_claims(),
+            node_pools=node_pools,
+            node_classes=node_classes,
+            instance_types=self._catalog(zones),
+            daemonsets=self.kube.list(r.DAEMONSET),
+            persistent_volume_claims=self.kube.list(r.PVC),
+            persistent_volumes=self.kube.list(r.PV),
+            storage_classes=self.kube.list(r.STORAGECLASS),
+            runtime_classes=self.kube.list(r.RUNTIMECLASS),
+        )
+        plan = scheduling.solve(inp)
+        placed = sum(len(p.pods) for p in plan.existing_nodes)
+        return ProvisionPlan(
+            node_claims=plan.node_claims,
+            unschedulable=plan.unschedulable,
+            invalid=invalid,
+            pending_pods=len(pending),
+            placed_on_existing=placed,
+        )
+
+    def _ready_node_classes(self, invalid: list[InvalidObject]) -> tuple[list[EC2NodeClass], set[str]]:
+        ready: list[EC2NodeClass] = []
+        zones: set[str] = set()
+        for obj in self.kube.list(r.EC2NODECLASS):
+            name = obj.get("metadata", {}).get("name", "")
+            try:
+                node_class = EC2NodeClass.model_validate(obj)
+                resolved = self.cloud.resolve_node_class(node_class)
+            except ValidationError as err:
+                invalid.append(InvalidObject(kind="EC2NodeClass", name=name, message=validation_message(err)))
+                continue
+            except NodeClassNotReadyError as err:
+                invalid.append(InvalidObject(kind="EC2NodeClass", name=name, message=str(err)))
+                continue
+            zones.update(s["zone"] for s in resolved.subnets if s.get("zone"))
+            ready.append(node_class)
+        return ready, zones
+
+    def _valid_node_pools(self, invalid: list[InvalidObject], ready_classes: set[str]) -> list[NodePool]:
+        pools: list[NodePool] = []
+        for obj in self.kube.list(r.NODEPOOL):
+            name = obj.get("metadata", {}).get("name", "")
+            if obj.get("metadata", {}).get("deletionTimestamp"):
+                continue
+            try:
+                pool = NodePool.model_validate(obj)
+            except ValidationError as err:
+                invalid.append(InvalidObject(kind="NodePool", name=name, message=validation_message(err)))
+                continue
+            if pool.spec.template.spec.node_class_ref.name not in ready_classes:
+                ref = pool.spec.template.spec.node_class_ref.name
+                invalid.append(
+                    InvalidObject(kind="NodePool", name=name, message=f'EC2NodeClass "{ref}" is not ready or missing')
+                )
+                continue
+            pools.append(pool)
+        return pools
+
+    def _node_claims(self) -> list[NodeClaim]:
+        out: list[NodeClaim] = []
+        for obj in self.kube.list(r.NODECLAIM):
+            try:
+                out.append(NodeClaim.model_validate(obj))
+            except ValidationError:
+                log.warning("skipping malformed NodeClaim %s", obj.get("metadata", {}).get("name"))
+        return out
+
+    def _catalog(self, zones: set[str]) -> list[InstanceType]:
+        """The base catalog, offerings limited to zones where a ready node class has subnets."""
+        catalog = self.cloud.instance_types(None)
+        if not zones:
+            return catalog
+        return [it.model_copy(update={"offerings": [o for o in it.offerings if o.zone in zones]}) for it in catalog]
+
+    # -- apply -------------------------------------------------------------------------------------------
+
+    @activity.defn(name="apply_plan")
+    def apply_plan(self, inp: ApplyPlanInput) -> ApplyPlanResult:
+        """Create the planned NodeClaims (AlreadyExists is fine: a retried round), start one workflow per
+        claim, report invalid NodePools on their status, and tell pending pods why they stay pending."""
+        created: list[str] = []
+        pools: dict[str, Obj] = {}
+        for planned in inp.plan.node_claims:
+            pool_obj = pools.get(planned.node_pool) or self._get(r.NODEPOOL, planned.node_pool)
+            if pool_obj is None:
+                continue
+            pools[planned.node_pool] = pool_obj
+            name = node_claim_name(planned.node_pool, inp.round.run_id, inp.round.round, planned.pods)
+            self._create_claim(name, planned, NodePool.model_validate(pool_obj))
+            self.starter.start_node_claim(name, planned.node_pool)
+            created.append(name)
+            activity.heartbeat()
+        self._report_node_pools(inp.plan.invalid)
+        for pod in inp.plan.unschedulable[:200]:
+            namespace, _, name = pod.pod.partition("/")
+            pod_obj = self._get(r.POD, name, namespace)
+            if pod_obj is not None:
+                self.recorder.record(pod_obj, "Warning", "FailedScheduling", f"Failed to schedule pod, {pod.reason}")
+        return ApplyPlanResult(created=created)
+
+    def _get(self, resource: r.Resource, name: str, namespace: str | None = None) -> Obj | None:
+        try:
+            return self.kube.get(resource, name, namespace)
+        except NotFoundError:
+            return None
+
+    def _create_claim(self, name: str, planned: PlannedNodeClaim, pool: NodePool) -> None:
+        template = pool.spec.template
+        requirements = [req for req in planned.requirements if req.key != labels.INSTANCE_TYPE]
+        requirements.append(
+            NodeSelectorRequirement(key=labels.INSTANCE_TYPE, operator="In", values=planned.instance_types)
+        )
+        claim = NodeClaim(
+            metadata=ObjectMeta(
+                name=name,
+                labels={**template.metadata.labels, **planned.labels, labels.NODEPOOL: pool.name},
+                annotations={
+                    **template.metadata.annotations,
+                    labels.NODEPOOL_HASH_ANNOTATION: pool.template_hash(),
+                    labels.NODEPOOL_HASH_VERSION_ANNOTATION: NODEPOOL_HASH_VERSION,
+                },
+                finalizers=[labels.TERMINATION_FINALIZER],
+                owner_references=[
+                    OwnerReference(
+                        api_version=pool.api_version,
+                        kind=pool.kind,
+                        name=pool.name,
+                        uid=pool.metadata.uid or "",
+                        block_owner_deletion=True,
+                    )
+                ],
+            ),
+            spec=NodeClaimSpec(
+                requirements=requirements,
+                resources=ResourceRequirements(requests=planned.requests),
+                node_class_ref=template.spec.node_class_ref,
+                taints=planned.taints or template.spec.taints,
+                startup_taints=planned.startup_taints or template.spec.startup_taints,
+                expire_after=template.spec.expire_after,
+                termination_grace_period=template.spec.termination_grace_period,
+            ),
+        )
+        body: dict[str, Any] = claim.to_kube()
+        body.pop("status", None)
+        try:
+            self.kube.create(r.NODECLAIM, body)
+        except AlreadyExistsError:
+            pass
+
+    def _report_node_pools(self, invalid: list[InvalidObject]) -> None:
+        """Ready=False with the validation message on invalid NodePools; Ready=True on the others."""
+        problems = {i.name: i.message for i in invalid if i.kind == "NodePool"}
+        stamp = now_rfc3339()
+        for obj in self.kube.list(r.NODEPOOL):
+            name = obj["metadata"]["name"]
+            message = problems.get(name, "")
+            status, reason = ("False", "ValidationFailed") if message else ("True", "Ready")
+            conditions = [Condition.model_validate(c) for c in obj.get("status", {}).get("conditions") or []]
+            current = get_condition(conditions, "Ready")
+            if current and current.status == status and current.message == message:
+                continue
+            if message:
+                self.recorder.record(obj, "Warning", "ValidationFailed", message)
+            new = set_condition(conditions, "Ready", status, reason, message, stamp)  # type: ignore[arg-type]
+            new = set_condition(new, "ValidationSucceeded", status, reason, message, stamp)  # type: ignore[arg-type]
+            try:
+                self.kube.patch(
+                    r.NODEPOOL, name, {"status": {"conditions": [c.to_kube() for c in new]}}, subresource="status"
+                )
+            except NotFoundError:
+                pass
