@@ -1,0 +1,65 @@
+"""What a dev stack is started with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_TEMPORAL_PORT = 7233
+DEFAULT_UI_PORT = 8233
+DEFAULT_KUBE_PORT = 6443
+DEFAULT_MOTO_PORT = 5000
+DEFAULT_CLUSTER_NAME = "nodeflow-dev"
+DEFAULT_STATE_DIR = Path(".nodeflow")
+DEFAULT_REGION = "us-west-2"
+
+
+@dataclass
+class DevStackConfig:
+    """Settings of one `DevStack`. Ports 0 mean "pick a free port" (the defaults here, for tests; the
+    `nodeflow dev` command passes the well-known ports).
+
+    state_dir: holds `kubeconfig`, `temporal.db` (when `persistent_temporal`), `services.json` and
+      `logs/<child>.log`.
+    ui: serve the Temporal UI on `ui_port`.
+    persistent_temporal: keep Temporal's state in `<state_dir>/temporal.db`, so `restart_temporal()`
+      and a new run keep the workflows; `fresh` deletes that db first.
+    start_worker: run the nodeflow worker as a child; `worker_args` are appended to its command line.
+    apply_defaults: apply `devstack/defaults.yaml` (NodePool and EC2NodeClass `default`) at start.
+    """
+
+    state_dir: Path = DEFAULT_STATE_DIR
+    temporal_port: int = 0
+    ui_port: int = 0
+    kube_port: int = 0
+    moto_port: int = 0
+    cluster_name: str = DEFAULT_CLUSTER_NAME
+    ui: bool = False
+    persistent_temporal: bool = True
+    start_worker: bool = True
+    worker_args: list[str] = field(default_factory=list)
+    fresh: bool = False
+    apply_defaults: bool = True
+    region: str = DEFAULT_REGION
+    start_timeout: float = 60.0
+
+    def __post_init__(self) -> None:
+        self.state_dir = Path(self.state_dir)
+        if not self.cluster_name or any(c.isspace() for c in self.cluster_name):
+            raise ValueError(f"cluster_name {self.cluster_name!r} must be a non-empty name without spaces")
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.state_dir / "logs"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.state_dir / "kubeconfig"
+
+    @property
+    def temporal_db(self) -> Path | None:
+        return self.state_dir / "temporal.db" if self.persistent_temporal else None
+
+    @property
+    def ready_file(self) -> Path:
+        return self.state_dir / "services.json"

@@ -1,0 +1,300 @@
+"""`DevStack`: the embedded local stack as one object, for `nodeflow dev` and for tests.
+
+Process layout (every child in its own process group, its output in `<state_dir>/logs/<name>.log`):
+- `temporal`: the Temporal dev server (`devstack.temporal`);
+- `services`: `python -m devstack.services` (Kubernetes API emulator, moto, simulated kubelet, pod binder);
+- `worker`: `python -m workers.cli worker ...`, the product's worker, unchanged.
+
+`start()` returns once every server answers, with the kubeconfig written and the defaults applied.
+`stop()` ends every child (SIGTERM, SIGKILL after a grace period); it is idempotent and also runs
+at interpreter exit, so a parent that crashes still leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+import devstack
+from devstack import apply as applying
+from devstack import temporal  # a module import: devstack.temporal imports devstack.stack.children
+from devstack.services import ec2_client
+from devstack.stack.children import ChildProcess, stop_all
+from devstack.stack.config import DevStackConfig
+from devstack.stack.ports import HOST, check_free, free_port, resolve, wait_for
+from devstack.summary import build_summary
+from kube.client import KubeClient
+from kube.errors import KubeError
+from kube.resources import NODECLAIM, POD
+
+log = logging.getLogger(__name__)
+
+DEFAULTS_FILE = Path(devstack.__file__).parent / "defaults.yaml"
+PROJECT_ROOT = Path(devstack.__file__).resolve().parent.parent
+WORKER_GRACE_SECONDS = 10.0
+SERVICES_GRACE_SECONDS = 5.0
+POLL_INTERVAL = 0.5
+
+
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """This process's environment, with the project importable and Python output unbuffered."""
+    env = dict(os.environ)
+    path = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = f"{PROJECT_ROOT}{os.pathsep}{path}" if path else str(PROJECT_ROOT)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra or {})
+    return env
+
+
+def _port_of(url: str) -> int:
+    port = urlsplit(url).port
+    if port is None:
+        raise RuntimeError(f"services reported the URL {url!r} without a port")
+    return port
+
+
+class DevStack:
+    """See the module docstring. Use as a context manager, or call `start()`/`stop()`.
+
+    After `start()`: `temporal_address`, `ui_url` (None without the UI), `kube_url`, `moto_url`,
+    `kubeconfig`, `kube` (a KubeClient for this process) and `ec2` (a boto3 EC2 client on moto)."""
+
+    def __init__(self, config: DevStackConfig) -> None:
+        self.config = config
+        self.kubeconfig: Path = config.kubeconfig
+        self.temporal_address = ""
+        self.ui_url: str | None = None
+        self.kube_url = ""
+        self.moto_url = ""
+        self.kube: KubeClient
+        self.ec2: Any = None
+        self._temporal: temporal.TemporalDevServer | None = None
+        self._services: ChildProcess | None = None
+        self._worker: ChildProcess | None = None
+        self._problems: list[str] = []
+        self._since = time.monotonic()
+        self._kube_client: KubeClient | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def __enter__(self) -> DevStack:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Start Temporal, the services and (if configured) the worker; apply the defaults.
+
+        Raises PortInUseError naming the flag when a fixed port is taken, RuntimeError (with the log's
+        tail) when a child dies or is not ready within `config.start_timeout`. On any failure what was
+        started is stopped again before the exception propagates."""
+        cfg = self.config
+        cfg.logs_dir.mkdir(parents=True, exist_ok=True)
+        atexit.register(self.stop)
+        try:
+            self._start_temporal()
+            self._start_services()
+            self.kube = self._kube_client = KubeClient.from_kubeconfig(str(self.kubeconfig))
+            self.ec2 = ec2_client(self.moto_url, cfg.region)
+            if cfg.apply_defaults:
+                self.apply_files([DEFAULTS_FILE])
+            if cfg.start_worker:
+                self.start_worker()
+        except BaseException:
+            self.stop()
+            raise
+        self._since = time.monotonic()
+
+    def _start_temporal(self) -> None:
+        cfg = self.config
+        for port, flag in ((cfg.kube_port, "--kube-port"), (cfg.moto_port, "--moto-port")):
+            if port:
+                check_free(port, flag)
+        ports = temporal.TemporalPorts(
+            grpc=resolve(cfg.temporal_port, "--temporal-port"),
+            ui=resolve(cfg.ui_port, "--ui-port") if cfg.ui else free_port(),
+            http=free_port(),
+            metrics=free_port(),
+        )
+        if cfg.fresh and cfg.temporal_db is not None:
+            temporal.delete_db(cfg.temporal_db)
+        self._temporal = temporal.TemporalDevServer(ports, cfg.temporal_db, cfg.ui, cfg.logs_dir / "temporal.log")
+        self._temporal.start(cfg.start_timeout)
+        self.temporal_address = self._temporal.address
+        self.ui_url = self._temporal.ui_url
+
+    def _start_services(self) -> None:
+        cfg = self.config
+        cfg.ready_file.unlink(missing_ok=True)
+        argv = [
+            sys.executable, "-m", "devstack.services",
+            "--kube-port", str(cfg.kube_port),
+            "--moto-port", str(cfg.moto_port),
+            "--cluster-name", cfg.cluster_name,
+            "--region", cfg.region,
+            "--ready-file", str(cfg.ready_file),
+        ]  # fmt: skip
+        self._services = ChildProcess("services", argv, cfg.logs_dir / "services.log", child_env(),
+                                      SERVICES_GRACE_SECONDS)  # fmt: skip
+        self._services.start()
+        services = self._services
+        try:
+            wait_for(cfg.ready_file.exists, "services (Kubernetes API, moto)", cfg.start_timeout, services.running)
+        except (TimeoutError, RuntimeError) as exc:
+            raise RuntimeError(f"{exc}; log {services.log_path}:\n{services.log_tail()}") from exc
+        info = json.loads(cfg.ready_file.read_text())
+        self.kube_url, self.moto_url = str(info["kubeUrl"]), str(info["motoUrl"])
+        from devstack.kube.kubeconfig import write_kubeconfig
+
+        write_kubeconfig(self.kubeconfig, self.kube_url)
+
+    def stop(self) -> None:
+        """Stop the worker, then the services and Temporal together. Idempotent; never raises for a
+        child that already ended."""
+        atexit.unregister(self.stop)
+        if self._worker is not None:
+            self._worker.stop()
+        rest = [c for c in (self._services, self._temporal.process if self._temporal else None) if c is not None]
+        stop_all(rest, SERVICES_GRACE_SECONDS)
+        if self._kube_client is not None:
+            self._kube_client.close()
+            self._kube_client = None
+
+    # -- worker and Temporal, for crash tests --------------------------------------------------------
+
+    def worker_argv(self) -> list[str]:
+        cfg = self.config
+        return [
+            sys.executable, "-m", "workers.cli", "worker",
+            "--temporal-address", self.temporal_address,
+            "--kubeconfig", str(self.kubeconfig),
+            "--aws-endpoint-url", self.moto_url,
+            "--region", cfg.region,
+            "--cluster-name", cfg.cluster_name,
+            "--cluster-endpoint", self.kube_url,
+            *cfg.worker_args,
+        ]  # fmt: skip
+
+    def start_worker(self) -> None:
+        """Start the worker child (again after stop_worker/kill_worker). No-op while it runs."""
+        if self._worker is not None and self._worker.running():
+            return
+        fake_aws = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                    "AWS_DEFAULT_REGION": self.config.region}  # fmt: skip
+        env = child_env(fake_aws)
+        env.pop("AWS_SESSION_TOKEN", None)
+        env.pop("AWS_PROFILE", None)
+        self._worker = ChildProcess("worker", self.worker_argv(), self.config.logs_dir / "worker.log", env,
+                                    WORKER_GRACE_SECONDS)  # fmt: skip
+        self._worker.start()
+
+    def stop_worker(self) -> None:
+        """SIGTERM the worker (graceful shutdown), SIGKILL after the grace period."""
+        if self._worker is not None:
+            self._worker.stop()
+
+    def kill_worker(self) -> None:
+        """SIGKILL the worker, as in a crash: no shutdown code runs."""
+        if self._worker is not None:
+            self._worker.stop(kill=True)
+
+    def restart_temporal(self, kill: bool = False) -> None:
+        """Stop Temporal (SIGKILL when `kill`) and start it again on the same ports and db. Without
+        `persistent_temporal` the server runs in memory and comes back empty."""
+        if self._temporal is None:
+            raise RuntimeError("the stack is not started")
+        self._temporal.restart(kill=kill, timeout=self.config.start_timeout)
+
+    def dead_children(self) -> list[str]:
+        """Children that should run but have exited, as "name (exit N, log PATH)" lines."""
+        children = [self._temporal.process if self._temporal else None, self._services]
+        if self.config.start_worker:
+            children.append(self._worker)
+        return [
+            f"{c.name} exited (code {c.exit_code()}); see {c.log_path}"
+            for c in children
+            if c is not None and c.exit_code() is not None
+        ]
+
+    # -- applying and observing ----------------------------------------------------------------------
+
+    def variables(self) -> dict[str, str]:
+        return {"CLUSTER_NAME": self.config.cluster_name}
+
+    def apply_text(self, text: str, source: str = "<text>") -> list[str]:
+        """Apply a multi-document manifest. Returns the validation problems (the objects are applied
+        anyway); raises ManifestError before applying anything when the text cannot be applied."""
+        manifests, problems = applying.load_text(text, source, self.variables())
+        return self._apply(manifests, problems)
+
+    def apply_files(self, paths: list[Path]) -> list[str]:
+        """Apply files in order; all are read and checked before any is applied. See apply_text."""
+        manifests: list[applying.Manifest] = []
+        problems: list[str] = []
+        for path in paths:
+            more, found = applying.load_file(Path(path), self.variables())
+            manifests += more
+            problems += found
+        return self._apply(manifests, problems)
+
+    def _apply(self, manifests: list[applying.Manifest], problems: list[str]) -> list[str]:
+        applying.apply_all(self.kube, manifests)
+        self._problems += [p for p in problems if p not in self._problems]
+        self._since = time.monotonic()
+        return problems
+
+    def summary(self) -> dict[str, Any]:
+        """The summary of `devstack.summary.build_summary`; `seconds` counts from the last apply (or
+        the start). Failures to read the cluster and dead children are reported in `errors`, and make
+        the summary not settled."""
+        errors = list(self._problems) + self.dead_children()
+        pods: list[dict[str, Any]] = []
+        claims: list[dict[str, Any]] = []
+        instances: list[dict[str, Any]] = []
+        try:
+            pods = self.kube.list(POD)
+            claims = self.kube.list(NODECLAIM)
+            instances = self._instances()
+        except (KubeError, BotoCoreError, ClientError) as exc:
+            errors.append(f"reading the cluster state failed: {exc}")
+        summary = build_summary(pods, claims, instances, errors, time.monotonic() - self._since)
+        if len(errors) > len(self._problems):
+            summary["settled"] = False
+            summary["unsettled"].append("the stack is unhealthy (see errors)")
+        return summary
+
+    def _instances(self) -> list[dict[str, Any]]:
+        instances: list[dict[str, Any]] = []
+        for page in self.ec2.get_paginator("describe_instances").paginate():
+            for reservation in page.get("Reservations", []):
+                instances.extend(reservation.get("Instances", []))
+        return instances
+
+    def settled(self) -> bool:
+        return bool(self.summary()["settled"])
+
+    def wait_settled(self, timeout: float) -> dict[str, Any]:
+        """Poll the summary until settled, a child dies, or `timeout` seconds pass; the last summary."""
+        deadline = time.monotonic() + timeout
+        while True:
+            summary = self.summary()
+            if summary["settled"] or self.dead_children() or time.monotonic() >= deadline:
+                return summary
+            time.sleep(min(POLL_INTERVAL, max(deadline - time.monotonic(), 0.0)))
+
+
+__all__ = ["HOST", "DevStack", "DevStackConfig"]

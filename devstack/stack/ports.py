@@ -1,0 +1,78 @@
+"""Local TCP ports: is one free, pick a free one, wait until one answers."""
+
+from __future__ import annotations
+
+import socket
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+
+HOST = "127.0.0.1"
+
+
+class PortInUseError(RuntimeError):
+    """A port asked for on the command line is already taken by another process."""
+
+
+def check_free(port: int, flag: str, host: str = HOST) -> None:
+    """Raise PortInUseError naming `flag` when something already listens on host:port.
+
+    SO_REUSEADDR makes a port held only by TIME_WAIT sockets of an earlier run count as free, as it
+    is for the servers themselves."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise PortInUseError(
+                f"port {port} ({flag}) is already in use on {host}: stop the process holding it "
+                f"(`ss -ltnp 'sport = :{port}'`) or pass {flag} with another port (0 picks a free one)"
+            ) from exc
+
+
+def free_port(host: str = HOST) -> int:
+    """A port the OS reports free right now (another process could still take it before we bind)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def resolve(port: int, flag: str, host: str = HOST) -> int:
+    """`port` checked to be free, or a free port when it is 0."""
+    if port == 0:
+        return free_port(host)
+    if not 0 < port < 65536:
+        raise ValueError(f"{flag} {port} is not a TCP port: use 1-65535, or 0 for a free one")
+    check_free(port, flag, host)
+    return port
+
+
+def http_ok(url: str, timeout: float = 1.0) -> bool:
+    """True when GET `url` answers 200."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def wait_for(
+    ready: Callable[[], bool],
+    what: str,
+    timeout: float,
+    alive: Callable[[], bool] = lambda: True,
+    interval: float = 0.1,
+) -> None:
+    """Poll `ready` until it returns True. Raises TimeoutError after `timeout` seconds, and
+    RuntimeError as soon as `alive` returns False (the process we wait for has died)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if ready():
+            return
+        if not alive():
+            raise RuntimeError(f"{what}: the process exited before it was ready")
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"{what}: not ready within {timeout:.0f}s")
+        time.sleep(interval)

@@ -1,0 +1,201 @@
+"""`nodeflow dev`: run the product on the embedded local stack (Temporal dev server and UI, seeded
+moto, the Kubernetes API emulator, simulated kubelet and pod binder, and the worker).
+
+Interactive (the default): start, print where everything is, run until Ctrl-C or SIGTERM.
+Headless: `--apply FILE ... --until-settled --timeout S -o json` applies the files, waits until the
+cluster settles, prints a summary on stdout and exits 0 (settled), 1 (not settled by the timeout,
+or a component died) or 2 (bad usage, unreadable or unappliable files, a port already taken).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+EXIT_SETTLED = 0
+EXIT_NOT_SETTLED = 1
+EXIT_USAGE = 2
+
+log = logging.getLogger("nodeflow.dev")
+
+
+def add_parser(subparsers: Any) -> None:
+    from devstack.stack import config as c
+
+    p = subparsers.add_parser("dev", help="run nodeflow on the embedded local stack", description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p.add_argument("--temporal-port", type=int, default=c.DEFAULT_TEMPORAL_PORT, help="Temporal gRPC (0 = free)")
+    p.add_argument("--ui-port", type=int, default=c.DEFAULT_UI_PORT, help="Temporal UI (0 = free)")
+    p.add_argument("--kube-port", type=int, default=c.DEFAULT_KUBE_PORT, help="Kubernetes API, plain HTTP (0 = free)")
+    p.add_argument("--moto-port", type=int, default=c.DEFAULT_MOTO_PORT, help="moto AWS endpoint (0 = free)")
+    p.add_argument(
+        "--cluster-name",
+        default=c.DEFAULT_CLUSTER_NAME,
+        help="${CLUSTER_NAME} in applied files; karpenter.sh/discovery tag of seeded subnets/SGs",
+    )
+    p.add_argument(
+        "--state-dir",
+        type=Path,
+        default=c.DEFAULT_STATE_DIR,
+        help="kubeconfig, Temporal db and logs/ (default .nodeflow)",
+    )
+    p.add_argument("--no-ui", action="store_true", help="run the Temporal server without its web UI")
+    p.add_argument("--fresh", action="store_true", help="delete the previous Temporal db first")
+    p.add_argument("--no-worker", action="store_true", help="start the stack without the nodeflow worker")
+    p.add_argument(
+        "--apply",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="FILE",
+        help="apply this manifest after start-up (repeatable)",
+    )
+    p.add_argument(
+        "--until-settled", action="store_true", help="headless: wait until settled or --timeout, print a summary, exit"
+    )
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds --until-settled waits (default 300)")
+    p.add_argument("-o", "--output", choices=("text", "json"), default="text", help="summary format")
+    p.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG")
+    p.set_defaults(func=run)
+
+
+class _Stop(Exception):
+    """Raised in the main thread by SIGTERM/SIGINT so every `finally` runs."""
+
+
+def _raise_stop(signum: int, frame: FrameType | None) -> None:
+    raise _Stop(signal.Signals(signum).name)
+
+
+def _check_args(args: argparse.Namespace) -> str | None:
+    for flag in ("temporal_port", "ui_port", "kube_port", "moto_port"):
+        port = getattr(args, flag)
+        if not 0 <= port < 65536:
+            return f"--{flag.replace('_', '-')} {port} is not a port: use 1-65535, or 0 for a free one"
+    if args.timeout <= 0:
+        return f"--timeout {args.timeout} must be a positive number of seconds"
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # fmt: skip
+    problem = _check_args(args)
+    if problem:
+        print(f"nodeflow dev: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+
+    from devstack.apply import ManifestError, load_file
+    from devstack.stack import DevStack, DevStackConfig, PortInUseError
+
+    try:  # fail on unreadable files before spending seconds on start-up
+        for path in args.apply:
+            load_file(path, {"CLUSTER_NAME": args.cluster_name})
+        config = DevStackConfig(
+            state_dir=args.state_dir, temporal_port=args.temporal_port, ui_port=args.ui_port,
+            kube_port=args.kube_port, moto_port=args.moto_port, cluster_name=args.cluster_name,
+            ui=not args.no_ui, start_worker=not args.no_worker, fresh=args.fresh,
+        )  # fmt: skip
+    except (ManifestError, ValueError) as exc:
+        print(f"nodeflow dev: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+    stack = DevStack(config)
+    previous = {s: signal.signal(s, _raise_stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        stack.start()
+        problems = stack.apply_files(args.apply) if args.apply else []
+        for line in problems:
+            log.warning("validation: %s", line)
+        if args.until_settled:
+            return _headless(stack, args)
+        print(banner(stack, config.state_dir), file=sys.stderr if args.output == "json" else sys.stdout, flush=True)
+        return _supervise(stack)
+    except PortInUseError as exc:
+        print(f"nodeflow dev: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ManifestError as exc:
+        print(f"nodeflow dev: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except RuntimeError as exc:  # a child died or was not ready in time; the message names its log
+        print(f"nodeflow dev: {exc}", file=sys.stderr)
+        return EXIT_NOT_SETTLED
+    except _Stop as exc:
+        log.info("received %s; stopping the stack", exc)
+        return EXIT_SETTLED if not args.until_settled else EXIT_NOT_SETTLED
+    finally:
+        # A second Ctrl-C must not cut the clean-up short and leave children behind.
+        for sig in previous:
+            signal.signal(sig, signal.SIG_IGN)
+        stack.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _headless(stack: Any, args: argparse.Namespace) -> int:
+    summary = stack.wait_settled(args.timeout)
+    if args.output == "json":
+        print(json.dumps(summary, indent=2), flush=True)
+    else:
+        print(format_summary(summary), flush=True)
+    return EXIT_SETTLED if summary["settled"] else EXIT_NOT_SETTLED
+
+
+def _supervise(stack: Any) -> int:
+    """Block until a signal (raised as _Stop) or a child's death."""
+    while True:
+        dead = stack.dead_children()
+        if dead:
+            for line in dead:
+                log.error("%s", line)
+            return EXIT_NOT_SETTLED
+        time.sleep(1.0)  # a signal interrupts this at once, through _raise_stop
+
+
+def banner(stack: Any, state_dir: Path) -> str:
+    """How to reach every part of the running stack."""
+    lines = ["nodeflow dev stack is running (Ctrl-C stops everything)", ""]
+    if stack.ui_url:
+        lines.append(f"  Temporal UI   {stack.ui_url}")
+    lines += [
+        f"  Temporal      {stack.temporal_address}",
+        f"  Kubernetes    {stack.kube_url}",
+        f"  AWS (moto)    {stack.moto_url}",
+        f"  logs          {state_dir / 'logs'}/",
+        "",
+        f"  kubectl --kubeconfig {stack.kubeconfig} get nodes,nodeclaims,pods -A",
+        f"  {_shown(Path(sys.executable).parent / 'temporal')} workflow list --address {stack.temporal_address}",
+    ]
+    return "\n".join(lines)
+
+
+def _shown(path: Path) -> str:
+    """`path` relative to the working directory when it is inside it (`.venv/bin/temporal`)."""
+    try:
+        return str(path.absolute().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    """A short human-readable rendering of a summary."""
+    pods = summary["pods"]
+    lines = [
+        f"settled: {summary['settled']} after {summary['seconds']:.1f}s",
+        f"pods: {pods['bound']}/{pods['total']} bound, {pods['pending']} pending",
+    ]
+    for claim in summary["nodeClaims"]:
+        conditions = ",".join(f"{k}={v}" for k, v in claim["conditions"].items())
+        lines.append(f"nodeclaim {claim['name']} {claim['instanceType']} {claim['zone']} {conditions}")
+    for instance in summary["instances"]:
+        lines.append(f"instance {instance['id']} {instance['type']} {instance['state']} -> {instance['nodeClaim']}")
+    lines += [f"error: {e}" for e in summary["errors"]]
+    lines += [f"waiting for: {u}" for u in summary.get("unsettled", [])]
+    return "\n".join(lines)
