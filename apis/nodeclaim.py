@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Final, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from apis.base import KubeModel
+from apis.labels import restricted_label_reason
 from apis.meta import Condition, ObjectMeta, is_true
 from apis.nodepool import Duration, FiniteDuration, NodeClassReference
 from apis.quantity import Quantity
 from apis.requirements import NodeSelectorRequirement, Taint
+from apis.syntax import field_error
+
+API_VERSION: Final = "karpenter.sh/v1"
+KIND: Final = "NodeClaim"
 
 # Condition types (Karpenter's vocabulary).
 LAUNCHED = "Launched"
@@ -21,6 +26,21 @@ EXPIRED = "Expired"
 DRAINED = "Drained"
 INSTANCE_TERMINATING = "InstanceTerminating"
 READY = "Ready"
+CONSOLIDATABLE = "Consolidatable"
+VOLUMES_DETACHED = "VolumesDetached"
+CONSISTENT_STATE_FOUND = "ConsistentStateFound"
+DISRUPTION_REASON = "DisruptionReason"
+
+
+def _nodeclaim_requirement(requirement: NodeSelectorRequirement) -> NodeSelectorRequirement:
+    """NodeClaims may carry karpenter.sh/nodepool, unlike NodePools; the other restrictions are the same."""
+    reason = restricted_label_reason(requirement.key)
+    if reason:
+        raise field_error("key", reason)
+    return requirement
+
+
+NodeClaimRequirement = Annotated[NodeSelectorRequirement, AfterValidator(_nodeclaim_requirement)]
 
 
 class ResourceRequirements(KubeModel):
@@ -28,7 +48,9 @@ class ResourceRequirements(KubeModel):
 
 
 class NodeClaimSpec(KubeModel):
-    requirements: list[NodeSelectorRequirement] = Field(default_factory=list)
+    """What the node must satisfy; immutable once created (Karpenter's CEL `self == oldSelf`)."""
+
+    requirements: list[NodeClaimRequirement] = Field(default_factory=list, max_length=100)
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
     node_class_ref: NodeClassReference
     taints: list[Taint] = Field(default_factory=list)
@@ -48,8 +70,8 @@ class NodeClaimStatus(KubeModel):
 
 
 class NodeClaim(KubeModel):
-    api_version: Literal["karpenter.sh/v1"] = "karpenter.sh/v1"
-    kind: Literal["NodeClaim"] = "NodeClaim"
+    api_version: Literal["karpenter.sh/v1"] = API_VERSION
+    kind: Literal["NodeClaim"] = KIND
     metadata: ObjectMeta
     spec: NodeClaimSpec
     status: NodeClaimStatus = Field(default_factory=NodeClaimStatus)

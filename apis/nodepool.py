@@ -1,38 +1,124 @@
-"""NodePool (karpenter.sh/v1): what nodes may be launched, with which constraints and limits."""
+"""NodePool (karpenter.sh/v1): what nodes may be launched, with which constraints and limits.
+
+Validation follows Karpenter's CRD (patterns, ranges, CEL rules) and its runtime NodePool validation
+(restricted label domains): `NodePool.model_validate(obj)` rejects what Karpenter would reject.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Annotated, Final, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from apis.base import KubeModel
-from apis.duration import validate_duration
+from apis.duration import BudgetDuration, Duration, FiniteDuration
+from apis.labels import nodepool_label_reason
 from apis.meta import Condition, ObjectMeta
 from apis.quantity import Quantity
-from apis.requirements import NodeSelectorRequirement, Taint
+from apis.requirements import LabelValue, NodeSelectorRequirement, Taint, validate_label_key
+from apis.syntax import SchemaExtra, field_error
 
-Duration = Annotated[str, AfterValidator(validate_duration)]
-FiniteDuration = Annotated[str, AfterValidator(lambda v: validate_duration(v, allow_never=False))]
+__all__ = [
+    "API_VERSION",
+    "KIND",
+    "Budget",
+    "Disruption",
+    "Duration",
+    "FiniteDuration",
+    "NodeClaimTemplate",
+    "NodeClaimTemplateMetadata",
+    "NodeClaimTemplateSpec",
+    "NodeClassReference",
+    "NodePool",
+    "NodePoolSpec",
+    "NodePoolStatus",
+]
 
 API_VERSION: Final = "karpenter.sh/v1"
+GROUP: Final = "karpenter.sh"
+KIND: Final = "NodePool"
+
+BUDGET_NODES_PATTERN = r"^((100|[0-9]{1,2})%|[0-9]+)$"
+BUDGET_SCHEDULE_PATTERN = r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$"
+_BUDGET_NODES = re.compile(BUDGET_NODES_PATTERN)
+_BUDGET_SCHEDULE = re.compile(BUDGET_SCHEDULE_PATTERN)
+MAX_REQUIREMENTS = 100
+MAX_BUDGETS = 50
+MAX_LABELS = 100
+
+
+def _not_empty(what: str) -> AfterValidator:
+    def check(value: str) -> str:
+        if value == "":
+            raise ValueError(f"{what} may not be empty; set it")
+        return value
+
+    return AfterValidator(check)
+
+
+def _group(value: str) -> str:
+    if "/" in value:
+        raise ValueError(f'group "{value}" must be an API group without a version, e.g. "karpenter.k8s.aws"')
+    return value
+
+
+def _nodepool_label_key(key: str) -> str:
+    validate_label_key(key)
+    reason = nodepool_label_reason(key)
+    if reason:
+        raise ValueError(reason)
+    return key
+
+
+def _nodepool_requirement(requirement: NodeSelectorRequirement) -> NodeSelectorRequirement:
+    reason = nodepool_label_reason(requirement.key)
+    if reason:
+        raise field_error("key", reason)
+    return requirement
+
+
+def _budget_nodes(value: str) -> str:
+    if not _BUDGET_NODES.fullmatch(value):
+        raise ValueError(f'invalid budget nodes "{value}": use a count such as "5" or a percentage from "0%" to "100%"')
+    return value
+
+
+def _budget_schedule(value: str) -> str:
+    if not _BUDGET_SCHEDULE.fullmatch(value):
+        raise ValueError(
+            f'invalid budget schedule "{value}": use a five-field cron expression such as "0 9 * * mon-fri" '
+            'or a macro such as "@daily"'
+        )
+    return value
+
+
+NodePoolLabelKey = Annotated[str, AfterValidator(_nodepool_label_key)]
+NodePoolRequirement = Annotated[NodeSelectorRequirement, AfterValidator(_nodepool_requirement)]
 
 
 class NodeClassReference(KubeModel):
-    group: str
-    kind: str
-    name: str
+    """The provider node class (for AWS: group karpenter.k8s.aws, kind EC2NodeClass) and its name."""
+
+    group: Annotated[str, _not_empty("group"), AfterValidator(_group), SchemaExtra({"pattern": "^[^/]*$"})]
+    kind: Annotated[str, _not_empty("kind")]
+    name: Annotated[str, _not_empty("name")]
 
 
 class NodeClaimTemplateMetadata(KubeModel):
-    labels: dict[str, str] = Field(default_factory=dict)
+    """Labels and annotations copied to every NodeClaim and Node. Label keys may not use the restricted
+    domains (see apis.labels.restricted_label_reason)."""
+
+    labels: dict[NodePoolLabelKey, LabelValue] = Field(default_factory=dict, max_length=MAX_LABELS)
     annotations: dict[str, str] = Field(default_factory=dict)
 
 
 class NodeClaimTemplateSpec(KubeModel):
-    requirements: list[NodeSelectorRequirement] = Field(default_factory=list)
+    """The NodeClaim every launch starts from (requests are added by the scheduler)."""
+
+    requirements: list[NodePoolRequirement] = Field(default_factory=list, max_length=MAX_REQUIREMENTS)
     node_class_ref: NodeClassReference
     taints: list[Taint] = Field(default_factory=list)
     startup_taints: list[Taint] = Field(default_factory=list)
@@ -45,25 +131,57 @@ class NodeClaimTemplate(KubeModel):
     spec: NodeClaimTemplateSpec
 
 
+DisruptionReason = Literal["Underutilized", "Empty", "Drifted"]
+
+
 class Budget(KubeModel):
-    nodes: str = "10%"
-    schedule: str | None = None
-    duration: str | None = None
-    reasons: list[Literal["Underutilized", "Empty", "Drifted"]] | None = None
+    """At most `nodes` (a count or a percentage of the pool) disrupted at once; with `schedule` (cron) and
+    `duration`, only while a window opened by the schedule lasts. `reasons` limits it to those methods."""
+
+    nodes: Annotated[str, AfterValidator(_budget_nodes), SchemaExtra({"pattern": BUDGET_NODES_PATTERN})] = "10%"
+    schedule: (
+        Annotated[str, AfterValidator(_budget_schedule), SchemaExtra({"pattern": BUDGET_SCHEDULE_PATTERN})] | None
+    ) = None
+    duration: BudgetDuration | None = Field(default=None, validate_default=True)
+    reasons: list[DisruptionReason] | None = Field(default=None, max_length=50)
+
+    @field_validator("duration")
+    @classmethod
+    def _schedule_with_duration(cls, duration: str | None, info: ValidationInfo) -> str | None:
+        if "schedule" not in info.data:
+            return duration  # the schedule itself was invalid and is reported
+        if (info.data["schedule"] is None) != (duration is None):
+            raise ValueError(
+                "'schedule' must be set with 'duration': set both (e.g. schedule \"0 9 * * mon-fri\" and "
+                'duration "8h") or neither'
+            )
+        return duration
 
 
 class Disruption(KubeModel):
     consolidate_after: Duration = "0s"
     consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] = "WhenEmptyOrUnderutilized"
-    budgets: list[Budget] = Field(default_factory=lambda: [Budget()])
+    budgets: list[Budget] = Field(default_factory=lambda: [Budget()], max_length=MAX_BUDGETS)
 
 
 class NodePoolSpec(KubeModel):
+    """A static NodePool (replicas set, alpha) may only limit `nodes` and may not set a weight."""
+
     template: NodeClaimTemplate
     disruption: Disruption = Field(default_factory=Disruption)
     limits: dict[str, Quantity] = Field(default_factory=dict)
     weight: int | None = Field(default=None, ge=1, le=100)
     replicas: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _static_pool_rules(self) -> NodePoolSpec:
+        if self.replicas is None:
+            return self
+        if set(self.limits) - {"nodes"}:
+            raise field_error("limits", "only 'limits.nodes' is supported on static NodePools (replicas set)")
+        if self.weight is not None:
+            raise field_error("weight", "'weight' is not supported on static NodePools (replicas set); remove it")
+        return self
 
 
 class NodePoolStatus(KubeModel):
@@ -75,7 +193,7 @@ class NodePoolStatus(KubeModel):
 
 class NodePool(KubeModel):
     api_version: Literal["karpenter.sh/v1"] = API_VERSION
-    kind: Literal["NodePool"] = "NodePool"
+    kind: Literal["NodePool"] = KIND
     metadata: ObjectMeta
     spec: NodePoolSpec
     status: NodePoolStatus = Field(default_factory=NodePoolStatus)

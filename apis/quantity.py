@@ -14,6 +14,8 @@ from typing import Annotated
 
 from pydantic import BeforeValidator
 
+from apis.syntax import SchemaExtra
+
 _SUFFIX: dict[str, Fraction] = {
     "": Fraction(1),
     "n": Fraction(1, 10**9),
@@ -35,6 +37,11 @@ _SUFFIX: dict[str, Fraction] = {
 _QUANTITY = re.compile(r"^([+-]?\d+(?:\.\d*)?|[+-]?\.\d+)(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E))?$")
 
 ResourceList = dict[str, int]
+
+# Karpenter's CRD pattern for a quantity (apimachinery's resource.Quantity).
+QUANTITY_PATTERN = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
 
 
 def parse_quantity(text: str | int | float) -> Fraction:
@@ -106,4 +113,16 @@ def _quantity_string(value: object) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-Quantity = Annotated[str, BeforeValidator(_quantity_string)]
+# int-or-string on the wire (YAML `cpu: 100` or `memory: 2Gi`), a string in Python.
+Quantity = Annotated[
+    str,
+    BeforeValidator(_quantity_string),
+    SchemaExtra(
+        {
+            "anyOf": [{"type": "integer"}, {"type": "string"}],
+            "pattern": QUANTITY_PATTERN,
+            "x-kubernetes-int-or-string": True,
+        },
+        replace=True,
+    ),
+]

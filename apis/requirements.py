@@ -1,31 +1,136 @@
-"""Node selector requirements and taints, as Karpenter v1 writes them."""
+"""Node selector requirements and taints, as Karpenter v1 writes them.
+
+Validation here is what holds for every requirement and taint (pod, NodePool or NodeClaim): operator,
+value count and syntax. Which keys a NodePool or NodeClaim may use is checked by those models.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import Field
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, field_validator
 
 from apis.base import KubeModel
+from apis.syntax import (
+    LABEL_VALUE_PATTERN,
+    QUALIFIED_NAME_PATTERN,
+    SchemaExtra,
+    label_value_problem,
+    qualified_name_problem,
+)
 
 Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"]
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+OPERATORS: tuple[str, ...] = get_args(Operator)
+NUMERIC_OPERATORS: tuple[str, ...] = ("Gt", "Lt", "Gte", "Lte")
+TAINT_EFFECTS: tuple[str, ...] = get_args(TaintEffect)
+MAX_KEY_LENGTH = 316
+
+
+def _one_of(kind: str, allowed: tuple[str, ...]) -> Any:
+    """A before-validator that names the allowed values (pydantic's Literal message lists them quoted)."""
+
+    def check(value: object) -> object:
+        if isinstance(value, str) and value not in allowed:
+            raise ValueError(f'unknown {kind} "{value}"; use one of {", ".join(allowed)}')
+        return value
+
+    return BeforeValidator(check)
+
+
+def validate_label_key(value: str) -> str:
+    """The key when it is a valid label key (qualified name, at most 316 characters); else ValueError."""
+    problem = qualified_name_problem(value)
+    if problem is None and len(value) > MAX_KEY_LENGTH:
+        problem = f'invalid label key "{value}": at most {MAX_KEY_LENGTH} characters'
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def validate_taint_key(value: str) -> str:
+    """The key when it is a valid taint key (qualified name); else ValueError."""
+    problem = qualified_name_problem(value, "taint key")
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def validate_label_value(value: str) -> str:
+    """The value when it is a valid label value; else ValueError."""
+    problem = label_value_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def validate_taint_value(value: str) -> str:
+    """The value when it is a valid taint value (label-value syntax); else ValueError."""
+    problem = label_value_problem(value, "taint value")
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+LabelKey = Annotated[
+    str,
+    AfterValidator(validate_label_key),
+    SchemaExtra({"pattern": QUALIFIED_NAME_PATTERN, "maxLength": MAX_KEY_LENGTH}),
+]
+LabelValue = Annotated[
+    str, AfterValidator(validate_label_value), SchemaExtra({"pattern": LABEL_VALUE_PATTERN, "maxLength": 63})
+]
+TaintKey = Annotated[
+    str, AfterValidator(validate_taint_key), SchemaExtra({"pattern": QUALIFIED_NAME_PATTERN, "minLength": 1})
+]
+TaintValue = Annotated[str, AfterValidator(validate_taint_value), SchemaExtra({"pattern": LABEL_VALUE_PATTERN})]
 
 
 class NodeSelectorRequirement(KubeModel):
     """`{key, operator, values, minValues}`. minValues asks for at least that many distinct values
-    (e.g. instance types) to stay possible after scheduling, for flexibility at launch."""
+    (e.g. instance types) to stay possible after scheduling, for flexibility at launch.
 
-    key: str
-    operator: Operator
-    values: list[str] = Field(default_factory=list)
+    Rules (Karpenter's CRD): In needs at least one value; Gt, Lt, Gte and Lte need exactly one value, a
+    non-negative integer; with In, minValues may not exceed the number of values.
+    """
+
+    key: LabelKey
+    operator: Annotated[Operator, _one_of("operator", OPERATORS)]
+    values: list[LabelValue] = Field(default_factory=list, validate_default=True)
     min_values: int | None = Field(default=None, ge=1, le=50)
+
+    @field_validator("values")
+    @classmethod
+    def _values_fit_operator(cls, values: list[str], info: ValidationInfo) -> list[str]:
+        operator = info.data.get("operator")
+        if operator == "In" and not values:
+            raise ValueError('operator In needs at least one value; list the accepted values, or use "Exists"')
+        if operator in NUMERIC_OPERATORS and (len(values) != 1 or not values[0].isdigit()):
+            raise ValueError(
+                f'operator {operator} needs exactly one value, a non-negative integer such as "2"; got {values!r}'
+            )
+        return values
+
+    @field_validator("min_values")
+    @classmethod
+    def _min_values_within_values(cls, min_values: int | None, info: ValidationInfo) -> int | None:
+        values = info.data.get("values")
+        if info.data.get("operator") != "In" or min_values is None or values is None:
+            return min_values
+        if len(values) < min_values:
+            raise ValueError(
+                f"minValues {min_values} is more than the {len(values)} values given; list at least "
+                f"{min_values} values or lower minValues"
+            )
+        return min_values
 
 
 class Taint(KubeModel):
-    key: str
-    value: str | None = None
-    effect: TaintEffect
+    """A node taint `{key, value, effect}`; pods must tolerate it to run on the node."""
+
+    key: TaintKey
+    value: TaintValue | None = None
+    effect: Annotated[TaintEffect, _one_of("taint effect", TAINT_EFFECTS)]
     time_added: str | None = None
 
     def matches(self, other: Taint) -> bool:
