@@ -38,7 +38,9 @@ NODEPOOL_HASH_VERSION = "v3"
 class WorkflowStarter(Protocol):
     """Starts (or finds running) the NodeClaim workflow of a claim. Idempotent."""
 
-    def start_node_claim(self, name: str, node_pool: str) -> None: ...
+    def start_node_claim(
+        self, name: str, node_pool: str, expire_after: str, termination_grace_period: str | None
+    ) -> None: ...
 
 
 def node_claim_name(node_pool: str, run_id: str, round_: int, pods: list[str]) -> str:
@@ -174,8 +176,10 @@ class ProvisioningActivities:
                 continue
             pools[planned.node_pool] = pool_obj
             name = node_claim_name(planned.node_pool, inp.round.run_id, inp.round.round, planned.pods)
-            self._create_claim(name, planned, NodePool.model_validate(pool_obj))
-            self.starter.start_node_claim(name, planned.node_pool)
+            pool = NodePool.model_validate(pool_obj)
+            self._create_claim(name, planned, pool)
+            spec = pool.spec.template.spec
+            self.starter.start_node_claim(name, pool.name, spec.expire_after, spec.termination_grace_period)
             created.append(name)
             activity.heartbeat()
         self._report_node_pools(inp.plan.invalid)

@@ -1,0 +1,286 @@
+"""The NodeClaim workflow: one per node, alive as long as the node; its history is the node's audit log.
+
+It reads as the lifecycle, one method per phase: launch -> register -> initialize -> run -> drain ->
+terminate. Each phase is a loop of idempotent activities and durable timers, so a worker killed at any
+point resumes where it was, and continue-as-new carries the state to keep history bounded.
+
+Signals: `delete` (the NodeClaim or its Node is being deleted), `drain` and `expire` (manual). Query:
+`status`. Runs unsandboxed (memory: ~25 KiB per cached workflow instead of ~730 KiB); determinism is
+guarded by replay tests over stored histories.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+from activities.models import (
+    ClaimRef,
+    DrainInput,
+    FinalizeInput,
+    LaunchFailedInput,
+    MarkLaunchedInput,
+    RegistrationCheck,
+    TerminateInput,
+)
+from activities.nodeclaim import NodeClaimActivities
+from apis.duration import parse_duration
+from workflows import search_attributes as sa
+from workflows import timing
+from workflows.nodeclaim_state import (
+    DELETED,
+    DRAINING,
+    INITIALIZING,
+    LAUNCHING,
+    REGISTERING,
+    RUNNING,
+    TERMINATING,
+    NodeClaimInput,
+    NodeClaimState,
+)
+
+PROVISIONER_ID = "provisioner"
+
+
+def workflow_id(name: str) -> str:
+    return f"nodeclaim-{name}"
+
+
+@workflow.defn(name="NodeClaim", sandboxed=False)
+class NodeClaimWorkflow:
+    def __init__(self) -> None:
+        self.s = NodeClaimState(name="")
+        self.inp = NodeClaimInput(name="")
+        self.terminate_requested = ""
+
+    # -- messages ----------------------------------------------------------------------------------------
+
+    @workflow.signal(name="delete")
+    def delete(self, reason: str = "") -> None:
+        """The NodeClaim or its Node is being deleted: drain and terminate."""
+        self.terminate_requested = self.terminate_requested or reason or "NodeClaim deleted"
+
+    @workflow.signal(name="drain")
+    def drain(self, reason: str = "") -> None:
+        """Manual drain: cordon and drain the node, then terminate it."""
+        self.terminate_requested = self.terminate_requested or reason or "manual drain"
+
+    @workflow.signal(name="expire")
+    def expire(self, reason: str = "") -> None:
+        """Manual expiration: as if expireAfter had passed (forceful, not blocked by do-not-disrupt)."""
+        self.terminate_requested = self.terminate_requested or reason or "expired (manual)"
+
+    @workflow.query(name="status")
+    def status(self) -> NodeClaimState:
+        return self.s
+
+    # -- run ---------------------------------------------------------------------------------------------
+
+    @workflow.run
+    async def run(self, inp: NodeClaimInput) -> NodeClaimState:
+        self.inp = inp
+        self.s = inp.state or NodeClaimState(name=inp.name, node_pool=inp.node_pool)
+        phases: dict[str, Callable[[], Awaitable[None]]] = {
+            LAUNCHING: self.launch,
+            REGISTERING: self.register,
+            INITIALIZING: self.initialize,
+            RUNNING: self.running,
+            DRAINING: self.drain_node,
+            TERMINATING: self.terminate,
+        }
+        self._publish()
+        while self.s.phase != DELETED:
+            await phases[self.s.phase]()
+            self._publish()
+            if self._history_too_long():
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                workflow.continue_as_new(self.inp.model_copy(update={"state": self.s}))
+        return self.s
+
+    async def launch(self) -> None:
+        try:
+            outcome = await workflow.execute_activity_method(
+                NodeClaimActivities.launch,
+                ClaimRef(name=self.s.name),
+                start_to_close_timeout=timing.LAUNCH_ATTEMPT,
+                schedule_to_close_timeout=timing.LAUNCH_TIMEOUT,
+                retry_policy=timing.LAUNCH_RETRY,
+            )
+        except ActivityError as err:
+            cause = err.cause
+            await self._launch_failed("LaunchFailed", str(cause or err))
+            return
+        if outcome.failure:
+            await self._launch_failed(outcome.failure, outcome.message)
+            return
+        self.s.instance_id = outcome.instance_id
+        self.s.instance_type = outcome.instance_type
+        self.s.zone = outcome.zone
+        self.s.capacity_type = outcome.capacity_type
+        self.s.provider_id = outcome.provider_id
+        self.s.node_pool = outcome.node_pool or self.s.node_pool
+        await self._act(NodeClaimActivities.mark_launched, MarkLaunchedInput(name=self.s.name, launch=outcome))
+        now = workflow.now()
+        self.s.launched_at = now
+        self.s.registration_deadline = now + (parse_duration(self.inp.registration_ttl) or timedelta(minutes=15))
+        expire_after = parse_duration(self.inp.expire_after)
+        self.s.expires_at = now + expire_after if expire_after is not None else None
+        self.s.phase = TERMINATING if self.terminate_requested else REGISTERING
+
+    async def _launch_failed(self, failure: str, message: str) -> None:
+        self.s.failure = f"{failure}: {message}"
+        await self._act(
+            NodeClaimActivities.launch_failed, LaunchFailedInput(name=self.s.name, failure=failure, message=message)
+        )
+        await self._kick_provisioner()
+        self.s.phase = DELETED
+
+    async def register(self) -> None:
+        interval = timing.REGISTRATION_POLL_FIRST
+        while True:
+            found = await self._act(
+                NodeClaimActivities.find_node, RegistrationCheck(name=self.s.name, provider_id=self.s.provider_id)
+            )
+            if found.node_name:
+                self.s.node_name = found.node_name
+                await self._act(
+                    NodeClaimActivities.register_node, FinalizeInput(name=self.s.name, node_name=found.node_name)
+                )
+                self.s.phase = DRAINING if self.terminate_requested else INITIALIZING
+                return
+            if self.terminate_requested:
+                self.s.phase = TERMINATING
+                return
+            deadline = self.s.registration_deadline
+            if deadline is not None and workflow.now() >= deadline:
+                self.terminate_requested = f"the node did not register within {self.inp.registration_ttl}"
+                self.s.phase = TERMINATING
+                return
+            self.s.waiting_for = "the Node with this instance's providerID"
+            await self._sleep_unless_terminating(interval)
+            interval = min(interval * 1.5, timing.REGISTRATION_POLL_MAX)
+
+    async def initialize(self) -> None:
+        interval = timing.REGISTRATION_POLL_FIRST
+        while not self.terminate_requested:
+            result = await self._act(
+                NodeClaimActivities.check_initialized, FinalizeInput(name=self.s.name, node_name=self.s.node_name)
+            )
+            if result.initialized:
+                self.s.waiting_for = ""
+                self.s.phase = RUNNING
+                return
+            self.s.waiting_for = result.waiting_for
+            await self._sleep_unless_terminating(interval)
+            interval = min(interval * 1.5, timing.REGISTRATION_POLL_MAX)
+        self.s.phase = DRAINING
+
+    async def running(self) -> None:
+        while not self.terminate_requested:
+            now = workflow.now()
+            if self.s.expires_at is not None and now >= self.s.expires_at:
+                self.terminate_requested = f"expired after {self.inp.expire_after}"
+                break
+            wait = timing.LIVENESS_CHECK
+            if self.s.expires_at is not None:
+                wait = min(wait, self.s.expires_at - now)
+            await self._sleep_unless_terminating(wait)
+            if self.terminate_requested:
+                break
+            state = await self._act(
+                NodeClaimActivities.claim_state, FinalizeInput(name=self.s.name, node_name=self.s.node_name)
+            )
+            if state.deleting or state.node_deleting or not state.node_exists:
+                self.terminate_requested = "the NodeClaim or its Node was deleted"
+            if self._history_too_long():
+                return
+        self.s.phase = DRAINING
+
+    async def drain_node(self) -> None:
+        ref = FinalizeInput(name=self.s.name, node_name=self.s.node_name, reason=self.terminate_requested)
+        await self._act(NodeClaimActivities.begin_termination, ref)
+        self.s.termination_reason = self.terminate_requested
+        if self.s.drain_started_at is None:
+            self.s.drain_started_at = workflow.now()
+            grace = parse_duration(self.inp.termination_grace_period) if self.inp.termination_grace_period else None
+            self.s.drain_deadline = self.s.drain_started_at + grace if grace else None
+        while self.s.node_name:
+            force = self.s.drain_deadline is not None and workflow.now() >= self.s.drain_deadline
+            progress = await workflow.execute_activity_method(
+                NodeClaimActivities.drain_step,
+                DrainInput(name=self.s.name, node_name=self.s.node_name, force=force),
+                start_to_close_timeout=timing.DRAIN_STEP,
+                heartbeat_timeout=timing.SHORT_ACTIVITY,
+                retry_policy=timing.ACTIVITY_RETRY,
+            )
+            if progress.remaining == 0:
+                break
+            self.s.waiting_for = progress.message
+            await workflow.sleep(timing.DRAIN_POLL)
+            if self._history_too_long():
+                return
+        self.s.waiting_for = ""
+        self.s.phase = TERMINATING
+
+    async def terminate(self) -> None:
+        if not self.s.termination_reason:
+            ref = FinalizeInput(name=self.s.name, node_name=self.s.node_name, reason=self.terminate_requested)
+            await self._act(NodeClaimActivities.begin_termination, ref)
+            self.s.termination_reason = self.terminate_requested
+        while True:
+            result = await self._act(
+                NodeClaimActivities.terminate_instance, TerminateInput(name=self.s.name, instance_id=self.s.instance_id)
+            )
+            if result.gone:
+                break
+            self.s.waiting_for = f"instance {self.s.instance_id} to terminate"
+            await workflow.sleep(timing.TERMINATE_POLL)
+        await self._act(NodeClaimActivities.finalize, FinalizeInput(name=self.s.name, node_name=self.s.node_name))
+        self.s.waiting_for = ""
+        self.s.phase = DELETED
+        await self._kick_provisioner()
+
+    # -- helpers -----------------------------------------------------------------------------------------
+
+    async def _act(self, fn, arg):  # type: ignore[no-untyped-def]
+        return await workflow.execute_activity_method(
+            fn, arg, start_to_close_timeout=timing.SHORT_ACTIVITY, retry_policy=timing.ACTIVITY_RETRY
+        )
+
+    async def _sleep_unless_terminating(self, duration: timedelta) -> None:
+        try:
+            await workflow.wait_condition(lambda: bool(self.terminate_requested), timeout=duration)
+        except TimeoutError:
+            pass
+
+    async def _kick_provisioner(self) -> None:
+        """Pods of a failed or terminated claim are pending again: start a provisioning round."""
+        try:
+            await workflow.get_external_workflow_handle(PROVISIONER_ID).signal("pods_pending", [])
+        except Exception:  # the provisioner may not be running (e.g. tests); the pod watcher re-triggers
+            workflow.logger.info("provisioner not signalled")
+
+    def _history_too_long(self) -> bool:
+        info = workflow.info()
+        return info.get_current_history_length() > timing.MAX_HISTORY_EVENTS or info.is_continue_as_new_suggested()
+
+    def _publish(self) -> None:
+        """Search attributes and memo follow the state (the Temporal UI's fleet view)."""
+        updates = [sa.PHASE.value_set(self.s.phase)]
+        for key, value in (
+            (sa.NODE_POOL, self.s.node_pool),
+            (sa.INSTANCE_TYPE, self.s.instance_type),
+            (sa.ZONE, self.s.zone),
+            (sa.CAPACITY_TYPE, self.s.capacity_type),
+            (sa.NODE_NAME, self.s.node_name),
+        ):
+            if value:
+                updates.append(key.value_set(value))
+        workflow.upsert_search_attributes(updates)
+        workflow.upsert_memo({"summary": self.s.summary()})
+
+
+__all__ = ["NodeClaimWorkflow", "workflow_id"]

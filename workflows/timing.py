@@ -1,0 +1,34 @@
+"""Timing policies of the workflows, in one place."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio.common import RetryPolicy
+
+# Activities retry forever with capped backoff: the cloud or the API server coming back is the normal case.
+ACTIVITY_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
+                             maximum_interval=timedelta(seconds=30))  # fmt: skip
+LAUNCH_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=30,
+    non_retryable_error_types=["LaunchFailed"],
+)
+SHORT_ACTIVITY = timedelta(seconds=60)
+LAUNCH_ATTEMPT = timedelta(minutes=2)
+LAUNCH_TIMEOUT = timedelta(minutes=10)
+DRAIN_STEP = timedelta(minutes=2)
+SOLVE = timedelta(minutes=5)
+
+REGISTRATION_POLL_FIRST = timedelta(milliseconds=500)
+REGISTRATION_POLL_MAX = timedelta(seconds=10)
+DRAIN_POLL = timedelta(seconds=2)
+TERMINATE_POLL = timedelta(seconds=2)
+LIVENESS_CHECK = timedelta(minutes=5)
+MAX_HISTORY_EVENTS = 2000
+
+BATCH_IDLE = timedelta(seconds=1)
+BATCH_MAX = timedelta(seconds=10)
+MAX_SIGNALS_PER_RUN = 2000
