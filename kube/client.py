@@ -226,7 +226,14 @@ class KubeClient:
     ) -> Obj:
         content_type = _check_patch(patch, patch_type)
         path = resource.path(namespace, name, subresource)
-        patched: Obj = self._call("PATCH", path, body=patch, content_type=content_type)
+        try:
+            patched: Obj = self._call("PATCH", path, body=patch, content_type=content_type)
+        except InvalidError as exc:
+            # A failed `test` operation means the object changed since it was read (the API answers
+            # 422 "test failed"); callers handle it like a stale resourceVersion.
+            if patch_type == "json" and "test failed" in str(exc):
+                raise ConflictError(str(exc)) from exc
+            raise
         return patched
 
     def replace(self, resource: Resource, obj: Obj, subresource: str | None = None) -> Obj:
