@@ -1,0 +1,126 @@
+"""The resources the emulated API server serves, with the discovery facts kubectl needs.
+
+Built on ``kube.resources`` (group/version/plural/kind/scope) and adds what discovery documents
+carry: singular name, short names, categories, verbs and subresources. Pure data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kube import resources as kr
+
+_ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+
+@dataclass(frozen=True)
+class ServedResource:
+    """One served collection, e.g. ``v1 pods`` or ``karpenter.sh/v1 nodeclaims``."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    subresources: tuple[str, ...] = ()
+    builtin: bool = True  # False for custom resources (no strategic merge patch, like the real API)
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+    @property
+    def key(self) -> str:
+        """Stable identifier, e.g. ``apps/v1/deployments`` or ``v1/pods``."""
+        return f"{self.api_version}/{self.plural}"
+
+    @property
+    def has_status(self) -> bool:
+        return "status" in self.subresources
+
+    @property
+    def verbs(self) -> tuple[str, ...]:
+        return _ALL_VERBS
+
+
+def _from(
+    res: kr.Resource,
+    short_names: tuple[str, ...] = (),
+    categories: tuple[str, ...] = (),
+    subresources: tuple[str, ...] = (),
+    builtin: bool = True,
+) -> ServedResource:
+    return ServedResource(
+        res.group,
+        res.version,
+        res.plural,
+        res.kind,
+        res.namespaced,
+        short_names,
+        categories,
+        subresources,
+        builtin,
+    )
+
+
+_ALL = ("all",)
+_KARPENTER = ("karpenter",)
+
+POD = _from(kr.POD, ("po",), _ALL, ("status", "eviction", "binding"))
+NODE = _from(kr.NODE, ("no",), (), ("status",))
+EVENT = _from(kr.EVENT, ("ev",))
+NAMESPACE = _from(kr.NAMESPACE, ("ns",), (), ("status",))
+PVC = _from(kr.PVC, ("pvc",), (), ("status",))
+PV = _from(kr.PV, ("pv",), (), ("status",))
+DEPLOYMENT = _from(kr.DEPLOYMENT, ("deploy",), _ALL, ("status", "scale"))
+REPLICASET = _from(kr.REPLICASET, ("rs",), _ALL, ("status", "scale"))
+DAEMONSET = _from(kr.DAEMONSET, ("ds",), _ALL, ("status",))
+STATEFULSET = _from(kr.STATEFULSET, ("sts",), _ALL, ("status", "scale"))
+PDB = _from(kr.PDB, ("pdb",), (), ("status",))
+STORAGECLASS = _from(kr.STORAGECLASS, ("sc",))
+RUNTIMECLASS = _from(kr.RUNTIMECLASS)
+NODEPOOL = _from(kr.NODEPOOL, (), _KARPENTER, ("status",), builtin=False)
+NODECLAIM = _from(kr.NODECLAIM, (), _KARPENTER, ("status",), builtin=False)
+EC2NODECLASS = _from(kr.EC2NODECLASS, ("ec2nc", "ec2ncs"), _KARPENTER, ("status",), builtin=False)
+LEASE = ServedResource("coordination.k8s.io", "v1", "leases", "Lease", True)
+
+SERVED: tuple[ServedResource, ...] = (
+    POD,
+    NODE,
+    EVENT,
+    NAMESPACE,
+    PVC,
+    PV,
+    DEPLOYMENT,
+    REPLICASET,
+    DAEMONSET,
+    STATEFULSET,
+    PDB,
+    STORAGECLASS,
+    RUNTIMECLASS,
+    NODEPOOL,
+    NODECLAIM,
+    EC2NODECLASS,
+    LEASE,
+)
+_BY_PATH: dict[tuple[str, str, str], ServedResource] = {(r.group, r.version, r.plural): r for r in SERVED}
+
+
+def lookup(group: str, version: str, plural: str) -> ServedResource | None:
+    """The served resource at ``/apis/<group>/<version>/<plural>`` (group "" = core), or None."""
+    return _BY_PATH.get((group, version, plural))
+
+
+def group_versions() -> list[tuple[str, str]]:
+    """Every non-core (group, version) served, in catalog order without duplicates."""
+    seen: list[tuple[str, str]] = []
+    for r in SERVED:
+        if r.group and (r.group, r.version) not in seen:
+            seen.append((r.group, r.version))
+    return seen
