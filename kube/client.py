@@ -14,7 +14,7 @@ timeout; a watch's read timeout outlasts its server-side `timeoutSeconds`.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import urllib3
@@ -261,11 +261,12 @@ class KubeClient:
         field_selector: str | None = None,
         resource_version: str | None = None,
         timeout_seconds: int = 60,
-    ) -> Iterator[tuple[str, Obj]]:
+    ) -> Generator[tuple[str, Obj], None, None]:
         """Yields (type, object) as the server sends them (ADDED, MODIFIED, DELETED and BOOKMARK, whose
         object carries only metadata.resourceVersion), until the server ends the watch after
         `timeout_seconds`. Raises GoneError when `resource_version` is too old (relist, then watch from
-        the list's version), and the translated error for any other failure."""
+        the list's version), and the translated error for any other failure. Closing the generator
+        early closes the connection."""
         query = [
             *_selectors(label_selector, field_selector),
             ("watch", "true"),
@@ -277,6 +278,7 @@ class KubeClient:
         path = resource.path(namespace)
         context = f"WATCH {path}"
         response = self._open("GET", path, query=query, read_timeout=timeout_seconds + WATCH_READ_SLACK)
+        drained = False
         try:
             for event_type, obj in decode_events(iter_lines(self._chunks(response))):
                 if event_type == "ERROR":
@@ -285,11 +287,14 @@ class KubeClient:
                 if event_type != "BOOKMARK":
                     _with_type_meta([obj], resource)
                 yield event_type, obj
+            drained = True
         except urllib3.exceptions.HTTPError as exc:
             raise ServerError(f"{context}: connection failed: {exc}") from exc
         except WatchDecodeError as exc:
             raise ServerError(f"{context}: {exc}") from exc
         finally:
+            if not drained:  # a half-read stream cannot be reused: drop the connection
+                response.close()
             response.release_conn()
 
     # -- transport ---------------------------------------------------------------------------------

@@ -185,7 +185,7 @@ class TestWrites:
             kube.patch(NODE, "n", {"a": 1}, patch_type="json")
         with pytest.raises(ValueError, match="needs an object"):
             kube.patch(NODE, "n", [{"op": "remove", "path": "/a"}])
-        with pytest.raises(ValueError, match="metadata.name"):
+        with pytest.raises(ValueError, match=r"metadata\.name"):
             kube.replace(NODE, {"metadata": {}})
 
     def test_strategic_patch_of_a_custom_resource_is_invalid(self, kube: KubeClient) -> None:
