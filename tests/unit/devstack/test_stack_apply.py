@@ -1,0 +1,132 @@
+"""Manifest loading for the dev stack: substitution, parsing, validation, create-or-patch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from devstack.apply import ManifestError, apply_manifest, load_file, load_text, parse_manifests, substitute
+from kube.errors import AlreadyExistsError
+from kube.resources import DEPLOYMENT, NODEPOOL, Resource
+
+DEFAULTS = Path(__file__).resolve().parents[3] / "devstack" / "defaults.yaml"
+
+NODEPOOL_YAML = """
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: pool}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      expireAfter: %s
+"""
+
+
+def test_substitute_replaces_the_cluster_name() -> None:
+    text, problems = substitute("role: KarpenterNodeRole-${CLUSTER_NAME}", {"CLUSTER_NAME": "demo"})
+    assert text == "role: KarpenterNodeRole-demo"
+    assert problems == []
+
+
+def test_substitute_reports_unknown_variables_and_leaves_them() -> None:
+    text, problems = substitute("${B} ${A} ${B} ${CLUSTER_NAME}", {"CLUSTER_NAME": "x"})
+    assert text == "${B} ${A} ${B} x"
+    assert problems == [
+        "unknown variable ${A} left as is (the dev stack substitutes ${CLUSTER_NAME})",
+        "unknown variable ${B} left as is (the dev stack substitutes ${CLUSTER_NAME})",
+    ]
+
+
+def test_defaults_are_a_valid_ec2nodeclass_then_nodepool() -> None:
+    manifests, problems = load_file(DEFAULTS, {"CLUSTER_NAME": "demo"})
+    assert problems == []
+    assert [(m.resource.kind, m.name) for m in manifests] == [("EC2NodeClass", "default"), ("NodePool", "default")]
+    nodeclass, nodepool = (m.obj for m in manifests)
+    assert nodeclass["spec"]["role"] == "KarpenterNodeRole-demo"
+    assert nodeclass["spec"]["subnetSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "demo"}}]
+    assert nodeclass["spec"]["securityGroupSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "demo"}}]
+    assert nodeclass["spec"]["amiSelectorTerms"] == [{"alias": "al2023@latest"}]
+    assert nodepool["spec"]["limits"] == {"cpu": 1000}
+    assert nodepool["spec"]["template"]["spec"]["expireAfter"] == "720h"
+    template = nodepool["spec"]["template"]["spec"]
+    requirements = {r["key"]: (r["operator"], r["values"]) for r in template["requirements"]}
+    assert requirements == {
+        "kubernetes.io/arch": ("In", ["amd64"]),
+        "kubernetes.io/os": ("In", ["linux"]),
+        "karpenter.sh/capacity-type": ("In", ["on-demand"]),
+        "karpenter.k8s.aws/instance-category": ("In", ["c", "m", "r"]),
+        "karpenter.k8s.aws/instance-generation": ("Gt", ["2"]),
+    }
+
+
+def test_an_invalid_nodepool_is_reported_but_still_loaded() -> None:
+    manifests, problems = load_text(NODEPOOL_YAML % "soon", "pool.yaml", {})
+    assert len(manifests) == 1
+    assert len(problems) == 1
+    assert problems[0].startswith("pool.yaml#0: NodePool pool: spec.template.spec.expireAfter")
+
+
+def test_a_valid_nodepool_has_no_problems() -> None:
+    assert load_text(NODEPOOL_YAML % "24h", "pool.yaml", {})[1] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a: [", "not valid YAML"),
+        ("- 1\n- 2\n", "must be a mapping"),
+        ("kind: Pod\nmetadata: {name: p}\n", "set both apiVersion and kind"),
+        ("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n", "does not serve v1 Secret"),
+        ("apiVersion: v1\nkind: Pod\nmetadata: {}\n", "needs metadata.name"),
+    ],
+)
+def test_unappliable_documents_raise_a_manifest_error(text: str, message: str) -> None:
+    with pytest.raises(ManifestError, match=message):
+        parse_manifests(text, "f.yaml")
+
+
+def test_a_missing_file_is_a_manifest_error(tmp_path: Path) -> None:
+    with pytest.raises(ManifestError, match="cannot read the file"):
+        load_file(tmp_path / "nope.yaml", {})
+
+
+class RecordingKube:
+    """Just enough of kube.types.Kube for create-or-patch."""
+
+    def __init__(self, existing: set[str]) -> None:
+        self.existing = existing
+        self.calls: list[tuple[str, str, str | None, Any]] = []
+
+    def create(self, resource: Resource, obj: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+        self.calls.append(("create", resource.kind, namespace, obj))
+        if obj["metadata"]["name"] in self.existing:
+            raise AlreadyExistsError("exists")
+        return obj
+
+    def patch(self, resource: Resource, name: str, patch: Any, namespace: str | None = None,
+              patch_type: str = "merge", subresource: str | None = None) -> dict[str, Any]:  # fmt: skip
+        self.calls.append((f"patch-{patch_type}", resource.kind, namespace, patch))
+        return dict(patch)
+
+
+def test_apply_creates_namespaced_objects_in_default() -> None:
+    kube = RecordingKube(set())
+    (manifest,) = parse_manifests("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n", "d.yaml")
+    assert manifest.resource == DEPLOYMENT
+    apply_manifest(kube, manifest)  # type: ignore[arg-type]
+    assert kube.calls[0][:3] == ("create", "Deployment", "default")
+    assert kube.calls[0][3]["metadata"]["namespace"] == "default"
+
+
+def test_apply_merge_patches_an_existing_object_without_its_resource_version() -> None:
+    kube = RecordingKube({"pool"})
+    (manifest,) = parse_manifests(
+        "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: pool, resourceVersion: '7'}\nspec: {}\n", "p"
+    )
+    assert manifest.resource == NODEPOOL
+    apply_manifest(kube, manifest)  # type: ignore[arg-type]
+    assert [c[:3] for c in kube.calls] == [("create", "NodePool", None), ("patch-merge", "NodePool", None)]
+    assert kube.calls[1][3]["metadata"] == {"name": "pool"}

@@ -1,0 +1,35 @@
+"""`nodeflow dev` argument handling that fails before any process starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from workers import cli
+
+
+def test_defaults_are_the_well_known_ports() -> None:
+    args = cli.build_parser(["dev"]).parse_args(["dev"])
+    assert (args.temporal_port, args.ui_port, args.kube_port, args.moto_port) == (7233, 8233, 6443, 5000)
+    assert args.cluster_name == "nodeflow-dev"
+    assert args.state_dir == Path(".nodeflow")
+    assert args.apply == [] and not args.until_settled and args.output == "text"
+
+
+def test_a_missing_apply_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main(["dev", "--state-dir", str(tmp_path), "--apply", str(tmp_path / "nope.yaml"), "--until-settled"])
+    assert code == 2
+    assert "nope.yaml: cannot read the file" in capsys.readouterr().err
+
+
+def test_an_unserved_kind_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n")
+    assert cli.main(["dev", "--state-dir", str(tmp_path), "--apply", str(bad)]) == 2
+    assert "does not serve v1 Secret" in capsys.readouterr().err
+
+
+def test_a_bad_port_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["dev", "--state-dir", str(tmp_path), "--kube-port", "99999"]) == 2
+    assert "--kube-port 99999 is not a port" in capsys.readouterr().err
