@@ -58,6 +58,7 @@ class LaunchOutcome(BaseModel):
     provider_id: str = ""
     image_id: str = ""
     node_pool: str = ""
+    claim_deleting: bool = False  # the claim was deleted while launching: terminate what launched
     failure: str = ""
     message: str = ""
 

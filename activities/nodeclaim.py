@@ -99,7 +99,7 @@ class NodeClaimActivities:
             existing = self.cloud.find_by_node_claim(ref.name)
             if existing is None:
                 return LaunchOutcome(failure="NodeClaimGone", message="the NodeClaim was deleted before launch")
-            return self._outcome(existing, claim)
+            return self._outcome(existing, claim).model_copy(update={"claim_deleting": True})
         try:
             node_class = EC2NodeClass.model_validate(self.kube.get(r.EC2NODECLASS, claim.spec.node_class_ref.name))
         except NotFoundError:

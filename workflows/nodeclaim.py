@@ -122,6 +122,8 @@ class NodeClaimWorkflow:
         self.s.capacity_type = outcome.capacity_type
         self.s.provider_id = outcome.provider_id
         self.s.node_pool = outcome.node_pool or self.s.node_pool
+        if outcome.claim_deleting:
+            self.terminate_requested = self.terminate_requested or "NodeClaim deleted while launching"
         await self._act(NodeClaimActivities.mark_launched, MarkLaunchedInput(name=self.s.name, launch=outcome))
         now = workflow.now()
         self.s.launched_at = now

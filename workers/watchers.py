@@ -1,0 +1,138 @@
+"""Kubernetes watchers in the worker process: they turn cluster events into Temporal signals.
+
+- PodWatcher: pending, unschedulable pods -> `pods_pending` signals to the provisioner (keys batched,
+  at most MAX_KEYS_PER_SIGNAL per signal). Each watch ends after WATCH_SECONDS and restarts from a
+  fresh list, which re-signals pods still pending: that periodic nudge is what retries provisioning
+  after a failed launch.
+- DeletionWatcher: a NodeClaim or a Node (holding our finalizer) being deleted -> `delete` signal to
+  the claim's workflow.
+
+Watchers run in threads (the Kubernetes client is synchronous) and hand signals to the event loop.
+Errors are logged and the watch restarts after a short pause: the worker keeps running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from apis import labels
+from kube import resources as r
+from kube.types import Kube, Obj
+from scheduling.provisionable import is_provisionable, pod_key
+from workers.starter import TemporalStarter
+
+log = logging.getLogger(__name__)
+WATCH_SECONDS = 15
+MAX_KEYS_PER_SIGNAL = 500
+FLUSH_SECONDS = 0.2
+RETRY_PAUSE_SECONDS = 1.0
+
+
+class _Watcher:
+    def __init__(self, kube: Kube, starter: TemporalStarter, loop: asyncio.AbstractEventLoop) -> None:
+        self.kube = kube
+        self.starter = starter
+        self.loop = loop
+
+    def _call(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=30)
+
+    def _watch_forever(self, resource: r.Resource, handle: Callable[[str, Obj], None], stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                for event_type, obj in self.kube.watch(resource, timeout_seconds=WATCH_SECONDS):
+                    if stop.is_set():
+                        return
+                    handle(event_type, obj)
+            except Exception:
+                log.exception("watch of %s failed; restarting", resource.plural)
+                stop.wait(RETRY_PAUSE_SECONDS)
+
+
+class PodWatcher(_Watcher):
+    def __init__(self, kube: Kube, starter: TemporalStarter, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(kube, starter, loop)
+        self._keys: set[str] = set()
+        self._lock = threading.Lock()
+
+    def run(self, stop: threading.Event) -> None:
+        flusher = threading.Thread(target=self._flush_forever, args=(stop,), name="pod-signal-flusher", daemon=True)
+        flusher.start()
+        self._watch_forever(r.POD, self._on_event, stop)
+        flusher.join(timeout=5)
+
+    def _on_event(self, event_type: str, pod: Obj) -> None:
+        if event_type in ("ADDED", "MODIFIED") and is_provisionable(pod):
+            with self._lock:
+                self._keys.add(pod_key(pod))
+
+    def _flush_forever(self, stop: threading.Event) -> None:
+        while not stop.wait(FLUSH_SECONDS):
+            with self._lock:
+                keys, self._keys = sorted(self._keys), set()
+            for start in range(0, len(keys), MAX_KEYS_PER_SIGNAL):
+                try:
+                    self._call(self.starter.signal_provisioner(keys[start : start + MAX_KEYS_PER_SIGNAL]))
+                except Exception:
+                    log.exception("signalling the provisioner failed; the next watch cycle retries")
+
+
+class DeletionWatcher(_Watcher):
+    def __init__(self, kube: Kube, starter: TemporalStarter, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(kube, starter, loop)
+        self._signalled: set[str] = set()
+
+    def run(self, stop: threading.Event) -> None:
+        nodes = threading.Thread(
+            target=self._watch_forever, args=(r.NODE, self._on_node, stop), name="node-deletion-watch", daemon=True
+        )
+        nodes.start()
+        self._watch_forever(r.NODECLAIM, self._on_claim, stop)
+        nodes.join(timeout=5)
+
+    def _on_claim(self, event_type: str, claim: Obj) -> None:
+        name = claim["metadata"]["name"]
+        if event_type == "DELETED":
+            self._signalled.discard(name)
+        elif claim["metadata"].get("deletionTimestamp"):
+            self._signal(name, "NodeClaim deleted")
+
+    def _on_node(self, event_type: str, node: Obj) -> None:
+        meta = node["metadata"]
+        if event_type == "DELETED" or not meta.get("deletionTimestamp"):
+            return
+        if labels.TERMINATION_FINALIZER not in (meta.get("finalizers") or []):
+            return
+        provider_id = node.get("spec", {}).get("providerID")
+        for claim in self.kube.list(r.NODECLAIM):
+            status = claim.get("status", {})
+            if status.get("nodeName") == meta["name"] or (provider_id and status.get("providerID") == provider_id):
+                self._signal(claim["metadata"]["name"], f"Node {meta['name']} deleted")
+
+    def _signal(self, name: str, reason: str) -> None:
+        if name in self._signalled:
+            return
+        try:
+            if self._call(self.starter.signal_node_claim(name, "delete", reason)):
+                self._signalled.add(name)
+        except Exception:
+            log.exception("signalling nodeclaim-%s failed; the workflow's own liveness check catches up", name)
+
+
+async def adopt_node_claims(kube: Kube, starter: TemporalStarter) -> int:
+    """Start a workflow for every NodeClaim that has none running (USE_EXISTING leaves running ones alone):
+    a lost Temporal namespace or a restored cluster converges. Returns how many claims were seen."""
+    claims = await asyncio.to_thread(kube.list, r.NODECLAIM)
+    for claim in claims:
+        spec = claim.get("spec", {})
+        await starter.start_node_claim_async(
+            claim["metadata"]["name"],
+            claim["metadata"].get("labels", {}).get(labels.NODEPOOL, ""),
+            spec.get("expireAfter", "720h"),
+            spec.get("terminationGracePeriod"),
+        )
+    return len(claims)

@@ -1,0 +1,88 @@
+"""The worker process: the composition root that builds the real clients and runs the Temporal worker
+plus the Kubernetes watchers until asked to stop. Scale out by running more of these on one task queue
+(the watchers are idempotent triggers, so several replicas only send duplicate, harmless signals)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from temporalio.worker import Worker
+
+from activities.nodeclaim import NodeClaimActivities
+from activities.provisioning import ProvisioningActivities
+from cloudprovider.aws.factory import new_aws_cloud_provider
+from kube.client import KubeClient
+from kube.events import EventRecorder
+from workers.settings import Settings
+from workers.starter import TemporalStarter
+from workers.temporal_client import connect
+from workers.watchers import DeletionWatcher, PodWatcher, adopt_node_claims
+from workflows.nodeclaim import NodeClaimWorkflow
+from workflows.provisioner import ProvisionerWorkflow
+
+log = logging.getLogger(__name__)
+ACTIVITY_THREADS = 32
+
+
+def build_kube(settings: Settings) -> KubeClient:
+    return KubeClient.from_kubeconfig(settings.kubeconfig) if settings.kubeconfig else KubeClient.in_cluster()
+
+
+async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
+    """Run until `stop` is set. Adopts existing NodeClaims first, then serves workflows and activities."""
+    client = await connect(settings)
+    kube = build_kube(settings)
+    cloud = new_aws_cloud_provider(
+        settings.region,
+        settings.aws_endpoint_url,
+        cluster_name=settings.cluster_name,
+        cluster_endpoint=settings.cluster_endpoint,
+        kubernetes_version=settings.kubernetes_version,
+    )
+    recorder = EventRecorder(kube)
+    loop = asyncio.get_running_loop()
+    starter = TemporalStarter(client, settings.task_queue, loop, settings.registration_ttl)
+    claims = NodeClaimActivities(kube, cloud, recorder, settings.cluster_name)
+    provisioning = ProvisioningActivities(kube, cloud, recorder, starter)
+    watch_stop = threading.Event()
+    with ThreadPoolExecutor(max_workers=ACTIVITY_THREADS, thread_name_prefix="activity") as executor:
+        worker = Worker(
+            client,
+            task_queue=settings.task_queue,
+            workflows=[ProvisionerWorkflow, NodeClaimWorkflow],
+            activities=[
+                claims.launch,
+                claims.mark_launched,
+                claims.launch_failed,
+                claims.find_node,
+                claims.register_node,
+                claims.check_initialized,
+                claims.claim_state,
+                claims.begin_termination,
+                claims.drain_step,
+                claims.terminate_instance,
+                claims.finalize,
+                provisioning.solve,
+                provisioning.apply_plan,
+            ],
+            activity_executor=executor,
+            max_concurrent_activities=ACTIVITY_THREADS,
+        )
+        async with worker:
+            adopted = await adopt_node_claims(kube, starter)
+            log.info("worker up on task queue %r; %d NodeClaims adopted", settings.task_queue, adopted)
+            await starter.signal_provisioner([])
+            threads = [
+                threading.Thread(target=w.run, args=(watch_stop,), name=type(w).__name__, daemon=True)
+                for w in (PodWatcher(kube, starter, loop), DeletionWatcher(kube, starter, loop))
+            ]
+            for thread in threads:
+                thread.start()
+            try:
+                await stop.wait()
+            finally:
+                watch_stop.set()
+    log.info("worker stopped")
