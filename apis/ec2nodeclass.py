@@ -23,6 +23,7 @@ GROUP = "karpenter.k8s.aws"
 KIND: Final = "EC2NodeClass"
 
 MAX_SELECTOR_TERMS = 30
+MAX_SELECTOR_TAGS = 20
 EVICTION_SIGNALS: tuple[str, ...] = (
     "memory.available",
     "nodefs.available",
@@ -60,6 +61,7 @@ _ALIAS = re.compile(r"^[a-zA-Z0-9]+@.+$")
 
 
 def _pattern(regex: str, what: str, example: str) -> AfterValidator:
+    """A validator for Karpenter's pattern (a search, as the API server's); pair it with `SchemaExtra`."""
     compiled = re.compile(regex)
 
     def check(value: str) -> str:
@@ -70,13 +72,51 @@ def _pattern(regex: str, what: str, example: str) -> AfterValidator:
     return AfterValidator(check)
 
 
+SUBNET_ID_PATTERN = r"subnet-[0-9a-z]+"
+SECURITY_GROUP_ID_PATTERN = r"sg-[0-9a-z]+"
+AMI_ID_PATTERN = r"ami-[0-9a-z]+"
+CAPACITY_RESERVATION_ID_PATTERN = r"^cr-[0-9a-z]+$"
+OWNER_ID_PATTERN = r"^[0-9]{12}$"
+PLACEMENT_GROUP_ID_PATTERN = r"^pg-[0-9a-z]+$"
+SubnetId = Annotated[
+    str,
+    _pattern(SUBNET_ID_PATTERN, "subnet id", "subnet-0123456789abcdef0"),
+    SchemaExtra({"pattern": SUBNET_ID_PATTERN}),
+]
+SecurityGroupId = Annotated[
+    str,
+    _pattern(SECURITY_GROUP_ID_PATTERN, "security group id", "sg-0123456789abcdef0"),
+    SchemaExtra({"pattern": SECURITY_GROUP_ID_PATTERN}),
+]
+AmiId = Annotated[
+    str, _pattern(AMI_ID_PATTERN, "AMI id", "ami-0123456789abcdef0"), SchemaExtra({"pattern": AMI_ID_PATTERN})
+]
+CapacityReservationId = Annotated[
+    str,
+    _pattern(CAPACITY_RESERVATION_ID_PATTERN, "capacity reservation id", "cr-0123456789abcdef0"),
+    SchemaExtra({"pattern": CAPACITY_RESERVATION_ID_PATTERN}),
+]
+OwnerId = Annotated[
+    str, _pattern(OWNER_ID_PATTERN, "owner id", "123456789012"), SchemaExtra({"pattern": OWNER_ID_PATTERN})
+]
+PlacementGroupId = Annotated[
+    str,
+    _pattern(PLACEMENT_GROUP_ID_PATTERN, "placement group id", "pg-0123456789abcdef0"),
+    SchemaExtra({"pattern": PLACEMENT_GROUP_ID_PATTERN}),
+]
+
+
 def _selector_tags(tags: dict[str, str]) -> dict[str, str]:
+    if len(tags) > MAX_SELECTOR_TAGS:
+        raise ValueError(f"at most {MAX_SELECTOR_TAGS} tags per selector term, got {len(tags)}")
     if any(key == "" or value == "" for key, value in tags.items()):
         raise ValueError('empty tag keys or values aren\'t supported; use "*" as the value to match any value')
     return tags
 
 
-SelectorTags = Annotated[dict[str, str], AfterValidator(_selector_tags)]
+SelectorTags = Annotated[
+    dict[str, str], AfterValidator(_selector_tags), SchemaExtra({"maxProperties": MAX_SELECTOR_TAGS})
+]
 
 
 def _eviction_map(name: str) -> AfterValidator:
@@ -147,8 +187,8 @@ class KubeletConfiguration(KubeModel):
 class SubnetSelectorTerm(KubeModel):
     """Selects subnets by tags (all must match) or by id; not both."""
 
-    tags: SelectorTags | None = Field(default=None, max_length=20)
-    id: Annotated[str, _pattern(r"subnet-[0-9a-z]+", "subnet id", "subnet-0123456789abcdef0")] | None = None
+    tags: SelectorTags | None = None
+    id: SubnetId | None = None
 
     @model_validator(mode="after")
     def _tags_or_id(self) -> SubnetSelectorTerm:
@@ -162,8 +202,8 @@ class SubnetSelectorTerm(KubeModel):
 class SecurityGroupSelectorTerm(KubeModel):
     """Selects security groups by tags, id or name (id and name exclusive with the others)."""
 
-    tags: SelectorTags | None = Field(default=None, max_length=20)
-    id: Annotated[str, _pattern(r"sg-[0-9a-z]+", "security group id", "sg-0123456789abcdef0")] | None = None
+    tags: SelectorTags | None = None
+    id: SecurityGroupId | None = None
     name: str | None = None
 
     @model_validator(mode="after")
@@ -178,11 +218,9 @@ class SecurityGroupSelectorTerm(KubeModel):
 
 
 class CapacityReservationSelectorTerm(KubeModel):
-    tags: SelectorTags | None = Field(default=None, max_length=20)
-    id: Annotated[str, _pattern(r"^cr-[0-9a-z]+$", "capacity reservation id", "cr-0123456789abcdef0")] | None = None
-    owner_id: Annotated[str, _pattern(r"^[0-9]{12}$", "owner id", "123456789012")] | None = Field(
-        default=None, alias="ownerID"
-    )
+    tags: SelectorTags | None = None
+    id: CapacityReservationId | None = None
+    owner_id: OwnerId | None = Field(default=None, alias="ownerID")
     instance_match_criteria: Literal["open", "targeted"] | None = None
 
     @model_validator(mode="after")
@@ -213,8 +251,8 @@ class AMISelectorTerm(KubeModel):
     """An AMI by alias (`family@version`, alone), id (alone), or tags/name/owner/ssmParameter."""
 
     alias: Annotated[str, AfterValidator(_alias), SchemaExtra({"maxLength": 30})] | None = None
-    tags: SelectorTags | None = Field(default=None, max_length=20)
-    id: Annotated[str, _pattern(r"ami-[0-9a-z]+", "AMI id", "ami-0123456789abcdef0")] | None = None
+    tags: SelectorTags | None = None
+    id: AmiId | None = None
     name: str | None = None
     owner: str | None = None
     ssm_parameter: str | None = None
@@ -278,7 +316,7 @@ class NetworkInterface(KubeModel):
 
 
 class PlacementGroupSelector(KubeModel):
-    id: Annotated[str, _pattern(r"^pg-[0-9a-z]+$", "placement group id", "pg-0123456789abcdef0")] | None = None
+    id: PlacementGroupId | None = None
     name: str | None = Field(default=None, min_length=1)
 
     @model_validator(mode="after")

@@ -173,7 +173,7 @@ def restricted_label_reason(key: str) -> str | None:
         f"domain ({', '.join(sorted(RESTRICTED_LABEL_DOMAINS))})"
     )
     if key in RESTRICTED_LABELS:
-        return f'label "{key}" is restricted; Karpenter sets it on each node itself; {fix}'
+        return f'label "{key}" is restricted; Karpenter sets it on each node itself, use a custom label instead'
     restricted = _matching_domain(label_domain(key), RESTRICTED_LABEL_DOMAINS)
     return f'label domain "{restricted}" is restricted: "{key}" is not a well-known label; {fix}'
 

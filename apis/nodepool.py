@@ -161,14 +161,18 @@ class Budget(KubeModel):
 class Disruption(KubeModel):
     consolidate_after: Duration = "0s"
     consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] = "WhenEmptyOrUnderutilized"
-    budgets: list[Budget] = Field(default_factory=lambda: [Budget()], max_length=MAX_BUDGETS)
+    budgets: list[Budget] = Field(
+        default_factory=lambda: [Budget()], max_length=MAX_BUDGETS, json_schema_extra={"default": [{"nodes": "10%"}]}
+    )
 
 
 class NodePoolSpec(KubeModel):
     """A static NodePool (replicas set, alpha) may only limit `nodes` and may not set a weight."""
 
     template: NodeClaimTemplate
-    disruption: Disruption = Field(default_factory=Disruption)
+    disruption: Disruption = Field(
+        default_factory=Disruption, json_schema_extra={"default": {"consolidateAfter": "0s"}}
+    )
     limits: dict[str, Quantity] = Field(default_factory=dict)
     weight: int | None = Field(default=None, ge=1, le=100)
     replicas: int | None = Field(default=None, ge=0)
