@@ -1,1 +1,1 @@
-"""cloudprovider/aws package."""
+"""cloudprovider/aws package: the AWS implementation of the cloud provider boundary."""

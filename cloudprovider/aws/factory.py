@@ -1,0 +1,50 @@
+"""The only place that builds boto3 clients for the cloud provider."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import boto3
+from botocore.config import Config
+
+from cloudprovider.aws.provider import AWSCloudProvider
+
+
+def sdk_config(max_attempts: int = 3) -> Config:
+    """Standard retry mode with few attempts: the workflow owns long retries with its own backoff."""
+    return Config(retries={"mode": "standard", "max_attempts": max_attempts}, connect_timeout=5, read_timeout=30)
+
+
+def new_aws_cloud_provider(
+    region: str,
+    endpoint_url: str | None = None,
+    *,
+    cluster_name: str,
+    cluster_endpoint: str = "",
+    kubernetes_version: str = "1.32",
+    clock: Callable[[], float] = time.monotonic,
+    credentials: tuple[str, str] | None = None,
+    max_attempts: int = 3,
+) -> AWSCloudProvider:
+    """An AWSCloudProvider for `region`. `endpoint_url` points EC2, SSM and IAM elsewhere (e.g. the local
+    stack); `credentials` (access key id, secret) override the default credential chain."""
+    if not region:
+        raise ValueError("new_aws_cloud_provider: region is required (e.g. us-west-2)")
+    keys = {"aws_access_key_id": credentials[0], "aws_secret_access_key": credentials[1]} if credentials else {}
+    session = boto3.session.Session(region_name=region, **keys)
+    config = sdk_config(max_attempts)
+
+    def client(service: str):  # type: ignore[no-untyped-def]
+        return session.client(service, endpoint_url=endpoint_url, config=config)  # type: ignore[call-overload]
+
+    return AWSCloudProvider(
+        client("ec2"),
+        client("ssm"),
+        client("iam"),
+        region=region,
+        cluster_name=cluster_name,
+        cluster_endpoint=cluster_endpoint,
+        kubernetes_version=kubernetes_version,
+        clock=clock,
+    )

@@ -1,0 +1,59 @@
+"""EC2 `Instance` dicts -> `cloudprovider.types.Instance`, and the queries that find them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from cloudprovider.aws.errors import call
+from cloudprovider.aws.sdk import EC2API
+from cloudprovider.types import TAG_CLUSTER_PREFIX, TAG_NODECLAIM, Instance
+
+LIVE_STATES = ("pending", "running", "stopping", "stopped")
+
+
+def to_instance(data: Mapping[str, Any]) -> Instance:
+    zone = str(data.get("Placement", {}).get("AvailabilityZone", ""))
+    launch_time = data.get("LaunchTime", "")
+    return Instance(
+        id=str(data["InstanceId"]),
+        instance_type=str(data.get("InstanceType", "")),
+        zone=zone,
+        capacity_type="spot" if data.get("InstanceLifecycle") == "spot" else "on-demand",
+        state=str(data.get("State", {}).get("Name", "")),
+        provider_id=f"aws:///{zone}/{data['InstanceId']}",
+        image_id=str(data.get("ImageId", "")),
+        private_dns_name=str(data.get("PrivateDnsName", "")),
+        launch_time=launch_time.isoformat() if isinstance(launch_time, datetime) else str(launch_time),
+        tags={t["Key"]: t["Value"] for t in sorted(data.get("Tags", []), key=lambda t: t["Key"])},
+    )
+
+
+class InstanceQueries:
+    """Read instances of one cluster."""
+
+    def __init__(self, ec2: EC2API, cluster_name: str) -> None:
+        self._ec2 = ec2
+        self._cluster_tag = TAG_CLUSTER_PREFIX + cluster_name
+
+    def describe(self, **kwargs: Any) -> list[Instance]:
+        out: list[Instance] = []
+        token: str | None = None
+        while True:
+            page = call(
+                "DescribeInstances", self._ec2.describe_instances, **kwargs, **({"NextToken": token} if token else {})
+            )
+            out += [to_instance(i) for r in page.get("Reservations", []) for i in r.get("Instances", [])]
+            token = page.get("NextToken")
+            if not token:
+                return sorted(out, key=lambda i: i.id)
+
+    def live(self, node_claim: str | None = None) -> list[Instance]:
+        filters = [
+            {"Name": "tag-key", "Values": [self._cluster_tag]},
+            {"Name": "instance-state-name", "Values": list(LIVE_STATES)},
+        ]
+        if node_claim is not None:
+            filters.append({"Name": f"tag:{TAG_NODECLAIM}", "Values": [node_claim]})
+        return self.describe(Filters=filters)

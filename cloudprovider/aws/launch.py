@@ -1,0 +1,274 @@
+"""Launch one instance for a NodeClaim with CreateFleet (type instant), per `CloudProvider.create`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from apis.instancetype import InstanceType
+from apis.labels import ARCH, NODECLASS
+from cloudprovider.aws.errors import call, fleet_error_offering, is_capacity_code
+from cloudprovider.aws.instanceprofile import InstanceProfiles
+from cloudprovider.aws.instances import InstanceQueries, to_instance
+from cloudprovider.aws.instancetypes import RESOURCE_NEURON, RESOURCE_NVIDIA_GPU
+from cloudprovider.aws.launchtemplate import LaunchTemplates, LaunchTemplateSpec
+from cloudprovider.aws.nodeclass import NodeClassResolver, ResolvedAMI, ami_family, instance_profile_name
+from cloudprovider.aws.sdk import EC2API
+from cloudprovider.aws.userdata import BootstrapOptions, render
+from cloudprovider.errors import CloudProviderError, InsufficientCapacityError, UnavailableOffering
+from cloudprovider.types import (
+    TAG_CLUSTER_PREFIX,
+    TAG_EKS_CLUSTER_NAME,
+    TAG_NAME,
+    TAG_NODECLAIM,
+    TAG_NODEPOOL,
+    Instance,
+    LaunchRequest,
+)
+from cloudprovider.unavailable import UnavailableOfferings
+
+MAX_INSTANCE_TYPES = 60
+EC2_ARCH = {"amd64": "x86_64", "arm64": "arm64"}
+
+
+@dataclass(frozen=True)
+class Override:
+    instance_type: str
+    subnet_id: str
+    zone: str
+    price: float
+    ami: ResolvedAMI
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    name: str
+    endpoint: str
+    region: str
+
+
+def choose_capacity_type(allowed: list[str], candidates: Mapping[str, list[Override]]) -> str:
+    """Spot when allowed and some spot offering is available, else on-demand (Karpenter's order)."""
+    if "spot" in allowed and candidates.get("spot"):
+        return "spot"
+    return "on-demand"
+
+
+def pick_ami(instance_type: InstanceType, amis: list[ResolvedAMI]) -> ResolvedAMI | None:
+    """The AMI for the type's architecture; the nvidia variant for GPU/Neuron types when one exists."""
+    arch = EC2_ARCH.get(instance_type.labels.get(ARCH, "amd64"), "x86_64")
+    accelerated = RESOURCE_NVIDIA_GPU in instance_type.capacity or RESOURCE_NEURON in instance_type.capacity
+    matching = [a for a in amis if a.arch == arch]
+    preferred = [a for a in matching if a.variant == ("nvidia" if accelerated else "standard")]
+    candidates = preferred or matching
+    return candidates[0] if candidates else None
+
+
+class Launcher:
+    """Everything `create()` needs; see `CloudProvider.create` for the contract."""
+
+    def __init__(
+        self,
+        ec2: EC2API,
+        cluster: ClusterInfo,
+        resolver: NodeClassResolver,
+        templates: LaunchTemplates,
+        profiles: InstanceProfiles,
+        instances: InstanceQueries,
+        unavailable: UnavailableOfferings,
+        catalog: Callable[[Any], list[InstanceType]],
+    ) -> None:
+        self._ec2 = ec2
+        self._cluster = cluster
+        self._resolver = resolver
+        self._templates = templates
+        self._profiles = profiles
+        self._instances = instances
+        self._unavailable = unavailable
+        self._catalog = catalog
+
+    def create(self, request: LaunchRequest) -> Instance:
+        existing = self._instances.live(request.node_claim_name)
+        if existing:
+            return existing[0]
+        node_class = request.node_class
+        subnets = self._resolver.subnets(node_class)
+        groups = self._resolver.security_groups(node_class)
+        amis = self._resolver.amis(node_class)
+        family = ami_family(node_class)
+        candidates = self._overrides(request, subnets, amis)
+        capacity_type = choose_capacity_type(request.capacity_types or ["on-demand"], candidates)
+        overrides = candidates.get(capacity_type, [])
+        if not overrides:
+            raise InsufficientCapacityError(
+                f"NodeClaim {request.node_claim_name}: no available offering among {len(request.instance_types)} "
+                f"instance types in zones {request.zones or 'any'} for capacity types {request.capacity_types}",
+                [],
+            )
+        profile = self._profiles.ensure(
+            instance_profile_name(self._cluster.name, self._cluster.region, node_class), node_class.spec.role
+        )
+        tags = self.tags(request)
+        user_data = render(
+            family,
+            BootstrapOptions(
+                cluster_name=self._cluster.name,
+                cluster_endpoint=self._cluster.endpoint,
+                labels=request.labels,
+                taints=request.taints,
+                kubelet=node_class.spec.kubelet,
+                custom_user_data=node_class.spec.user_data,
+            ),
+        )
+        configs = self._launch_template_configs(overrides, user_data, groups, profile, family, request, tags)
+        return self._fleet(request, capacity_type, configs, tags, {s["id"]: s["zone"] for s in subnets})
+
+    def tags(self, request: LaunchRequest) -> dict[str, str]:
+        """spec.tags and request tags, then the static tags (which win, as in Karpenter)."""
+        static = {
+            TAG_NAME: request.node_claim_name,
+            TAG_NODECLAIM: request.node_claim_name,
+            TAG_NODEPOOL: request.node_pool,
+            TAG_CLUSTER_PREFIX + self._cluster.name: "owned",
+            TAG_EKS_CLUSTER_NAME: self._cluster.name,
+            NODECLASS: request.node_class.name,
+        }
+        merged = {**(request.node_class.spec.tags or {}), **request.tags, **static}
+        return {k: merged[k] for k in sorted(merged)}
+
+    def _overrides(
+        self, request: LaunchRequest, subnets: list[dict[str, str]], amis: list[ResolvedAMI]
+    ) -> dict[str, list[Override]]:
+        """Available offerings per capacity type, cheapest first, at most one subnet per zone."""
+        subnet_by_zone: dict[str, str] = {}
+        for s in subnets:
+            if not request.zones or s["zone"] in request.zones:
+                subnet_by_zone.setdefault(s["zone"], s["id"])
+        catalog = {it.name: it for it in self._catalog(request.node_class)}
+        out: dict[str, list[Override]] = {}
+        for name in request.instance_types[:MAX_INSTANCE_TYPES]:
+            it = catalog.get(name)
+            ami = pick_ami(it, amis) if it else None
+            if it is None or ami is None:
+                continue
+            for o in it.offerings:
+                if (
+                    o.available
+                    and o.zone in subnet_by_zone
+                    and o.capacity_type in (request.capacity_types or ["on-demand"])
+                ):
+                    out.setdefault(o.capacity_type, []).append(
+                        Override(name, subnet_by_zone[o.zone], o.zone, o.price, ami)
+                    )
+        for items in out.values():
+            items.sort(key=lambda ov: (ov.price, ov.instance_type, ov.zone))
+        return out
+
+    def _launch_template_configs(
+        self,
+        overrides: list[Override],
+        user_data: str,
+        groups: list[dict[str, str]],
+        profile: str,
+        family: str,
+        request: LaunchRequest,
+        tags: dict[str, str],
+    ) -> list[dict[str, Any]]:
+        by_ami: dict[str, list[Override]] = {}
+        for ov in overrides:
+            by_ami.setdefault(ov.ami.id, []).append(ov)
+        priority = {id(ov): float(i) for i, ov in enumerate(overrides)}
+        configs = []
+        for ami_id, items in by_ami.items():
+            spec = LaunchTemplateSpec(
+                image_id=ami_id,
+                user_data=user_data,
+                security_group_ids=tuple(g["id"] for g in groups),
+                instance_profile=profile,
+                node_class=request.node_class,
+                family=family,
+                tags=tuple((k, v) for k, v in tags.items() if k not in (TAG_NAME, TAG_NODECLAIM)),
+            )
+            name = self._templates.ensure(spec)
+            configs.append(
+                {
+                    "LaunchTemplateSpecification": {"LaunchTemplateName": name, "Version": "$Latest"},
+                    "Overrides": [
+                        {
+                            "InstanceType": ov.instance_type,
+                            "SubnetId": ov.subnet_id,
+                            "AvailabilityZone": ov.zone,
+                            "Priority": priority[id(ov)],
+                        }
+                        for ov in items
+                    ],
+                }
+            )
+        return configs
+
+    def _fleet(
+        self,
+        request: LaunchRequest,
+        capacity_type: str,
+        configs: list[dict[str, Any]],
+        tags: dict[str, str],
+        zone_of_subnet: dict[str, str],
+    ) -> Instance:
+        tag_list = [{"Key": k, "Value": v} for k, v in tags.items()]
+        kwargs: dict[str, Any] = {
+            "Type": "instant",
+            "ClientToken": request.client_token,
+            "LaunchTemplateConfigs": configs,
+            "TargetCapacitySpecification": {"TotalTargetCapacity": 1, "DefaultTargetCapacityType": capacity_type},
+            "TagSpecifications": [{"ResourceType": r, "Tags": tag_list} for r in ("instance", "volume", "fleet")],
+        }
+        if capacity_type == "spot":
+            kwargs["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
+        else:
+            kwargs["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
+        response = call("CreateFleet", self._ec2.create_fleet, **kwargs)
+        errors = response.get("Errors", [])
+        refused = [
+            fleet_error_offering(e, zone_of_subnet, capacity_type)
+            for e in errors
+            if is_capacity_code(e.get("ErrorCode", ""))
+        ]
+        self._unavailable.mark_all(refused)
+        ids = [i for group in response.get("Instances", []) for i in group.get("InstanceIds", [])]
+        if ids:
+            return self._launched(ids[0], response, capacity_type)
+        if refused and len(refused) == len(errors):
+            raise InsufficientCapacityError(
+                f"NodeClaim {request.node_claim_name}: every offering was refused: "
+                + ", ".join(f"{o.instance_type}/{o.zone}/{o.capacity_type} ({o.reason})" for o in refused),
+                _dedupe(refused),
+            )
+        detail = (
+            "; ".join(f"{e.get('ErrorCode')}: {e.get('ErrorMessage')}" for e in errors) or "no instance and no error"
+        )
+        raise CloudProviderError(f"CreateFleet for NodeClaim {request.node_claim_name}: {detail}", retryable=True)
+
+    def _launched(self, instance_id: str, response: dict[str, Any], capacity_type: str) -> Instance:
+        found = self._instances.describe(InstanceIds=[instance_id])
+        if found:
+            return found[0]
+        # DescribeInstances is eventually consistent: fall back to what CreateFleet said.
+        group = response["Instances"][0]
+        overrides = group.get("LaunchTemplateAndOverrides", {}).get("Overrides", {})
+        return to_instance(
+            {
+                "InstanceId": instance_id,
+                "InstanceType": group.get("InstanceType", overrides.get("InstanceType", "")),
+                "Placement": {"AvailabilityZone": overrides.get("AvailabilityZone", "")},
+                "InstanceLifecycle": "spot" if capacity_type == "spot" else "",
+                "State": {"Name": "pending"},
+            }
+        )
+
+
+def _dedupe(offerings: list[UnavailableOffering]) -> list[UnavailableOffering]:
+    seen: dict[tuple[str, str, str], UnavailableOffering] = {}
+    for o in offerings:
+        seen.setdefault((o.instance_type, o.zone, o.capacity_type), o)
+    return [seen[k] for k in sorted(seen)]

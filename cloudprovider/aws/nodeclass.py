@@ -1,0 +1,209 @@
+"""Resolve an EC2NodeClass's selector terms into subnets, security groups, AMIs and an instance profile.
+
+Terms are ORed; inside a term, tags are ANDed, and a tag value of "*" means "any value". Results are
+deduplicated and sorted (subnets by zone, then most free addresses, then id). Anything that matches nothing
+raises NodeClassNotReadyError naming the field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from apis.ec2nodeclass import EC2NodeClass
+from cloudprovider.aws.amis import alias_parameters, parse_alias
+from cloudprovider.aws.errors import call
+from cloudprovider.aws.sdk import EC2API, SSMAPI
+from cloudprovider.errors import CloudProviderError, NodeClassNotReadyError
+from cloudprovider.types import ResolvedNodeClass
+
+Filters = list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ResolvedAMI:
+    id: str
+    name: str
+    arch: str  # x86_64 | arm64
+    variant: str  # standard | nvidia
+    creation_date: str = ""
+
+    def as_status(self) -> dict[str, str]:
+        return {"id": self.id, "name": self.name, "arch": self.arch, "variant": self.variant}
+
+
+def tag_filters(tags: dict[str, str]) -> Filters:
+    """EC2 filters for a tag selector; "*" matches any value of the key."""
+    return [
+        {"Name": "tag-key", "Values": [key]} if value == "*" else {"Name": f"tag:{key}", "Values": [value]}
+        for key, value in sorted(tags.items())
+    ]
+
+
+def ami_family(node_class: EC2NodeClass) -> str:
+    """The AMI family that decides the user-data format: from the alias, else spec.amiFamily."""
+    for term in node_class.spec.ami_selector_terms:
+        if term.alias:
+            return parse_alias(term.alias)[0]
+    if node_class.spec.ami_family:
+        return node_class.spec.ami_family
+    raise NodeClassNotReadyError(
+        f"EC2NodeClass {node_class.name}: spec.amiFamily is required when amiSelectorTerms has no alias"
+    )
+
+
+def instance_profile_name(cluster_name: str, region: str, node_class: EC2NodeClass) -> str:
+    """The profile for `spec.role`: deterministic per (cluster, region, node class), at most 128 characters."""
+    if node_class.spec.instance_profile:
+        return node_class.spec.instance_profile
+    digest = hashlib.sha256(f"{region}/{node_class.name}".encode()).hexdigest()[:16]
+    return f"{cluster_name[:100]}_{digest}"
+
+
+class NodeClassResolver:
+    """Reads EC2 and SSM to resolve node classes for one cluster."""
+
+    def __init__(self, ec2: EC2API, ssm: SSMAPI, cluster_name: str, region: str, kubernetes_version: str) -> None:
+        self._ec2 = ec2
+        self._ssm = ssm
+        self._cluster = cluster_name
+        self._region = region
+        self._k8s = kubernetes_version
+
+    def resolve(self, node_class: EC2NodeClass) -> ResolvedNodeClass:
+        """Everything the launch needs. Raises NodeClassNotReadyError naming what matched nothing."""
+        return ResolvedNodeClass(
+            subnets=self.subnets(node_class),
+            security_groups=self.security_groups(node_class),
+            amis=[ami.as_status() for ami in self.amis(node_class)],
+            instance_profile=instance_profile_name(self._cluster, self._region, node_class),
+        )
+
+    def subnets(self, node_class: EC2NodeClass) -> list[dict[str, str]]:
+        found: dict[str, dict[str, Any]] = {}
+        for term in node_class.spec.subnet_selector_terms:
+            kwargs = {"SubnetIds": [term.id]} if term.id else {"Filters": tag_filters(term.tags or {})}
+            for subnet in self._describe("DescribeSubnets", self._ec2.describe_subnets, "Subnets", **kwargs):
+                if subnet.get("State", "available") == "available":
+                    found[subnet["SubnetId"]] = subnet
+        if not found:
+            raise self._not_ready(node_class, "subnetSelectorTerms", "subnet")
+        ordered = sorted(
+            found.values(),
+            key=lambda s: (s["AvailabilityZone"], -int(s.get("AvailableIpAddressCount", 0)), s["SubnetId"]),
+        )
+        return [
+            {"id": s["SubnetId"], "zone": s["AvailabilityZone"], "zoneID": s.get("AvailabilityZoneId", "")}
+            for s in ordered
+        ]
+
+    def security_groups(self, node_class: EC2NodeClass) -> list[dict[str, str]]:
+        found: dict[str, str] = {}
+        for term in node_class.spec.security_group_selector_terms:
+            if term.id:
+                kwargs: dict[str, Any] = {"GroupIds": [term.id]}
+            else:
+                filters = tag_filters(term.tags or {})
+                if term.name:
+                    filters.append({"Name": "group-name", "Values": [term.name]})
+                kwargs = {"Filters": filters}
+            for group in self._describe(
+                "DescribeSecurityGroups", self._ec2.describe_security_groups, "SecurityGroups", **kwargs
+            ):
+                found[group["GroupId"]] = group.get("GroupName", "")
+        if not found:
+            raise self._not_ready(node_class, "securityGroupSelectorTerms", "security group")
+        return [{"id": gid, "name": found[gid]} for gid in sorted(found)]
+
+    def amis(self, node_class: EC2NodeClass) -> list[ResolvedAMI]:
+        """The newest AMI per (arch, variant) matched by the terms."""
+        if not node_class.spec.ami_selector_terms:
+            raise self._not_ready(node_class, "amiSelectorTerms", "AMI")
+        candidates: list[ResolvedAMI] = []
+        for term in node_class.spec.ami_selector_terms:
+            if term.alias:
+                candidates += self._alias_amis(term.alias)
+            elif term.ssm_parameter:
+                image_id = self._parameter(term.ssm_parameter)
+                candidates += self._images(ImageIds=[image_id]) if image_id else []
+            else:
+                candidates += self._images(**self._image_query(term.id, term.name, term.owner, term.tags))
+        newest: dict[tuple[str, str], ResolvedAMI] = {}
+        for ami in sorted(candidates, key=lambda a: (a.creation_date, a.id)):
+            newest[(ami.arch, ami.variant)] = ami
+        if not newest:
+            raise self._not_ready(node_class, "amiSelectorTerms", "AMI")
+        return [newest[key] for key in sorted(newest)]
+
+    def _alias_amis(self, alias: str) -> list[ResolvedAMI]:
+        ids: dict[str, tuple[str, str]] = {}
+        for param in alias_parameters(alias, self._k8s):
+            image_id = self._parameter(param.name)
+            if image_id:
+                ids[image_id] = (param.arch, param.variant)
+        if not ids:
+            return []
+        return [
+            ResolvedAMI(ami.id, ami.name, ids[ami.id][0], ids[ami.id][1], ami.creation_date)
+            for ami in self._images(ImageIds=sorted(ids))
+        ]
+
+    @staticmethod
+    def _image_query(
+        image_id: str | None, name: str | None, owner: str | None, tags: dict[str, str] | None
+    ) -> dict[str, Any]:
+        if image_id:
+            return {"ImageIds": [image_id]}
+        query: dict[str, Any] = {"Filters": tag_filters(tags or {})}
+        if name:
+            query["Filters"].append({"Name": "name", "Values": [name]})
+        if owner:
+            query["Owners"] = [owner]
+        return query
+
+    def _images(self, **kwargs: Any) -> list[ResolvedAMI]:
+        images = self._describe("DescribeImages", self._ec2.describe_images, "Images", **kwargs)
+        out = []
+        for image in images:
+            if image.get("State", "available") != "available":
+                continue
+            variant = "nvidia" if "nvidia" in image.get("Name", "") or "gpu" in image.get("Name", "") else "standard"
+            arch = image.get("Architecture", "x86_64")
+            out.append(
+                ResolvedAMI(image["ImageId"], image.get("Name", ""), arch, variant, image.get("CreationDate", ""))
+            )
+        return out
+
+    def _parameter(self, name: str) -> str | None:
+        try:
+            return str(call("GetParameter", self._ssm.get_parameter, Name=name)["Parameter"]["Value"])
+        except CloudProviderError as error:
+            if "ParameterNotFound" in str(error):
+                return None
+            raise
+
+    @staticmethod
+    def _describe(operation: str, fn: Any, key: str, **kwargs: Any) -> list[dict[str, Any]]:
+        try:
+            return list(call(operation, fn, **kwargs).get(key, []))
+        except CloudProviderError as error:
+            if ".NotFound" in str(error) or "InvalidAMIID" in str(error):
+                return []  # an id selector that matches nothing is "not ready", not a crash
+            raise
+
+    @staticmethod
+    def _not_ready(node_class: EC2NodeClass, field: str, what: str) -> NodeClassNotReadyError:
+        terms = getattr(node_class.spec, _SNAKE[field])
+        shown = [t.model_dump(by_alias=True, exclude_none=True) for t in terms]
+        return NodeClassNotReadyError(
+            f"EC2NodeClass {node_class.name}: no {what} matches spec.{field} {shown}; "
+            f"fix the selector or tag the {what} (e.g. karpenter.sh/discovery)"
+        )
+
+
+_SNAKE = {
+    "subnetSelectorTerms": "subnet_selector_terms",
+    "securityGroupSelectorTerms": "security_group_selector_terms",
+    "amiSelectorTerms": "ami_selector_terms",
+}

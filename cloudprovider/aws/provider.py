@@ -1,0 +1,104 @@
+"""AWSCloudProvider: `cloudprovider.types.CloudProvider` over EC2, SSM and IAM.
+
+Built by `cloudprovider.aws.factory.new_aws_cloud_provider`; the clients are injected so tests can point
+them anywhere. Every SDK error leaves this package translated (see `cloudprovider.aws.errors`).
+"""
+
+from __future__ import annotations
+
+import builtins
+import time
+from collections.abc import Callable
+
+from apis.ec2nodeclass import EC2NodeClass
+from apis.instancetype import InstanceType
+from cloudprovider.aws.errors import call
+from cloudprovider.aws.instanceprofile import InstanceProfiles
+from cloudprovider.aws.instances import InstanceQueries
+from cloudprovider.aws.instancetypes import InstanceTypeSettings
+from cloudprovider.aws.launch import ClusterInfo, Launcher
+from cloudprovider.aws.launchtemplate import LaunchTemplates, ephemeral_storage_bytes
+from cloudprovider.aws.nodeclass import NodeClassResolver, ami_family
+from cloudprovider.aws.offerings import InstanceTypeCatalog
+from cloudprovider.aws.pricing import PriceTable, load_price_table
+from cloudprovider.aws.sdk import EC2API, IAMAPI, SSMAPI
+from cloudprovider.errors import InstanceNotFoundError, NodeClassNotReadyError
+from cloudprovider.types import Instance, LaunchRequest, ResolvedNodeClass
+from cloudprovider.unavailable import UnavailableOfferings
+
+
+class AWSCloudProvider:
+    """The AWS implementation of the CloudProvider protocol (see its docstrings for each contract)."""
+
+    def __init__(
+        self,
+        ec2: EC2API,
+        ssm: SSMAPI,
+        iam: IAMAPI,
+        *,
+        region: str,
+        cluster_name: str,
+        cluster_endpoint: str = "",
+        kubernetes_version: str = "1.32",
+        prices: PriceTable | None = None,
+        unavailable: UnavailableOfferings | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        catalog_ttl_seconds: float = 3600.0,
+    ) -> None:
+        if not cluster_name:
+            raise ValueError("AWSCloudProvider: cluster_name is required (the EKS cluster name, e.g. my-cluster)")
+        self._ec2 = ec2
+        self.unavailable = unavailable or UnavailableOfferings(clock=clock)
+        self.resolver = NodeClassResolver(ec2, ssm, cluster_name, region, kubernetes_version)
+        self.catalog = InstanceTypeCatalog(
+            ec2, prices or load_price_table(), self.unavailable, clock, catalog_ttl_seconds
+        )
+        self._instances = InstanceQueries(ec2, cluster_name)
+        self._launcher = Launcher(
+            ec2,
+            ClusterInfo(cluster_name, cluster_endpoint, region),
+            self.resolver,
+            LaunchTemplates(ec2),
+            InstanceProfiles(iam, cluster_name),
+            self._instances,
+            self.unavailable,
+            self.instance_types,
+        )
+
+    def create(self, request: LaunchRequest) -> Instance:
+        return self._launcher.create(request)
+
+    def get(self, instance_id: str) -> Instance:
+        found = self._instances.describe(InstanceIds=[instance_id])
+        if not found or found[0].state == "terminated":
+            raise InstanceNotFoundError(f"instance {instance_id} does not exist or is terminated")
+        return found[0]
+
+    def find_by_node_claim(self, node_claim_name: str) -> Instance | None:
+        found = self._instances.live(node_claim_name)
+        return found[0] if found else None
+
+    def list(self) -> list[Instance]:
+        return self._instances.live()
+
+    def delete(self, instance_id: str) -> None:
+        response = call("TerminateInstances", self._ec2.terminate_instances, InstanceIds=[instance_id])
+        changes = response.get("TerminatingInstances", [])
+        if not changes or changes[0].get("PreviousState", {}).get("Name") == "terminated":
+            raise InstanceNotFoundError(f"instance {instance_id} is terminated")
+
+    def instance_types(self, node_class: EC2NodeClass | None) -> builtins.list[InstanceType]:
+        if node_class is None:
+            return self.catalog.instance_types(InstanceTypeSettings(), None)
+        try:
+            family = ami_family(node_class)
+        except NodeClassNotReadyError:
+            family = "AL2023"
+        settings = InstanceTypeSettings(
+            kubelet=node_class.spec.kubelet, root_volume_bytes=ephemeral_storage_bytes(node_class, family)
+        )
+        zones = sorted({s["zone"] for s in self.resolver.subnets(node_class)})
+        return self.catalog.instance_types(settings, zones)
+
+    def resolve_node_class(self, node_class: EC2NodeClass) -> ResolvedNodeClass:
+        return self.resolver.resolve(node_class)

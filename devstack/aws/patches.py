@@ -1,0 +1,159 @@
+"""Patches to moto for what real EC2 does and moto does not (local stack only, never product code).
+
+- CreateFleet launches the cheapest override (spot price for spot) instead of the first one; honours
+  `Priority` for the *-prioritized strategies; refuses offerings with injected insufficient capacity
+  (real `Errors` entries, no instance when every override fails); repeats the result for a ClientToken.
+- DescribeSpotPriceHistory returns deterministic prices (30-40% of on-demand) stamped now.
+- Every instance type moto knows is offered in the first three zones of each seeded region.
+
+The patches are process-wide but read the fault state of the server handling the request (set per
+request by `devstack.aws.wsgi`), so two servers in one process keep separate faults.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import threading
+import uuid
+from typing import Any
+
+from moto.core.responses import ActionResult
+from moto.ec2.models.instance_types import INSTANCE_TYPE_OFFERINGS, INSTANCE_TYPES
+from moto.ec2.responses.fleets import Fleets
+from moto.ec2.responses.spot_instances import SpotInstances
+
+from cloudprovider.aws.pricing import load_price_table
+from devstack.aws.faults import FaultStore
+
+_installed = threading.Lock()
+_state: dict[str, Any] = {}
+_request = threading.local()
+PRIORITIZED = ("prioritized", "capacity-optimized-prioritized")
+
+
+def set_request_faults(faults: FaultStore | None) -> None:
+    """Called by the WSGI layer: the fault store of the server handling this thread's request."""
+    _request.faults = faults
+
+
+def _faults() -> FaultStore | None:
+    return getattr(_request, "faults", None)
+
+
+def spot_price(instance_type: str, zone: str) -> float | None:
+    """Deterministic spot price: 30-40% of on-demand, varying by (type, zone). None without an on-demand price."""
+    on_demand = load_price_table().on_demand(instance_type)
+    if on_demand is None:
+        return None
+    fraction = int(hashlib.sha256(f"{instance_type}/{zone}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+    return round(on_demand * (0.30 + 0.10 * fraction), 5)
+
+
+def _price(instance_type: str, zone: str, capacity_type: str) -> float:
+    price = spot_price(instance_type, zone) if capacity_type == "spot" else load_price_table().on_demand(instance_type)
+    return price if price is not None else float("inf")
+
+
+def _zone(handler: Fleets, override: dict[str, Any]) -> str:
+    if override.get("AvailabilityZone"):
+        return str(override["AvailabilityZone"])
+    if override.get("SubnetId"):
+        return str(handler.ec2_backend.get_subnet(override["SubnetId"]).availability_zone)
+    return ""
+
+
+def _ice_error(config: dict[str, Any], override: dict[str, Any], zone: str, capacity_type: str) -> dict[str, Any]:
+    instance_type = override.get("InstanceType")
+    return {
+        "LaunchTemplateAndOverrides": {
+            "LaunchTemplateSpecification": config["LaunchTemplateSpecification"],
+            "Overrides": override,
+        },
+        "Lifecycle": capacity_type,
+        "ErrorCode": "InsufficientInstanceCapacity",
+        "ErrorMessage": f"We currently do not have sufficient {instance_type} capacity in the Availability Zone you "
+        f"requested ({zone}). Our system will be working on provisioning additional capacity.",
+    }
+
+
+def _create_fleet(self: Fleets) -> ActionResult:
+    faults = _faults()
+    token = self._get_param("ClientToken")
+    if faults is not None and token and (cached := faults.fleet_result(token)) is not None:
+        return ActionResult(cached)
+    capacity_type = self._get_param("TargetCapacitySpecification", {}).get("DefaultTargetCapacityType", "on-demand")
+    options = self._get_param("SpotOptions" if capacity_type == "spot" else "OnDemandOptions", {}) or {}
+    by_priority = options.get("AllocationStrategy") in PRIORITIZED
+    errors: list[dict[str, Any]] = []
+    configs = self._get_param("LaunchTemplateConfigs", [])
+    for config in configs:
+        kept = []
+        for override in config.get("Overrides") or []:
+            zone = _zone(self, override)
+            if faults is not None and faults.capacity_refused(override.get("InstanceType", ""), zone, capacity_type):
+                errors.append(_ice_error(config, override, zone, capacity_type))
+                continue
+            rank = (
+                float(override.get("Priority", 0))
+                if by_priority
+                else _price(override["InstanceType"], zone, capacity_type)
+            )
+            kept.append((rank, override))
+        kept.sort(key=lambda item: item[0])
+        config["_rank"] = kept[0][0] if kept else float("inf")
+        config["Overrides"] = [override for _, override in kept]
+    configs = sorted((c for c in configs if c["Overrides"]), key=lambda c: c.pop("_rank"))
+    if not configs:
+        result: dict[str, Any] = {"FleetId": f"fleet-{uuid.uuid4()}", "Errors": errors, "Instances": []}
+    else:
+        self.params["LaunchTemplateConfigs"] = configs
+        response = _state["create_fleet"](self)
+        result = dict(response.result)
+        if errors:
+            result["Errors"] = errors
+    if faults is not None and token:
+        faults.remember_fleet(token, result)
+    return ActionResult(result)
+
+
+def _describe_spot_price_history(self: SpotInstances) -> ActionResult:
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    entries = self.ec2_backend.describe_spot_price_history(
+        self._get_param("InstanceTypes", []), self._filters_from_querystring()
+    )
+    history = []
+    for entry in entries:
+        price = spot_price(entry["InstanceType"], entry["Location"])
+        if price is not None:
+            history.append(
+                {
+                    "InstanceType": entry["InstanceType"],
+                    "ProductDescription": "Linux/UNIX",
+                    "SpotPrice": f"{price:.5f}",
+                    "AvailabilityZone": entry["Location"],
+                    "Timestamp": now,
+                }
+            )
+    return ActionResult({"SpotPriceHistory": history})
+
+
+def offer_everywhere(region: str, zones: list[str]) -> None:
+    """Offer every instance type moto knows in `zones` (moto's data leaves gaps)."""
+    offerings = INSTANCE_TYPE_OFFERINGS["availability-zone"].setdefault(region, [])
+    present = {(o["InstanceType"], o["Location"]) for o in offerings}
+    for name in sorted(INSTANCE_TYPES):
+        for zone in zones:
+            if (name, zone) not in present:
+                offerings.append({"InstanceType": name, "Location": zone, "LocationType": "availability-zone"})
+
+
+def install() -> None:
+    """Apply the patches once per process (idempotent)."""
+    with _installed:
+        if "create_fleet" in _state:
+            return
+        _state["create_fleet"] = Fleets.create_fleet
+        _state["describe_spot_price_history"] = SpotInstances.describe_spot_price_history
+        Fleets.create_fleet = _create_fleet  # type: ignore[method-assign]
+        SpotInstances.describe_spot_price_history = _describe_spot_price_history  # type: ignore[method-assign]

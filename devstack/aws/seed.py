@@ -1,0 +1,174 @@
+"""Seed a local-stack moto server with what a Karpenter-managed EKS cluster has around it (idempotent).
+
+- a VPC with three /20 subnets (zones a, b, c) and a security group, tagged `karpenter.sh/discovery=<cluster>`;
+- the SSM public parameters of the EKS-optimized AMI aliases (AL2023, AL2, Bottlerocket; x86_64/arm64,
+  standard/nvidia; Kubernetes 1.28-1.34; `latest` and pinned releases), each pointing at an AMI that
+  DescribeImages returns with a sensible name and architecture;
+- the IAM role `KarpenterNodeRole-<cluster>`.
+
+Network and IAM go through the API (boto3); SSM parameters under /aws/ and Amazon-owned AMIs cannot be
+created through the API, so they are written into moto's backends in this process.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from typing import Any
+
+import boto3
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.ec2.models import ec2_backends
+from moto.ec2.models.amis import Ami
+from moto.ssm.models import Parameter, ssm_backends
+
+from cloudprovider.aws.amis import ALIAS_FAMILIES, alias_parameters
+
+DISCOVERY_TAG = "karpenter.sh/discovery"
+KUBERNETES_VERSIONS = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34")
+# Release each alias resolves to: `latest` points at the newest; the pinned one stays resolvable.
+LATEST_RELEASES = {"AL2023": "v20250715", "AL2": "v20250715", "Bottlerocket": "v1.42.0"}
+PINNED_RELEASES = {"AL2023": "v20240807", "AL2": "v20240807", "Bottlerocket": "v1.20.0"}
+EKS_AMI_OWNER = "602401143452"
+VPC_CIDR = "10.0.0.0/16"
+SUBNET_CIDRS = ("10.0.0.0/20", "10.0.16.0/20", "10.0.32.0/20")
+
+
+def zones(region: str) -> list[str]:
+    return [f"{region}{suffix}" for suffix in "abc"]
+
+
+def _tags(cluster: str, name: str) -> list[dict[str, str]]:
+    return [{"Key": DISCOVERY_TAG, "Value": cluster}, {"Key": "Name", "Value": name}]
+
+
+def _discovery(cluster: str) -> list[dict[str, Any]]:
+    return [{"Name": f"tag:{DISCOVERY_TAG}", "Values": [cluster]}]
+
+
+def seed_network(ec2: Any, cluster: str, region: str) -> dict[str, Any]:
+    """VPC, subnets and security group; returns their ids."""
+    vpcs = ec2.describe_vpcs(Filters=_discovery(cluster))["Vpcs"]
+    if vpcs:
+        vpc_id = vpcs[0]["VpcId"]
+    else:
+        spec = [{"ResourceType": "vpc", "Tags": _tags(cluster, f"{cluster}-vpc")}]
+        vpc_id = ec2.create_vpc(CidrBlock=VPC_CIDR, TagSpecifications=spec)["Vpc"]["VpcId"]
+    existing = {
+        s["AvailabilityZone"]: s["SubnetId"] for s in ec2.describe_subnets(Filters=_discovery(cluster))["Subnets"]
+    }
+    subnets = []
+    for zone, cidr in zip(zones(region), SUBNET_CIDRS, strict=True):
+        if zone not in existing:
+            spec = [{"ResourceType": "subnet", "Tags": _tags(cluster, f"{cluster}-private-{zone}")}]
+            created = ec2.create_subnet(VpcId=vpc_id, CidrBlock=cidr, AvailabilityZone=zone, TagSpecifications=spec)
+            existing[zone] = created["Subnet"]["SubnetId"]
+        subnets.append(existing[zone])
+    groups = ec2.describe_security_groups(Filters=_discovery(cluster))["SecurityGroups"]
+    if groups:
+        group_id = groups[0]["GroupId"]
+    else:
+        spec = [{"ResourceType": "security-group", "Tags": _tags(cluster, f"{cluster}-node")}]
+        group_id = ec2.create_security_group(
+            GroupName=f"{cluster}-node", Description=f"nodes of {cluster}", VpcId=vpc_id, TagSpecifications=spec
+        )["GroupId"]
+    return {"vpc": vpc_id, "subnets": subnets, "securityGroup": group_id}
+
+
+def seed_role(iam: Any, cluster: str) -> str:
+    name = f"KarpenterNodeRole-{cluster}"
+    try:
+        return str(iam.get_role(RoleName=name)["Role"]["Arn"])
+    except iam.exceptions.NoSuchEntityException:
+        statement = {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        policy = {"Version": "2012-10-17", "Statement": [statement]}
+        return str(iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(policy))["Role"]["Arn"])
+
+
+def _ami_name(family: str, k8s: str, arch: str, variant: str, release: str) -> str:
+    if family == "Bottlerocket":
+        flavour = f"aws-k8s-{k8s}" + ("-nvidia" if variant == "nvidia" else "")
+        return f"bottlerocket-{flavour}-{arch}-{release}"
+    if family == "AL2023":
+        return f"amazon-eks-node-al2023-{arch}-{variant}-{k8s}-{release}"
+    kind = {"standard": "node", "nvidia": "gpu-node"}[variant]
+    prefix = "amazon-eks-arm64-node" if arch == "arm64" else f"amazon-eks-{kind}"
+    return f"{prefix}-{k8s}-{release}"
+
+
+def _ensure_ami(backend: Any, region: str, name: str, arch: str, created: dt.datetime) -> str:
+    ami_id = "ami-" + hashlib.sha256(name.encode()).hexdigest()[:17]
+    if ami_id not in backend.amis:
+        backend.amis[ami_id] = Ami(
+            backend,
+            ami_id,
+            name=name,
+            description=f"EKS-optimized image {name}",
+            owner_id=EKS_AMI_OWNER,
+            owner_alias="amazon",
+            public=True,
+            virtualization_type="hvm",
+            architecture=arch,
+            creation_date=created,
+            hypervisor="xen",
+            root_device_type="ebs",
+            root_device_name="/dev/xvda",
+            region_name=f"{region}a",
+        )
+    return ami_id
+
+
+def _ensure_parameter(parameters: Any, name: str, value: str) -> None:
+    if parameters.get(name):
+        return
+    parameters[name].append(
+        Parameter(  # type: ignore[abstract]
+            account_id=DEFAULT_ACCOUNT_ID,
+            name=name,
+            value=value,
+            parameter_type="String",
+            description=None,
+            allowed_pattern=None,
+            keyid=None,
+            last_modified_date=dt.datetime.now(dt.UTC),
+            version=1,
+            data_type="aws:ec2:image",
+        )
+    )
+
+
+def seed_amis(region: str) -> int:
+    """AMIs and SSM alias parameters for every family, Kubernetes version and release; returns the count."""
+    backend = ec2_backends[DEFAULT_ACCOUNT_ID][region]
+    parameters = ssm_backends[DEFAULT_ACCOUNT_ID][region]._parameters
+    count = 0
+    for family in ALIAS_FAMILIES.values():
+        alias = next(a for a, f in ALIAS_FAMILIES.items() if f == family)
+        releases = [
+            ("latest", LATEST_RELEASES[family]),
+            (LATEST_RELEASES[family], LATEST_RELEASES[family]),
+            (PINNED_RELEASES[family], PINNED_RELEASES[family]),
+        ]
+        for k8s in KUBERNETES_VERSIONS:
+            for version, release in releases:
+                created = (
+                    dt.datetime(2025, 7, 15, tzinfo=dt.UTC)
+                    if release == LATEST_RELEASES[family]
+                    else (dt.datetime(2024, 8, 7, tzinfo=dt.UTC))
+                )
+                for param in alias_parameters(f"{alias}@{version}", k8s):
+                    name = _ami_name(family, k8s, param.arch, param.variant, release)
+                    _ensure_parameter(parameters, param.name, _ensure_ami(backend, region, name, param.arch, created))
+                    count += 1
+    return count
+
+
+def seed(url: str, cluster: str, region: str) -> dict[str, Any]:
+    """Seed everything; safe to call again (after a moto reset it recreates what was lost)."""
+    keys = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing", "region_name": region}
+    ec2 = boto3.client("ec2", endpoint_url=url, **keys)
+    iam = boto3.client("iam", endpoint_url=url, **keys)
+    network = seed_network(ec2, cluster, region)
+    role = seed_role(iam, cluster)
+    return {**network, "role": role, "amiParameters": seed_amis(region)}

@@ -1,0 +1,91 @@
+"""MotoServer: a patched, seeded moto server in a thread of this process (the AWS side of the local stack)."""
+
+from __future__ import annotations
+
+import threading
+import urllib.request
+from types import TracebackType
+from typing import Any
+
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+from werkzeug.serving import BaseWSGIServer, make_server
+
+from devstack.aws import patches
+from devstack.aws.faults import FaultClient, FaultStore
+from devstack.aws.seed import seed, zones
+from devstack.aws.wsgi import FaultInjectingApp
+
+
+class _QuietHandler(MotoRequestHandler):
+    """moto's request handler without a log line per request."""
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        return None
+
+
+class MotoServer:
+    """Start with `.start()` (or `with MotoServer() as aws:`); `.url` is the endpoint for every AWS client.
+
+    `port=0` picks a free port. `start()` applies the patches, serves, seeds, and returns when ready.
+    `seeded` holds the ids the seed created (vpc, subnets, securityGroup, role).
+    """
+
+    def __init__(
+        self, host: str = "127.0.0.1", port: int = 0, cluster_name: str = "nodeflow-dev", region: str = "us-west-2"
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.cluster_name = cluster_name
+        self.region = region
+        self.faults = FaultStore()
+        self.seeded: dict[str, Any] = {}
+        self._server: BaseWSGIServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("MotoServer.url: call start() first")
+        return f"http://{self.host}:{self._server.server_port}"
+
+    def fault_client(self) -> FaultClient:
+        return FaultClient(self.url)
+
+    def start(self) -> MotoServer:
+        if self._server is not None:
+            return self
+        patches.install()
+        patches.offer_everywhere(self.region, zones(self.region))
+        app = FaultInjectingApp(DomainDispatcherApplication(create_backend_app), self.faults)
+        self._server = make_server(self.host, self.port, app, threaded=True, request_handler=_QuietHandler)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="moto-server", daemon=True)
+        self._thread.start()
+        self.seeded = seed(self.url, self.cluster_name, self.region)
+        return self
+
+    def reset(self) -> None:
+        """Wipe moto's state (moto-api reset), clear faults and fleet tokens, and seed again."""
+        request = urllib.request.Request(self.url + "/moto-api/reset", data=b"", method="POST")
+        with urllib.request.urlopen(request, timeout=10):
+            pass
+        self.faults.clear()
+        self.faults.clear_fleet_tokens()
+        self.seeded = seed(self.url, self.cluster_name, self.region)
+
+    def stop(self) -> None:
+        if self._server is None:
+            return
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> MotoServer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
