@@ -67,7 +67,11 @@ class DevStack:
     """See the module docstring. Use as a context manager, or call `start()`/`stop()`.
 
     After `start()`: `temporal_address`, `ui_url` (None without the UI), `kube_url`, `moto_url`,
-    `kubeconfig`, `kube` (a KubeClient for this process) and `ec2` (a boto3 EC2 client on moto)."""
+    `kubeconfig`, `kube` (a KubeClient for this process) and `ec2` (a boto3 EC2 client on moto).
+
+    Children get SIGTERM from the kernel when the thread that started them exits (see
+    `devstack.stack.children`): call `start()`, `start_worker()` and `restart_temporal()` from a thread
+    that lives as long as the stack, normally the main thread."""
 
     def __init__(self, config: DevStackConfig) -> None:
         self.config = config
@@ -106,6 +110,9 @@ class DevStack:
         cfg.logs_dir.mkdir(parents=True, exist_ok=True)
         atexit.register(self.stop)
         try:
+            for port, flag in ((cfg.kube_port, "--kube-port"), (cfg.moto_port, "--moto-port")):
+                if port:
+                    check_free(port, flag)
             self._start_temporal()
             self._start_services()
             self.kube = self._kube_client = KubeClient.from_kubeconfig(str(self.kubeconfig))
@@ -121,9 +128,6 @@ class DevStack:
 
     def _start_temporal(self) -> None:
         cfg = self.config
-        for port, flag in ((cfg.kube_port, "--kube-port"), (cfg.moto_port, "--moto-port")):
-            if port:
-                check_free(port, flag)
         ports = temporal.TemporalPorts(
             grpc=resolve(cfg.temporal_port, "--temporal-port"),
             ui=resolve(cfg.ui_port, "--ui-port") if cfg.ui else free_port(),
@@ -218,6 +222,11 @@ class DevStack:
         if self._temporal is None:
             raise RuntimeError("the stack is not started")
         self._temporal.restart(kill=kill, timeout=self.config.start_timeout)
+
+    def pids(self) -> dict[str, int]:
+        """Pid of every child started so far (it is also its process group id), by name."""
+        children = [self._temporal.process if self._temporal else None, self._services, self._worker]
+        return {c.name: c.pid for c in children if c is not None and c.pid is not None}
 
     def dead_children(self) -> list[str]:
         """Children that should run but have exited, as "name (exit N, log PATH)" lines."""
