@@ -46,7 +46,9 @@ def inject(server: KubeApiServer, route: str, status: int, times: int = 1) -> No
     """The next `times` requests matching `route` (kmock DSL, e.g. "get /api/v1/nodes") get `status`."""
 
     def add() -> None:
-        server.emulator[route][:times] << status
+        view = server.emulator[route]
+        seen = len(view)  # reactions slice the request log: count from the next request on
+        view[seen : seen + times] << status
 
     server.call(add)
 
@@ -278,7 +280,9 @@ class TestWatch:
 
     def test_a_refused_watch_raises_gone(self, kube: KubeClient, api_server: KubeApiServer) -> None:
         def add() -> None:
-            api_server.emulator[kmock.action.WATCH, kmock.resource("v1/namespaces")][:1] << 410
+            watches = api_server.emulator[kmock.action.WATCH, kmock.resource("v1/namespaces")]
+            seen = len(watches)
+            watches[seen : seen + 1] << 410
 
         api_server.call(add)
         with pytest.raises(GoneError):

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from devstack.kube.server import KubeApiServer
 from kube.client import KubeClient
+from kube.errors import NotFoundError
 from kube.events import EventRecorder, event_name
 from kube.resources import EVENT, NODECLAIM, POD
 from kube.types import Obj
@@ -53,11 +56,17 @@ def test_recording_never_raises(kube: KubeClient, api_server: KubeApiServer) -> 
     claim = create_claim(kube)
 
     def fail_event_writes() -> None:
-        api_server.emulator["post /api/v1/namespaces/default/events"][:1] << 503
+        creates = api_server.emulator["post /api/v1/namespaces/default/events"]
+        seen = len(creates)  # reactions slice the request log: fail the next create
+        creates[seen : seen + 1] << 503
 
     api_server.call(fail_event_writes)
     EventRecorder(kube).record(claim, "Normal", "Launched", "x")  # the 503 is logged
-    EventRecorder(kube).record(claim, "Sideways", "Launched", "x")  # a bad type is logged
+    EventRecorder(kube).record(claim, "Sideways", "Launched", "y")  # a bad type is logged
+    with pytest.raises(NotFoundError):
+        kube.get(EVENT, event_name(claim, "Launched", "x"), "default")
+    with pytest.raises(NotFoundError):
+        kube.get(EVENT, event_name(claim, "Launched", "y"), "default")
 
 
 def test_event_names_are_stable_and_bounded() -> None:
