@@ -1,1 +1,6 @@
-"""scheduling package."""
+"""The scheduling simulation (pure): `solve(SchedulingInput) -> Plan`."""
+
+from scheduling.solver import solve
+from scheduling.types import Plan, SchedulingInput
+
+__all__ = ["Plan", "SchedulingInput", "solve"]

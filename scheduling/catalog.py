@@ -1,0 +1,160 @@
+"""Instance types as the solver sees them: labels (given, else derived from the name and capacity),
+allocatable under a node class's kubelet settings, and the offerings that can actually be bought.
+
+Kubelet settings (EC2NodeClass `spec.kubelet`): `maxPods` replaces the pod capacity, `podsPerCore` caps
+it at that many per vCPU; when any of maxPods, podsPerCore, kubeReserved, systemReserved or evictionHard
+is set, the cpu and memory overhead is recomputed as kube-reserved (EKS formulas unless given) +
+system-reserved + the hard eviction threshold (default memory.available 100Mi). Otherwise the catalog's
+overhead stands as given.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from apis import labels as L
+from apis.ec2nodeclass import KubeletConfiguration
+from apis.instancetype import InstanceType, eks_kube_reserved_cpu_millis, eks_kube_reserved_memory_mib
+from apis.quantity import ResourceList, add, to_resource_list, to_units
+from scheduling.requirements import Requirements
+
+MIB = 2**20
+_NAME = re.compile(r"^(?P<family>(?P<category>[a-z]+)(?:-\d+tb)?(?P<generation>\d+)[a-z0-9-]*)\.(?P<size>[a-z0-9-]+)$")
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    zone: str
+    capacity_type: str
+    price: float
+
+
+@dataclass(eq=False, slots=True)
+class Option:
+    """One instance type under one node class: what it offers a pod and where it can be bought.
+    `offers` holds available offerings only, cheapest first."""
+
+    name: str
+    labels: dict[str, str]
+    capacity: ResourceList
+    allocatable: ResourceList
+    offers: tuple[Offer, ...]
+
+    def compatible_offers(self, reqs: Requirements) -> list[Offer]:
+        zone, ctype = reqs.get_req(L.ZONE), reqs.get_req(L.CAPACITY_TYPE)
+        return [o for o in self.offers if zone.allows(o.zone) and ctype.allows(o.capacity_type)]
+
+    def label_mismatch(self, reqs: Requirements) -> str | None:
+        """The first label requirement (other than zone and capacity type) this type fails."""
+        for key, req in reqs.items():
+            if key in (L.ZONE, L.CAPACITY_TYPE):
+                continue
+            if not req.allows(self.labels.get(key)):
+                return key
+        return None
+
+    def compatible(self, reqs: Requirements) -> bool:
+        return self.label_mismatch(reqs) is None and bool(self.compatible_offers(reqs))
+
+    def price(self, reqs: Requirements) -> float | None:
+        offers = self.compatible_offers(reqs)
+        return offers[0].price if offers else None
+
+
+def derived_labels(it: InstanceType, capacity: Mapping[str, int]) -> dict[str, str]:
+    """The catalog's labels, completed: instance type name, os/arch (linux/amd64 unless given), the AWS
+    family/category/generation/size parsed from a name like m5d.large, instance-cpu and -memory (MiB)."""
+    out: dict[str, str] = {L.OS: "linux", L.ARCH: "amd64"}
+    match = _NAME.match(it.name)
+    if match:
+        out[L.INSTANCE_FAMILY] = match["family"]
+        out[L.INSTANCE_CATEGORY] = match["category"]
+        out[L.INSTANCE_GENERATION] = match["generation"]
+        out[L.INSTANCE_SIZE] = match["size"]
+    if "cpu" in capacity:
+        out[L.INSTANCE_CPU] = str(capacity["cpu"] // 1000)
+    if "memory" in capacity:
+        out[L.INSTANCE_MEMORY] = str(capacity["memory"] // MIB)
+    for resource in GPU_RESOURCES:
+        if capacity.get(resource):
+            out[L.INSTANCE_GPU_COUNT] = str(capacity[resource])
+    out.update(it.labels)
+    out[L.INSTANCE_TYPE] = it.name
+    return out
+
+
+def _threshold(value: str, total: int, resource: str) -> int:
+    if value.endswith("%"):
+        return -(-total * int(float(value[:-1]) * 1000) // 100_000)
+    return to_units(resource, value)
+
+
+def _recomputes(kubelet: KubeletConfiguration | None) -> bool:
+    if kubelet is None:
+        return False
+    fields = (kubelet.max_pods, kubelet.pods_per_core, kubelet.kube_reserved, kubelet.system_reserved)
+    return any(f is not None for f in fields) or kubelet.eviction_hard is not None
+
+
+def kubelet_capacity_and_overhead(
+    it: InstanceType, kubelet: KubeletConfiguration | None
+) -> tuple[ResourceList, ResourceList]:
+    """(capacity, overhead) of the type under these kubelet settings, in canonical units."""
+    capacity = to_resource_list(it.capacity)
+    overhead = to_resource_list(it.overhead)
+    if not _recomputes(kubelet):
+        return capacity, overhead
+    assert kubelet is not None
+    pods = capacity.get("pods", 110)
+    if kubelet.max_pods is not None:
+        pods = kubelet.max_pods
+    if kubelet.pods_per_core:
+        pods = min(pods, kubelet.pods_per_core * max(1, capacity.get("cpu", 0) // 1000))
+    capacity["pods"] = pods
+    reserved: ResourceList = {
+        "cpu": eks_kube_reserved_cpu_millis(capacity.get("cpu", 0)),
+        "memory": eks_kube_reserved_memory_mib(pods) * MIB,
+    }
+    if kubelet.kube_reserved:
+        reserved = {**reserved, **to_resource_list(kubelet.kube_reserved)}
+    reserved = add(reserved, to_resource_list(kubelet.system_reserved or {}))
+    eviction = {"memory.available": "100Mi", **(kubelet.eviction_hard or {})}
+    reserved["memory"] = reserved.get("memory", 0) + _threshold(
+        eviction["memory.available"], capacity.get("memory", 0), "memory"
+    )
+    if "nodefs.available" in eviction and "ephemeral-storage" in capacity:
+        reserved["ephemeral-storage"] = reserved.get("ephemeral-storage", 0) + _threshold(
+            eviction["nodefs.available"], capacity["ephemeral-storage"], "ephemeral-storage"
+        )
+    merged = dict(overhead)
+    merged.update(reserved)
+    return capacity, merged
+
+
+def build_options(
+    instance_types: Iterable[InstanceType],
+    kubelet: KubeletConfiguration | None = None,
+    zones: frozenset[str] | None = None,
+) -> list[Option]:
+    """Every catalog type as an Option under these kubelet settings; offerings limited to available ones
+    (and to `zones` when the node class resolved its subnets). Types with no offering left are dropped.
+    Sorted by cheapest offering, then name."""
+    out: list[Option] = []
+    for it in instance_types:
+        capacity, overhead = kubelet_capacity_and_overhead(it, kubelet)
+        allocatable = {name: value - overhead.get(name, 0) for name, value in capacity.items()}
+        offers = sorted(
+            (
+                Offer(o.zone, o.capacity_type, o.price)
+                for o in it.offerings
+                if o.available and (zones is None or o.zone in zones)
+            ),
+            key=lambda o: (o.price, o.zone, o.capacity_type),
+        )
+        if offers:
+            out.append(Option(it.name, derived_labels(it, capacity), capacity, allocatable, tuple(offers)))
+    out.sort(key=lambda o: (o.offers[0].price, o.name))
+    return out

@@ -1,0 +1,531 @@
+"""The solver: place pending pods on existing nodes, in-flight claims, then new NodeClaims.
+
+Pods are scheduled by equivalence class in first-fit-decreasing order. A class without topology terms
+is placed in bulk (as many pods as fit on a target at once); a class with terms one pod at a time,
+because every placement changes the counts. For each pod the variants are tried strictest first; for
+each variant: the topology pins (a zone, a capacity type... chosen from the counts), then targets in
+order (existing nodes, in-flight claims, new claims already planned), then a new claim from each
+NodePool by weight. Cursors remember, per class, variant and pin, the targets that can never take
+another such pod, so each class walks the target list once.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from typing import Any
+
+from apis.labels import HOSTNAME, NODEPOOL
+from apis.quantity import ResourceList, add, format_resource_list, to_resource_list
+from scheduling.catalog import Option
+from scheduling.pods import PodClass, Variant, group_pods
+from scheduling.pools import Pool, build_pools
+from scheduling.requirements import EMPTY, Req, Requirements
+from scheduling.resources import ports_conflict
+from scheduling.state import cluster_targets, runtime_overheads, volume_resolver
+from scheduling.taints import untolerated
+from scheduling.targets import BIG, Claim, NodeTarget, fit_count
+from scheduling.topology import AFFINITY, ANTI, SPREAD, Topology
+from scheduling.types import ExistingNodePlacement, Plan, PlannedNodeClaim, SchedulingInput, UnschedulablePod
+
+MAX_INSTANCE_TYPES = 60
+MAX_PINS = 16
+Target = NodeTarget | Claim
+
+
+class _ClassState:
+    """Per-class data derived once: requests, the groups its pods count in, the anti-affinity groups it
+    must keep away from (inverse), and the groups it owns."""
+
+    def __init__(self, cls: PodClass, topology: Topology) -> None:
+        self.cls = cls
+        self.requests = cls.requests
+        self.matching = topology.matching_groups(cls.namespace, cls.labels)
+        self.self_match = {id(g) for g in self.matching}
+        self.owned = [topology.group(t) for t in cls.parsed.owned_anti]
+        self.inverse = [g for g in self.matching if g.term.kind == ANTI]
+        self.bulk = not any(v.terms for v in cls.parsed.variants) and not self.inverse and not cls.parsed.ports
+
+
+class Solver:
+    def __init__(self, inp: SchedulingInput) -> None:
+        self.inp = inp
+        self.topology = Topology()
+        self.targets, existing_capacity, bound = cluster_targets(inp)
+        self.pools = build_pools(
+            inp.node_pools, inp.node_classes, inp.instance_types, inp.daemonsets, existing_capacity
+        )
+        self.ready_pools = [p for p in self.pools if not p.problem]
+        self.targets.extend(self._in_flight())
+        self.all: list[Target] = list(self.targets)
+        self.claims: list[Claim] = []
+        self.classes = group_pods(
+            inp.pods, runtime_overheads(inp.runtime_classes), volume_resolver(inp), self._bound_selector_keys(bound)
+        )
+        for cls in self.classes:
+            for variant in cls.parsed.variants:
+                for term in variant.terms:
+                    self.topology.group(term)
+            for term in cls.parsed.owned_anti:
+                self.topology.group(term)
+        self._record_bound(bound)
+        self.states = [_ClassState(cls, self.topology) for cls in self.classes]
+        self.cursors: dict[tuple[int, int, Requirements], int] = {}
+        self.merge_cache: dict[tuple[int, Requirements, Requirements], tuple[Requirements | None, str]] = {}
+        self.compat_cache: dict[tuple[int, Requirements], list[Option]] = {}
+        self.universe_cache: dict[tuple[int, int, str], list[str]] = {}
+        self.unschedulable: list[UnschedulablePod] = []
+
+    # --- set-up -------------------------------------------------------------------------------------
+
+    def _in_flight(self) -> list[NodeTarget]:
+        from scheduling.state import in_flight_targets
+
+        return in_flight_targets(self.inp, self.pools, {t.name for t in self.targets})
+
+    def _bound_selector_keys(self, bound: list[tuple[NodeTarget, Mapping[str, Any]]]) -> frozenset[str]:
+        from scheduling.state import bound_anti_terms
+
+        self.bound_terms = [(target, pod, bound_anti_terms(pod)) for target, pod in bound]
+        return frozenset(k for _, _, terms in self.bound_terms for t in terms for k in t.selector.labels)
+
+    def _record_bound(self, bound: list[tuple[NodeTarget, Mapping[str, Any]]]) -> None:
+        for _, _, terms in self.bound_terms:
+            for term in terms:
+                self.topology.group(term)
+        for target, pod, terms in self.bound_terms:
+            meta = pod.get("metadata") or {}
+            labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+            matching = self.topology.matching_groups(meta.get("namespace") or "default", labels)
+            Topology.record(matching, [self.topology.group(t) for t in terms], target.domain)
+
+    # --- the main loop ------------------------------------------------------------------------------
+
+    def solve(self) -> Plan:
+        for state in self.states:
+            self._schedule_class(state)
+        return self._plan()
+
+    def _schedule_class(self, state: _ClassState) -> None:
+        cls = state.cls
+        if cls.parsed.error:
+            self._fail(cls.pods, cls.parsed.error)
+            return
+        pods = cls.pods
+        position = 0
+        while position < len(pods):
+            want = len(pods) - position if state.bulk else 1
+            placed, reason = self._place(state, pods[position : position + want])
+            if placed == 0:
+                self._fail(pods[position:], reason)
+                return
+            position += placed
+
+    def _fail(self, pods: list[str], reason: str) -> None:
+        self.unschedulable.extend(UnschedulablePod(pod=p, reason=reason) for p in pods)
+
+    def _place(self, state: _ClassState, pods: list[str]) -> tuple[int, str]:
+        """Place up to len(pods) pods (the first variant that places any wins); (count, reason if 0)."""
+        reason = ""
+        for index, variant in enumerate(state.cls.parsed.variants):
+            placed, reason = self._place_variant(state, index, variant, pods)
+            if placed:
+                return placed, ""
+            if variant.relaxed == "" and len(state.cls.parsed.variants) > 1:
+                continue
+        return 0, reason
+
+    def _place_variant(self, state: _ClassState, index: int, variant: Variant, pods: list[str]) -> tuple[int, str]:
+        pins, pin_reason = self._pins(state, index, variant)
+        if not pins:
+            return 0, pin_reason
+        reason = ""
+        for pin in pins:
+            reqs = variant.reqs.intersect(pin) if pin else variant.reqs
+            if reqs.conflicts():
+                reason = f"the pod's node requirements conflict with its topology domain {pin!r}"
+                continue
+            placed = self._on_targets(state, index, variant, reqs, pin, pods)
+            if placed < len(pods):
+                more, reason = self._on_new_claims(state, variant, reqs, pods[placed:])
+                placed += more
+            if placed:
+                return placed, ""
+        return 0, reason
+
+    def _on_targets(
+        self, state: _ClassState, index: int, variant: Variant, reqs: Requirements, pin: Requirements, pods: list[str]
+    ) -> int:
+        key = (id(state), index, pin)
+        start = self.cursors.get(key, 0)
+        advancing = True
+        placed = 0
+        position = start
+        while position < len(self.all) and placed < len(pods):
+            target = self.all[position]
+            count, permanent = self._try(state, variant, reqs, target, pods[placed:])
+            placed += count
+            if count == 0 and permanent and advancing:
+                self.cursors[key] = position + 1
+            elif count == 0:
+                advancing = False
+            position += 1
+        return placed
+
+    def _on_new_claims(
+        self, state: _ClassState, variant: Variant, reqs: Requirements, pods: list[str]
+    ) -> tuple[int, str]:
+        placed = 0
+        reasons: list[str] = [f"NodePool {p.name}: {p.problem}" for p in self.pools if p.problem]
+        while placed < len(pods):
+            claim, reasons_now = self._new_claim(state, variant, reqs)
+            if claim is None:
+                if placed == 0:
+                    reasons.extend(reasons_now)
+                break
+            count, _ = self._try(state, variant, reqs, claim, pods[placed:])
+            if count == 0:
+                self._drop(claim)
+                if placed == 0:
+                    reasons.append(self._no_room_reason(state, claim))
+                break
+            placed += count
+        if placed:
+            return placed, ""
+        existing = sum(1 for t in self.all if not isinstance(t, Claim) or True)
+        prefix = f"did not fit {existing} existing node(s) or planned claim(s); " if existing else ""
+        return 0, prefix + ("; ".join(reasons) if reasons else "no NodePool exists")
+
+    # --- one target ---------------------------------------------------------------------------------
+
+    def _try(
+        self, state: _ClassState, variant: Variant, reqs: Requirements, target: Target, pods: list[str]
+    ) -> tuple[int, bool]:
+        """Place as many of `pods` on `target` as fit; (count, whether a zero is permanent)."""
+        requests = state.requests
+        if isinstance(target, Claim):
+            for name, want in requests.items():
+                if want > target.max_free.get(name, 0):
+                    return 0, True
+        parsed = state.cls.parsed
+        taints = target.pool.taints if isinstance(target, Claim) else target.taints
+        if taints and untolerated(taints, parsed.tolerations, not variant.ignore_prefer_no_schedule):
+            return 0, True
+        if isinstance(target, NodeTarget) and not reqs.matches_labels(target.labels):
+            return 0, True
+        want = len(pods)
+        if parsed.ports:
+            if ports_conflict(target.ports, parsed.ports):
+                return 0, True
+            want = 1
+        cap, permanent = self._hostname_cap(state, variant, target)
+        if cap <= 0:
+            return 0, permanent
+        want = min(want, cap)
+        if isinstance(target, NodeTarget):
+            count = min(want, fit_count(requests, target.free()))
+            if count:
+                self._commit_node(state, target, pods[:count], count)
+            return count, True
+        return self._try_claim(state, reqs, target, pods, want), True
+
+    def _try_claim(self, state: _ClassState, reqs: Requirements, claim: Claim, pods: list[str], want: int) -> int:
+        merged = self._merge(claim.pool, claim.reqs, reqs)
+        if merged is None:
+            return 0
+        options = claim.options
+        if merged != claim.reqs:
+            compatible = {id(o) for o in self._compatible(claim.pool, merged)}
+            options = [o for o in options if id(o) in compatible]
+        requests = state.requests
+        used = claim.used
+        counts = [fit_count(requests, {n: v - used.get(n, 0) for n, v in o.allocatable.items()}) for o in options]
+        best = max(counts, default=0)
+        count = min(want, best)
+        if count <= 0:
+            return 0
+        kept = [o for o, c in zip(options, counts, strict=True) if c >= count]
+        if not self._min_values_ok(claim, merged, kept):
+            return 0
+        claim.reqs = merged
+        claim.options = kept
+        claim.used = add(used, {n: v * count for n, v in requests.items()})
+        claim.ports |= state.cls.parsed.ports
+        claim.pods.extend(pods[:count])
+        claim.refresh()
+        Topology.record(state.matching, state.owned, claim.domain, count)
+        return count
+
+    def _commit_node(self, state: _ClassState, target: NodeTarget, pods: list[str], count: int) -> None:
+        target.used = add(target.used, {n: v * count for n, v in state.requests.items()})
+        target.ports |= state.cls.parsed.ports
+        target.pods.extend(pods)
+        Topology.record(state.matching, state.owned, target.domain, count)
+
+    def _min_values_ok(self, claim: Claim, reqs: Requirements, options: list[Option]) -> bool:
+        saved = claim.reqs
+        claim.reqs = reqs
+        try:
+            return all(
+                claim.distinct_values(key, options) >= req.min_values for key, req in reqs.items() if req.min_values
+            )
+        finally:
+            claim.reqs = saved
+
+    # --- new claims ---------------------------------------------------------------------------------
+
+    def _new_claim(self, state: _ClassState, variant: Variant, reqs: Requirements) -> tuple[Claim | None, list[str]]:
+        reasons: list[str] = []
+        parsed = state.cls.parsed
+        for pool in self.ready_pools:
+            taint = untolerated(pool.taints, parsed.tolerations, not variant.ignore_prefer_no_schedule)
+            if taint:
+                reasons.append(f"NodePool {pool.name}: the pod does not tolerate taint {taint}")
+                continue
+            merged, why = pool.merge(pool.reqs, reqs)
+            if merged is None:
+                reasons.append(f"NodePool {pool.name}: {why}")
+                continue
+            options = self._compatible(pool, merged)
+            if not options:
+                reasons.append(f"NodePool {pool.name}: {self._no_type_reason(pool, merged)}")
+                continue
+            if parsed.ports and ports_conflict(set(pool.ds_ports), parsed.ports):
+                reasons.append(f"NodePool {pool.name}: a daemonset binds the same host port")
+                continue
+            if pool.limits:
+                remaining = pool.remaining()
+                options = [o for o in options if pool.within_limits(o, remaining)]
+                if not options:
+                    reasons.append(f"NodePool {pool.name}: {self._limits_reason(pool, remaining)}")
+                    continue
+            claim = Claim(len(self.claims), pool, merged, options, dict(pool.ds_overhead), set(pool.ds_ports))
+            claim.refresh()
+            self.claims.append(claim)
+            self.all.append(claim)
+            return claim, reasons
+        return None, reasons
+
+    def _drop(self, claim: Claim) -> None:
+        self.claims.pop()
+        self.all.pop()
+        for name, value in claim.reserved.items():
+            claim.pool.used[name] = claim.pool.used.get(name, 0) - value
+
+    def _merge(self, pool: Pool, base: Requirements, reqs: Requirements) -> Requirements | None:
+        key = (id(pool), base, reqs)
+        found = self.merge_cache.get(key)
+        if found is None:
+            found = self.merge_cache[key] = pool.merge(base, reqs)
+        return found[0]
+
+    def _compatible(self, pool: Pool, reqs: Requirements) -> list[Option]:
+        key = (id(pool), reqs)
+        found = self.compat_cache.get(key)
+        if found is None:
+            type_reqs = pool.type_reqs(reqs)
+            found = self.compat_cache[key] = [o for o in pool.options if o.compatible(type_reqs)]
+        return found
+
+    # --- topology -----------------------------------------------------------------------------------
+
+    def _hostname_cap(self, state: _ClassState, variant: Variant, target: Target) -> tuple[int, bool]:
+        """How many more pods of this class the target's hostname domain admits; whether 0 is final."""
+        cap = BIG
+        domain = target.domain(HOSTNAME)
+        for term in variant.terms:
+            if term.key != HOSTNAME:
+                continue
+            group = self.topology.group(term)
+            count = group.count(domain)
+            mine = id(group) in state.self_match
+            if term.kind == SPREAD and mine:
+                cap = min(cap, term.max_skew - count)
+            elif term.kind == ANTI:
+                if count > 0:
+                    return 0, True
+                if mine:
+                    cap = min(cap, 1)
+            elif term.kind == AFFINITY and count == 0 and not (group.total == 0 and mine):
+                return 0, False
+        for group in state.inverse:
+            if group.term.key == HOSTNAME and group.owners.get(domain or ""):
+                return 0, True
+        return cap, True
+
+    def _pins(self, state: _ClassState, index: int, variant: Variant) -> tuple[list[Requirements], str]:
+        """The domains (for every non-hostname topology key) this pod may go to now, best first."""
+        keys = sorted(
+            {t.key for t in variant.terms if t.key != HOSTNAME}
+            | {g.term.key for g in state.inverse if g.term.key != HOSTNAME}
+        )
+        if not keys:
+            return [EMPTY], ""
+        per_key: list[list[str]] = []
+        for key in keys:
+            domains, reason = self._allowed_domains(state, index, variant, key)
+            if not domains:
+                return [], reason
+            per_key.append(domains)
+        pins = [
+            Requirements({k: Req.from_operator("In", [d]) for k, d in zip(keys, combo, strict=True)})
+            for combo in itertools.islice(itertools.product(*per_key), MAX_PINS)
+        ]
+        return pins, ""
+
+    def _allowed_domains(self, state: _ClassState, index: int, variant: Variant, key: str) -> tuple[list[str], str]:
+        universe = self._universe(state, index, variant, key)
+        if not universe:
+            return [], f"topology key {key}: no NodePool or node offers a value for it"
+        allowed = list(universe)
+        spread_counts: dict[str, int] = dict.fromkeys(universe, 0)
+        for term in variant.terms:
+            if term.key != key:
+                continue
+            group = self.topology.group(term)
+            mine = id(group) in state.self_match
+            if term.kind == SPREAD:
+                lowest = 0 if len(universe) < term.min_domains else min(group.count(d) for d in universe)
+                allowed = [d for d in allowed if group.count(d) + int(mine) - lowest <= term.max_skew]
+                for d in universe:
+                    spread_counts[d] += group.count(d)
+            elif term.kind == AFFINITY:
+                if not (group.total == 0 and mine):
+                    allowed = [d for d in allowed if group.count(d) > 0]
+            else:
+                allowed = [d for d in allowed if group.count(d) == 0]
+            if not allowed:
+                return [], f"{term.describe()}: no {key} domain satisfies it (domains: {', '.join(universe)})"
+        for group in state.inverse:
+            if group.term.key == key:
+                allowed = [d for d in allowed if not group.owners.get(d)]
+        if not allowed:
+            return [], f"pod anti-affinity of running pods on {key}: every domain is excluded"
+        allowed.sort(key=lambda d: (spread_counts[d], d))
+        return allowed, ""
+
+    def _universe(self, state: _ClassState, index: int, variant: Variant, key: str) -> list[str]:
+        cache_key = (id(state), index, key)
+        found = self.universe_cache.get(cache_key)
+        if found is not None:
+            return found
+        values: set[str] = set()
+        parsed = state.cls.parsed
+        for pool in self.ready_pools:
+            if untolerated(pool.taints, parsed.tolerations, False):
+                continue
+            merged, _ = pool.merge(pool.reqs, variant.reqs)
+            if merged is None:
+                continue
+            values |= _domain_values(key, merged, self._compatible(pool, merged))
+        for target in self.targets:
+            value = target.domain(key)
+            if value is not None and variant.reqs.matches_labels(target.labels):
+                values.add(value)
+        found = self.universe_cache[cache_key] = sorted(values)
+        return found
+
+    # --- reasons ------------------------------------------------------------------------------------
+
+    def _no_type_reason(self, pool: Pool, reqs: Requirements) -> str:
+        if not pool.options:
+            return "no instance type is offered (check the catalog and the node class's zones)"
+        mismatches: dict[str, int] = {}
+        reqs = pool.type_reqs(reqs)
+        for option in pool.options:
+            key = option.label_mismatch(reqs)
+            if key is None and not option.compatible_offers(reqs):
+                key = "offerings (zone/capacity type)"
+            if key:
+                mismatches[key] = mismatches.get(key, 0) + 1
+        worst = sorted(mismatches.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+        detail = ", ".join(f"{key} excludes {count}" for key, count in worst)
+        return f"no instance type satisfies the requirements ({detail})"
+
+    def _limits_reason(self, pool: Pool, remaining: Mapping[str, int]) -> str:
+        left = format_resource_list({k: max(0, v) for k, v in remaining.items()})
+        return f"limits would be exceeded by every instance type (remaining {left})"
+
+    def _no_room_reason(self, state: _ClassState, claim: Claim) -> str:
+        req = format_resource_list(state.requests)
+        ds = format_resource_list(claim.pool.ds_overhead)
+        return f"NodePool {claim.pool.name}: no instance type has room for the pod's requests {req}" + (
+            f" plus daemonset overhead {ds}" if claim.pool.ds_overhead else ""
+        )
+
+    # --- output -------------------------------------------------------------------------------------
+
+    def _plan(self) -> Plan:
+        plan = Plan()
+        for target in self.targets:
+            if target.pods:
+                plan.existing_nodes.append(
+                    ExistingNodePlacement(name=target.name, pods=sorted(target.pods), node_claim=target.in_flight)
+                )
+        for claim in self.claims:
+            plan.node_claims.append(_planned(claim))
+        plan.unschedulable = sorted(self.unschedulable, key=lambda u: u.pod)
+        return plan
+
+
+def _domain_values(key: str, reqs: Requirements, options: list[Option]) -> set[str]:
+    from apis.labels import CAPACITY_TYPE, ZONE
+
+    if key in (ZONE, CAPACITY_TYPE):
+        return {
+            (offer.zone if key == ZONE else offer.capacity_type) for o in options for offer in o.compatible_offers(reqs)
+        }
+    finite = reqs.get_req(key).finite()
+    if finite is not None:
+        return set(finite)
+    return {o.labels[key] for o in options if key in o.labels}
+
+
+def _planned(claim: Claim) -> PlannedNodeClaim:
+    from apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, ZONE
+
+    priced = claim.sorted_options()
+    chosen = priced[:MAX_INSTANCE_TYPES]
+    mins = {k: r.min_values for k, r in claim.reqs.items() if r.min_values}
+    if mins and len(priced) > MAX_INSTANCE_TYPES:
+        for extra in priced[MAX_INSTANCE_TYPES:]:
+            if all(claim.distinct_values(k, [o for _, o in chosen]) >= m for k, m in mins.items()):
+                break
+            chosen.append(extra)
+    options = [o for _, o in chosen]
+    reqs = claim.reqs.with_req(INSTANCE_TYPE, Req.from_operator("In", [o.name for o in options]))
+    offers = [offer for o in options for offer in o.compatible_offers(claim.reqs)]
+    reqs = reqs.with_req(ZONE, Req.from_operator("In", {o.zone for o in offers}))
+    reqs = reqs.with_req(CAPACITY_TYPE, Req.from_operator("In", {o.capacity_type for o in offers}))
+    api_reqs = reqs.to_api()
+    for entry in api_reqs:
+        if entry.key in mins and entry.min_values is None:
+            entry.min_values = mins[entry.key]
+    template = claim.pool.api.spec.template
+    labels = dict(template.metadata.labels)
+    for key, req in reqs.items():
+        value = req.single()
+        if value is not None and key != HOSTNAME:
+            labels[key] = value
+    labels[NODEPOOL] = claim.pool.name
+    requests = format_resource_list(claim.used)
+    return PlannedNodeClaim(
+        node_pool=claim.pool.name,
+        node_class=claim.pool.node_class,
+        instance_types=[o.name for o in options],
+        requirements=api_reqs,
+        pods=claim.pods,
+        price=chosen[0][0] if chosen else 0.0,
+        requests=requests,
+        labels=dict(sorted(labels.items())),
+        taints=list(template.spec.taints),
+        startup_taints=list(template.spec.startup_taints),
+    )
+
+
+def solve(inp: SchedulingInput) -> Plan:
+    """Decide where the pending pods go. Pure and deterministic: the same input gives the same plan."""
+    return Solver(inp).solve()
+
+
+__all__ = ["ResourceList", "solve", "to_resource_list"]

@@ -1,0 +1,205 @@
+"""The cluster as it is: existing nodes with their bound pods, NodeClaims in flight, RuntimeClass
+overheads, and the zonal requirements of volumes (bound PVs, StorageClass allowedTopologies)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from apis import labels as L
+from apis.quantity import ResourceList, add, to_resource_list
+from scheduling.pods import Obj, _pod_terms
+from scheduling.pools import Pool
+from scheduling.requirements import Req, Requirements, from_labels, parse_expressions
+from scheduling.resources import host_ports, pod_requests
+from scheduling.taints import EPHEMERAL_TAINT_KEYS, TaintSpec, parse_taints
+from scheduling.targets import NodeTarget
+from scheduling.topology import ANTI, Term
+from scheduling.types import SchedulingInput
+
+UNSCHEDULABLE_TAINT = TaintSpec("node.kubernetes.io/unschedulable", "", "NoSchedule")
+DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+def _node_target(node: Obj) -> NodeTarget:
+    meta = node.get("metadata") or {}
+    spec = node.get("spec") or {}
+    status = node.get("status") or {}
+    name = str(meta.get("name", ""))
+    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+    labels.setdefault(L.HOSTNAME, name)
+    taints = tuple(t for t in parse_taints(spec.get("taints") or []) if t.key not in EPHEMERAL_TAINT_KEYS)
+    if spec.get("unschedulable") or meta.get("deletionTimestamp"):
+        taints = (*taints, UNSCHEDULABLE_TAINT)
+    allocatable = to_resource_list(status.get("allocatable") or status.get("capacity") or {})
+    return NodeTarget(name, labels, taints, allocatable)
+
+
+def cluster_targets(
+    inp: SchedulingInput,
+) -> tuple[list[NodeTarget], dict[str, ResourceList], list[tuple[NodeTarget, Obj]]]:
+    """(existing nodes sorted by name, capacity already used per NodePool, bound pods with their node)."""
+    targets = sorted((_node_target(n) for n in inp.nodes), key=lambda t: t.name)
+    by_name = {t.name: t for t in targets}
+    capacity: dict[str, ResourceList] = {}
+    for node in inp.nodes:
+        meta = node.get("metadata") or {}
+        pool = (meta.get("labels") or {}).get(L.NODEPOOL)
+        if pool:
+            node_cap = to_resource_list((node.get("status") or {}).get("capacity") or {})
+            capacity[pool] = add(capacity.get(pool, {}), {**node_cap, "nodes": 1})
+    bound: list[tuple[NodeTarget, Obj]] = []
+    for pod in inp.bound_pods:
+        spec = pod.get("spec") or {}
+        target = by_name.get(str(spec.get("nodeName") or ""))
+        if target is None or (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+            continue
+        try:
+            target.used = add(target.used, pod_requests(spec))
+        except ValueError:
+            continue
+        target.ports |= host_ports(spec)
+        bound.append((target, pod))
+    for claim in inp.node_claims:
+        if claim.metadata.deletion_timestamp or (claim.status.node_name and claim.status.node_name in by_name):
+            continue
+        pool = claim.metadata.labels.get(L.NODEPOOL)
+        if pool:
+            cap = to_resource_list(claim.status.capacity)
+            capacity[pool] = add(capacity.get(pool, {}), {**cap, "nodes": 1})
+    return targets, capacity, bound
+
+
+def in_flight_targets(inp: SchedulingInput, pools: list[Pool], node_names: set[str]) -> list[NodeTarget]:
+    """NodeClaims without a Node yet, as targets: labels from their single-valued requirements, their
+    allocatable from status (else the smallest option of their pool their requirements allow), with
+    their pool's daemonset overhead already used."""
+    by_pool = {p.name: p for p in pools}
+    out: list[NodeTarget] = []
+    for claim in sorted(inp.node_claims, key=lambda c: c.name):
+        if claim.metadata.deletion_timestamp or (claim.status.node_name and claim.status.node_name in node_names):
+            continue
+        labels = dict(claim.metadata.labels)
+        try:
+            reqs = parse_expressions((r.model_dump(by_alias=True) for r in claim.spec.requirements), "requirements")
+        except ValueError:
+            continue
+        for key, req in reqs.items():
+            value = req.single()
+            if value is not None:
+                labels.setdefault(key, value)
+        pool = by_pool.get(labels.get(L.NODEPOOL, ""))
+        allocatable = to_resource_list(claim.status.allocatable)
+        if not allocatable and pool is not None:
+            type_reqs = pool.type_reqs(reqs)
+            fitting = [o for o in pool.options if o.compatible(type_reqs)]
+            if fitting:
+                smallest = min(fitting, key=lambda o: (o.allocatable.get("cpu", 0), o.allocatable.get("memory", 0)))
+                allocatable = dict(smallest.allocatable)
+        if not allocatable:
+            continue
+        taints = parse_taints(t.to_kube() for t in claim.spec.taints)
+        target = NodeTarget(claim.name, labels, taints, allocatable, in_flight=True)
+        target.labels.setdefault(L.HOSTNAME, claim.status.node_name or claim.name)
+        if pool is not None:
+            target.used = dict(pool.ds_overhead)
+            target.ports = set(pool.ds_ports)
+        out.append(target)
+    return out
+
+
+def runtime_overheads(runtime_classes: Iterable[Obj]) -> dict[str, ResourceList]:
+    out: dict[str, ResourceList] = {}
+    for rc in runtime_classes:
+        name = str((rc.get("metadata") or {}).get("name", ""))
+        fixed = (rc.get("overhead") or {}).get("podFixed") or {}
+        out[name] = to_resource_list(fixed)
+    return out
+
+
+def bound_anti_terms(pod: Obj) -> list[Term]:
+    """The required anti-affinity terms of a running pod (pending pods matching them keep away)."""
+    meta = pod.get("metadata") or {}
+    affinity = (pod.get("spec") or {}).get("affinity") or {}
+    try:
+        required, _ = _pod_terms(affinity, ANTI, meta.get("namespace") or "default", "spec.affinity.podAntiAffinity")
+    except ValueError:
+        return []
+    return required
+
+
+class _Volumes:
+    def __init__(self, inp: SchedulingInput) -> None:
+        self.pvcs = {
+            ((p.get("metadata") or {}).get("namespace") or "default", (p.get("metadata") or {}).get("name")): p
+            for p in inp.persistent_volume_claims
+        }
+        self.pvs = {(p.get("metadata") or {}).get("name"): p for p in inp.persistent_volumes}
+        self.classes = {(s.get("metadata") or {}).get("name"): s for s in inp.storage_classes}
+        defaults = sorted(
+            str((s.get("metadata") or {}).get("name"))
+            for s in inp.storage_classes
+            if ((s.get("metadata") or {}).get("annotations") or {}).get(DEFAULT_CLASS_ANNOTATION) == "true"
+        )
+        self.default_class = defaults[0] if defaults else None
+
+    def class_reqs(self, name: str | None, where: str) -> Requirements:
+        name = name or self.default_class
+        sc = self.classes.get(name) if name else None
+        if sc is None:
+            return Requirements()
+        reqs = Requirements()
+        for term in (sc.get("allowedTopologies") or [])[:1]:
+            for expr in term.get("matchLabelExpressions") or []:
+                reqs = reqs.intersect(
+                    Requirements({str(expr["key"]): Req.from_operator("In", expr.get("values") or [])})
+                )
+        return _zonal(reqs)
+
+    def pv_reqs(self, pv: Obj, where: str) -> Requirements:
+        terms = (
+            (((pv.get("spec") or {}).get("nodeAffinity") or {}).get("required") or {}).get("nodeSelectorTerms")
+        ) or []
+        if not terms:
+            return Requirements()
+        return _zonal(parse_expressions(terms[0].get("matchExpressions") or [], f"{where} nodeAffinity"))
+
+    def __call__(self, namespace: str, spec: Mapping[str, Any]) -> Requirements:
+        reqs = Requirements()
+        for index, volume in enumerate(spec.get("volumes") or []):
+            where = f"spec.volumes[{index}]"
+            if volume.get("ephemeral"):
+                template = ((volume["ephemeral"].get("volumeClaimTemplate") or {}).get("spec")) or {}
+                reqs = reqs.intersect(self.class_reqs(template.get("storageClassName"), where))
+                continue
+            source = volume.get("persistentVolumeClaim")
+            if not source:
+                continue
+            claim_name = source.get("claimName")
+            pvc = self.pvcs.get((namespace, claim_name))
+            if pvc is None:
+                raise ValueError(f'{where}: PersistentVolumeClaim "{namespace}/{claim_name}" not found')
+            pvc_spec = pvc.get("spec") or {}
+            volume_name = pvc_spec.get("volumeName")
+            if volume_name:
+                pv = self.pvs.get(volume_name)
+                if pv is None:
+                    raise ValueError(f'{where}: PersistentVolume "{volume_name}" (bound to {claim_name}) not found')
+                reqs = reqs.intersect(self.pv_reqs(pv, where))
+            else:
+                reqs = reqs.intersect(self.class_reqs(pvc_spec.get("storageClassName"), where))
+        return reqs
+
+
+def _zonal(reqs: Requirements) -> Requirements:
+    """Volume topology that matters for new nodes: hostname affinity (local volumes) is ignored."""
+    return Requirements({k: v for k, v in reqs.items() if k != L.HOSTNAME})
+
+
+def volume_resolver(inp: SchedulingInput) -> _Volumes:
+    return _Volumes(inp)
+
+
+def labels_requirements(labels: Mapping[str, str]) -> Requirements:
+    return from_labels(labels)

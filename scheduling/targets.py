@@ -1,0 +1,110 @@
+"""Where pods can go: nodes that exist (or NodeClaims in flight), and new NodeClaims being planned.
+
+Both keep what is used on them (requests, host ports) and the pods placed in this plan. A new claim
+also keeps its requirements and the instance-type options still able to hold everything placed so far;
+placing pods narrows both, never widens them, so a claim that cannot take a pod now never will.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from apis.labels import CAPACITY_TYPE, HOSTNAME, ZONE
+from apis.quantity import ResourceList
+from scheduling.catalog import Option
+from scheduling.pools import Pool
+from scheduling.requirements import Requirements
+from scheduling.resources import HostPort
+from scheduling.taints import TaintSpec
+
+BIG = 1 << 60
+
+
+def fit_count(requests: Mapping[str, int], free: Mapping[str, int]) -> int:
+    """How many pods with these requests fit in `free` (BIG when nothing is requested)."""
+    count = BIG
+    for name, want in requests.items():
+        have = free.get(name, 0)
+        if have < want:
+            return 0
+        count = min(count, have // want)
+    return count
+
+
+@dataclass(eq=False)
+class NodeTarget:
+    """An existing Node, or a NodeClaim in flight (`in_flight`), with fixed labels and allocatable."""
+
+    name: str
+    labels: dict[str, str]
+    taints: tuple[TaintSpec, ...]
+    allocatable: ResourceList
+    used: ResourceList = field(default_factory=dict)
+    ports: set[HostPort] = field(default_factory=set)
+    pods: list[str] = field(default_factory=list)
+    in_flight: bool = False
+
+    def domain(self, key: str) -> str | None:
+        if key == HOSTNAME:
+            return self.labels.get(HOSTNAME, self.name)
+        return self.labels.get(key)
+
+    def free(self) -> ResourceList:
+        return {name: value - self.used.get(name, 0) for name, value in self.allocatable.items()}
+
+
+@dataclass(eq=False)
+class Claim:
+    """A NodeClaim this plan would launch."""
+
+    index: int
+    pool: Pool
+    reqs: Requirements
+    options: list[Option]
+    used: ResourceList
+    ports: set[HostPort] = field(default_factory=set)
+    pods: list[str] = field(default_factory=list)
+    reserved: ResourceList = field(default_factory=dict)  # counted against the pool's limits
+    max_free: ResourceList = field(default_factory=dict)
+
+    @property
+    def hostname(self) -> str:
+        return f"{self.pool.name}-new-{self.index}"
+
+    def domain(self, key: str) -> str | None:
+        if key == HOSTNAME:
+            return self.hostname
+        return self.reqs.get_req(key).single() if key in self.reqs else None
+
+    def refresh(self) -> None:
+        """Recompute the per-resource headroom bound (largest free amount over the options) and the
+        limit reservation (largest capacity over the options), after options or usage changed."""
+        free: ResourceList = {}
+        for option in self.options:
+            for name, value in option.allocatable.items():
+                left = value - self.used.get(name, 0)
+                if left > free.get(name, -1):
+                    free[name] = left
+        self.max_free = free
+        if self.pool.limits:
+            reserved: ResourceList = {}
+            for name in self.pool.limits:
+                reserved[name] = (
+                    1 if name == "nodes" else max((o.capacity.get(name, 0) for o in self.options), default=0)
+                )
+            for name, value in reserved.items():
+                self.pool.used[name] = self.pool.used.get(name, 0) - self.reserved.get(name, 0) + value
+            self.reserved = reserved
+
+    def sorted_options(self) -> list[tuple[float, Option]]:
+        """Options with their cheapest compatible price, cheapest first (ties by name)."""
+        priced = [(o.price(self.reqs), o) for o in self.options]
+        return sorted(((p, o) for p, o in priced if p is not None), key=lambda po: (po[0], po[1].name))
+
+    def distinct_values(self, key: str, options: list[Option]) -> int:
+        if key == ZONE:
+            return len({o.zone for opt in options for o in opt.compatible_offers(self.reqs)})
+        if key == CAPACITY_TYPE:
+            return len({o.capacity_type for opt in options for o in opt.compatible_offers(self.reqs)})
+        return len({opt.labels.get(key) for opt in options if opt.labels.get(key) is not None})
