@@ -1,0 +1,126 @@
+"""Stand-in activities under the real names, over a tiny in-memory world, for workflow tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from temporalio import activity
+
+from activities.models import (
+    ApplyPlanInput,
+    ApplyPlanResult,
+    ClaimRef,
+    ClaimState,
+    DrainInput,
+    DrainProgress,
+    FinalizeInput,
+    InitializationResult,
+    LaunchFailedInput,
+    LaunchOutcome,
+    MarkLaunchedInput,
+    NodeRef,
+    ProvisionPlan,
+    ProvisionRound,
+    RegistrationCheck,
+    TerminateInput,
+    TerminateResult,
+)
+
+
+@dataclass
+class World:
+    """What the stand-ins see and record."""
+
+    ice: bool = False
+    node_after_polls: int = 1  # find_node answers after this many calls (-1: never)
+    ready_after_polls: int = 1
+    pods_on_node: int = 2
+    terminate_polls: int = 2
+    calls: list[str] = field(default_factory=list)
+    find_calls: int = 0
+    init_calls: int = 0
+    terminate_calls: int = 0
+    solve_rounds: list[int] = field(default_factory=list)
+    launched: int = 0
+
+    def activities(self) -> list[object]:
+        world = self
+
+        @activity.defn(name="launch")
+        def launch(ref: ClaimRef) -> LaunchOutcome:
+            world.calls.append("launch")
+            if world.ice:
+                return LaunchOutcome(failure="InsufficientCapacity", message="no m5.large in us-west-2a")
+            world.launched += 1
+            return LaunchOutcome(
+                instance_id="i-0123",
+                instance_type="m5.large",
+                zone="us-west-2a",
+                capacity_type="on-demand",
+                provider_id="aws:///us-west-2a/i-0123",
+                node_pool="default",
+            )
+
+        @activity.defn(name="mark_launched")
+        def mark_launched(inp: MarkLaunchedInput) -> None:
+            world.calls.append("mark_launched")
+
+        @activity.defn(name="launch_failed")
+        def launch_failed(inp: LaunchFailedInput) -> None:
+            world.calls.append(f"launch_failed:{inp.failure}")
+
+        @activity.defn(name="find_node")
+        def find_node(check: RegistrationCheck) -> NodeRef:
+            world.find_calls += 1
+            if world.node_after_polls >= 0 and world.find_calls >= world.node_after_polls:
+                return NodeRef(node_name="ip-10-0-0-1.us-west-2.compute.internal")
+            return NodeRef()
+
+        @activity.defn(name="register_node")
+        def register_node(inp: FinalizeInput) -> None:
+            world.calls.append("register_node")
+
+        @activity.defn(name="check_initialized")
+        def check_initialized(inp: FinalizeInput) -> InitializationResult:
+            world.init_calls += 1
+            if world.init_calls >= world.ready_after_polls:
+                world.calls.append("initialized")
+                return InitializationResult(initialized=True)
+            return InitializationResult(waiting_for="node is not Ready")
+
+        @activity.defn(name="claim_state")
+        def claim_state(inp: FinalizeInput) -> ClaimState:
+            return ClaimState()
+
+        @activity.defn(name="begin_termination")
+        def begin_termination(inp: FinalizeInput) -> None:
+            world.calls.append("begin_termination")
+
+        @activity.defn(name="drain_step")
+        def drain_step(inp: DrainInput) -> DrainProgress:
+            world.calls.append("drain_step")
+            world.pods_on_node = max(0, world.pods_on_node - 1)
+            return DrainProgress(remaining=world.pods_on_node)
+
+        @activity.defn(name="terminate_instance")
+        def terminate_instance(inp: TerminateInput) -> TerminateResult:
+            world.terminate_calls += 1
+            return TerminateResult(gone=world.terminate_calls >= world.terminate_polls)
+
+        @activity.defn(name="finalize")
+        def finalize(inp: FinalizeInput) -> None:
+            world.calls.append("finalize")
+
+        @activity.defn(name="solve")
+        def solve(rnd: ProvisionRound) -> ProvisionPlan:
+            world.solve_rounds.append(rnd.round)
+            return ProvisionPlan()
+
+        @activity.defn(name="apply_plan")
+        def apply_plan(inp: ApplyPlanInput) -> ApplyPlanResult:
+            return ApplyPlanResult()
+
+        return [
+            launch, mark_launched, launch_failed, find_node, register_node, check_initialized, claim_state,
+            begin_termination, drain_step, terminate_instance, finalize, solve, apply_plan,
+        ]  # fmt: skip

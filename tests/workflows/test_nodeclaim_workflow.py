@@ -1,0 +1,96 @@
+"""The NodeClaim workflow reads as the lifecycle: launch, register, initialize, run, drain, terminate."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio.client import WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+
+from tests.workflows.fakes import World
+from tests.workflows.histories import save_history
+from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
+from workflows.nodeclaim_state import DELETED, RUNNING, NodeClaimInput, NodeClaimState
+
+
+async def start(env: WorkflowEnvironment, task_queue: str, **kwargs: object) -> WorkflowHandle:
+    inp = NodeClaimInput(name="default-abcde", node_pool="default", **kwargs)  # type: ignore[arg-type]
+    return await env.client.start_workflow(NodeClaimWorkflow.run, inp, id=workflow_id(inp.name), task_queue=task_queue)
+
+
+async def wait_for_phase(handle: WorkflowHandle, env: WorkflowEnvironment, phase: str) -> NodeClaimState:
+    for _ in range(200):
+        state: NodeClaimState = await handle.query(NodeClaimWorkflow.status)
+        if state.phase == phase:
+            return state
+        await env.sleep(timedelta(seconds=1))
+    raise AssertionError(f"never reached {phase}; last {state}")
+
+
+async def test_should_run_the_whole_lifecycle_when_the_claim_is_deleted(
+    time_env: WorkflowEnvironment, worker: str, world: World
+) -> None:
+    world.node_after_polls = 3
+    world.ready_after_polls = 2
+    handle = await start(time_env, worker)
+    running = await wait_for_phase(handle, time_env, RUNNING)
+    assert running.node_name == "ip-10-0-0-1.us-west-2.compute.internal"
+    assert running.instance_type == "m5.large"
+
+    await handle.signal(NodeClaimWorkflow.delete, "NodeClaim deleted")
+    final: NodeClaimState = await handle.result()
+    await save_history(handle, "nodeclaim-lifecycle")
+
+    assert final.phase == DELETED
+    assert world.launched == 1
+    assert world.calls == [
+        "launch", "mark_launched", "register_node", "initialized", "begin_termination",
+        "drain_step", "drain_step", "finalize",
+    ]  # fmt: skip
+    assert world.terminate_calls == 2
+
+
+async def test_should_delete_the_claim_when_every_offering_is_out_of_capacity(
+    time_env: WorkflowEnvironment, worker: str, world: World
+) -> None:
+    world.ice = True
+    handle = await start(time_env, worker)
+    final: NodeClaimState = await handle.result()
+    await save_history(handle, "nodeclaim-insufficient-capacity")
+    assert final.phase == DELETED
+    assert world.calls == ["launch", "launch_failed:InsufficientCapacity"]
+    assert "InsufficientCapacity" in final.failure
+
+
+async def test_should_terminate_the_instance_when_the_node_never_registers(
+    time_env: WorkflowEnvironment, worker: str, world: World
+) -> None:
+    world.node_after_polls = -1
+    handle = await start(time_env, worker, registration_ttl="3m")
+    final: NodeClaimState = await handle.result()
+    await save_history(handle, "nodeclaim-registration-timeout")
+    assert final.phase == DELETED
+    assert "did not register within 3m" in final.termination_reason
+    assert "register_node" not in world.calls
+    assert world.calls[-1] == "finalize"
+
+
+async def test_should_expire_the_node_after_expire_after(
+    time_env: WorkflowEnvironment, worker: str, world: World
+) -> None:
+    handle = await start(time_env, worker, expire_after="1h")
+    final: NodeClaimState = await handle.result()
+    await save_history(handle, "nodeclaim-expired")
+    assert final.phase == DELETED
+    assert final.termination_reason == "expired after 1h"
+
+
+async def test_should_drain_and_terminate_on_a_manual_drain_signal(
+    time_env: WorkflowEnvironment, worker: str, world: World
+) -> None:
+    handle = await start(time_env, worker)
+    await wait_for_phase(handle, time_env, RUNNING)
+    await handle.signal(NodeClaimWorkflow.drain, "")
+    final: NodeClaimState = await handle.result()
+    assert final.termination_reason == "manual drain"
+    assert "drain_step" in world.calls

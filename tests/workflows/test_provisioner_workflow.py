@@ -1,0 +1,68 @@
+"""The provisioner batches pod signals into rounds and stays far below Temporal's per-run limits."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from temporalio.client import WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+
+from tests.workflows.fakes import World
+from tests.workflows.histories import save_history
+from workflows import timing
+from workflows.provisioner import ProvisionerState, ProvisionerStatus, ProvisionerWorkflow
+
+
+async def start(env: WorkflowEnvironment, task_queue: str) -> WorkflowHandle:
+    return await env.client.start_workflow(
+        ProvisionerWorkflow.run, ProvisionerState(), id="provisioner", task_queue=task_queue
+    )
+
+
+async def wait_rounds(env: WorkflowEnvironment, world: World, count: int) -> None:
+    for _ in range(100):
+        if len(world.solve_rounds) >= count:
+            return
+        await env.sleep(timedelta(milliseconds=500))
+    raise AssertionError(f"expected {count} rounds, saw {world.solve_rounds}")
+
+
+async def test_should_batch_signals_arriving_together_into_one_round(
+    time_env: WorkflowEnvironment, worker: str, world: World
+) -> None:
+    handle = await start(time_env, worker)
+    for i in range(5):
+        await handle.signal(ProvisionerWorkflow.pods_pending, [f"default/p{i}", "default/shared"])
+    await wait_rounds(time_env, world, 1)
+    status: ProvisionerStatus = await handle.query(ProvisionerWorkflow.status)
+    assert world.solve_rounds == [1]
+    assert status.pending == 0
+    await handle.terminate("test over")
+    await save_history(handle, "provisioner-batch")
+
+
+async def test_should_start_a_round_on_an_empty_kick(time_env: WorkflowEnvironment, worker: str, world: World) -> None:
+    handle = await start(time_env, worker)
+    await handle.signal(ProvisionerWorkflow.pods_pending, [])
+    await wait_rounds(time_env, world, 1)
+
+
+async def test_should_continue_as_new_after_many_signals_and_keep_counting_rounds(
+    time_env: WorkflowEnvironment, worker: str, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(timing, "MAX_SIGNALS_PER_RUN", 3)
+    handle = await start(time_env, worker)
+    first_run = (await handle.describe()).run_id
+    for i in range(4):
+        await handle.signal(ProvisionerWorkflow.pods_pending, [f"default/p{i}"])
+    await wait_rounds(time_env, world, 1)
+    for _ in range(50):
+        if (await time_env.client.get_workflow_handle("provisioner").describe()).run_id != first_run:
+            break
+        await time_env.sleep(timedelta(milliseconds=200))
+    new = time_env.client.get_workflow_handle("provisioner")
+    assert (await new.describe()).run_id != first_run
+    await new.signal(ProvisionerWorkflow.pods_pending, ["default/later"])
+    await wait_rounds(time_env, world, 2)
+    assert world.solve_rounds == [1, 2]

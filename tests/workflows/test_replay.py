@@ -1,0 +1,44 @@
+"""Every stored history replays against today's workflow code; a known-bad one must not."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+from temporalio.workflow import NondeterminismError
+
+from tests.workflows.histories import DIR
+from workflows.nodeclaim import NodeClaimWorkflow
+from workflows.provisioner import ProvisionerWorkflow
+
+HISTORIES = sorted(DIR.glob("*.json"))
+
+
+def replayer() -> Replayer:
+    return Replayer(workflows=[NodeClaimWorkflow, ProvisionerWorkflow], data_converter=pydantic_data_converter)
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
+async def test_stored_history_replays(path) -> None:  # type: ignore[no-untyped-def]
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    await replayer().replay_workflow(history)
+
+
+async def test_a_history_whose_commands_differ_fails_replay() -> None:
+    """The lifecycle history with its first activity renamed: replay must detect the mismatch."""
+    raw = json.loads((DIR / "nodeclaim-lifecycle.json").read_text())
+    for event in raw["events"]:
+        attrs = event.get("activityTaskScheduledEventAttributes")
+        if attrs and attrs["activityType"]["name"] == "launch":
+            attrs["activityType"]["name"] = "launch_v0"
+            break
+    history = WorkflowHistory.from_json("bad", json.dumps(raw))
+    with pytest.raises(NondeterminismError):
+        await replayer().replay_workflow(history)
+
+
+def test_there_are_stored_histories() -> None:
+    assert len(HISTORIES) >= 5
