@@ -125,6 +125,7 @@ class Services:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)  # one line per request drowns the rest
     services = Services(args.kube_port, args.moto_port, args.cluster_name, args.region)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -150,6 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             pass
     finally:
         services.stop()
+        log.info("stopped")
     return 1 if services.failed.is_set() else 0
 
 

@@ -145,7 +145,7 @@ def test_a_deployment_gives_pending_pods_and_the_summary_counts_them(stack: DevS
 
 def test_an_invalid_nodepool_is_reported_and_still_applied(stack: DevStack) -> None:
     problems = stack.apply_text(BAD_NODEPOOL, source="bad.yaml")
-    assert len(problems) == 1 and "NodePool broken: spec.template.spec.expireAfter" in problems[0]
+    assert len(problems) == 1 and 'NodePool "broken": spec.template.spec.expireAfter' in problems[0]
     assert stack.kube.get(NODEPOOL, "broken")["spec"]["template"]["spec"]["expireAfter"] == "whenever"
     assert problems[0] in stack.summary()["errors"]
 

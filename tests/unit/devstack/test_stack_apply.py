@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from devstack.apply import ManifestError, apply_manifest, load_file, load_text, parse_manifests, substitute
+from devstack.apply import ManifestError, apply_manifest, load_file, load_text
 from kube.errors import AlreadyExistsError
 from kube.resources import DEPLOYMENT, NODEPOOL, Resource
 
+VARS = {"CLUSTER_NAME": "demo"}
 DEFAULTS = Path(__file__).resolve().parents[3] / "devstack" / "defaults.yaml"
 
 NODEPOOL_YAML = """
@@ -25,19 +26,14 @@ spec:
 """
 
 
-def test_substitute_replaces_the_cluster_name() -> None:
-    text, problems = substitute("role: KarpenterNodeRole-${CLUSTER_NAME}", {"CLUSTER_NAME": "demo"})
-    assert text == "role: KarpenterNodeRole-demo"
-    assert problems == []
+def test_the_cluster_name_is_substituted() -> None:
+    (manifest,), problems = load_text("apiVersion: v1\nkind: Node\nmetadata: {name: n-${CLUSTER_NAME}}\n", "n", VARS)
+    assert manifest.name == "n-demo" and problems == []
 
 
-def test_substitute_reports_unknown_variables_and_leaves_them() -> None:
-    text, problems = substitute("${B} ${A} ${B} ${CLUSTER_NAME}", {"CLUSTER_NAME": "x"})
-    assert text == "${B} ${A} ${B} x"
-    assert problems == [
-        "unknown variable ${A} left as is (the dev stack substitutes ${CLUSTER_NAME})",
-        "unknown variable ${B} left as is (the dev stack substitutes ${CLUSTER_NAME})",
-    ]
+def test_an_unset_variable_is_an_error_at_its_line() -> None:
+    with pytest.raises(ManifestError, match=r"f.yaml:3: \$\{AWS_ACCOUNT_ID\} is not set"):
+        load_text("apiVersion: v1\nkind: Node\nmetadata: {name: ${AWS_ACCOUNT_ID}}\n", "f.yaml", VARS)
 
 
 def test_defaults_are_a_valid_ec2nodeclass_then_nodepool() -> None:
@@ -66,7 +62,7 @@ def test_an_invalid_nodepool_is_reported_but_still_loaded() -> None:
     manifests, problems = load_text(NODEPOOL_YAML % "soon", "pool.yaml", {})
     assert len(manifests) == 1
     assert len(problems) == 1
-    assert problems[0].startswith("pool.yaml#0: NodePool pool: spec.template.spec.expireAfter")
+    assert problems[0].startswith('pool.yaml#0: NodePool "pool": spec.template.spec.expireAfter')
 
 
 def test_a_valid_nodepool_has_no_problems() -> None:
@@ -76,8 +72,8 @@ def test_a_valid_nodepool_has_no_problems() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("a: [", "not valid YAML"),
-        ("- 1\n- 2\n", "must be a mapping"),
+        ("a: [", "invalid YAML"),
+        ("- 1\n- 2\n", "expected a Kubernetes object"),
         ("kind: Pod\nmetadata: {name: p}\n", "set both apiVersion and kind"),
         ("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n", "does not serve v1 Secret"),
         ("apiVersion: v1\nkind: Pod\nmetadata: {}\n", "needs metadata.name"),
@@ -85,7 +81,7 @@ def test_a_valid_nodepool_has_no_problems() -> None:
 )
 def test_unappliable_documents_raise_a_manifest_error(text: str, message: str) -> None:
     with pytest.raises(ManifestError, match=message):
-        parse_manifests(text, "f.yaml")
+        load_text(text, "f.yaml", VARS)
 
 
 def test_a_missing_file_is_a_manifest_error(tmp_path: Path) -> None:
@@ -114,7 +110,7 @@ class RecordingKube:
 
 def test_apply_creates_namespaced_objects_in_default() -> None:
     kube = RecordingKube(set())
-    (manifest,) = parse_manifests("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n", "d.yaml")
+    (manifest,) = load_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n", "d.yaml", VARS)[0]
     assert manifest.resource == DEPLOYMENT
     apply_manifest(kube, manifest)  # type: ignore[arg-type]
     assert kube.calls[0][:3] == ("create", "Deployment", "default")
@@ -123,9 +119,8 @@ def test_apply_creates_namespaced_objects_in_default() -> None:
 
 def test_apply_merge_patches_an_existing_object_without_its_resource_version() -> None:
     kube = RecordingKube({"pool"})
-    (manifest,) = parse_manifests(
-        "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: pool, resourceVersion: '7'}\nspec: {}\n", "p"
-    )
+    text = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: pool, resourceVersion: '7'}\nspec: {}\n"
+    (manifest,) = load_text(text, "p", VARS)[0]
     assert manifest.resource == NODEPOOL
     apply_manifest(kube, manifest)  # type: ignore[arg-type]
     assert [c[:3] for c in kube.calls] == [("create", "NodePool", None), ("patch-merge", "NodePool", None)]
