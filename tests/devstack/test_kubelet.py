@@ -13,6 +13,7 @@ import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
+from devstack.binder import PodBinder
 from devstack.kube.server import KubeApiServer
 from devstack.kubelet import SimulatedKubelet, capacity, node
 from kube.client import KubeClient
@@ -373,3 +374,22 @@ def test_run_loop_until_stopped(kube: KubeClient, ec2: Any, subnet: str, cluster
         stop.set()
         thread.join(5)
     assert not thread.is_alive()
+
+
+def test_with_the_binder_a_pending_pod_ends_up_running_on_the_new_node(
+    kube: KubeClient, ec2: Any, subnet: str, cluster: str
+) -> None:
+    instance_id = launch(ec2, subnet, cluster)
+    kubelet = SimulatedKubelet(kube, ec2, cluster, ready_delay=0, startup_taint_delay=0)
+    kubelet.sync_once()
+    name = node_of(kube, instance_id)["metadata"]["name"]
+    kube.patch(NODE, name, {"spec": {"taints": []}})  # what nodeflow's registration does
+    pod = f"{cluster}-app"
+    container = {"name": "app", "image": "i", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
+    spec = {"nodeSelector": {"kubernetes.io/hostname": name}, "containers": [container]}
+    kube.create(POD, {"metadata": {"name": pod, "namespace": "default"}, "spec": spec})
+    assert PodBinder(kube).bind_once() >= 1
+    kubelet.sync_once()
+    placed = kube.get(POD, pod, "default")
+    assert (placed["spec"]["nodeName"], placed["status"]["phase"]) == (name, "Running")
+    kube.delete(POD, pod, "default")
