@@ -1,0 +1,44 @@
+"""Status conditions: set_condition keeps lastTransitionTime unless the status changes."""
+
+from __future__ import annotations
+
+from apis.meta import Condition, get_condition, is_true, set_condition
+
+T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z"
+
+
+def test_a_new_condition_is_appended_with_the_current_time() -> None:
+    conditions = set_condition([], "Launched", "True", "Launched", "", now=T0, observed_generation=1)
+    assert conditions == [
+        Condition(type="Launched", status="True", reason="Launched", last_transition_time=T0, observed_generation=1)
+    ]
+
+
+def test_same_status_keeps_the_transition_time_but_updates_reason_and_message() -> None:
+    before = set_condition([], "Ready", "False", "NotLaunched", "waiting", now=T0)
+    after = set_condition(before, "Ready", "False", "NotRegistered", "still waiting", now=T1)
+    (ready,) = after
+    assert ready.last_transition_time == T0
+    assert (ready.reason, ready.message) == ("NotRegistered", "still waiting")
+
+
+def test_a_status_change_moves_the_transition_time() -> None:
+    before = set_condition([], "Ready", "False", "NotLaunched", "", now=T0)
+    (ready,) = set_condition(before, "Ready", "True", "Ready", "", now=T1)
+    assert ready.status == "True" and ready.last_transition_time == T1
+
+
+def test_order_is_kept_and_the_input_is_not_modified() -> None:
+    conditions = set_condition([], "Launched", "True", "Launched", "", now=T0)
+    conditions = set_condition(conditions, "Registered", "Unknown", "AwaitingRegistration", "", now=T0)
+    updated = set_condition(conditions, "Launched", "False", "InsufficientCapacity", "", now=T1)
+    assert [c.type for c in updated] == ["Launched", "Registered"]
+    assert conditions[0].status == "True"
+    assert get_condition(updated, "Launched") is not None and not is_true(updated, "Launched")
+    assert get_condition(updated, "Drifted") is None
+
+
+def test_a_condition_without_a_time_gets_one_when_reconfirmed() -> None:
+    stale = [Condition(type="Ready", status="True")]
+    (ready,) = set_condition(stale, "Ready", "True", "Ready", "", now=T1)
+    assert ready.last_transition_time == T1
