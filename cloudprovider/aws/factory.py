@@ -13,7 +13,7 @@ from cloudprovider.aws.provider import AWSCloudProvider
 
 def sdk_config(max_attempts: int = 3) -> Config:
     """Standard retry mode with few attempts: the workflow owns long retries with its own backoff."""
-    return Config(retries={"mode": "standard", "max_attempts": max_attempts}, connect_timeout=5, read_timeout=30)
+    return Config(retries={"mode": "standard", "total_max_attempts": max_attempts}, connect_timeout=5, read_timeout=30)
 
 
 def new_aws_cloud_provider(

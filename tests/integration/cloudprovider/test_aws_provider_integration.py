@@ -1,0 +1,250 @@
+"""AWSCloudProvider against the local stack's moto server over HTTP, with real boto3.
+
+One server per module; each test uses fresh claim names and starts with no faults and an empty
+unavailable-offerings cache.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import boto3
+import pytest
+
+from apis.ec2nodeclass import EC2NodeClass
+from cloudprovider.aws.factory import new_aws_cloud_provider
+from cloudprovider.aws.pricing import load_price_table
+from cloudprovider.aws.provider import AWSCloudProvider
+from cloudprovider.errors import (
+    CloudProviderError,
+    InstanceNotFoundError,
+    InsufficientCapacityError,
+    NodeClassNotReadyError,
+    ThrottledError,
+)
+from cloudprovider.types import LaunchRequest
+from devstack.aws.faults import FaultClient
+from devstack.aws.server import MotoServer
+
+CLUSTER = "it-cluster"
+REGION = "us-west-2"
+ZONES = ["us-west-2a", "us-west-2b", "us-west-2c"]
+_names = itertools.count(1)
+
+
+@pytest.fixture(scope="module")
+def aws() -> Iterator[MotoServer]:
+    with MotoServer(cluster_name=CLUSTER, region=REGION) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def provider(aws: MotoServer) -> AWSCloudProvider:
+    cp = new_aws_cloud_provider(
+        REGION, aws.url, cluster_name=CLUSTER, credentials=("testing", "testing"), max_attempts=2
+    )
+    cp.instance_types(None)  # load the catalog once (moto's first EC2 call costs seconds)
+    return cp
+
+
+@pytest.fixture(autouse=True)
+def clean(aws: MotoServer, provider: AWSCloudProvider) -> Iterator[FaultClient]:
+    faults = aws.fault_client()
+    faults.clear()
+    provider.unavailable.clear()
+    yield faults
+    faults.clear()
+
+
+@pytest.fixture(scope="module")
+def ec2(aws: MotoServer):  # type: ignore[no-untyped-def]
+    return boto3.client(
+        "ec2", endpoint_url=aws.url, region_name=REGION, aws_access_key_id="t", aws_secret_access_key="t"
+    )
+
+
+def make_node_class(alias: str = "al2023@latest", discovery: str = CLUSTER, **spec: object) -> EC2NodeClass:
+    selector = [{"tags": {"karpenter.sh/discovery": discovery}}]
+    return EC2NodeClass.model_validate(
+        {
+            "metadata": {"name": "default"},
+            "spec": {
+                "role": f"KarpenterNodeRole-{CLUSTER}",
+                "amiSelectorTerms": [{"alias": alias}],
+                "subnetSelectorTerms": selector,
+                "securityGroupSelectorTerms": selector,
+                **spec,
+            },
+        }
+    )
+
+
+def make_request(types: list[str], capacity_types: list[str] | None = None, **kw: object) -> LaunchRequest:
+    n = next(_names)
+    return LaunchRequest.model_validate(
+        {
+            "node_claim_name": f"default-{n:04d}",
+            "node_pool": "default",
+            "client_token": f"uid-{n:04d}",
+            "node_class": make_node_class(),
+            "instance_types": types,
+            "capacity_types": capacity_types or ["on-demand"],
+            **kw,
+        }
+    )
+
+
+def test_seed_is_discoverable_by_tags(ec2) -> None:  # type: ignore[no-untyped-def]
+    tag = [{"Name": "tag:karpenter.sh/discovery", "Values": [CLUSTER]}]
+    subnets = ec2.describe_subnets(Filters=tag)["Subnets"]
+    assert sorted(s["AvailabilityZone"] for s in subnets) == ZONES
+    assert all(s["AvailableIpAddressCount"] >= 1000 for s in subnets)
+    assert len(ec2.describe_security_groups(Filters=tag)["SecurityGroups"]) == 1
+
+
+def test_node_class_resolves_alias_to_an_ami_per_architecture(provider: AWSCloudProvider) -> None:
+    resolved = provider.resolve_node_class(make_node_class())
+    assert [s["zone"] for s in resolved.subnets] == ZONES
+    assert len(resolved.security_groups) == 1
+    standard = {a["arch"]: a["name"] for a in resolved.amis if a["variant"] == "standard"}
+    assert standard == {
+        "arm64": "amazon-eks-node-al2023-arm64-standard-1.32-v20250715",
+        "x86_64": "amazon-eks-node-al2023-x86_64-standard-1.32-v20250715",
+    }
+    pinned = provider.resolve_node_class(make_node_class("al2@v20240807"))
+    assert {a["name"] for a in pinned.amis} >= {"amazon-eks-node-1.32-v20240807"}
+    assert provider.resolve_node_class(make_node_class("bottlerocket@latest")).amis
+
+
+def test_node_class_with_no_matching_subnet_is_not_ready(provider: AWSCloudProvider) -> None:
+    with pytest.raises(NodeClassNotReadyError, match="subnetSelectorTerms"):
+        provider.resolve_node_class(make_node_class(discovery="nobody"))
+
+
+def test_create_launches_the_cheapest_override_with_the_claim_tags(provider: AWSCloudProvider, ec2) -> None:  # type: ignore[no-untyped-def]
+    request = make_request(["m5.large", "c5.large", "t3.large"], tags={"team": "a"})
+    instance = provider.create(request)
+    prices = load_price_table()
+    cheapest = min(request.instance_types, key=lambda t: prices.on_demand(t) or 0)
+    assert (instance.instance_type, instance.zone, instance.capacity_type) == (cheapest, "us-west-2a", "on-demand")
+    assert instance.tags["karpenter.sh/nodeclaim"] == request.node_claim_name
+    assert instance.tags["karpenter.sh/nodepool"] == "default"
+    assert instance.tags[f"kubernetes.io/cluster/{CLUSTER}"] == "owned"
+    assert instance.tags["eks:eks-cluster-name"] == CLUSTER
+    assert instance.tags["karpenter.k8s.aws/ec2nodeclass"] == "default"
+    assert instance.tags["team"] == "a"
+    assert instance.provider_id == f"aws:///us-west-2a/{instance.id}"
+    templates = ec2.describe_launch_templates()["LaunchTemplates"]
+    assert any(t["LaunchTemplateName"].startswith("karpenter.k8s.aws/") for t in templates)
+
+
+def test_create_prefers_the_cheapest_spot_offering_when_spot_is_allowed(provider: AWSCloudProvider) -> None:
+    request = make_request(["m5.large", "c5.large"], ["spot", "on-demand"])
+    catalog = {it.name: it for it in provider.instance_types(request.node_class)}
+    expected = min(
+        (o.price, name, o.zone)
+        for name in request.instance_types
+        for o in catalog[name].offerings
+        if o.capacity_type == "spot"
+    )
+    instance = provider.create(request)
+    assert (instance.capacity_type, instance.instance_type, instance.zone) == ("spot", expected[1], expected[2])
+
+
+def test_create_twice_for_the_same_claim_adopts_the_instance(provider: AWSCloudProvider) -> None:
+    request = make_request(["m5.large"])
+    first = provider.create(request)
+    assert provider.create(request).id == first.id
+    found = provider.find_by_node_claim(request.node_claim_name)
+    assert found is not None and found.id == first.id
+
+
+def test_create_fleet_client_token_is_idempotent(provider: AWSCloudProvider, ec2) -> None:  # type: ignore[no-untyped-def]
+    request = make_request(["m5.large"])
+    first = provider.create(request)
+    again = ec2.create_fleet(
+        Type="instant",
+        ClientToken=request.client_token,
+        LaunchTemplateConfigs=[{"LaunchTemplateSpecification": {"LaunchTemplateName": "any", "Version": "$Latest"}}],
+        TargetCapacitySpecification={"TotalTargetCapacity": 1, "DefaultTargetCapacityType": "on-demand"},
+    )
+    assert [i for g in again["Instances"] for i in g["InstanceIds"]] == [first.id]
+
+
+def test_insufficient_capacity_on_some_offerings_launches_another(
+    provider: AWSCloudProvider, clean: FaultClient
+) -> None:
+    clean.insufficient_capacity("t3.large", "us-west-2a", "on-demand")
+    instance = provider.create(make_request(["t3.large", "m5.large"]))
+    assert (instance.instance_type, instance.zone) == ("t3.large", "us-west-2b")
+    for zone in ZONES:
+        clean.insufficient_capacity("t3.large", zone)
+    instance = provider.create(make_request(["t3.large", "m5.large"]))
+    assert instance.instance_type == "m5.large"
+
+
+def test_insufficient_capacity_everywhere_raises_and_marks_offerings_unavailable(
+    provider: AWSCloudProvider, clean: FaultClient
+) -> None:
+    for zone in ZONES:
+        clean.insufficient_capacity("c5.large", zone)
+    request = make_request(["c5.large"])
+    with pytest.raises(InsufficientCapacityError) as raised:
+        provider.create(request)
+    refused = {(o.instance_type, o.zone, o.capacity_type) for o in raised.value.offerings}
+    assert refused == {("c5.large", zone, "on-demand") for zone in ZONES}
+    c5 = next(it for it in provider.instance_types(request.node_class) if it.name == "c5.large")
+    assert {(o.zone, o.capacity_type): o.available for o in c5.offerings} == {
+        **{(z, "on-demand"): False for z in ZONES},
+        **{(z, "spot"): True for z in ZONES},
+    }
+    with pytest.raises(InsufficientCapacityError):  # nothing left to try: no CreateFleet call at all
+        provider.create(make_request(["c5.large"]))
+
+
+def test_request_limit_exceeded_burst_raises_throttled(provider: AWSCloudProvider, clean: FaultClient) -> None:
+    clean.throttle("CreateFleet", 2)  # more than the SDK's 2 attempts
+    with pytest.raises(ThrottledError, match="RequestLimitExceeded"):
+        provider.create(make_request(["m5.large"]))
+    assert clean.get()["throttle"] == {}
+    clean.throttle("CreateFleet", 1)  # one throttle is absorbed by the SDK's retry
+    assert provider.create(make_request(["m5.large"])).instance_type == "m5.large"
+
+
+def test_server_errors_are_retryable(provider: AWSCloudProvider, clean: FaultClient) -> None:
+    clean.server_error("DescribeInstances", 2)
+    with pytest.raises(CloudProviderError) as raised:
+        provider.list()
+    assert raised.value.retryable and not isinstance(raised.value, InstanceNotFoundError)
+
+
+def test_delete_until_instance_not_found(provider: AWSCloudProvider) -> None:
+    instance = provider.create(make_request(["m5.large"]))
+    provider.delete(instance.id)
+    with pytest.raises(InstanceNotFoundError):
+        for _ in range(5):  # moto terminates at once; AWS may take a few calls
+            provider.delete(instance.id)
+    with pytest.raises(InstanceNotFoundError):
+        provider.get(instance.id)
+    with pytest.raises(InstanceNotFoundError):
+        provider.delete("i-0123456789abcdef0")
+    assert provider.find_by_node_claim(instance.tags["karpenter.sh/nodeclaim"]) is None
+
+
+def test_list_shows_only_this_clusters_live_instances(provider: AWSCloudProvider, aws: MotoServer, ec2) -> None:  # type: ignore[no-untyped-def]
+    mine = provider.create(make_request(["m5.large"]))
+    gone = provider.create(make_request(["m5.large"]))
+    provider.delete(gone.id)
+    other = ec2.run_instances(
+        ImageId="ami-12c6146b",
+        MinCount=1,
+        MaxCount=1,
+        InstanceType="m5.large",
+        TagSpecifications=[
+            {"ResourceType": "instance", "Tags": [{"Key": "kubernetes.io/cluster/other", "Value": "owned"}]}
+        ],
+    )["Instances"][0]["InstanceId"]
+    listed = [i.id for i in provider.list()]
+    assert mine.id in listed and gone.id not in listed and other not in listed
+    assert listed == sorted(listed)
