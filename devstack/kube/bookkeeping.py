@@ -16,14 +16,16 @@ from devstack.kube.catalog import ServedResource
 from devstack.kube.patches import clone
 
 # Kinds whose create strategy resets status (pods start Pending; CRs with a status subresource drop it).
+# Required status fields are present (zero) as the real API's Go structs serialize them, so
+# typed clients can decode a new object.
 _STATUS_ON_CREATE: dict[str, dict[str, Any]] = {
     "Pod": {"phase": "Pending"},
     "Namespace": {"phase": "Active"},
     "Deployment": {},
-    "ReplicaSet": {},
-    "DaemonSet": {},
-    "StatefulSet": {},
-    "PodDisruptionBudget": {},
+    "ReplicaSet": {"replicas": 0},
+    "DaemonSet": {"currentNumberScheduled": 0, "desiredNumberScheduled": 0, "numberMisscheduled": 0, "numberReady": 0},
+    "StatefulSet": {"replicas": 0, "availableReplicas": 0},
+    "PodDisruptionBudget": {"currentHealthy": 0, "desiredHealthy": 0, "disruptionsAllowed": 0, "expectedPods": 0},
 }
 _SERVER_META = (
     "uid",

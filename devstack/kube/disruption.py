@@ -1,7 +1,8 @@
 """PodDisruptionBudget arithmetic and the pods/eviction subresource.
 
-Healthy pod: not being deleted, and Ready=True or phase Running. A budget's desired healthy
-count comes from ``minAvailable`` (int or percent of expected pods, rounded up) or from
+Healthy pod: not being deleted, and Ready=True or phase Running. Expected pods: the replicas of
+each owning ReplicaSet/StatefulSet, plus one per pod without such an owner. A budget's desired
+healthy count comes from ``minAvailable`` (int or percent of expected pods, rounded up) or from
 ``maxUnavailable`` (expected minus the int or rounded-up percent); with neither it is 0, as in
 the disruption controller. Eviction checks the budget live from the store, so two evictions in a
 row cannot both spend the same disruption.
@@ -12,7 +13,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from devstack.kube import catalog, errors
+from devstack.kube import bookkeeping, catalog, errors
+from devstack.kube.ownership import controller_of
 from devstack.kube.selectors import label_selector_matcher
 from devstack.kube.store import ObjectStore
 
@@ -39,6 +41,24 @@ def _scaled(value: Any, expected: int, field: str, pdb_name: str) -> int:
     raise errors.invalid(catalog.PDB, pdb_name, field, f"{value!r} must be an integer or a percentage like '50%'")
 
 
+_SCALED_OWNERS = {"ReplicaSet": catalog.REPLICASET, "StatefulSet": catalog.STATEFULSET}
+
+
+def expected_pods(store: ObjectStore, pods: list[dict[str, Any]]) -> int:
+    """Pods the budget expects: each owning ReplicaSet/StatefulSet's spec.replicas, plus bare pods."""
+    scales: dict[tuple[str, str], int] = {}
+    bare = 0
+    for pod in pods:
+        ref = controller_of(pod)
+        owner_res = _SCALED_OWNERS.get(ref.get("kind", "")) if ref else None
+        owner = store.find(owner_res, pod["metadata"]["namespace"], ref["name"]) if owner_res and ref else None
+        if owner is None:
+            bare += 1
+        else:
+            scales[(owner["kind"], owner["metadata"]["name"])] = int((owner.get("spec") or {}).get("replicas", 1))
+    return bare + sum(scales.values())
+
+
 def selected_pods(store: ObjectStore, pdb: dict[str, Any]) -> list[dict[str, Any]]:
     matcher = label_selector_matcher((pdb.get("spec") or {}).get("selector"))
     return store.list(catalog.POD, pdb["metadata"]["namespace"], matcher)
@@ -48,7 +68,7 @@ def budget_status(store: ObjectStore, pdb: dict[str, Any]) -> dict[str, Any]:
     """The ``status`` the disruption controller would write for this budget now."""
     spec, name = pdb.get("spec") or {}, pdb["metadata"]["name"]
     pods = [p for p in selected_pods(store, pdb) if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
-    expected = len(pods)
+    expected = expected_pods(store, pods)
     healthy = sum(1 for p in pods if is_healthy(p))
     desired = 0
     if spec.get("maxUnavailable") is not None:
@@ -62,7 +82,11 @@ def budget_status(store: ObjectStore, pdb: dict[str, Any]) -> dict[str, Any]:
         "reason": "SufficientPods" if allowed > 0 else "InsufficientPods",
         "message": "",
         "observedGeneration": pdb["metadata"].get("generation", 1),
+        "lastTransitionTime": bookkeeping.timestamp(store.now()),
     }
+    for old in (pdb.get("status") or {}).get("conditions") or []:
+        if old.get("type") == condition["type"] and old.get("status") == condition["status"]:
+            condition["lastTransitionTime"] = old.get("lastTransitionTime", condition["lastTransitionTime"])
     return {
         "observedGeneration": pdb["metadata"].get("generation", 1),
         "disruptionsAllowed": allowed,

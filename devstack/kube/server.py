@@ -31,6 +31,7 @@ import aiohttp.web
 
 from devstack.kube.controllers import ControllerManager
 from devstack.kube.emulator import ApiServerEmulator
+from devstack.kube.store import ObjectStore
 
 T = TypeVar("T")
 _START_TIMEOUT_SECONDS = 15.0
@@ -40,9 +41,17 @@ class KubeApiServer:
     """The emulated API server; ``start()`` returns once it serves, ``stop()`` joins its thread."""
 
     def __init__(
-        self, host: str = "127.0.0.1", port: int = 0, *, controllers: bool = True, request_log_limit: int = 10_000
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        controllers: bool = True,
+        request_log_limit: int = 10_000,
+        watch_history: int = 10_000,
     ) -> None:
+        """``watch_history``: events kept per resource for watches from a resourceVersion (older: 410)."""
         self._host = host
+        self._watch_history = watch_history
         self._port = port
         self._with_controllers = controllers
         self._request_log_limit = request_log_limit
@@ -121,7 +130,9 @@ class KubeApiServer:
 
     async def _serve(self) -> None:
         self._stop = asyncio.Event()
-        emulator = ApiServerEmulator(request_log_limit=self._request_log_limit)
+        emulator = ApiServerEmulator(
+            store=ObjectStore(history_limit=self._watch_history), request_log_limit=self._request_log_limit
+        )
         async with emulator:
             server = aiohttp.web.Server(emulator, handler_cancellation=True)
             runner = aiohttp.web.ServerRunner(server, access_log=None)

@@ -1,10 +1,14 @@
 """Pod garbage collection: pods bound to a Node that does not exist are deleted.
 
-Checked when a bound pod is written and when a Node is deleted (then every pod bound to it).
+When a Node is deleted every pod bound to it goes at once. A pod written while bound to a Node
+that does not exist is re-checked ``orphan_grace_seconds`` later and deleted if the Node is still
+missing (the real collector quarantines such pods similarly), so creating a pod just before its
+Node is not punished.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 
 from devstack.kube import catalog
@@ -16,12 +20,14 @@ from devstack.kube.store import WatchEvent
 
 class PodGarbageCollector(Controller[NsName]):
     name = "pod-gc"
+    orphan_grace_seconds = 5.0
 
     def keys_for(self, res: ServedResource, event: WatchEvent) -> Iterable[NsName]:
         if res == catalog.POD and event.type != "DELETED":
             node = (event.obj.get("spec") or {}).get("nodeName")
-            if node:
-                return [(event.obj["metadata"]["namespace"], event.obj["metadata"]["name"])]
+            if node and self.store.find(catalog.NODE, None, node) is None:
+                key = (event.obj["metadata"]["namespace"], event.obj["metadata"]["name"])
+                asyncio.get_running_loop().call_later(self.orphan_grace_seconds, self.enqueue, key)
         if res == catalog.NODE and event.type == "DELETED":
             on_node = parse_field_selector(f"spec.nodeName={event.obj['metadata']['name']}")
             return [

@@ -15,7 +15,7 @@ from typing import Any
 from devstack.kube import catalog
 from devstack.kube.catalog import ServedResource
 from devstack.kube.controllers.base import Controller, NsName
-from devstack.kube.controllers.ownership import controller_of, is_controlled_by, is_deleting, owner_reference
+from devstack.kube.ownership import controller_of, is_controlled_by, is_deleting, owner_reference
 from devstack.kube.patches import clone
 from devstack.kube.store import WatchEvent
 
