@@ -1,0 +1,68 @@
+"""Pure parts of the launch: capacity-type choice, AMI choice, block devices."""
+
+from __future__ import annotations
+
+from apis.instancetype import InstanceType
+from cloudprovider.aws.launch import Override, choose_capacity_type, pick_ami
+from cloudprovider.aws.launchtemplate import LaunchTemplateSpec, ephemeral_storage_bytes
+from cloudprovider.aws.nodeclass import ResolvedAMI, instance_profile_name, tag_filters
+from tests.unit.cloudprovider.builders import node_class
+
+AMIS = [
+    ResolvedAMI("ami-arm", "al2023-arm64-standard", "arm64", "standard"),
+    ResolvedAMI("ami-x86", "al2023-x86_64-standard", "x86_64", "standard"),
+    ResolvedAMI("ami-gpu", "al2023-x86_64-nvidia", "x86_64", "nvidia"),
+]
+
+
+def itype(arch: str, gpus: int = 0) -> InstanceType:
+    capacity = {"cpu": "2", "memory": "8Gi"} | ({"nvidia.com/gpu": str(gpus)} if gpus else {})
+    return InstanceType(name="x", capacity=capacity, labels={"kubernetes.io/arch": arch})
+
+
+def test_spot_only_when_allowed_and_offered() -> None:
+    spot = [Override("m5.large", "subnet-1", "us-west-2a", 0.03, AMIS[1])]
+    assert choose_capacity_type(["spot", "on-demand"], {"spot": spot}) == "spot"
+    assert choose_capacity_type(["spot", "on-demand"], {"on-demand": spot}) == "on-demand"
+    assert choose_capacity_type(["on-demand"], {"spot": spot}) == "on-demand"
+
+
+def test_ami_by_architecture_and_accelerator() -> None:
+    assert pick_ami(itype("arm64"), AMIS) == AMIS[0]
+    assert pick_ami(itype("amd64"), AMIS) == AMIS[1]
+    assert pick_ami(itype("amd64", gpus=1), AMIS) == AMIS[2]
+    assert pick_ami(itype("arm64", gpus=1), AMIS) == AMIS[0]  # no arm64 nvidia variant: fall back
+
+
+def test_root_volume_sets_ephemeral_storage() -> None:
+    assert ephemeral_storage_bytes(node_class(), "AL2023") == 20 * 2**30
+    custom = node_class(
+        blockDeviceMappings=[{"deviceName": "/dev/xvda", "rootVolume": True, "ebs": {"volumeSize": "100Gi"}}]
+    )
+    assert ephemeral_storage_bytes(custom, "AL2023") == 100 * 2**30
+
+
+def test_launch_template_name_is_a_content_hash() -> None:
+    def spec(image: str) -> LaunchTemplateSpec:
+        return LaunchTemplateSpec(image, "ud", ("sg-1",), "profile", node_class(), "AL2023", (("k", "v"),))
+
+    assert spec("ami-1").name() == spec("ami-1").name()
+    assert spec("ami-1").name() != spec("ami-2").name()
+    assert spec("ami-1").name().startswith("karpenter.k8s.aws/")
+    data = spec("ami-1").data()
+    assert data["MetadataOptions"]["HttpTokens"] == "required"
+    assert data["BlockDeviceMappings"][0]["Ebs"] == {
+        "DeleteOnTermination": True,
+        "VolumeSize": 20,
+        "VolumeType": "gp3",
+        "Encrypted": True,
+    }
+
+
+def test_selectors_and_profile_names() -> None:
+    assert tag_filters({"b": "*", "a": "x"}) == [
+        {"Name": "tag:a", "Values": ["x"]},
+        {"Name": "tag-key", "Values": ["b"]},
+    ]
+    name = instance_profile_name("prod", "us-west-2", node_class())
+    assert name == instance_profile_name("prod", "us-west-2", node_class()) and name.startswith("prod_")
