@@ -14,6 +14,7 @@ from apis.meta import Condition
 from apis.nodepool import NodePool
 from apis.quantity import ResourceList, add, to_resource_list
 from scheduling.catalog import Option, build_options
+from scheduling.packing import OptionMatrix
 from scheduling.requirements import Req, Requirements, from_api, from_labels, parse_expressions, undefined_key_default
 from scheduling.resources import HostPort, host_ports, pod_requests
 from scheduling.taints import TaintSpec, parse_taints, parse_tolerations, untolerated
@@ -38,6 +39,7 @@ class Pool:
     used: ResourceList = field(default_factory=dict)  # existing capacity + reservations of new claims
     problem: str = ""
     type_keys: frozenset[str] = frozenset()  # keys instance types decide (others come from the pool)
+    matrix: OptionMatrix = field(default_factory=lambda: OptionMatrix([]))
 
     def type_reqs(self, reqs: Requirements) -> Requirements:
         """The part of `reqs` an instance type must satisfy (well-known and catalog label keys, minus the
@@ -133,6 +135,7 @@ def build_pools(
     capacity (and `nodes` count) of its nodes and claims that already exist."""
     classes = {nc.name: nc for nc in node_classes}
     option_cache: dict[str, list[Option]] = {}
+    matrix_cache: dict[str, OptionMatrix] = {}
     out: list[Pool] = []
     for np in node_pools:
         ref = np.spec.template.spec.node_class_ref
@@ -154,6 +157,9 @@ def build_pools(
         taints = parse_taints(t.to_kube() for t in np.spec.template.spec.taints)
         limits = to_resource_list(np.spec.limits)
         pool = Pool(np.name, np, np.spec.weight or 0, ref.name, reqs, taints, options, limits=limits)
+        if ref.name not in matrix_cache:
+            matrix_cache[ref.name] = OptionMatrix(options)
+        pool.matrix = matrix_cache[ref.name]
         pool.used = dict(existing_capacity.get(np.name, {}))
         pool.ds_overhead, pool.ds_ports = daemonset_overhead(pool, daemonsets)
         pool.problem = problem

@@ -57,6 +57,8 @@ class Req:
             return Req(complement=True, absent=False, min_values=min_values)
         if operator == "DoesNotExist":
             return Req(complement=False, absent=True)
+        if operator not in ("Gt", "Gte", "Lt", "Lte"):
+            raise ValueError(f'unknown operator "{operator}": use In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte or Lte')
         bound = _single_int(operator, vals)
         if operator == "Gt":
             return Req(absent=False, gt=bound, min_values=min_values)
@@ -64,9 +66,7 @@ class Req:
             return Req(absent=False, gt=bound - 1, min_values=min_values)
         if operator == "Lt":
             return Req(absent=False, lt=bound, min_values=min_values)
-        if operator == "Lte":
-            return Req(absent=False, lt=bound + 1, min_values=min_values)
-        raise ValueError(f'unknown operator "{operator}": use In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte or Lte')
+        return Req(absent=False, lt=bound + 1, min_values=min_values)
 
     def __and__(self, other: Req) -> Req:
         if self.complement and other.complement:
@@ -131,8 +131,21 @@ class Req:
         return out
 
     def describe(self) -> str:
-        parts = [f"{req.operator} {req.values}" if req.values else req.operator for req in self.to_api("")]
-        return " and ".join(parts)
+        """Human form, e.g. `In [a, b]`, `NotIn [a]`, `Exists`, `Gt 4`."""
+        if not self.complement:
+            if self.absent and not self.values:
+                return "DoesNotExist"
+            return f"In [{', '.join(sorted(self.values))}]"
+        parts = []
+        if self.values:
+            parts.append(f"NotIn [{', '.join(sorted(self.values))}]")
+        elif not self.absent and self.gt is None and self.lt is None:
+            parts.append("Exists")
+        if self.gt is not None:
+            parts.append(f"Gt {self.gt}")
+        if self.lt is not None:
+            parts.append(f"Lt {self.lt}")
+        return " and ".join(parts) or "anything"
 
 
 ANY = Req()

@@ -15,9 +15,13 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from apis.labels import HOSTNAME, NODEPOOL
+import numpy as np
+import numpy.typing as npt
+
+from apis.labels import CAPACITY_TYPE, HOSTNAME, INSTANCE_TYPE, NODEPOOL, ZONE
 from apis.quantity import ResourceList, add, format_resource_list, to_resource_list
 from scheduling.catalog import Option
+from scheduling.packing import IntArray
 from scheduling.pods import PodClass, Variant, group_pods
 from scheduling.pools import Pool, build_pools
 from scheduling.requirements import EMPTY, Req, Requirements
@@ -30,6 +34,7 @@ from scheduling.types import ExistingNodePlacement, Plan, PlannedNodeClaim, Sche
 
 MAX_INSTANCE_TYPES = 60
 MAX_PINS = 16
+INF = float("inf")
 Target = NodeTarget | Claim
 
 
@@ -74,6 +79,9 @@ class Solver:
         self.merge_cache: dict[tuple[int, Requirements, Requirements], tuple[Requirements | None, str]] = {}
         self.compat_cache: dict[tuple[int, Requirements], list[Option]] = {}
         self.universe_cache: dict[tuple[int, int, str], list[str]] = {}
+        self.mask_cache: dict[tuple[int, Requirements], npt.NDArray[np.bool_]] = {}
+        self.vector_cache: dict[tuple[int, int], tuple[IntArray, list[tuple[int, int]]] | None] = {}
+        self.price_cache: dict[tuple[int, Requirements], list[float]] = {}
         self.unschedulable: list[UnschedulablePod] = []
 
     # --- set-up -------------------------------------------------------------------------------------
@@ -204,9 +212,9 @@ class Solver:
         """Place as many of `pods` on `target` as fit; (count, whether a zero is permanent)."""
         requests = state.requests
         if isinstance(target, Claim):
-            for name, want in requests.items():
-                if want > target.max_free.get(name, 0):
-                    return 0, True
+            vector = self._vector(state, target.pool)
+            if vector is None or any(value > target.max_free[col] for col, value in vector[1]):
+                return 0, True
         parsed = state.cls.parsed
         taints = target.pool.taints if isinstance(target, Claim) else target.taints
         if taints and untolerated(taints, parsed.tolerations, not variant.ignore_prefer_no_schedule):
@@ -230,26 +238,24 @@ class Solver:
         return self._try_claim(state, reqs, target, pods, want), True
 
     def _try_claim(self, state: _ClassState, reqs: Requirements, claim: Claim, pods: list[str], want: int) -> int:
-        merged = self._merge(claim.pool, claim.reqs, reqs)
-        if merged is None:
+        pool = claim.pool
+        merged = self._merge(pool, claim.reqs, reqs)
+        vector = self._vector(state, pool)
+        if merged is None or vector is None:
             return 0
-        options = claim.options
+        rows = claim.rows
         if merged != claim.reqs:
-            compatible = {id(o) for o in self._compatible(claim.pool, merged)}
-            options = [o for o in options if id(o) in compatible]
-        requests = state.requests
-        used = claim.used
-        counts = [fit_count(requests, {n: v - used.get(n, 0) for n, v in o.allocatable.items()}) for o in options]
-        best = max(counts, default=0)
-        count = min(want, best)
+            rows = rows[self._compatible_mask(pool, merged)[rows]]
+        counts = pool.matrix.fit_counts(rows, claim.used, vector[0])
+        count = min(want, int(counts.max())) if len(counts) else 0
         if count <= 0:
             return 0
-        kept = [o for o, c in zip(options, counts, strict=True) if c >= count]
-        if not self._min_values_ok(claim, merged, kept):
+        kept = rows[counts >= count]
+        if any(r.min_values for r in merged.values()) and not self._min_values_ok(claim, merged, kept):
             return 0
         claim.reqs = merged
-        claim.options = kept
-        claim.used = add(used, {n: v * count for n, v in requests.items()})
+        claim.rows = kept
+        claim.used = claim.used + vector[0] * count
         claim.ports |= state.cls.parsed.ports
         claim.pods.extend(pods[:count])
         claim.refresh()
@@ -262,15 +268,22 @@ class Solver:
         target.pods.extend(pods)
         Topology.record(state.matching, state.owned, target.domain, count)
 
-    def _min_values_ok(self, claim: Claim, reqs: Requirements, options: list[Option]) -> bool:
-        saved = claim.reqs
-        claim.reqs = reqs
-        try:
-            return all(
-                claim.distinct_values(key, options) >= req.min_values for key, req in reqs.items() if req.min_values
+    def _min_values_ok(self, claim: Claim, reqs: Requirements, rows: IntArray) -> bool:
+        options = [claim.pool.matrix.options[row] for row in rows.tolist()]
+        return all(
+            claim.distinct_values(key, options, reqs) >= req.min_values for key, req in reqs.items() if req.min_values
+        )
+
+    def _vector(self, state: _ClassState, pool: Pool) -> tuple[IntArray, list[tuple[int, int]]] | None:
+        """The class's requests over the pool's resource columns, with its non-zero (column, value) pairs;
+        None when it requests a resource no instance type has."""
+        key = (id(state), id(pool))
+        if key not in self.vector_cache:
+            vector = pool.matrix.vector(state.requests)
+            self.vector_cache[key] = (
+                None if vector is None else (vector, [(c, int(v)) for c, v in enumerate(vector.tolist()) if v])
             )
-        finally:
-            claim.reqs = saved
+        return self.vector_cache[key]
 
     # --- new claims ---------------------------------------------------------------------------------
 
@@ -299,7 +312,10 @@ class Solver:
                 if not options:
                     reasons.append(f"NodePool {pool.name}: {self._limits_reason(pool, remaining)}")
                     continue
-            claim = Claim(len(self.claims), pool, merged, options, dict(pool.ds_overhead), set(pool.ds_ports))
+            used = pool.matrix.vector({k: v for k, v in pool.ds_overhead.items() if k in pool.matrix.column})
+            assert used is not None
+            rows = pool.matrix.rows(options)
+            claim = Claim(len(self.claims), pool, merged, rows, used, set(pool.ds_ports))
             claim.refresh()
             self.claims.append(claim)
             self.all.append(claim)
@@ -318,6 +334,28 @@ class Solver:
         if found is None:
             found = self.merge_cache[key] = pool.merge(base, reqs)
         return found[0]
+
+    def _prices(self, pool: Pool, reqs: Requirements) -> list[float]:
+        """Each option's cheapest compatible offering under `reqs` (INF when none)."""
+        key = (id(pool), reqs)
+        found = self.price_cache.get(key)
+        if found is None:
+            found = []
+            for option in pool.matrix.options:
+                price = option.price(reqs)
+                found.append(INF if price is None else price)
+            self.price_cache[key] = found
+        return found
+
+    def _compatible_mask(self, pool: Pool, reqs: Requirements) -> npt.NDArray[np.bool_]:
+        key = (id(pool), reqs)
+        found = self.mask_cache.get(key)
+        if found is None:
+            found = np.zeros(len(pool.matrix.options), dtype=bool)
+            for option in self._compatible(pool, reqs):
+                found[pool.matrix.row_of[id(option)]] = True
+            self.mask_cache[key] = found
+        return found
 
     def _compatible(self, pool: Pool, reqs: Requirements) -> list[Option]:
         key = (id(pool), reqs)
@@ -463,14 +501,12 @@ class Solver:
                     ExistingNodePlacement(name=target.name, pods=sorted(target.pods), node_claim=target.in_flight)
                 )
         for claim in self.claims:
-            plan.node_claims.append(_planned(claim))
+            plan.node_claims.append(_planned(claim, self._prices(claim.pool, claim.reqs)))
         plan.unschedulable = sorted(self.unschedulable, key=lambda u: u.pod)
         return plan
 
 
 def _domain_values(key: str, reqs: Requirements, options: list[Option]) -> set[str]:
-    from apis.labels import CAPACITY_TYPE, ZONE
-
     if key in (ZONE, CAPACITY_TYPE):
         return {
             (offer.zone if key == ZONE else offer.capacity_type) for o in options for offer in o.compatible_offers(reqs)
@@ -481,10 +517,14 @@ def _domain_values(key: str, reqs: Requirements, options: list[Option]) -> set[s
     return {o.labels[key] for o in options if key in o.labels}
 
 
-def _planned(claim: Claim) -> PlannedNodeClaim:
-    from apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, ZONE
-
-    priced = claim.sorted_options()
+def _planned(claim: Claim, prices: list[float]) -> PlannedNodeClaim:
+    """The claim as the plan reports it: up to 60 options cheapest first (more if minValues needs them),
+    requirements narrowed to those options' types, zones and capacity types, single values as labels."""
+    options = claim.pool.matrix.options
+    priced = sorted(
+        ((prices[row], options[row]) for row in claim.rows.tolist() if prices[row] != INF),
+        key=lambda po: (po[0], po[1].name),
+    )
     chosen = priced[:MAX_INSTANCE_TYPES]
     mins = {k: r.min_values for k, r in claim.reqs.items() if r.min_values}
     if mins and len(priced) > MAX_INSTANCE_TYPES:
@@ -492,9 +532,9 @@ def _planned(claim: Claim) -> PlannedNodeClaim:
             if all(claim.distinct_values(k, [o for _, o in chosen]) >= m for k, m in mins.items()):
                 break
             chosen.append(extra)
-    options = [o for _, o in chosen]
-    reqs = claim.reqs.with_req(INSTANCE_TYPE, Req.from_operator("In", [o.name for o in options]))
-    offers = [offer for o in options for offer in o.compatible_offers(claim.reqs)]
+    chosen_options = [o for _, o in chosen]
+    reqs = claim.reqs.with_req(INSTANCE_TYPE, Req.from_operator("In", [o.name for o in chosen_options]))
+    offers = [offer for o in chosen_options for offer in o.compatible_offers(claim.reqs)]
     reqs = reqs.with_req(ZONE, Req.from_operator("In", {o.zone for o in offers}))
     reqs = reqs.with_req(CAPACITY_TYPE, Req.from_operator("In", {o.capacity_type for o in offers}))
     api_reqs = reqs.to_api()
@@ -508,15 +548,14 @@ def _planned(claim: Claim) -> PlannedNodeClaim:
         if value is not None and key != HOSTNAME:
             labels[key] = value
     labels[NODEPOOL] = claim.pool.name
-    requests = format_resource_list(claim.used)
     return PlannedNodeClaim(
         node_pool=claim.pool.name,
         node_class=claim.pool.node_class,
-        instance_types=[o.name for o in options],
+        instance_types=[o.name for o in chosen_options],
         requirements=api_reqs,
         pods=claim.pods,
         price=chosen[0][0] if chosen else 0.0,
-        requests=requests,
+        requests=format_resource_list(claim.used_resources()),
         labels=dict(sorted(labels.items())),
         taints=list(template.spec.taints),
         startup_taints=list(template.spec.startup_taints),

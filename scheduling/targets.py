@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from apis.labels import CAPACITY_TYPE, HOSTNAME, ZONE
 from apis.quantity import ResourceList
 from scheduling.catalog import Option
+from scheduling.packing import IntArray
 from scheduling.pools import Pool
 from scheduling.requirements import Requirements
 from scheduling.resources import HostPort
@@ -56,55 +57,56 @@ class NodeTarget:
 
 @dataclass(eq=False)
 class Claim:
-    """A NodeClaim this plan would launch."""
+    """A NodeClaim this plan would launch. `rows` index the pool's option matrix: the options that still
+    hold everything placed so far; `used` is a vector over the matrix's resources."""
 
     index: int
     pool: Pool
     reqs: Requirements
-    options: list[Option]
-    used: ResourceList
+    rows: IntArray
+    used: IntArray
     ports: set[HostPort] = field(default_factory=set)
     pods: list[str] = field(default_factory=list)
     reserved: ResourceList = field(default_factory=dict)  # counted against the pool's limits
-    max_free: ResourceList = field(default_factory=dict)
+    max_free: list[int] = field(default_factory=list)
 
     @property
     def hostname(self) -> str:
         return f"{self.pool.name}-new-{self.index}"
+
+    @property
+    def options(self) -> list[Option]:
+        options = self.pool.matrix.options
+        return [options[row] for row in self.rows.tolist()]
 
     def domain(self, key: str) -> str | None:
         if key == HOSTNAME:
             return self.hostname
         return self.reqs.get_req(key).single() if key in self.reqs else None
 
+    def used_resources(self) -> ResourceList:
+        return {name: int(v) for name, v in zip(self.pool.matrix.resources, self.used.tolist(), strict=True) if v}
+
     def refresh(self) -> None:
-        """Recompute the per-resource headroom bound (largest free amount over the options) and the
-        limit reservation (largest capacity over the options), after options or usage changed."""
-        free: ResourceList = {}
-        for option in self.options:
-            for name, value in option.allocatable.items():
-                left = value - self.used.get(name, 0)
-                if left > free.get(name, -1):
-                    free[name] = left
-        self.max_free = free
-        if self.pool.limits:
-            reserved: ResourceList = {}
-            for name in self.pool.limits:
-                reserved[name] = (
-                    1 if name == "nodes" else max((o.capacity.get(name, 0) for o in self.options), default=0)
-                )
-            for name, value in reserved.items():
-                self.pool.used[name] = self.pool.used.get(name, 0) - self.reserved.get(name, 0) + value
-            self.reserved = reserved
+        """Recompute the per-resource headroom bound (largest free amount over the options) and the limit
+        reservation (largest capacity over the options), after the options or the usage changed."""
+        matrix = self.pool.matrix
+        self.max_free = matrix.max_free(self.rows, self.used)
+        if not self.pool.limits:
+            return
+        capacity = matrix.max_capacity(self.rows).tolist()
+        reserved: ResourceList = {}
+        for name in self.pool.limits:
+            column = matrix.column.get(name)
+            reserved[name] = 1 if name == "nodes" else (capacity[column] if column is not None else 0)
+        for name, value in reserved.items():
+            self.pool.used[name] = self.pool.used.get(name, 0) - self.reserved.get(name, 0) + value
+        self.reserved = reserved
 
-    def sorted_options(self) -> list[tuple[float, Option]]:
-        """Options with their cheapest compatible price, cheapest first (ties by name)."""
-        priced = [(o.price(self.reqs), o) for o in self.options]
-        return sorted(((p, o) for p, o in priced if p is not None), key=lambda po: (po[0], po[1].name))
-
-    def distinct_values(self, key: str, options: list[Option]) -> int:
+    def distinct_values(self, key: str, options: list[Option], reqs: Requirements | None = None) -> int:
+        reqs = self.reqs if reqs is None else reqs
         if key == ZONE:
-            return len({o.zone for opt in options for o in opt.compatible_offers(self.reqs)})
+            return len({o.zone for opt in options for o in opt.compatible_offers(reqs)})
         if key == CAPACITY_TYPE:
-            return len({o.capacity_type for opt in options for o in opt.compatible_offers(self.reqs)})
+            return len({o.capacity_type for opt in options for o in opt.compatible_offers(reqs)})
         return len({opt.labels.get(key) for opt in options if opt.labels.get(key) is not None})

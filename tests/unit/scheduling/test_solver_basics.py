@@ -1,0 +1,216 @@
+"""Resources, node selection, taints, NodePools, limits, offerings, existing capacity, determinism."""
+
+from __future__ import annotations
+
+from tests.unit.scheduling.builders import (
+    catalog,
+    instance_type,
+    node,
+    node_class,
+    node_pool,
+    placement,
+    pod,
+    pods,
+    reason,
+    requirement,
+    schedule,
+)
+
+ARCH = "kubernetes.io/arch"
+ZONE = "topology.kubernetes.io/zone"
+CT = "karpenter.sh/capacity-type"
+OD = [{"key": CT, "operator": "In", "values": ["on-demand"]}]
+
+
+def test_packs_pods_onto_the_cheapest_instance_type_that_fits() -> None:
+    plan = schedule(pods("web", 3, cpu="1", memory="1Gi"), [node_pool(requirements=OD)])
+    assert len(plan.node_claims) == 1
+    claim = plan.node_claims[0]
+    assert claim.instance_types[0] == "c5.xlarge"  # 3 cpu + 3Gi: c5.large is too small
+    assert claim.price == 0.17
+    assert claim.instance_types == sorted(claim.instance_types, key=lambda n: claim.instance_types.index(n))
+    assert requirement(claim, CT) == ["on-demand"]
+
+
+def test_spot_is_cheaper_when_the_pool_allows_it() -> None:
+    plan = schedule(pods("web", 1, cpu="1"))
+    assert plan.node_claims[0].price == round(0.0425 * 2 * 0.4, 5)
+
+
+def test_pods_that_fit_nowhere_say_why() -> None:
+    plan = schedule([pod("huge", cpu="100")])
+    assert "no instance type has room for the pod's requests" in reason(plan, "default/huge")
+
+
+def test_extended_resources_select_gpu_types() -> None:
+    plan = schedule([pod("train", requests={"nvidia.com/gpu": "1"})])
+    assert plan.node_claims[0].instance_types == ["g4dn.xlarge"]
+
+
+CASES_SELECTION = [
+    # (description, pod kwargs, pool kwargs, expected instance type or reason fragment)
+    ("nodeSelector on arch", {"nodeSelector": {ARCH: "arm64"}}, {}, "m6g.large"),
+    (
+        "required affinity In instance family",
+        {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["r5"]}]}
+        ]}}}},
+        {},
+        "r5.large",
+    ),
+    (
+        "Gt on instance cpu",
+        {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "karpenter.k8s.aws/instance-cpu", "operator": "Gt", "values": ["8"]}]}
+        ]}}}},
+        {},
+        "c5.4xlarge",
+    ),
+    ("custom label from the pool", {"nodeSelector": {"team": "a"}}, {"labels": {"team": "a"}}, "c5.large"),
+    ("custom label the pool lacks", {"nodeSelector": {"team": "a"}}, {}, 'label "team" is not defined by NodePool'),
+    ("pool label mismatch", {"nodeSelector": {"team": "b"}}, {"labels": {"team": "a"}}, 'requirement "team"'),
+    ("restricted hostname", {"nodeSelector": {"kubernetes.io/hostname": "x"}}, {}, "is restricted"),
+    ("untolerated taint", {}, {"taints": [{"key": "gpu", "effect": "NoSchedule"}]}, "does not tolerate taint gpu"),
+    (
+        "tolerated taint",
+        {"tolerations": [{"key": "gpu", "operator": "Exists"}]},
+        {"taints": [{"key": "gpu", "effect": "NoSchedule"}]},
+        "c5.large",
+    ),
+    ("pool requirement", {}, {"requirements": [{"key": "karpenter.k8s.aws/instance-category", "operator": "In",
+                                                 "values": ["m"]}]}, "m5.large"),
+]  # fmt: skip
+
+
+def test_node_selection_table() -> None:
+    for description, pod_kwargs, pool_kwargs, expected in CASES_SELECTION:
+        plan = schedule([pod("p", **pod_kwargs)], [node_pool(**pool_kwargs)])
+        if plan.node_claims:
+            assert plan.node_claims[0].instance_types[0] == expected, description
+        else:
+            assert expected in reason(plan, "default/p"), (description, plan.unschedulable)
+
+
+def test_required_terms_are_ored_first_unsatisfiable_term_relaxed() -> None:
+    terms = [
+        {"matchExpressions": [{"key": ARCH, "operator": "In", "values": ["s390x"]}]},
+        {"matchExpressions": [{"key": ARCH, "operator": "In", "values": ["arm64"]}]},
+    ]
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+    plan = schedule([pod("p", affinity=affinity)])
+    assert plan.node_claims[0].instance_types == ["m6g.large"]
+
+
+def test_preferred_node_affinity_is_honoured_then_relaxed_heaviest_first() -> None:
+    def pref(weight: int, family: str) -> dict[str, object]:
+        key = "karpenter.k8s.aws/instance-family"
+        return {
+            "weight": weight,
+            "preference": {"matchExpressions": [{"key": key, "operator": "In", "values": [family]}]},
+        }
+
+    affinity = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [pref(10, "r5"), pref(50, "x9")]}}
+    plan = schedule([pod("p", affinity=affinity)])
+    assert plan.node_claims[0].instance_types == ["r5.large", "r5.xlarge", "r5.2xlarge", "r5.4xlarge"]
+
+
+def test_prefer_no_schedule_is_avoided_until_relaxed() -> None:
+    tainted = node_pool("tainted", weight=50, taints=[{"key": "soft", "effect": "PreferNoSchedule"}])
+    other = node_pool("other", requirements=OD)
+    plan = schedule([pod("p")], [tainted, other])
+    assert plan.node_claims[0].node_pool == "other"
+    plan = schedule([pod("p")], [tainted])
+    assert plan.node_claims[0].node_pool == "tainted"
+
+
+def test_pools_are_tried_by_weight_and_not_ready_pools_skipped() -> None:
+    heavy = node_pool("heavy", weight=10)
+    light = node_pool("light")
+    assert schedule([pod("p")], [light, heavy]).node_claims[0].node_pool == "heavy"
+    broken = node_pool(
+        "heavy", weight=10, status={"conditions": [{"type": "Ready", "status": "False", "reason": "NodeClassNotReady",
+                                                    "lastTransitionTime": "2024-01-01T00:00:00Z", "message": "x"}]}
+    )  # fmt: skip
+    assert schedule([pod("p")], [light, broken]).node_claims[0].node_pool == "light"
+    plan = schedule([pod("p")], [broken])
+    assert "NodePool heavy: not ready" in reason(plan, "default/p")
+
+
+def test_limits_are_never_exceeded() -> None:
+    limited = node_pool(limits={"cpu": "8"})
+    plan = schedule(pods("web", 20, cpu="1"), [limited])
+    launched_cpu = sum(int(c.requests["cpu"].rstrip("m")) / (1000 if "m" in c.requests["cpu"] else 1)
+                       for c in plan.node_claims)  # fmt: skip
+    assert launched_cpu <= 8
+    assert plan.unschedulable
+    assert "limits would be exceeded" in plan.unschedulable[0].reason
+
+
+def test_nodes_limit_counts_existing_nodes() -> None:
+    existing = node("n1", cpu="1", labels={"karpenter.sh/nodepool": "default"})
+    plan = schedule(pods("web", 3, cpu="1"), [node_pool(limits={"nodes": "2"})], nodes=[existing])
+    assert len(plan.node_claims) == 1
+
+
+def test_unavailable_offerings_are_excluded() -> None:
+    its = [instance_type("m5.large", 2, 8, 0.096, spot=False, unavailable=("us-west-2a", "us-west-2b"))]
+    plan = schedule([pod("p")], instance_types=its)
+    assert requirement(plan.node_claims[0], ZONE) == ["us-west-2c"]
+
+
+def test_on_demand_pool_ignores_spot_prices() -> None:
+    plan = schedule([pod("p")], [node_pool(requirements=OD)])
+    assert plan.node_claims[0].price == 0.085
+
+
+def test_existing_nodes_are_filled_first() -> None:
+    plan = schedule(pods("web", 5, cpu="1"), nodes=[node("n1", cpu="3")])
+    where = placement(plan)
+    assert sum(1 for w in where.values() if w == "n1") == 3
+    assert len(plan.node_claims) == 1
+
+
+def test_bound_pods_use_existing_capacity() -> None:
+    bound = [pod("old", cpu="2500m", node_name="n1")]
+    plan = schedule([pod("new", cpu="1")], nodes=[node("n1", cpu="3")], bound_pods=bound)
+    assert placement(plan)["default/new"] == "claim-0"
+
+
+def test_existing_node_taints_and_labels_are_honoured() -> None:
+    tainted = node("n1", taints=[{"key": "dedicated", "value": "x", "effect": "NoSchedule"}])
+    assert placement(schedule([pod("p")], nodes=[tainted]))["default/p"] == "claim-0"
+    labelled = node("n2", labels={"team": "a"})
+    assert placement(schedule([pod("p", nodeSelector={"team": "a"})], nodes=[labelled]))["default/p"] == "n2"
+
+
+def test_daemonset_overhead_counts_only_daemonsets_that_run_on_the_pool() -> None:
+    ds = {
+        "metadata": {"name": "agent"},
+        "spec": {"template": {"spec": {"containers": [{"resources": {"requests": {"cpu": "1"}}}]}}},
+    }
+    arm_only = {
+        "metadata": {"name": "arm"},
+        "spec": {"template": {"spec": {"nodeSelector": {"team": "x"},
+                                        "containers": [{"resources": {"requests": {"cpu": "5"}}}]}}},
+    }  # fmt: skip
+    plan = schedule([pod("p", cpu="1500m")], daemonsets=[ds, arm_only])
+    claim = plan.node_claims[0]
+    assert claim.requests["cpu"] == "2500m"
+    assert claim.instance_types[0] == "c5.xlarge"
+
+
+def test_kubelet_max_pods_limits_pods_per_node() -> None:
+    plan = schedule(pods("tiny", 6, cpu="10m", memory="1Mi"), [node_pool(requirements=OD)],
+                    node_classes=[node_class(kubelet={"maxPods": 4})])  # fmt: skip
+    assert [len(c.pods) for c in plan.node_claims] == [4, 2]
+
+
+def test_the_plan_is_deterministic() -> None:
+    def run() -> str:
+        return schedule(pods("a", 30, cpu="700m") + pods("b", 30, cpu="300m", memory="3Gi")).model_dump_json()
+
+    assert run() == run()
+
+
+def test_every_catalog_type_fits_a_small_pod() -> None:
+    assert len(schedule([pod("p")]).node_claims[0].instance_types) == len(catalog())
