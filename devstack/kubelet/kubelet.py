@@ -158,38 +158,49 @@ class SimulatedKubelet:
         for instance_id in sorted(instances):
             instance = instances[instance_id]
             name = nodes.node_name(instance)
-            if name in own:
-                self._first_seen.setdefault(name, self._clock())
-                continue
-            node = self._create_node(instance)
-            if node is not None:
-                own[name] = node
+            if name not in own:
+                created = self._create_node(instance)
+                if created is None:
+                    continue
+                own[name] = created
                 self._first_seen[name] = self._clock()
                 self._ready_since.pop(name, None)
+            self._first_seen.setdefault(name, self._clock())
+            if not (own[name].get("status") or {}).get("capacity"):
+                self._post_status(instance, own[name])
 
     def _create_node(self, instance: Mapping[str, Any]) -> Obj | None:
         type_info = self._type_info(str(instance["InstanceType"]))
         ok, claim = self._claim(instance)
         if type_info is None or not ok:
             return None
-        self._startup_taints[nodes.node_name(instance)] = nodes.claim_taints(claim, "startupTaints")
         body = nodes.build_node(instance, type_info, claim, self._region, self._cluster)
         name = body["metadata"]["name"]
-        status = {"status": nodes.node_status(instance, type_info, ready=False, now=_now())}
         try:
-            self._kube.create(NODE, body)
+            created = self._kube.create(NODE, body)
         except AlreadyExistsError:
+            # Not in this pass's list of our nodes: someone else's Node has the name, or it was
+            # created after the list; either way, leave it to the next pass.
             log.info("simulated kubelet: node %s already exists", name)
+            return None
         except KubeError as exc:
             log.warning("simulated kubelet: creating node %s failed: %s", name, exc)
             return None
-        try:
-            created = self._kube.patch(NODE, name, status, subresource="status")
-        except KubeError as exc:
-            log.warning("simulated kubelet: posting status of node %s failed: %s", name, exc)
-            return None
+        self._startup_taints[name] = nodes.claim_taints(claim, "startupTaints")
         log.info("simulated kubelet: registered node %s for %s", name, instance["InstanceId"])
         return created
+
+    def _post_status(self, instance: Mapping[str, Any], node: Obj) -> None:
+        """Post the full status (capacity, allocatable, addresses, nodeInfo), keeping its readiness."""
+        type_info = self._type_info(str(instance["InstanceType"]))
+        if type_info is None:
+            return
+        name = node["metadata"]["name"]
+        status = {"status": nodes.node_status(instance, type_info, ready=nodes.is_ready(node), now=_now())}
+        try:
+            node.update(self._kube.patch(NODE, name, status, subresource="status"))
+        except KubeError as exc:
+            log.warning("simulated kubelet: posting status of node %s failed: %s", name, exc)
 
     def _remove_gone(self, instances: Mapping[str, Any], own: dict[str, Obj]) -> None:
         for name in sorted(own):
@@ -218,8 +229,8 @@ class SimulatedKubelet:
         for name in sorted(own):
             node = own[name]
             instance = instances.get(nodes.instance_id_of(node) or "")
-            if instance is None:
-                continue
+            if instance is None or not (node.get("status") or {}).get("capacity"):
+                continue  # Ready only once capacity is posted, as a kubelet does
             if not nodes.is_ready(node):
                 if now - self._first_seen.get(name, now) < self._ready_delay or not self._mark_ready(node):
                     continue
@@ -272,18 +283,21 @@ class SimulatedKubelet:
         except KubeError as exc:
             log.warning("simulated kubelet: listing pods failed, retrying next pass: %s", exc)
             return
+        terminating: set[str] = set()
         for pod in pods:
             node = own.get((pod.get("spec") or {}).get("nodeName") or "")
             if node is None:
                 continue
             if (pod.get("metadata") or {}).get("deletionTimestamp"):
+                terminating.add(_pod_uid(pod))
                 self._finish_deletion(pod)
             elif needs_start(pod):
                 self._start(pod, node)
+        self._deleted_pods &= terminating  # forget pods that are gone
 
     def _finish_deletion(self, pod: Obj) -> None:
         meta = pod["metadata"]
-        uid = meta.get("uid") or f"{meta.get('namespace')}/{meta['name']}"
+        uid = _pod_uid(pod)
         if uid in self._deleted_pods:
             return
         try:
@@ -304,6 +318,11 @@ class SimulatedKubelet:
             pass
         except KubeError as exc:
             log.warning("simulated kubelet: starting pod %s/%s failed: %s", meta.get("namespace"), meta["name"], exc)
+
+
+def _pod_uid(pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    return str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")
 
 
 def _internal_ip(node: Mapping[str, Any]) -> str:

@@ -347,18 +347,25 @@ def test_survives_api_errors_and_catches_up(
     kube: KubeClient, api: KubeApiServer, ec2: Any, subnet: str, cluster: str
 ) -> None:
     instance_id = launch(ec2, subnet, cluster)
+    name = ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]["PrivateDnsName"]
     kubelet = SimulatedKubelet(kube, ec2, cluster, ready_delay=0, startup_taint_delay=0)
 
-    def fail_node_writes() -> None:
+    def fail_next_create_and_status_post() -> None:
         creates = api.emulator["post /api/v1/nodes"]
         seen = len(creates)  # reactions slice the request log: fail the next create, not the first
         creates[seen : seen + 1] << 503
+        api.emulator[f"patch /api/v1/nodes/{name}/status"][:1] << 500
 
-    api.call(fail_node_writes)
+    api.call(fail_next_create_and_status_post)
     kubelet.sync_once()
-    assert not [n for n in kube.list(NODE) if n["spec"].get("providerID", "").endswith(instance_id)]
+    with pytest.raises(NotFoundError):
+        kube.get(NODE, name)
     kubelet.sync_once()
-    assert node.is_ready(node_of(kube, instance_id))
+    assert not kube.get(NODE, name).get("status", {}).get("capacity")
+    kubelet.sync_once()
+    recovered = kube.get(NODE, name)
+    assert recovered["status"]["capacity"]["cpu"] == "2"
+    assert node.is_ready(recovered)
 
 
 def test_run_loop_until_stopped(kube: KubeClient, ec2: Any, subnet: str, cluster: str) -> None:
