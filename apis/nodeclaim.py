@@ -11,7 +11,7 @@ from apis.labels import restricted_label_reason
 from apis.meta import Condition, ObjectMeta, is_true
 from apis.nodepool import Duration, FiniteDuration, NodeClassReference
 from apis.quantity import Quantity
-from apis.requirements import NodeSelectorRequirement, Taint
+from apis.requirements import NodeSelectorRequirement, Taint, requirement_problem
 from apis.syntax import field_error
 
 API_VERSION: Final = "karpenter.sh/v1"
@@ -37,6 +37,9 @@ def _nodeclaim_requirement(requirement: NodeSelectorRequirement) -> NodeSelector
     reason = restricted_label_reason(requirement.key)
     if reason:
         raise field_error("key", reason)
+    problem = requirement_problem(requirement)
+    if problem:
+        raise field_error(*problem)
     return requirement
 
 

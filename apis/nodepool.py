@@ -18,7 +18,7 @@ from apis.duration import BudgetDuration, Duration, FiniteDuration
 from apis.labels import nodepool_label_reason
 from apis.meta import Condition, ObjectMeta
 from apis.quantity import Quantity
-from apis.requirements import LabelValue, NodeSelectorRequirement, Taint, validate_label_key
+from apis.requirements import LabelValue, NodeSelectorRequirement, Taint, requirement_problem, validate_label_key
 from apis.syntax import SchemaExtra, field_error
 
 __all__ = [
@@ -77,6 +77,9 @@ def _nodepool_requirement(requirement: NodeSelectorRequirement) -> NodeSelectorR
     reason = nodepool_label_reason(requirement.key)
     if reason:
         raise field_error("key", reason)
+    problem = requirement_problem(requirement)
+    if problem:
+        raise field_error(*problem)
     return requirement
 
 

@@ -1,14 +1,15 @@
 """Node selector requirements and taints, as Karpenter v1 writes them.
 
-Validation here is what holds for every requirement and taint (pod, NodePool or NodeClaim): operator,
-value count and syntax. Which keys a NodePool or NodeClaim may use is checked by those models.
+The models check what holds for every requirement and taint (pod, NodePool or NodeClaim): syntax and the
+operator. `requirement_problem` adds Karpenter's value-count rules; NodePool and NodeClaim apply it and
+their restricted-key rules to the requirements they store.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Literal, get_args
 
-from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, BeforeValidator, Field
 
 from apis.base import KubeModel
 from apis.syntax import (
@@ -27,7 +28,7 @@ TAINT_EFFECTS: tuple[str, ...] = get_args(TaintEffect)
 MAX_KEY_LENGTH = 316
 
 
-def _one_of(kind: str, allowed: tuple[str, ...]) -> Any:
+def _one_of(kind: str, allowed: tuple[str, ...]) -> BeforeValidator:
     """A before-validator that names the allowed values (pydantic's Literal message lists them quoted)."""
 
     def check(value: object) -> object:
@@ -90,39 +91,36 @@ class NodeSelectorRequirement(KubeModel):
     """`{key, operator, values, minValues}`. minValues asks for at least that many distinct values
     (e.g. instance types) to stay possible after scheduling, for flexibility at launch.
 
-    Rules (Karpenter's CRD): In needs at least one value; Gt, Lt, Gte and Lte need exactly one value, a
-    non-negative integer; with In, minValues may not exceed the number of values.
+    The model checks syntax only (key, values, operator), so the scheduler may use it for any requirement;
+    `requirement_problem` holds Karpenter's rules for requirements stored in NodePools and NodeClaims.
     """
 
     key: LabelKey
     operator: Annotated[Operator, _one_of("operator", OPERATORS)]
-    values: list[LabelValue] = Field(default_factory=list, validate_default=True)
+    values: list[LabelValue] = Field(default_factory=list)
     min_values: int | None = Field(default=None, ge=1, le=50)
 
-    @field_validator("values")
-    @classmethod
-    def _values_fit_operator(cls, values: list[str], info: ValidationInfo) -> list[str]:
-        operator = info.data.get("operator")
-        if operator == "In" and not values:
-            raise ValueError('operator In needs at least one value; list the accepted values, or use "Exists"')
-        if operator in NUMERIC_OPERATORS and (len(values) != 1 or not values[0].isdigit()):
-            raise ValueError(
-                f'operator {operator} needs exactly one value, a non-negative integer such as "2"; got {values!r}'
-            )
-        return values
 
-    @field_validator("min_values")
-    @classmethod
-    def _min_values_within_values(cls, min_values: int | None, info: ValidationInfo) -> int | None:
-        values = info.data.get("values")
-        if info.data.get("operator") != "In" or min_values is None or values is None:
-            return min_values
-        if len(values) < min_values:
-            raise ValueError(
-                f"minValues {min_values} is more than the {len(values)} values given; list at least "
-                f"{min_values} values or lower minValues"
-            )
-        return min_values
+def requirement_problem(requirement: NodeSelectorRequirement) -> tuple[str, str] | None:
+    """The first of Karpenter's CRD rules the requirement breaks, as (field wire name, message), or None.
+
+    In needs at least one value; Gt, Lt, Gte and Lte need exactly one value, a non-negative integer; with In,
+    minValues may not exceed the number of values.
+    """
+    operator, values, min_values = requirement.operator, requirement.values, requirement.min_values
+    if operator == "In" and not values:
+        return "values", 'operator In needs at least one value; list the accepted values, or use "Exists"'
+    if operator in NUMERIC_OPERATORS and (len(values) != 1 or not values[0].isdigit()):
+        return (
+            "values",
+            f'operator {operator} needs exactly one value, a non-negative integer such as "2"; got {values!r}',
+        )
+    if operator == "In" and min_values is not None and len(values) < min_values:
+        return "minValues", (
+            f"minValues {min_values} is more than the {len(values)} values given; list at least {min_values} "
+            "values or lower minValues"
+        )
+    return None
 
 
 class Taint(KubeModel):
