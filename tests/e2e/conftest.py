@@ -1,0 +1,75 @@
+"""End-to-end fixtures: the real embedded local stack (Temporal dev server, moto, the Kubernetes API
+emulator, simulated kubelet and pod binder) and the real worker as a child process."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from devstack.stack import DevStack, DevStackConfig
+from kube.resources import NODECLAIM
+
+T = TypeVar("T")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def deployment(name: str, replicas: int, cpu: str = "1", memory: str = "1536Mi", extra_spec: str = "") -> str:
+    return f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: default}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      terminationGracePeriodSeconds: 0
+{extra_spec}
+      containers:
+        - name: app
+          image: registry.k8s.io/pause:3.9
+          resources: {{requests: {{cpu: "{cpu}", memory: {memory}}}}}
+"""
+
+
+def eventually(check: Callable[[], T | None], timeout: float = 90.0, interval: float = 0.25, what: str = "") -> T:
+    """Poll `check` until it returns something truthy, or fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what or check.__name__}; last: {last!r}")
+
+
+def live_instances(stack: DevStack) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for page in stack.ec2.get_paginator("describe_instances").paginate():
+        for reservation in page["Reservations"]:
+            out += [i for i in reservation["Instances"] if i["State"]["Name"] in ("pending", "running")]
+    return out
+
+
+def claim_tag(instance: dict[str, Any]) -> str:
+    return next((t["Value"] for t in instance.get("Tags", []) if t["Key"] == "karpenter.sh/nodeclaim"), "")
+
+
+def assert_one_instance_per_claim(stack: DevStack) -> None:
+    """The invariant crash tests protect: exactly one live instance per NodeClaim, none without one."""
+    claims = sorted(c["metadata"]["name"] for c in stack.kube.list(NODECLAIM))
+    tags = sorted(claim_tag(i) for i in live_instances(stack))
+    assert tags == claims
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
+    config = DevStackConfig(state_dir=tmp_path_factory.mktemp("stack"), ui=True, fresh=True)
+    with DevStack(config) as running:
+        yield running

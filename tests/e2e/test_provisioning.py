@@ -1,0 +1,133 @@
+"""Pending pods become running nodes, on real Temporal, the EC2 API (moto) and the Kubernetes API."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import urllib.parse
+import urllib.request
+from typing import Any
+
+import pytest
+
+from devstack.stack import DevStack
+from kube import resources as r
+from kube.errors import NotFoundError
+from tests.e2e.conftest import assert_one_instance_per_claim, deployment, eventually, live_instances
+
+pytestmark = pytest.mark.e2e
+
+
+def pods_of(stack: DevStack, app: str) -> list[dict[str, Any]]:
+    return stack.kube.list(r.POD, namespace="default", label_selector=f"app={app}")
+
+
+def test_should_bind_a_deployments_pods_to_new_nodes(stack: DevStack) -> None:
+    stack.apply_text(deployment("web", 5))
+    summary = stack.wait_settled(timeout=120)
+    assert summary["settled"], summary
+    pods = pods_of(stack, "web")
+    assert len(pods) == 5 and all(p["spec"].get("nodeName") for p in pods)
+    for claim in summary["nodeClaims"]:
+        assert claim["conditions"]["Launched"] == claim["conditions"]["Registered"] == "True"
+        assert claim["conditions"]["Initialized"] == "True"
+        node = stack.kube.get(r.NODE, claim["nodeName"])
+        assert node["metadata"]["labels"]["karpenter.sh/registered"] == "true"
+        assert "karpenter.sh/termination" in node["metadata"]["finalizers"]
+        assert not any(t["key"] == "karpenter.sh/unregistered" for t in node["spec"].get("taints") or [])
+    assert_one_instance_per_claim(stack)
+
+
+def test_should_list_nodeclaim_workflows_in_the_temporal_ui(stack: DevStack) -> None:
+    assert stack.ui_url
+    with urllib.request.urlopen(stack.ui_url, timeout=10) as page:
+        assert page.status == 200
+        assert "text/html" in page.headers["Content-Type"]
+    query = urllib.parse.quote('WorkflowType="NodeClaim"')
+    url = f"{stack.ui_url.rstrip('/')}/api/v1/namespaces/default/workflows?query={query}"
+
+    def listed() -> list[str]:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            body = json.load(response)
+        return [e["execution"]["workflowId"] for e in body.get("executions", [])]
+
+    ids = eventually(listed, timeout=30, what="NodeClaim workflows in the UI's list")
+    claims = [c["metadata"]["name"] for c in stack.kube.list(r.NODECLAIM)]
+    assert {f"nodeclaim-{name}" for name in claims} <= set(ids)
+
+
+def test_should_drain_terminate_and_replace_a_nodeclaim_deleted_with_kubectl(stack: DevStack) -> None:
+    stack.apply_text(deployment("victim", 2, cpu="500m", memory="512Mi"))
+    assert stack.wait_settled(timeout=120)["settled"]
+    pod = pods_of(stack, "victim")[0]
+    node_name = pod["spec"]["nodeName"]
+    claim = next(c for c in stack.kube.list(r.NODECLAIM) if c["status"].get("nodeName") == node_name)
+    name, instance_id = claim["metadata"]["name"], claim["status"]["providerID"].rsplit("/", 1)[-1]
+
+    kubectl = ["kubectl", "--kubeconfig", str(stack.kubeconfig)]
+    subprocess.run([*kubectl, "delete", "nodeclaim", name, "--wait=false"], check=True, capture_output=True)
+
+    def gone() -> bool:
+        try:
+            stack.kube.get(r.NODECLAIM, name)
+            return False
+        except NotFoundError:
+            pass
+        try:
+            stack.kube.get(r.NODE, node_name)
+            return False
+        except NotFoundError:
+            return True
+
+    eventually(gone, timeout=90, what=f"NodeClaim {name} and Node {node_name} to be gone")
+    state = stack.ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]["State"]
+    assert state["Name"] in ("shutting-down", "terminated")
+    summary = stack.wait_settled(timeout=120)
+    assert summary["settled"], summary
+    assert all(p["spec"].get("nodeName") not in (None, node_name) for p in pods_of(stack, "victim"))
+    assert_one_instance_per_claim(stack)
+
+
+INVALID_POOLS = {
+    "bad-operator": ('[{key: kubernetes.io/arch, operator: Equals, values: ["amd64"]}]', "720h", "operator"),
+    "bad-label": ('[{key: kubernetes.io/hostname, operator: In, values: ["x"]}]', "720h", "kubernetes.io/hostname"),
+    "bad-duration": ("[]", "thirty days", "expireAfter"),
+}
+
+
+def nodepool(name: str, requirements: str, expire_after: str, selector_label: str = "") -> str:
+    labels = f"\n      labels: {{pool: {selector_label}}}" if selector_label else ""
+    return f"""
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: {name}}}
+spec:
+  template:
+    metadata:{labels or " {}"}
+    spec:
+      requirements: {requirements}
+      expireAfter: "{expire_after}"
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+"""
+
+
+def test_should_reject_invalid_nodepools_naming_the_field_and_keep_provisioning(stack: DevStack) -> None:
+    for name, (requirements, expire_after, _) in INVALID_POOLS.items():
+        stack.apply_text(nodepool(name, requirements, expire_after))
+
+    def ready_condition(name: str) -> dict[str, Any] | None:
+        conditions = stack.kube.get(r.NODEPOOL, name).get("status", {}).get("conditions") or []
+        return next((c for c in conditions if c["type"] == "Ready" and c["status"] == "False"), None)
+
+    stack.apply_text(nodepool("good", "[]", "720h", selector_label="good"))
+    stack.apply_text(deployment("on-good-pool", 1, extra_spec="      nodeSelector: {pool: good}"))
+    for name, (_, _, field) in INVALID_POOLS.items():
+        condition = eventually(lambda name=name: ready_condition(name), timeout=60, what=f"{name} rejected")
+        assert condition["reason"] == "ValidationFailed"
+        assert field in condition["message"], condition["message"]
+    summary = stack.wait_settled(timeout=120)
+    assert summary["settled"], summary
+    pod = pods_of(stack, "on-good-pool")[0]
+    node = stack.kube.get(r.NODE, pod["spec"]["nodeName"])
+    assert node["metadata"]["labels"]["karpenter.sh/nodepool"] == "good"
+    assert len(live_instances(stack)) == len(stack.kube.list(r.NODECLAIM))
