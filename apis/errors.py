@@ -20,7 +20,8 @@ from pydantic_core import ErrorDetails
 from apis.syntax import FIELD_ERROR
 
 _PREFIXES = ("Value error, ", "Assertion failed, ")
-_BRANCH = re.compile(r"^[\w-]+\[.*\]$")  # pydantic's names for union branches and wrapped validators
+# pydantic's names for validator wrappers and union branches, which are not fields.
+_BRANCH = re.compile(r"^(function-(after|before|wrap|plain)|list|dict|set|tuple|union|nullable|json-or-python)\[.*\]$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'")
 MAX_INPUT_REPR = 60
@@ -72,7 +73,7 @@ def describe_validation_error(
 def field_path(loc: Iterable[int | str]) -> str:
     """pydantic's location as a Kubernetes field path: `spec.requirements[0].key`, `labels[example.com/a]`."""
     out = ""
-    parts = [p for p in loc if not (isinstance(p, str) and _BRANCH.match(p) and p != "[key]")]
+    parts = [p for p in loc if not (isinstance(p, str) and _BRANCH.match(p))]
     for part in parts:
         if part == "[key]":
             continue
