@@ -23,10 +23,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from apis.ec2nodeclass import EC2NodeClass  # noqa: E402
-from apis.instancetype import InstanceType  # noqa: E402
-from apis.nodepool import NodePool  # noqa: E402
-from scheduling import Plan, SchedulingInput, solve  # noqa: E402
+from apis.ec2nodeclass import EC2NodeClass
+from apis.instancetype import InstanceType
+from apis.nodepool import NodePool
+from scheduling import Plan, SchedulingInput, solve
 
 SEED = 42
 ZONES = ("test-zone-a", "test-zone-b", "test-zone-c")

@@ -1,0 +1,144 @@
+"""`nodeflow simulate`: a dry run of the scheduler on Kubernetes manifests.
+
+    nodeflow simulate -f nodepool.yaml -f workload.yaml [--instance-types catalog.yaml] [-o json|table]
+
+Reads NodePool, EC2NodeClass, Pod, Deployment/ReplicaSet/StatefulSet/Job, DaemonSet, Node, PVC, PV,
+StorageClass and RuntimeClass objects, and prints which NodeClaims would be launched, which pods go to
+existing nodes, and why the rest stay pending. Without --instance-types it uses the built-in AWS catalog.
+Invalid objects are reported on stderr (and under "errors" in JSON) and the rest is still simulated.
+Exit status: 0 when the plan was computed (even with pending pods), 2 on unusable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from apis.instancetype import InstanceType
+from scheduling import Plan, solve
+from scheduling.manifests import expand
+
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class InputError(Exception):
+    """Input the simulation cannot start from (unreadable file, bad YAML, bad catalog)."""
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "simulate",
+        help="dry-run the scheduler on manifests",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        help="a manifest file (YAML or JSON; '-' = stdin); repeatable",
+    )
+    parser.add_argument("--instance-types", help="instance-type catalog (YAML or JSON list); default: built-in AWS")
+    parser.add_argument("-o", "--output", choices=("json", "table"), default="table", help="output format")
+    parser.add_argument("--cluster-name", default="my-cluster", help="value substituted for ${CLUSTER_NAME}")
+    parser.add_argument("--region", default="us-west-2", help="region of the built-in catalog (default us-west-2)")
+    parser.set_defaults(func=run)
+
+
+def substitute(text: str, variables: Mapping[str, str]) -> str:
+    """Replace ${NAME} for the given variables; others are left as they are."""
+    return _VARIABLE.sub(lambda m: variables.get(m.group(1), m.group(0)), text)
+
+
+def _read(path: str) -> str:
+    try:
+        return sys.stdin.read() if path == "-" else Path(path).read_text()
+    except OSError as err:
+        raise InputError(f"{path}: cannot read: {err.strerror}") from None
+
+
+def load_documents(paths: list[str], variables: Mapping[str, str]) -> list[Any]:
+    docs: list[Any] = []
+    for path in paths:
+        try:
+            docs.extend(d for d in yaml.safe_load_all(substitute(_read(path), variables)) if d is not None)
+        except yaml.YAMLError as err:
+            raise InputError(f"{path}: not valid YAML or JSON: {err}") from None
+    return docs
+
+
+def load_catalog(path: str | None, region: str) -> list[InstanceType]:
+    if path is None:
+        try:
+            from cloudprovider.aws.catalog import load_builtin_catalog
+        except ImportError as err:
+            raise InputError(f"the built-in AWS catalog is not available ({err}); pass --instance-types FILE") from None
+        return list(load_builtin_catalog(region=region))
+    try:
+        raw = yaml.safe_load(_read(path))
+    except yaml.YAMLError as err:
+        raise InputError(f"{path}: not valid YAML or JSON: {err}") from None
+    if not isinstance(raw, list):
+        raise InputError(f"{path}: the catalog must be a list of instance types (- name: m5.large ...)")
+    out: list[InstanceType] = []
+    problems: list[str] = []
+    for index, item in enumerate(raw):
+        try:
+            out.append(InstanceType.model_validate(item))
+        except ValidationError as err:
+            name = item.get("name", "?") if isinstance(item, dict) else "?"
+            for problem in err.errors():
+                where = ".".join(str(p) for p in problem["loc"])
+                problems.append(f"{path}: instance type [{index}] {name}: {where}: {problem['msg']}")
+    if problems:
+        raise InputError("\n".join(problems))
+    return out
+
+
+def to_json(plan: Plan, errors: list[str]) -> str:
+    body = plan.model_dump(mode="json", by_alias=True, exclude_none=True)
+    body["errors"] = errors
+    return json.dumps(body, indent=2)
+
+
+def to_table(plan: Plan) -> str:
+    lines: list[str] = []
+    if plan.node_claims:
+        lines.append(f"NEW NODECLAIMS ({len(plan.node_claims)}, ${sum(c.price for c in plan.node_claims):.4f}/h)")
+        lines.append(f"  {'NODEPOOL':<20} {'PRICE':>9} {'PODS':>5}  INSTANCE TYPES")
+        for claim in plan.node_claims:
+            types = ", ".join(claim.instance_types[:4]) + (
+                f" (+{len(claim.instance_types) - 4})" if len(claim.instance_types) > 4 else ""
+            )
+            lines.append(f"  {claim.node_pool:<20} {claim.price:>9.4f} {len(claim.pods):>5}  {types}")
+    if plan.existing_nodes:
+        lines.append(f"EXISTING NODES ({len(plan.existing_nodes)})")
+        lines.extend(f"  {n.name:<40} {len(n.pods):>5} pods" for n in plan.existing_nodes)
+    if plan.unschedulable:
+        lines.append(f"PENDING ({len(plan.unschedulable)})")
+        lines.extend(f"  {u.pod}: {u.reason}" for u in plan.unschedulable)
+    return "\n".join(lines) if lines else "nothing to schedule"
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        docs = load_documents(args.filename, {"CLUSTER_NAME": args.cluster_name})
+        catalog = load_catalog(args.instance_types, args.region)
+    except InputError as err:
+        print(f"nodeflow simulate: {err}", file=sys.stderr)
+        return 2
+    expanded = expand(docs, catalog)
+    for error in expanded.errors:
+        print(f"error: {error}", file=sys.stderr)
+    plan = solve(expanded.input)
+    print(to_json(plan, expanded.errors) if args.output == "json" else to_table(plan))
+    return 0
