@@ -49,7 +49,7 @@ class TestBookkeeping:
         assert pod.status.phase == "Pending"
 
     def test_list_carries_list_kind_and_items_carry_kind(self, api_client: client.ApiClient) -> None:
-        core = client.CoreV1Api(api_client)
+        core: CoreApi = client.CoreV1Api(api_client)
         core.create_node(make_node(unique("n")))
         raw = json.loads(core.list_node(_preload_content=False).data)
         assert raw["kind"] == "NodeList" and raw["apiVersion"] == "v1"

@@ -107,7 +107,7 @@ def test_gone_over_http_is_an_error_event() -> None:
         cfg = client.Configuration()
         cfg.host = server.url
         with client.ApiClient(cfg) as api:
-            core = client.CoreV1Api(api)
+            core: CoreApi = client.CoreV1Api(api)
             since = core.list_persistent_volume().metadata.resource_version
             for i in range(3):
                 core.create_persistent_volume({"metadata": {"name": f"pv{i}"}})
