@@ -2,6 +2,8 @@
 it takes the objects as the Kubernetes API and EC2 DescribeInstances return them.
 
 Settled means the cluster has nothing left to do:
+- every Deployment and ReplicaSet has observed its latest spec and has as many pods as it wants
+  (otherwise the pods it is about to create could not count as pending yet);
 - every pod that is not finished (phase Succeeded/Failed) is bound to a node;
 - every NodeClaim has the conditions Launched, Registered and Initialized True;
 - every NodeClaim has exactly one live (pending or running) instance, and no live instance is
@@ -31,6 +33,28 @@ def pod_counts(pods: Iterable[Obj]) -> dict[str, int]:
     live = [p for p in pods if (p.get("status") or {}).get("phase") not in _FINISHED_POD_PHASES]
     bound = sum(1 for p in live if (p.get("spec") or {}).get("nodeName"))
     return {"total": len(live), "bound": bound, "pending": len(live) - bound}
+
+
+def _incomplete_workload(workload: Obj) -> str | None:
+    """Why a Deployment/ReplicaSet has not yet created its pods, or None when it has."""
+    meta = workload.get("metadata") or {}
+    status = workload.get("status") or {}
+    wanted = int((workload.get("spec") or {}).get("replicas", 1))
+    have = int(status.get("replicas", 0))
+    observed = int(status.get("observedGeneration", 0))
+    where = f"{workload.get('kind', 'workload')} {meta.get('namespace', '')}/{meta.get('name', '')}"
+    if observed < int(meta.get("generation", 1)):
+        return f"{where}: its controller has not observed generation {meta.get('generation', 1)} yet"
+    if have != wanted:
+        return f"{where}: {have}/{wanted} pods created"
+    return None
+
+
+def workload_counts(workloads: Iterable[Obj]) -> dict[str, Any]:
+    """{"total", "complete", "incomplete": [reasons]} over Deployments and ReplicaSets."""
+    items = list(workloads)
+    reasons = [r for w in items if (r := _incomplete_workload(w)) is not None]
+    return {"total": len(items), "complete": len(items) - len(reasons), "incomplete": reasons}
 
 
 def node_claim_row(claim: Obj) -> dict[str, Any]:
@@ -72,7 +96,7 @@ def instance_row(instance: Obj, claim_by_instance_id: Mapping[str, str]) -> dict
 
 def unsettled_reasons(summary: Mapping[str, Any]) -> list[str]:
     """Why the summarized cluster is not settled, in a stable order; empty when it is settled."""
-    reasons: list[str] = []
+    reasons: list[str] = list(summary.get("workloads", {}).get("incomplete", []))
     pending = summary["pods"]["pending"]
     if pending:
         reasons.append(f"{pending} pod(s) not bound to a node")
@@ -98,8 +122,10 @@ def build_summary(
     instances: Iterable[Obj],
     errors: Iterable[str] = (),
     seconds: float = 0.0,
+    workloads: Iterable[Obj] = (),
 ) -> dict[str, Any]:
-    """The summary: {"settled", "seconds", "pods", "nodeClaims", "instances", "errors", "unsettled"}.
+    """The summary: {"settled", "seconds", "pods", "workloads", "nodeClaims", "instances", "errors",
+    "unsettled"}; `workloads` are the Deployments and ReplicaSets.
 
     Instances in state `terminated` are left out; claims are sorted by name, instances by id."""
     claims = sorted((node_claim_row(c) for c in node_claims), key=lambda row: row["name"])
@@ -110,6 +136,7 @@ def build_summary(
         "settled": False,
         "seconds": round(seconds, 3),
         "pods": pod_counts(pods),
+        "workloads": workload_counts(workloads),
         "nodeClaims": claims,
         "instances": live_rows,
         "errors": list(errors),

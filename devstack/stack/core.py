@@ -35,7 +35,7 @@ from devstack.stack.ports import HOST, check_free, free_port, resolve, wait_for
 from devstack.summary import build_summary
 from kube.client import KubeClient
 from kube.errors import KubeError
-from kube.resources import NODECLAIM, POD
+from kube.resources import DEPLOYMENT, NODECLAIM, POD, REPLICASET
 
 log = logging.getLogger(__name__)
 
@@ -274,13 +274,15 @@ class DevStack:
         pods: list[dict[str, Any]] = []
         claims: list[dict[str, Any]] = []
         instances: list[dict[str, Any]] = []
+        workloads: list[dict[str, Any]] = []
         try:
+            workloads = self.kube.list(DEPLOYMENT) + self.kube.list(REPLICASET)
             pods = self.kube.list(POD)
             claims = self.kube.list(NODECLAIM)
             instances = self._instances()
         except (KubeError, BotoCoreError, ClientError) as exc:
             errors.append(f"reading the cluster state failed: {exc}")
-        summary = build_summary(pods, claims, instances, errors, time.monotonic() - self._since)
+        summary = build_summary(pods, claims, instances, errors, time.monotonic() - self._since, workloads)
         if len(errors) > len(self._problems):
             summary["settled"] = False
             summary["unsettled"].append("the stack is unhealthy (see errors)")

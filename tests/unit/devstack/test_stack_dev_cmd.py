@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -33,3 +34,16 @@ def test_an_unserved_kind_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[
 def test_a_bad_port_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["dev", "--state-dir", str(tmp_path), "--kube-port", "99999"]) == 2
     assert "--kube-port 99999 is not a port" in capsys.readouterr().err
+
+
+def test_a_taken_port_exits_2_naming_the_flag_before_starting_anything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = cli.main(["dev", "--state-dir", str(tmp_path), "--temporal-port", "0", "--kube-port", str(port)])
+    assert code == 2
+    assert f"port {port} (--kube-port) is already in use" in capsys.readouterr().err
+    assert not (tmp_path / "logs" / "temporal.log").exists()

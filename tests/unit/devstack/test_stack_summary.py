@@ -126,3 +126,34 @@ def test_errors_and_seconds_are_carried_through() -> None:
     summary = build_summary([], [], [], errors=["bad pool"], seconds=1.23456)
     assert summary["errors"] == ["bad pool"]
     assert summary["seconds"] == 1.235
+
+
+def make_deployment(wanted: int, have: int, generation: int = 1, observed: int = 1) -> dict[str, Any]:
+    return {
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default", "generation": generation},
+        "spec": {"replicas": wanted},
+        "status": {"replicas": have, "observedGeneration": observed},
+    }
+
+
+def test_a_deployment_that_has_not_created_its_pods_yet_is_unsettled() -> None:
+    summary = build_summary([], [], [], workloads=[make_deployment(wanted=3, have=0)])
+    assert summary["workloads"] == {
+        "total": 1,
+        "complete": 0,
+        "incomplete": ["Deployment default/web: 0/3 pods created"],
+    }
+    assert not summary["settled"]
+
+
+def test_a_deployment_whose_new_spec_is_not_observed_is_unsettled() -> None:
+    summary = build_summary([], [], [], workloads=[make_deployment(3, 3, generation=2, observed=1)])
+    assert summary["unsettled"] == ["Deployment default/web: its controller has not observed generation 2 yet"]
+
+
+def test_a_complete_deployment_with_bound_pods_is_settled() -> None:
+    pods = [make_pod(f"p{i}", "node-c1", "Running") for i in range(3)]
+    summary = build_summary(pods, [make_claim("c1")], [make_instance("i-1", "c1")], workloads=[make_deployment(3, 3)])
+    assert summary["workloads"]["complete"] == 1
+    assert summary["settled"]
