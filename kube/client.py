@@ -267,6 +267,8 @@ class KubeClient:
         `timeout_seconds`. Raises GoneError when `resource_version` is too old (relist, then watch from
         the list's version), and the translated error for any other failure. Closing the generator
         early closes the connection."""
+        if timeout_seconds < 1:
+            raise ValueError(f"timeout_seconds must be at least 1, got {timeout_seconds}")
         query = [
             *_selectors(label_selector, field_selector),
             ("watch", "true"),

@@ -278,6 +278,16 @@ class TestWatch:
         stream.close()
         assert (kind, obj["metadata"]["name"], obj["kind"]) == ("ADDED", f"{label}-0", "Node")
 
+    def test_a_watch_needs_a_positive_timeout(self, kube: KubeClient) -> None:
+        with pytest.raises(ValueError, match="timeout_seconds"):
+            next(kube.watch(NODE, timeout_seconds=0))
+
+    def test_a_dropped_connection_ends_the_watch(self, kube: KubeClient, api_server: KubeApiServer) -> None:
+        stream = kube.watch(NAMESPACE, timeout_seconds=30)
+        assert next(stream)[0] == "ADDED"  # the watch is established
+        api_server.call(api_server.emulator.drop_watches)
+        assert all(kind in ("ADDED", "BOOKMARK") for kind, _ in stream)  # ends without error
+
     def test_a_refused_watch_raises_gone(self, kube: KubeClient, api_server: KubeApiServer) -> None:
         def add() -> None:
             watches = api_server.emulator[kmock.action.WATCH, kmock.resource("v1/namespaces")]
