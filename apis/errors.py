@@ -88,7 +88,7 @@ def _problem(kind: str, name: str, details: ErrorDetails, model: type[pydantic.B
     loc = list(details["loc"])
     ctx = details.get("ctx") or {}
     if details["type"] == FIELD_ERROR:
-        loc.append(str(ctx["field"]))
+        loc.extend(ctx["field"])
     return ValidationProblem(kind=kind, name=name, field=field_path(loc), message=_message(details, loc, model))
 
 

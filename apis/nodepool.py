@@ -128,6 +128,36 @@ class NodeClaimTemplateSpec(KubeModel):
     expire_after: Duration = "720h"
     termination_grace_period: FiniteDuration | None = None
 
+    @model_validator(mode="after")
+    def _distinct_taints(self) -> NodeClaimTemplateSpec:
+        _reject_duplicate_taints(self.taints, self.startup_taints)
+        return self
+
+
+def duplicate_taint(taints: list[Taint], startup_taints: list[Taint]) -> tuple[str, int, Taint] | None:
+    """The first taint (list wire name, index, taint) whose key and effect repeat an earlier one across both
+    lists, as Karpenter's validation forbids; None when all are distinct."""
+    seen: set[tuple[str, str]] = set()
+    for field_name, listed in (("taints", taints), ("startupTaints", startup_taints)):
+        for index, taint in enumerate(listed):
+            identity = (taint.key, taint.effect)
+            if identity in seen:
+                return field_name, index, taint
+            seen.add(identity)
+    return None
+
+
+def _reject_duplicate_taints(taints: list[Taint], startup_taints: list[Taint]) -> None:
+    duplicate = duplicate_taint(taints, startup_taints)
+    if duplicate:
+        field_name, index, taint = duplicate
+        raise field_error(
+            field_name,
+            f"duplicate taint Key/Effect pair {taint.key}={taint.effect}; a node carries one taint per key and "
+            "effect, remove the repeat",
+            index,
+        )
+
 
 class NodeClaimTemplate(KubeModel):
     metadata: NodeClaimTemplateMetadata = Field(default_factory=NodeClaimTemplateMetadata)

@@ -12,6 +12,7 @@ from typing import Annotated, Literal, get_args
 from pydantic import AfterValidator, BeforeValidator, Field
 
 from apis.base import KubeModel
+from apis.labels import CAPACITY_TYPE, CAPACITY_TYPES
 from apis.syntax import (
     LABEL_VALUE_PATTERN,
     QUALIFIED_NAME_PATTERN,
@@ -26,6 +27,8 @@ OPERATORS: tuple[str, ...] = get_args(Operator)
 NUMERIC_OPERATORS: tuple[str, ...] = ("Gt", "Lt", "Gte", "Lte")
 TAINT_EFFECTS: tuple[str, ...] = get_args(TaintEffect)
 MAX_KEY_LENGTH = 316
+# Keys whose values Karpenter knows: an In requirement must allow at least one of them.
+WELL_KNOWN_VALUES: dict[str, tuple[str, ...]] = {CAPACITY_TYPE: CAPACITY_TYPES}
 
 
 def _one_of(kind: str, allowed: tuple[str, ...]) -> BeforeValidator:
@@ -104,8 +107,9 @@ class NodeSelectorRequirement(KubeModel):
 def requirement_problem(requirement: NodeSelectorRequirement) -> tuple[str, str] | None:
     """The first of Karpenter's CRD rules the requirement breaks, as (field wire name, message), or None.
 
-    In needs at least one value; Gt, Lt, Gte and Lte need exactly one value, a non-negative integer; with In,
-    minValues may not exceed the number of values.
+    In needs at least one value; Gt, Lt, Gte and Lte need exactly one value, a non-negative integer; an In on
+    karpenter.sh/capacity-type must allow spot, on-demand or reserved; with In, minValues may not exceed the
+    number of values.
     """
     operator, values, min_values = requirement.operator, requirement.values, requirement.min_values
     if operator == "In" and not values:
@@ -115,6 +119,9 @@ def requirement_problem(requirement: NodeSelectorRequirement) -> tuple[str, str]
             "values",
             f'operator {operator} needs exactly one value, a non-negative integer such as "2"; got {values!r}',
         )
+    known = WELL_KNOWN_VALUES.get(requirement.key)
+    if operator == "In" and known and values and not set(values) & set(known):
+        return "values", f"none of {values!r} is a known value of {requirement.key}; use one of {', '.join(known)}"
     if operator == "In" and min_values is not None and len(values) < min_values:
         return "minValues", (
             f"minValues {min_values} is more than the {len(values)} values given; list at least {min_values} "

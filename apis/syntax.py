@@ -79,7 +79,7 @@ class SchemaExtra:
 FIELD_ERROR = "nodeflow_field"
 
 
-def field_error(field_name: str, message: str) -> PydanticCustomError:
+def field_error(field_name: str, message: str, *index: int | str) -> PydanticCustomError:
     """An error for a model validator to raise about one of the model's own fields (by its wire name):
-    `describe_validation_error` reports it at `<model path>.<field_name>` rather than at the model."""
-    return PydanticCustomError(FIELD_ERROR, "{message}", {"message": message, "field": field_name})
+    `describe_validation_error` reports it at `<model path>.<field_name>[<index>...]` rather than at the model."""
+    return PydanticCustomError(FIELD_ERROR, "{message}", {"message": message, "field": [field_name, *index]})

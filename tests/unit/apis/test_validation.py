@@ -103,6 +103,13 @@ NODEPOOL_CASES: list[tuple[str, str, Any, str, str]] = [
      "spec.template.spec.nodeClassRef.name", "required field is missing"),
     ("nodeClassRef group with version", "spec.template.spec.nodeClassRef.group", "karpenter.k8s.aws/v1",
      "spec.template.spec.nodeClassRef.group", "without a version"),
+    ("unknown capacity type", f"{REQ}.0", requirement("karpenter.sh/capacity-type", "In", ["preemptible"]),
+     f"{REQ}[0].values", "is a known value of karpenter.sh/capacity-type; use one of on-demand, spot, reserved"),
+    ("duplicate taint", TAINTS, [{"key": "a", "effect": "NoSchedule"}, {"key": "a", "value": "b",
+     "effect": "NoSchedule"}],
+     f"{TAINTS}[1]", "duplicate taint Key/Effect pair a=NoSchedule"),
+    ("startup taint repeating a taint", "spec.template.spec.startupTaints", [{"key": "example.com/dedicated",
+     "effect": "NoSchedule"}], "spec.template.spec.startupTaints[0]", "duplicate taint Key/Effect pair"),
     ("misspelt field", "spec.template.spec.nodeClasRef", {}, "spec.template.spec.nodeClasRef",
      'unknown field "nodeClasRef"; did you mean "nodeClassRef"?'),
 ]  # fmt: skip
@@ -252,6 +259,12 @@ VALID_NODEPOOLS: list[tuple[str, str, Any]] = [
     ("budget with a cron window", BUDGETS, [{"nodes": "0", "schedule": "0 9 * * mon-fri", "duration": "8h"}]),
     ("budget duration as Go prints it", BUDGETS, [{"nodes": "10%", "schedule": "@daily", "duration": "1h30m0s"}]),
     ("integer limits", "spec.limits", {"cpu": 100, "nvidia.com/gpu": 2}),
+    (
+        "same taint key with another effect",
+        TAINTS,
+        [{"key": "a", "effect": "NoSchedule"}, {"key": "a", "effect": "NoExecute"}],
+    ),
+    ("a known capacity type among others", f"{REQ}.0", requirement("karpenter.sh/capacity-type", "In", ["spot", "x"])),
 ]
 
 
