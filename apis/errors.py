@@ -115,7 +115,7 @@ def _message(details: ErrorDetails, loc: list[int | str], model: type[pydantic.B
     for prefix in _PREFIXES:
         message = message.removeprefix(prefix)
     if message.startswith("Input should be"):
-        message = "expected " + message.removeprefix("Input should be ").removeprefix("a ").removeprefix("an ")
+        message = "expected " + message.removeprefix("Input should be ")
         message = f"{message}, got {_short(value)}"
     return message
 

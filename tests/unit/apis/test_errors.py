@@ -41,7 +41,7 @@ def test_problems_use_wire_names_and_carry_no_pydantic_urls_or_prefixes() -> Non
 def test_wrong_types_say_what_was_expected_and_got() -> None:
     (problem,) = problems_for(with_value(nodepool_doc(), "spec.weight", "heavy"))
     assert problem.field == "spec.weight"
-    assert problem.message.startswith("expected valid integer") and 'got "heavy"' in problem.message
+    assert problem.message.startswith("expected a valid integer") and 'got "heavy"' in problem.message
 
 
 def test_unknown_field_without_a_close_match_lists_the_known_ones() -> None:
