@@ -119,7 +119,9 @@ class PodBinder:
         best = -1.0
         chosen: _Node | None = None
         for node in nodes:
-            why = fit.filter_reasons(pod, node.node, node.pods, node.used)
+            why = fit.filter_reasons(
+                pod, node.node, node.pods, node.used, requests=requests, node_allocatable=node.allocatable
+            )
             reasons.append(why)
             if why:
                 continue

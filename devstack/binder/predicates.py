@@ -230,9 +230,18 @@ def _resource_reason(name: str) -> str:
     return "Too many pods" if name == "pods" else f"Insufficient {name}"
 
 
-def filter_reasons(pod: Obj, node: Obj, node_pods: Sequence[Obj], used: Mapping[str, int]) -> list[str]:
+def filter_reasons(
+    pod: Obj,
+    node: Obj,
+    node_pods: Sequence[Obj],
+    used: Mapping[str, int],
+    *,
+    requests: Mapping[str, int] | None = None,
+    node_allocatable: Mapping[str, int] | None = None,
+) -> list[str]:
     """Why `pod` cannot bind to `node`, whose active pods are `node_pods` using `used` resources; empty
-    when it fits. Filters run in the scheduler's order and stop at the first failing one."""
+    when it fits. Filters run in the scheduler's order and stop at the first failing one. `requests`
+    and `node_allocatable` may be passed precomputed (`pod_requests`, `allocatable`)."""
     spec = pod.get("spec") or {}
     if (node.get("spec") or {}).get("unschedulable"):
         return ["node(s) were unschedulable"]
@@ -248,8 +257,9 @@ def filter_reasons(pod: Obj, node: Obj, node_pods: Sequence[Obj], used: Mapping[
         taken |= host_ports(other)
     if ports_conflict(host_ports(pod), taken):
         return ["node(s) didn't have free ports for the requested pod ports"]
-    free = {name: value - used.get(name, 0) for name, value in allocatable(node).items()}
-    short = insufficient_resources(pod_requests(pod), free)
+    capacity = allocatable(node) if node_allocatable is None else node_allocatable
+    free = {name: value - used.get(name, 0) for name, value in capacity.items()}
+    short = insufficient_resources(pod_requests(pod) if requests is None else requests, free)
     if short:
         return [_resource_reason(name) for name in short]
     reason = anti_affinity_reason(pod, node_pods)
