@@ -54,3 +54,12 @@ def test_format_problems_is_one_line_and_bounded() -> None:
     line = format_problems(problems, limit=2)
     assert line == 'NodePool "a" is invalid: spec.f0: bad; spec.f1: bad (and 5 more)'
     assert format_problems([]) == ""
+
+
+def test_an_unknown_operator_reads_exactly_as_documented() -> None:
+    bad = {"key": "kubernetes.io/arch", "operator": "Equals", "values": ["amd64"]}
+    (problem,) = problems_for(with_value(nodepool_doc(), "spec.template.spec.requirements.0", bad))
+    assert str(problem) == (
+        'spec.template.spec.requirements[0].operator: unknown operator "Equals"; '
+        "use one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte"
+    )
