@@ -72,10 +72,7 @@ def _expand_workload(doc: Mapping[str, Any], kind: str) -> tuple[list[Obj], list
     namespace = meta.get("namespace") or "default"
     if not name:
         raise ValueError("metadata.name: required")
-    if kind == "Job":
-        count = spec.get("parallelism", 1)
-    else:
-        count = spec.get("replicas", 1)
+    count = spec.get("parallelism", 1) if kind == "Job" else spec.get("replicas", 1)
     if not isinstance(count, int) or count < 0 or count > MAX_REPLICAS:
         field_name = "parallelism" if kind == "Job" else "replicas"
         raise ValueError(f"spec.{field_name}: expected a whole number from 0 to {MAX_REPLICAS}, got {count!r}")

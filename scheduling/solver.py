@@ -139,8 +139,6 @@ class Solver:
             placed, reason = self._place_variant(state, index, variant, pods)
             if placed:
                 return placed, ""
-            if variant.relaxed == "" and len(state.cls.parsed.variants) > 1:
-                continue
         return 0, reason
 
     def _place_variant(self, state: _ClassState, index: int, variant: Variant, pods: list[str]) -> tuple[int, str]:
@@ -195,12 +193,12 @@ class Solver:
             if count == 0:
                 self._drop(claim)
                 if placed == 0:
-                    reasons.append(self._no_room_reason(state, claim))
+                    reasons.append(self._no_room_reason(state, variant, claim))
                 break
             placed += count
         if placed:
             return placed, ""
-        existing = sum(1 for t in self.all if not isinstance(t, Claim) or True)
+        existing = len(self.all)
         prefix = f"did not fit {existing} existing node(s) or planned claim(s); " if existing else ""
         return 0, prefix + ("; ".join(reasons) if reasons else "no NodePool exists")
 
@@ -484,11 +482,17 @@ class Solver:
         left = format_resource_list({k: max(0, v) for k, v in remaining.items()})
         return f"limits would be exceeded by every instance type (remaining {left})"
 
-    def _no_room_reason(self, state: _ClassState, claim: Claim) -> str:
-        req = format_resource_list(state.requests)
-        ds = format_resource_list(claim.pool.ds_overhead)
-        return f"NodePool {claim.pool.name}: no instance type has room for the pod's requests {req}" + (
-            f" plus daemonset overhead {ds}" if claim.pool.ds_overhead else ""
+    def _no_room_reason(self, state: _ClassState, variant: Variant, claim: Claim) -> str:
+        cap, _ = self._hostname_cap(state, variant, claim)
+        if cap <= 0:
+            terms = [t.describe() for t in variant.terms if t.key == HOSTNAME and t.kind == AFFINITY]
+            blocking = terms[0] if terms else "pod anti-affinity on hostname"
+            return f"{blocking}: no node has a matching pod with room, and a new node would have none"
+        ds = claim.pool.ds_overhead
+        return (
+            f"NodePool {claim.pool.name}: no instance type has room for the pod's requests "
+            + _resources(state.requests)
+            + (f" plus daemonset overhead {_resources(ds)}" if ds else "")
         )
 
     # --- output -------------------------------------------------------------------------------------
@@ -504,6 +508,10 @@ class Solver:
             plan.node_claims.append(_planned(claim, self._prices(claim.pool, claim.reqs)))
         plan.unschedulable = sorted(self.unschedulable, key=lambda u: u.pod)
         return plan
+
+
+def _resources(resources: Mapping[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in format_resource_list(resources).items())
 
 
 def _domain_values(key: str, reqs: Requirements, options: list[Option]) -> set[str]:
