@@ -58,7 +58,9 @@ class MotoServer:
         patches.offer_everywhere(self.region, zones(self.region))
         app = FaultInjectingApp(DomainDispatcherApplication(create_backend_app), self.faults)
         self._server = make_server(self.host, self.port, app, threaded=True, request_handler=_QuietHandler)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="moto-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="moto-server", daemon=True
+        )
         self._thread.start()
         self.seeded = seed(self.url, self.cluster_name, self.region)
         return self
