@@ -488,12 +488,30 @@ class Solver:
             terms = [t.describe() for t in variant.terms if t.key == HOSTNAME and t.kind == AFFINITY]
             blocking = terms[0] if terms else "pod anti-affinity on hostname"
             return f"{blocking}: no node has a matching pod with room, and a new node would have none"
+        min_values = self._min_values_reason(state, claim)
+        if min_values:
+            return min_values
         ds = claim.pool.ds_overhead
         return (
             f"NodePool {claim.pool.name}: no instance type has room for the pod's requests "
             + _resources(state.requests)
             + (f" plus daemonset overhead {_resources(ds)}" if ds else "")
         )
+
+    def _min_values_reason(self, state: _ClassState, claim: Claim) -> str:
+        vector = self._vector(state, claim.pool)
+        if vector is None:
+            return ""
+        counts = claim.pool.matrix.fit_counts(claim.rows, claim.used, vector[0])
+        options = [claim.pool.matrix.options[row] for row in claim.rows[counts >= 1].tolist()]
+        for key, req in claim.reqs.items():
+            if req.min_values and options and claim.distinct_values(key, options) < req.min_values:
+                have = claim.distinct_values(key, options)
+                return (
+                    f"NodePool {claim.pool.name}: minValues {req.min_values} for {key} cannot be met: the instance "
+                    f"types that fit offer {have} distinct value(s)"
+                )
+        return ""
 
     # --- output -------------------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from scheduling.manifests import expand
 
-NODEPOOL = {
+NODEPOOL: dict[str, Any] = {
     "apiVersion": "karpenter.sh/v1",
     "kind": "NodePool",
     "metadata": {"name": "default"},

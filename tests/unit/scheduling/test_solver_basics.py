@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.unit.scheduling.builders import (
     catalog,
     instance_type,
@@ -47,7 +49,7 @@ def test_extended_resources_select_gpu_types() -> None:
     assert plan.node_claims[0].instance_types == ["g4dn.xlarge"]
 
 
-CASES_SELECTION = [
+CASES_SELECTION: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
     # (description, pod kwargs, pool kwargs, expected instance type or reason fragment)
     ("nodeSelector on arch", {"nodeSelector": {ARCH: "arm64"}}, {}, "m6g.large"),
     (
@@ -214,3 +216,13 @@ def test_the_plan_is_deterministic() -> None:
 
 def test_every_catalog_type_fits_a_small_pod() -> None:
     assert len(schedule([pod("p")]).node_claims[0].instance_types) == len(catalog())
+
+
+def test_min_values_keeps_enough_distinct_families_or_explains() -> None:
+    family = "karpenter.k8s.aws/instance-family"
+    ok = node_pool(requirements=[{"key": family, "operator": "Exists", "minValues": 3}])
+    plan = schedule([pod("p")], [ok])
+    assert len({name.split(".")[0] for name in plan.node_claims[0].instance_types}) >= 3
+    too_many = node_pool(requirements=[{"key": family, "operator": "Exists", "minValues": 9}])
+    plan = schedule([pod("p")], [too_many])
+    assert "minValues 9 for karpenter.k8s.aws/instance-family cannot be met" in reason(plan, "default/p")
