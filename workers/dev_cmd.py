@@ -17,7 +17,10 @@ import sys
 import time
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from devstack.stack import DevStack
 
 EXIT_SETTLED = 0
 EXIT_NOT_SETTLED = 1
@@ -139,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
             signal.signal(sig, handler)
 
 
-def _headless(stack: Any, args: argparse.Namespace) -> int:
+def _headless(stack: DevStack, args: argparse.Namespace) -> int:
     summary = stack.wait_settled(args.timeout)
     if args.output == "json":
         print(json.dumps(summary, indent=2), flush=True)
@@ -148,7 +151,7 @@ def _headless(stack: Any, args: argparse.Namespace) -> int:
     return EXIT_SETTLED if summary["settled"] else EXIT_NOT_SETTLED
 
 
-def _supervise(stack: Any) -> int:
+def _supervise(stack: DevStack) -> int:
     """Block until a signal (raised as _Stop) or a child's death."""
     while True:
         dead = stack.dead_children()
@@ -159,7 +162,7 @@ def _supervise(stack: Any) -> int:
         time.sleep(1.0)  # a signal interrupts this at once, through _raise_stop
 
 
-def banner(stack: Any, state_dir: Path) -> str:
+def banner(stack: DevStack, state_dir: Path) -> str:
     """How to reach every part of the running stack."""
     lines = ["nodeflow dev stack is running (Ctrl-C stops everything)", ""]
     if stack.ui_url:
@@ -170,8 +173,10 @@ def banner(stack: Any, state_dir: Path) -> str:
         f"  AWS (moto)    {stack.moto_url}",
         f"  logs          {state_dir / 'logs'}/",
         "",
-        f"  kubectl --kubeconfig {stack.kubeconfig} get nodes,nodeclaims,pods -A",
+        f"  kubectl --kubeconfig {stack.kubeconfig} get nodes",
+        f"  kubectl --kubeconfig {stack.kubeconfig} get nodepools,nodeclaims,pods -A",
         f"  {_shown(Path(sys.executable).parent / 'temporal')} workflow list --address {stack.temporal_address}",
+        f"  tail -f {state_dir / 'logs' / 'worker.log'}",
     ]
     return "\n".join(lines)
 

@@ -113,8 +113,10 @@ class DevStack:
             for port, flag in ((cfg.kube_port, "--kube-port"), (cfg.moto_port, "--moto-port")):
                 if port:
                     check_free(port, flag)
-            self._start_temporal()
-            self._start_services()
+            temporal_ports = self._temporal_ports()
+            self._launch_services()  # its imports and seeding take seconds: overlap them with Temporal
+            self._start_temporal(temporal_ports)
+            self._await_services()
             self.kube = self._kube_client = KubeClient.from_kubeconfig(str(self.kubeconfig))
             self.ec2 = ec2_client(self.moto_url, cfg.region)
             if cfg.apply_defaults:
@@ -126,14 +128,17 @@ class DevStack:
             raise
         self._since = time.monotonic()
 
-    def _start_temporal(self) -> None:
+    def _temporal_ports(self) -> temporal.TemporalPorts:
         cfg = self.config
-        ports = temporal.TemporalPorts(
+        return temporal.TemporalPorts(
             grpc=resolve(cfg.temporal_port, "--temporal-port"),
             ui=resolve(cfg.ui_port, "--ui-port") if cfg.ui else free_port(),
             http=free_port(),
             metrics=free_port(),
         )
+
+    def _start_temporal(self, ports: temporal.TemporalPorts) -> None:
+        cfg = self.config
         if cfg.fresh and cfg.temporal_db is not None:
             temporal.delete_db(cfg.temporal_db)
         self._temporal = temporal.TemporalDevServer(ports, cfg.temporal_db, cfg.ui, cfg.logs_dir / "temporal.log")
@@ -141,7 +146,7 @@ class DevStack:
         self.temporal_address = self._temporal.address
         self.ui_url = self._temporal.ui_url
 
-    def _start_services(self) -> None:
+    def _launch_services(self) -> None:
         cfg = self.config
         cfg.ready_file.unlink(missing_ok=True)
         argv = [
@@ -155,7 +160,11 @@ class DevStack:
         self._services = ChildProcess("services", argv, cfg.logs_dir / "services.log", child_env(),
                                       SERVICES_GRACE_SECONDS)  # fmt: skip
         self._services.start()
+
+    def _await_services(self) -> None:
+        cfg = self.config
         services = self._services
+        assert services is not None
         try:
             wait_for(cfg.ready_file.exists, "services (Kubernetes API, moto)", cfg.start_timeout, services.running)
         except (TimeoutError, RuntimeError) as exc:
