@@ -11,6 +11,7 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -32,6 +33,7 @@ from activities.models import (
 )
 from apis import labels
 from apis.ec2nodeclass import EC2NodeClass
+from apis.errors import describe_validation_error, format_problems
 from apis.meta import set_condition
 from apis.nodeclaim import INITIALIZED, INSTANCE_TERMINATING, LAUNCHED, READY, REGISTERED, NodeClaim
 from apis.quantity import format_resource_list
@@ -94,7 +96,13 @@ class NodeClaimActivities:
     def launch(self, ref: ClaimRef) -> LaunchOutcome:
         """Launch (or adopt) the claim's instance. Insufficient capacity and an unready node class are
         outcomes; throttling and 5xx raise and are retried by Temporal."""
-        claim = self._claim(ref.name)
+        try:
+            claim = self._claim(ref.name)
+        except ValidationError as err:
+            return LaunchOutcome(
+                failure="InvalidNodeClaim",
+                message=format_problems(describe_validation_error("NodeClaim", ref.name, err)),
+            )
         if claim is None or claim.metadata.deletion_timestamp:
             existing = self.cloud.find_by_node_claim(ref.name)
             if existing is None:

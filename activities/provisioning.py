@@ -18,6 +18,7 @@ from activities.models import ApplyPlanInput, ApplyPlanResult, InvalidObject, Pr
 from activities.nodeclaim import now_rfc3339
 from apis import labels
 from apis.ec2nodeclass import EC2NodeClass
+from apis.errors import describe_validation_error, format_problems
 from apis.instancetype import InstanceType
 from apis.meta import Condition, ObjectMeta, OwnerReference, get_condition, set_condition
 from apis.nodeclaim import NodeClaim, NodeClaimSpec, ResourceRequirements
@@ -50,15 +51,6 @@ def node_claim_name(node_pool: str, run_id: str, round_: int, pods: list[str]) -
     alphabet = "bcdfghjklmnpqrstvwxz2456789"
     suffix = "".join(alphabet[b % len(alphabet)] for b in digest[:5])
     return f"{node_pool}-{suffix}"
-
-
-def validation_message(err: ValidationError) -> str:
-    """One line per problem, with the field path in Kubernetes form."""
-    parts = []
-    for e in err.errors():
-        path = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in e["loc"]).replace(".[", "[")
-        parts.append(f"{path}: {e['msg']}")
-    return "; ".join(parts)
 
 
 class ProvisioningActivities:
@@ -117,7 +109,9 @@ class ProvisioningActivities:
                 node_class = EC2NodeClass.model_validate(obj)
                 resolved = self.cloud.resolve_node_class(node_class)
             except ValidationError as err:
-                invalid.append(InvalidObject(kind="EC2NodeClass", name=name, message=validation_message(err)))
+                invalid.append(
+                    InvalidObject(kind="EC2NodeClass", name=name, message=_problems("EC2NodeClass", name, err))
+                )
                 continue
             except NodeClassNotReadyError as err:
                 invalid.append(InvalidObject(kind="EC2NodeClass", name=name, message=str(err)))
@@ -135,7 +129,7 @@ class ProvisioningActivities:
             try:
                 pool = NodePool.model_validate(obj)
             except ValidationError as err:
-                invalid.append(InvalidObject(kind="NodePool", name=name, message=validation_message(err)))
+                invalid.append(InvalidObject(kind="NodePool", name=name, message=_problems("NodePool", name, err)))
                 continue
             if pool.spec.template.spec.node_class_ref.name not in ready_classes:
                 ref = pool.spec.template.spec.node_class_ref.name
@@ -198,7 +192,13 @@ class ProvisioningActivities:
 
     def _create_claim(self, name: str, planned: PlannedNodeClaim, pool: NodePool) -> None:
         template = pool.spec.template
-        requirements = [req for req in planned.requirements if req.key != labels.INSTANCE_TYPE]
+        # A claim may only carry keys a NodePool could (hostname and restricted domains are the
+        # scheduler's business, not the node's); instance types come last, in the plan's price order.
+        requirements = [
+            req
+            for req in planned.requirements
+            if req.key != labels.INSTANCE_TYPE and labels.restricted_label_reason(req.key) is None
+        ]
         requirements.append(
             NodeSelectorRequirement(key=labels.INSTANCE_TYPE, operator="In", values=planned.instance_types)
         )
@@ -261,3 +261,9 @@ class ProvisioningActivities:
                 )
             except NotFoundError:
                 pass
+
+
+def _problems(kind: str, name: str, err: ValidationError) -> str:
+    """One line naming each bad field in Kubernetes form, for status conditions and events."""
+    model = NodePool if kind == "NodePool" else EC2NodeClass
+    return format_problems(describe_validation_error(kind, name, err, model=model))
