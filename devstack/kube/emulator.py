@@ -27,7 +27,7 @@ import attrs
 import kmock
 from kmock._internal import enums, parsing, rendering
 
-from devstack.kube import discovery, errors, routing, subresources, verbs, watch
+from devstack.kube import discovery, errors, routing, subresources, tables, verbs, watch
 from devstack.kube.catalog import NAMESPACE, ServedResource
 from devstack.kube.disruption import evict
 from devstack.kube.routing import Target
@@ -112,9 +112,21 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
         params = dict(request.params)
         if method == "GET" and params.get("watch") in ("true", "1"):
             assert request._raw_request is not None
-            return await watch.serve(self.store, target, params, request._raw_request)
+            render = None
+            if tables.wants_table(request.headers.get("Accept", "")):
+                res, include = target.resource, params.get("includeObject", "Metadata")
+                render = lambda obj: tables.table(res, [obj], self.store.now(), {}, include)  # noqa: E731
+            return await watch.serve(self.store, target, params, request._raw_request, render)
         code, body = self._serve_resource(target, method, params, request)
+        if method == "GET" and target.subresource is None and tables.wants_table(request.headers.get("Accept", "")):
+            body = self._as_table(target, body, params)
         return _reply(code, body)
+
+    def _as_table(self, target: Target, body: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
+        assert target.resource is not None
+        items = body["items"] if target.name is None else [body]
+        meta = body["metadata"] if target.name is None else {"resourceVersion": str(self.store.resource_version)}
+        return tables.table(target.resource, items, self.store.now(), meta, params.get("includeObject", "Metadata"))
 
     def _serve_non_resource(self, target: Target, method: str) -> aiohttp.web.StreamResponse:
         path = target.path.rstrip("/") or "/"

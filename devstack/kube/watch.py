@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import aiohttp.web
@@ -75,19 +75,33 @@ class _Filter:
         return "DELETED" if before else None
 
 
-def _encode(events: list[WatchEvent], view: _Filter) -> bytes:
+Render = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _encode(events: list[WatchEvent], view: _Filter, render: Render | None) -> bytes:
     chunks = []
     for event in events:
         shown = view.shown_as(event)
-        if shown is not None:
+        if shown is None:
+            continue
+        if render is None:
             chunks.append(event.encode(shown))
+        else:
+            chunks.append(json.dumps({"type": shown, "object": render(event.obj)}).encode() + b"\n")
     return b"".join(chunks)
 
 
 async def serve(
-    store: ObjectStore, target: Target, params: Mapping[str, str], raw_request: aiohttp.web.BaseRequest
+    store: ObjectStore,
+    target: Target,
+    params: Mapping[str, str],
+    raw_request: aiohttp.web.BaseRequest,
+    render: Render | None = None,
 ) -> aiohttp.web.StreamResponse:
-    """Run one watch stream until timeout, a dropped subscription, or the client going away."""
+    """Run one watch stream until timeout, a dropped subscription, or the client going away.
+
+    ``render`` replaces each event's object (kubectl asks for one-row Tables).
+    """
     view = _Filter(target, verbs.list_predicate(params))
     timeout = _timeout(params)
     response = aiohttp.web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
@@ -104,7 +118,7 @@ async def serve(
     deadline = loop.time() + timeout
     try:
         await response.prepare(raw_request)
-        await response.write(_encode(backlog, view))
+        await response.write(_encode(backlog, view, render))
         while (remaining := deadline - loop.time()) > 0:
             try:
                 first = await asyncio.wait_for(sub.queue.get(), min(remaining, _LIVENESS_CHECK_SECONDS))
@@ -117,9 +131,9 @@ async def serve(
             while not sub.queue.empty():
                 batch.append(sub.queue.get_nowait())
             if None in batch:
-                await response.write(_encode([e for e in batch[: batch.index(None)] if e is not None], view))
+                await response.write(_encode([e for e in batch[: batch.index(None)] if e is not None], view, render))
                 break
-            await response.write(_encode([e for e in batch if e is not None], view))
+            await response.write(_encode([e for e in batch if e is not None], view, render))
         await response.write_eof()
     except ConnectionError:
         pass  # the client went away; nothing to tell it
