@@ -48,7 +48,21 @@ NODECLAIM = Resource("karpenter.sh", "v1", "nodeclaims", "NodeClaim", False)
 EC2NODECLASS = Resource("karpenter.k8s.aws", "v1", "ec2nodeclasses", "EC2NodeClass", False)
 
 ALL: tuple[Resource, ...] = (
-    POD, NODE, EVENT, NAMESPACE, PVC, PV, DEPLOYMENT, REPLICASET, DAEMONSET, STATEFULSET, PDB,
-    STORAGECLASS, RUNTIMECLASS, NODEPOOL, NODECLAIM, EC2NODECLASS,
+    POD,
+    NODE,
+    EVENT,
+    NAMESPACE,
+    PVC,
+    PV,
+    DEPLOYMENT,
+    REPLICASET,
+    DAEMONSET,
+    STATEFULSET,
+    PDB,
+    STORAGECLASS,
+    RUNTIMECLASS,
+    NODEPOOL,
+    NODECLAIM,
+    EC2NODECLASS,
 )
 BY_KIND: dict[str, Resource] = {r.kind: r for r in ALL}
