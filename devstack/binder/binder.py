@@ -108,10 +108,8 @@ class PodBinder:
             target = state.get((pod.get("spec") or {}).get("nodeName") or "")
             if target is not None and fit.is_active(pod):
                 target.add(pod, fit.pod_requests(pod))
-        bound = 0
-        for pod in sorted(filter(is_pending, pods), key=_creation_order):
-            bound += self._schedule(pod, [state[name] for name in sorted(state)])
-        return bound
+        by_name = [state[name] for name in sorted(state)]
+        return sum(self._schedule(pod, by_name) for pod in sorted(filter(is_pending, pods), key=_creation_order))
 
     def _schedule(self, pod: Obj, nodes: Sequence[_Node]) -> int:
         requests = fit.pod_requests(pod)
