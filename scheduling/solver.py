@@ -34,6 +34,7 @@ from scheduling.types import ExistingNodePlacement, Plan, PlannedNodeClaim, Sche
 
 MAX_INSTANCE_TYPES = 60
 MAX_PINS = 16
+INTERLEAVE_ROUNDS = 32
 INF = float("inf")
 Target = NodeTarget | Claim
 
@@ -111,7 +112,9 @@ class Solver:
 
     def solve(self) -> Plan:
         for state in self.states:
-            self._schedule_class(state)
+            if not state.bulk:
+                self._schedule_class(state)
+        self._schedule_interleaved([s for s in self.states if s.bulk])
         return self._plan()
 
     def _schedule_class(self, state: _ClassState) -> None:
@@ -119,15 +122,41 @@ class Solver:
         if cls.parsed.error:
             self._fail(cls.pods, cls.parsed.error)
             return
-        pods = cls.pods
-        position = 0
-        while position < len(pods):
-            want = len(pods) - position if state.bulk else 1
-            placed, reason = self._place(state, pods[position : position + want])
+        for position in range(len(cls.pods)):
+            placed, reason = self._place(state, cls.pods[position : position + 1])
             if placed == 0:
-                self._fail(pods[position:], reason)
+                self._fail(cls.pods[position:], reason)
                 return
-            position += placed
+
+    def _schedule_interleaved(self, states: list[_ClassState]) -> None:
+        """Classes without topology terms, in rounds: each round places a slice of every class (largest
+        pods first), so nodes fill with a mix whose cpu:memory ratio is the workload's rather than one
+        class's, and the cheapest instance type for the mix wastes less."""
+        positions = {id(s): 0 for s in states}
+        chunks = {id(s): max(1, -(-len(s.cls.pods) // INTERLEAVE_ROUNDS)) for s in states}
+        active = []
+        for state in states:
+            if state.cls.parsed.error:
+                self._fail(state.cls.pods, state.cls.parsed.error)
+            else:
+                active.append(state)
+        while active:
+            still = []
+            for state in active:
+                pods = state.cls.pods
+                start = positions[id(state)]
+                end = min(len(pods), start + chunks[id(state)])
+                while start < end:
+                    placed, reason = self._place(state, pods[start:end])
+                    if placed == 0:
+                        self._fail(pods[start:], reason)
+                        start = len(pods)
+                        break
+                    start += placed
+                positions[id(state)] = start
+                if start < len(pods):
+                    still.append(state)
+            active = still
 
     def _fail(self, pods: list[str], reason: str) -> None:
         self.unschedulable.extend(UnschedulablePod(pod=p, reason=reason) for p in pods)
