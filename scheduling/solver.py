@@ -18,9 +18,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from apis.labels import CAPACITY_TYPE, HOSTNAME, INSTANCE_TYPE, NODEPOOL, ZONE
-from apis.quantity import ResourceList, add, format_resource_list, to_resource_list
+from apis.labels import HOSTNAME
+from apis.quantity import ResourceList, add, to_resource_list
 from scheduling.catalog import Option
+from scheduling.explain import describe_resources, limits_reason, no_type_reason
+from scheduling.output import INF, domain_values, planned_claim
 from scheduling.packing import IntArray
 from scheduling.pods import PodClass, Variant, group_pods
 from scheduling.pools import Pool, build_pools
@@ -30,12 +32,10 @@ from scheduling.state import cluster_targets, runtime_overheads, volume_resolver
 from scheduling.taints import untolerated
 from scheduling.targets import BIG, Claim, NodeTarget, fit_count
 from scheduling.topology import AFFINITY, ANTI, SPREAD, Topology
-from scheduling.types import ExistingNodePlacement, Plan, PlannedNodeClaim, SchedulingInput, UnschedulablePod
+from scheduling.types import ExistingNodePlacement, Plan, SchedulingInput, UnschedulablePod
 
-MAX_INSTANCE_TYPES = 60
 MAX_PINS = 16
 INTERLEAVE_ROUNDS = 32
-INF = float("inf")
 Target = NodeTarget | Claim
 
 
@@ -328,7 +328,7 @@ class Solver:
                 continue
             options = self._compatible(pool, merged)
             if not options:
-                reasons.append(f"NodePool {pool.name}: {self._no_type_reason(pool, merged)}")
+                reasons.append(f"NodePool {pool.name}: {no_type_reason(pool, merged)}")
                 continue
             if parsed.ports and ports_conflict(set(pool.ds_ports), parsed.ports):
                 reasons.append(f"NodePool {pool.name}: a daemonset binds the same host port")
@@ -337,7 +337,7 @@ class Solver:
                 remaining = pool.remaining()
                 options = [o for o in options if pool.within_limits(o, remaining)]
                 if not options:
-                    reasons.append(f"NodePool {pool.name}: {self._limits_reason(pool, remaining)}")
+                    reasons.append(f"NodePool {pool.name}: {limits_reason(pool, remaining)}")
                     continue
             used = pool.matrix.vector({k: v for k, v in pool.ds_overhead.items() if k in pool.matrix.column})
             assert used is not None
@@ -482,7 +482,7 @@ class Solver:
             merged, _ = pool.merge(pool.reqs, variant.reqs)
             if merged is None:
                 continue
-            values |= _domain_values(key, merged, self._compatible(pool, merged))
+            values |= domain_values(key, merged, self._compatible(pool, merged))
         for target in self.targets:
             value = target.domain(key)
             if value is not None and variant.reqs.matches_labels(target.labels):
@@ -491,25 +491,6 @@ class Solver:
         return found
 
     # --- reasons ------------------------------------------------------------------------------------
-
-    def _no_type_reason(self, pool: Pool, reqs: Requirements) -> str:
-        if not pool.options:
-            return "no instance type is offered (check the catalog and the node class's zones)"
-        mismatches: dict[str, int] = {}
-        reqs = pool.type_reqs(reqs)
-        for option in pool.options:
-            key = option.label_mismatch(reqs)
-            if key is None and not option.compatible_offers(reqs):
-                key = "offerings (zone/capacity type)"
-            if key:
-                mismatches[key] = mismatches.get(key, 0) + 1
-        worst = sorted(mismatches.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
-        detail = ", ".join(f"{key} excludes {count}" for key, count in worst)
-        return f"no instance type satisfies the requirements ({detail})"
-
-    def _limits_reason(self, pool: Pool, remaining: Mapping[str, int]) -> str:
-        left = format_resource_list({k: max(0, v) for k, v in remaining.items()})
-        return f"limits would be exceeded by every instance type (remaining {left})"
 
     def _no_room_reason(self, state: _ClassState, variant: Variant, claim: Claim) -> str:
         cap, _ = self._hostname_cap(state, variant, claim)
@@ -523,8 +504,8 @@ class Solver:
         ds = claim.pool.ds_overhead
         return (
             f"NodePool {claim.pool.name}: no instance type has room for the pod's requests "
-            + _resources(state.requests)
-            + (f" plus daemonset overhead {_resources(ds)}" if ds else "")
+            + describe_resources(state.requests)
+            + (f" plus daemonset overhead {describe_resources(ds)}" if ds else "")
         )
 
     def _min_values_reason(self, state: _ClassState, claim: Claim) -> str:
@@ -552,69 +533,9 @@ class Solver:
                     ExistingNodePlacement(name=target.name, pods=sorted(target.pods), node_claim=target.in_flight)
                 )
         for claim in self.claims:
-            plan.node_claims.append(_planned(claim, self._prices(claim.pool, claim.reqs)))
+            plan.node_claims.append(planned_claim(claim, self._prices(claim.pool, claim.reqs)))
         plan.unschedulable = sorted(self.unschedulable, key=lambda u: u.pod)
         return plan
-
-
-def _resources(resources: Mapping[str, int]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in format_resource_list(resources).items())
-
-
-def _domain_values(key: str, reqs: Requirements, options: list[Option]) -> set[str]:
-    if key in (ZONE, CAPACITY_TYPE):
-        return {
-            (offer.zone if key == ZONE else offer.capacity_type) for o in options for offer in o.compatible_offers(reqs)
-        }
-    finite = reqs.get_req(key).finite()
-    if finite is not None:
-        return set(finite)
-    return {o.labels[key] for o in options if key in o.labels}
-
-
-def _planned(claim: Claim, prices: list[float]) -> PlannedNodeClaim:
-    """The claim as the plan reports it: up to 60 options cheapest first (more if minValues needs them),
-    requirements narrowed to those options' types, zones and capacity types, single values as labels."""
-    options = claim.pool.matrix.options
-    priced = sorted(
-        ((prices[row], options[row]) for row in claim.rows.tolist() if prices[row] != INF),
-        key=lambda po: (po[0], po[1].name),
-    )
-    chosen = priced[:MAX_INSTANCE_TYPES]
-    mins = {k: r.min_values for k, r in claim.reqs.items() if r.min_values}
-    if mins and len(priced) > MAX_INSTANCE_TYPES:
-        for extra in priced[MAX_INSTANCE_TYPES:]:
-            if all(claim.distinct_values(k, [o for _, o in chosen]) >= m for k, m in mins.items()):
-                break
-            chosen.append(extra)
-    chosen_options = [o for _, o in chosen]
-    reqs = claim.reqs.with_req(INSTANCE_TYPE, Req.from_operator("In", [o.name for o in chosen_options]))
-    offers = [offer for o in chosen_options for offer in o.compatible_offers(claim.reqs)]
-    reqs = reqs.with_req(ZONE, Req.from_operator("In", {o.zone for o in offers}))
-    reqs = reqs.with_req(CAPACITY_TYPE, Req.from_operator("In", {o.capacity_type for o in offers}))
-    api_reqs = reqs.to_api()
-    for entry in api_reqs:
-        if entry.key in mins and entry.min_values is None:
-            entry.min_values = mins[entry.key]
-    template = claim.pool.api.spec.template
-    labels = dict(template.metadata.labels)
-    for key, req in reqs.items():
-        value = req.single()
-        if value is not None and key != HOSTNAME:
-            labels[key] = value
-    labels[NODEPOOL] = claim.pool.name
-    return PlannedNodeClaim(
-        node_pool=claim.pool.name,
-        node_class=claim.pool.node_class,
-        instance_types=[o.name for o in chosen_options],
-        requirements=api_reqs,
-        pods=claim.pods,
-        price=chosen[0][0] if chosen else 0.0,
-        requests=format_resource_list(claim.used_resources()),
-        labels=dict(sorted(labels.items())),
-        taints=list(template.spec.taints),
-        startup_taints=list(template.spec.startup_taints),
-    )
 
 
 def solve(inp: SchedulingInput) -> Plan:
