@@ -11,8 +11,9 @@ import shutil
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from temporalio.client import Client
@@ -21,6 +22,7 @@ from devstack.stack import DevStack, DevStackConfig
 from kube.resources import EC2NODECLASS, NODEPOOL, POD
 
 CLUSTER = "stack-test"
+T = TypeVar("T")
 
 DEPLOYMENT = """
 apiVersion: apps/v1
@@ -50,7 +52,7 @@ spec:
 """
 
 
-def poll(condition, what: str, timeout: float = 15.0):  # type: ignore[no-untyped-def]
+def poll(condition: Callable[[], T], what: str, timeout: float = 15.0) -> T:
     """The first truthy value of condition(), polled until `timeout`."""
     deadline = time.monotonic() + timeout
     while True:
@@ -174,8 +176,9 @@ def test_stop_leaves_no_process_behind(stack: DevStack) -> None:
     stack.stop()
     leftover = {pid: group for pid, group in process_groups().items() if group in pids.values()}
     assert leftover == {}
-    children = [pid for pid in process_groups() if _parent(pid) == os.getpid()]
-    assert children == []
+    state_dir = str(stack.config.state_dir)
+    ours = [pid for pid in process_groups() if _parent(pid) == os.getpid() and state_dir in _cmdline(pid)]
+    assert ours == []
 
 
 def _parent(pid: int) -> int:
@@ -183,3 +186,10 @@ def _parent(pid: int) -> int:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     except (OSError, IndexError, ValueError):
         return -1
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""

@@ -8,7 +8,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.devstack.test_stack import DEPLOYMENT
+DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: nginx, resources: {requests: {cpu: 500m}}}]
+"""
 
 
 def test_headless_prints_the_summary_and_exits_1_when_not_settled(tmp_path: Path) -> None:
