@@ -65,6 +65,17 @@ def pick_ami(instance_type: InstanceType, amis: list[ResolvedAMI]) -> ResolvedAM
     return candidates[0] if candidates else None
 
 
+def spot_cheaper_than_on_demand(candidates: Mapping[str, list[Override]]) -> list[Override]:
+    """Spot overrides, minus those pricier than the cheapest on-demand one (Karpenter drops them for
+    claims that allow both)."""
+    spot = candidates.get("spot", [])
+    on_demand = candidates.get("on-demand", [])
+    if not on_demand:
+        return spot
+    ceiling = min(ov.price for ov in on_demand)
+    return [ov for ov in spot if ov.price <= ceiling] or spot
+
+
 class Launcher:
     """Everything `create()` needs; see `CloudProvider.create` for the contract."""
 
@@ -99,7 +110,9 @@ class Launcher:
         family = ami_family(node_class)
         candidates = self._overrides(request, subnets, amis)
         capacity_type = choose_capacity_type(request.capacity_types or ["on-demand"], candidates)
-        overrides = candidates.get(capacity_type, [])
+        overrides = (
+            spot_cheaper_than_on_demand(candidates) if capacity_type == "spot" else candidates.get("on-demand", [])
+        )
         if not overrides:
             raise InsufficientCapacityError(
                 f"NodeClaim {request.node_claim_name}: no available offering among {len(request.instance_types)} "
@@ -227,7 +240,13 @@ class Launcher:
             kwargs["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
         else:
             kwargs["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
-        response = call("CreateFleet", self._ec2.create_fleet, **kwargs)
+        try:
+            response = call("CreateFleet", self._ec2.create_fleet, **kwargs)
+        except CloudProviderError as error:
+            if "InvalidLaunchTemplate" in str(error):  # deleted behind our back: recreate on the next attempt
+                self._templates.forget()
+                raise CloudProviderError(str(error), retryable=True) from error
+            raise
         errors = response.get("Errors", [])
         refused = [
             fleet_error_offering(e, zone_of_subnet, capacity_type)

@@ -147,6 +147,11 @@ class LaunchTemplates:
             self._known.add(name)
         return name
 
+    def forget(self) -> None:
+        """Drop the memory of ensured templates (after one was found missing)."""
+        with self._lock:
+            self._known.clear()
+
     def _exists(self, name: str) -> bool:
         try:
             found = call("DescribeLaunchTemplates", self._ec2.describe_launch_templates, LaunchTemplateNames=[name])

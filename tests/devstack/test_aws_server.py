@@ -210,3 +210,12 @@ def test_standalone_entry_point_serves_until_sigterm() -> None:
         if process.poll() is None:
             process.kill()
             process.wait(timeout=5)
+
+
+def test_reset_wipes_state_and_seeds_again(aws: MotoServer, ec2: Any, faults: FaultClient) -> None:
+    faults.throttle("CreateFleet", 5)
+    aws.reset()
+    assert faults.get()["throttle"] == {}
+    assert ec2.describe_instances()["Reservations"] == []
+    subnets = ec2.describe_subnets(SubnetIds=aws.seeded["subnets"])["Subnets"]
+    assert len(subnets) == 3

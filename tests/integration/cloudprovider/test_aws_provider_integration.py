@@ -6,6 +6,7 @@ unavailable-offerings cache.
 
 from __future__ import annotations
 
+import base64
 import itertools
 from collections.abc import Iterator
 
@@ -135,8 +136,22 @@ def test_create_launches_the_cheapest_override_with_the_claim_tags(provider: AWS
     assert instance.tags["karpenter.k8s.aws/ec2nodeclass"] == "default"
     assert instance.tags["team"] == "a"
     assert instance.provider_id == f"aws:///us-west-2a/{instance.id}"
-    templates = ec2.describe_launch_templates()["LaunchTemplates"]
-    assert any(t["LaunchTemplateName"].startswith("karpenter.k8s.aws/") for t in templates)
+    templates = [
+        t
+        for t in ec2.describe_launch_templates()["LaunchTemplates"]
+        if t["LaunchTemplateName"].startswith("karpenter.k8s.aws/")
+    ]
+    data = ec2.describe_launch_template_versions(LaunchTemplateId=templates[0]["LaunchTemplateId"])[
+        "LaunchTemplateVersions"
+    ][0]["LaunchTemplateData"]
+    user_data = base64.b64decode(data["UserData"]).decode()
+    assert "kind: NodeConfig" in user_data and "karpenter.sh/unregistered:NoExecute" in user_data
+    profile = data["IamInstanceProfile"]["Name"]
+    iam = boto3.client(
+        "iam", endpoint_url=ec2.meta.endpoint_url, region_name=REGION, aws_access_key_id="t", aws_secret_access_key="t"
+    )
+    roles = iam.get_instance_profile(InstanceProfileName=profile)["InstanceProfile"]["Roles"]
+    assert [r["RoleName"] for r in roles] == [f"KarpenterNodeRole-{CLUSTER}"]
 
 
 def test_create_prefers_the_cheapest_spot_offering_when_spot_is_allowed(provider: AWSCloudProvider) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from apis.instancetype import InstanceType
-from cloudprovider.aws.launch import Override, choose_capacity_type, pick_ami
+from cloudprovider.aws.launch import Override, choose_capacity_type, pick_ami, spot_cheaper_than_on_demand
 from cloudprovider.aws.launchtemplate import LaunchTemplateSpec, ephemeral_storage_bytes
 from cloudprovider.aws.nodeclass import ResolvedAMI, instance_profile_name, tag_filters
 from tests.unit.cloudprovider.builders import node_class
@@ -66,3 +66,12 @@ def test_selectors_and_profile_names() -> None:
     ]
     name = instance_profile_name("prod", "us-west-2", node_class())
     assert name == instance_profile_name("prod", "us-west-2", node_class()) and name.startswith("prod_")
+
+
+def test_spot_pricier_than_the_cheapest_on_demand_is_dropped() -> None:
+    cheap_spot = Override("m5.large", "subnet-1", "us-west-2a", 0.03, AMIS[1])
+    dear_spot = Override("p3.2xlarge", "subnet-1", "us-west-2a", 0.9, AMIS[1])
+    on_demand = Override("c5.large", "subnet-1", "us-west-2a", 0.085, AMIS[1])
+    candidates = {"spot": [cheap_spot, dear_spot], "on-demand": [on_demand]}
+    assert spot_cheaper_than_on_demand(candidates) == [cheap_spot]
+    assert spot_cheaper_than_on_demand({"spot": [dear_spot]}) == [dear_spot]
