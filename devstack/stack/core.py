@@ -31,7 +31,7 @@ from devstack import temporal  # a module import: devstack.temporal imports devs
 from devstack.services import ec2_client
 from devstack.stack.children import ChildProcess, stop_all
 from devstack.stack.config import DevStackConfig
-from devstack.stack.ports import HOST, check_free, free_port, resolve, wait_for
+from devstack.stack.ports import check_free, free_port, resolve, wait_for
 from devstack.summary import build_summary
 from kube.client import KubeClient
 from kube.errors import KubeError
@@ -317,4 +317,4 @@ class DevStack:
             time.sleep(min(POLL_INTERVAL, max(deadline - time.monotonic(), 0.0)))
 
 
-__all__ = ["HOST", "DevStack", "DevStackConfig"]
+__all__ = ["DevStack", "DevStackConfig"]
