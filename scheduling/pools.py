@@ -141,6 +141,8 @@ def build_pools(
         ref = np.spec.template.spec.node_class_ref
         nc = classes.get(ref.name)
         problem = is_ready(np.status.conditions)
+        if np.spec.replicas is not None:
+            problem = "static NodePool (spec.replicas): it keeps a fixed node count and does not launch for pods"
         if nc is None:
             problem = problem or f"{ref.kind} {ref.name} not found"
             options: list[Option] = []

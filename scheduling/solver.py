@@ -28,10 +28,10 @@ from scheduling.pods import PodClass, Variant, group_pods
 from scheduling.pools import Pool, build_pools
 from scheduling.requirements import EMPTY, Req, Requirements
 from scheduling.resources import ports_conflict
-from scheduling.state import cluster_targets, runtime_overheads, volume_resolver
+from scheduling.state import bound_anti_terms, cluster_targets, in_flight_targets, runtime_overheads, volume_resolver
 from scheduling.taints import untolerated
 from scheduling.targets import BIG, Claim, NodeTarget, fit_count
-from scheduling.topology import AFFINITY, ANTI, SPREAD, Topology
+from scheduling.topology import AFFINITY, ANTI, SPREAD, Term, Topology
 from scheduling.types import ExistingNodePlacement, Plan, SchedulingInput, UnschedulablePod
 
 MAX_PINS = 16
@@ -54,28 +54,26 @@ class _ClassState:
 
 
 class Solver:
+    """One scheduling run over one snapshot (use `solve`)."""
+
     def __init__(self, inp: SchedulingInput) -> None:
-        self.inp = inp
         self.topology = Topology()
         self.targets, existing_capacity, bound = cluster_targets(inp)
         self.pools = build_pools(
             inp.node_pools, inp.node_classes, inp.instance_types, inp.daemonsets, existing_capacity
         )
         self.ready_pools = [p for p in self.pools if not p.problem]
-        self.targets.extend(self._in_flight())
+        self.targets.extend(in_flight_targets(inp, self.pools, {t.name for t in self.targets}))
         self.all: list[Target] = list(self.targets)
         self.claims: list[Claim] = []
-        self.classes = group_pods(
-            inp.pods, runtime_overheads(inp.runtime_classes), volume_resolver(inp), self._bound_selector_keys(bound)
-        )
-        for cls in self.classes:
-            for variant in cls.parsed.variants:
-                for term in variant.terms:
-                    self.topology.group(term)
-            for term in cls.parsed.owned_anti:
+        bound_terms = [(target, pod, bound_anti_terms(pod)) for target, pod in bound]
+        bound_keys = frozenset(k for _, _, terms in bound_terms for t in terms for k in t.selector.labels)
+        classes = group_pods(inp.pods, runtime_overheads(inp.runtime_classes), volume_resolver(inp), bound_keys)
+        for cls in classes:
+            for term in (*(t for v in cls.parsed.variants for t in v.terms), *cls.parsed.owned_anti):
                 self.topology.group(term)
-        self._record_bound(bound)
-        self.states = [_ClassState(cls, self.topology) for cls in self.classes]
+        self._record_bound(bound_terms)
+        self.states = [_ClassState(cls, self.topology) for cls in classes]
         self.cursors: dict[tuple[int, int, Requirements], int] = {}
         self.merge_cache: dict[tuple[int, Requirements, Requirements], tuple[Requirements | None, str]] = {}
         self.compat_cache: dict[tuple[int, Requirements], list[Option]] = {}
@@ -85,24 +83,12 @@ class Solver:
         self.price_cache: dict[tuple[int, Requirements], list[float]] = {}
         self.unschedulable: list[UnschedulablePod] = []
 
-    # --- set-up -------------------------------------------------------------------------------------
-
-    def _in_flight(self) -> list[NodeTarget]:
-        from scheduling.state import in_flight_targets
-
-        return in_flight_targets(self.inp, self.pools, {t.name for t in self.targets})
-
-    def _bound_selector_keys(self, bound: list[tuple[NodeTarget, Mapping[str, Any]]]) -> frozenset[str]:
-        from scheduling.state import bound_anti_terms
-
-        self.bound_terms = [(target, pod, bound_anti_terms(pod)) for target, pod in bound]
-        return frozenset(k for _, _, terms in self.bound_terms for t in terms for k in t.selector.labels)
-
-    def _record_bound(self, bound: list[tuple[NodeTarget, Mapping[str, Any]]]) -> None:
-        for _, _, terms in self.bound_terms:
+    def _record_bound(self, bound_terms: list[tuple[NodeTarget, Mapping[str, Any], list[Term]]]) -> None:
+        """Running pods count in every group they match, and own their required anti-affinity terms."""
+        for _, _, terms in bound_terms:
             for term in terms:
                 self.topology.group(term)
-        for target, pod, terms in self.bound_terms:
+        for target, pod, terms in bound_terms:
             meta = pod.get("metadata") or {}
             labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
             matching = self.topology.matching_groups(meta.get("namespace") or "default", labels)
@@ -470,27 +456,35 @@ class Solver:
         return allowed, ""
 
     def _universe(self, state: _ClassState, index: int, variant: Variant, key: str) -> list[str]:
+        """Every value of `key` a node could have: from the ready pools (their requirements, labels and
+        offerings) and the existing nodes. Spread constraints choose with nodeAffinityPolicy (Honor: only
+        where the pod's node requirements allow) and nodeTaintsPolicy (Honor: only where it tolerates the
+        taints); affinity terms honour both."""
         cache_key = (id(state), index, key)
         found = self.universe_cache.get(cache_key)
         if found is not None:
             return found
+        spreads = [t for t in variant.terms if t.key == key and t.kind == SPREAD]
+        honor_affinity = all(t.honor_affinity for t in spreads)
+        honor_taints = any(t.honor_taints for t in spreads) or not spreads
+        reqs = variant.reqs if honor_affinity else EMPTY
+        tolerations = state.cls.parsed.tolerations
         values: set[str] = set()
-        parsed = state.cls.parsed
         for pool in self.ready_pools:
-            if untolerated(pool.taints, parsed.tolerations, False):
+            if honor_taints and untolerated(pool.taints, tolerations, False):
                 continue
-            merged, _ = pool.merge(pool.reqs, variant.reqs)
-            if merged is None:
-                continue
-            values |= domain_values(key, merged, self._compatible(pool, merged))
+            merged, _ = pool.merge(pool.reqs, reqs)
+            if merged is not None:
+                values |= domain_values(key, merged, self._compatible(pool, merged))
         for target in self.targets:
             value = target.domain(key)
-            if value is not None and variant.reqs.matches_labels(target.labels):
-                values.add(value)
+            if value is None or not reqs.matches_labels(target.labels):
+                continue
+            if honor_taints and untolerated(target.taints, tolerations, False):
+                continue
+            values.add(value)
         found = self.universe_cache[cache_key] = sorted(values)
         return found
-
-    # --- reasons ------------------------------------------------------------------------------------
 
     def _no_room_reason(self, state: _ClassState, variant: Variant, claim: Claim) -> str:
         cap, _ = self._hostname_cap(state, variant, claim)

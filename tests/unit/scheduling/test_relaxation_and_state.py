@@ -1,0 +1,109 @@
+"""Relaxation order, in-flight NodeClaims, static pools, RuntimeClass overhead, invalid pods."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apis.nodeclaim import NodeClaim
+from scheduling.pods import parse_pod
+from scheduling.requirements import Requirements
+from tests.unit.scheduling.builders import node_pool, placement, pod, reason, schedule
+
+HOST = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+ARCH = "kubernetes.io/arch"
+
+
+def _expr(key: str, *values: str) -> dict[str, Any]:
+    return {"matchExpressions": [{"key": key, "operator": "In", "values": list(values)}]}
+
+
+def test_relaxation_order_matches_karpenter() -> None:
+    term = {"topologyKey": HOST, "labelSelector": {"matchLabels": {"app": "a"}}}
+    spec = {
+        "containers": [{"name": "c"}],
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [_expr(ARCH, "arm64"), _expr(ARCH, "amd64")]
+                },
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 1, "preference": _expr(ZONE, "a")},
+                    {"weight": 9, "preference": _expr(ZONE, "b")},
+                ],
+            },
+            "podAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 5, "podAffinityTerm": term}]
+            },
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 5, "podAffinityTerm": term}]
+            },
+        },
+        "topologySpreadConstraints": [
+            {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {}}
+        ],
+    }
+    variants = parse_pod("default", {}, spec, {}, lambda ns, s: Requirements()).variants
+    relaxed = [v.relaxed.split(" ")[0] + (" " + v.relaxed.split(" ")[1] if " " in v.relaxed else "") for v in variants]
+    assert relaxed == [
+        "",
+        "a required",
+        "preferred pod",
+        "preferred pod",
+        "the heaviest",
+        "the heaviest",
+        "ScheduleAnyway topology",
+        "PreferNoSchedule taints",
+    ]
+    assert "arm64" in repr(variants[0].reqs) and "amd64" in repr(variants[1].reqs)
+    assert "In [b]" in repr(variants[0].reqs)  # heaviest preference applies first
+    assert "In [a]" in repr(variants[4].reqs)  # then the next heaviest
+    assert ZONE not in variants[5].reqs  # then none
+    assert [t.kind for t in variants[0].terms] == ["affinity", "anti", "spread"]
+    assert variants[-1].ignore_prefer_no_schedule and not variants[-2].ignore_prefer_no_schedule
+
+
+def test_in_flight_claims_are_filled_before_new_ones() -> None:
+    claim = NodeClaim.model_validate(
+        {
+            "metadata": {"name": "default-abc", "labels": {"karpenter.sh/nodepool": "default"}},
+            "spec": {
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                "requirements": [
+                    {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.xlarge"]}
+                ],
+            },
+        }
+    )
+    plan = schedule([pod("a", cpu="3"), pod("b", cpu="3")], node_claims=[claim])
+    assert plan.existing_nodes[0].name == "default-abc" and plan.existing_nodes[0].node_claim
+    assert placement(plan)["default/a"] == "default-abc"
+    assert placement(plan)["default/b"] == "claim-0"
+
+
+def test_static_pools_do_not_launch_for_pods() -> None:
+    plan = schedule([pod("p")], [node_pool(replicas=2)])
+    assert "static NodePool" in reason(plan, "default/p")
+
+
+def test_runtime_class_overhead_is_added() -> None:
+    rc = {"metadata": {"name": "kata"}, "handler": "kata", "overhead": {"podFixed": {"cpu": "1"}}}
+    plan = schedule([pod("p", cpu="1", runtimeClassName="kata")], runtime_classes=[rc])
+    assert plan.node_claims[0].requests["cpu"] == "2"
+    plan = schedule([pod("p", runtimeClassName="missing")])
+    assert 'RuntimeClass "missing" not found' in reason(plan, "default/p")
+
+
+def test_invalid_pods_stay_pending_with_the_field_named() -> None:
+    plan = schedule([pod("p", cpu="a lot")])
+    assert "spec.containers[0].resources.requests.cpu" in reason(plan, "default/p")
+
+
+def test_node_affinity_policy_ignore_counts_domains_the_pod_cannot_use() -> None:
+    spread = [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": {"matchLabels": {"app": "a"}}, "nodeAffinityPolicy": "Ignore"}]  # fmt: skip
+    pinned = {"nodeSelector": {ZONE: "us-west-2a"}, "topologySpreadConstraints": spread}
+    plan = schedule([pod(f"p{i}", labels={"app": "a"}, **pinned) for i in range(3)])
+    # zones b and c count as empty domains: only one pod fits in zone a within maxSkew 1
+    assert sum(len(c.pods) for c in plan.node_claims) == 1
+    assert len(plan.unschedulable) == 2
