@@ -102,7 +102,7 @@ def test_invalid_pods_stay_pending_with_the_field_named() -> None:
 def test_node_affinity_policy_ignore_counts_domains_the_pod_cannot_use() -> None:
     spread = [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
                "labelSelector": {"matchLabels": {"app": "a"}}, "nodeAffinityPolicy": "Ignore"}]  # fmt: skip
-    pinned = {"nodeSelector": {ZONE: "us-west-2a"}, "topologySpreadConstraints": spread}
+    pinned: dict[str, Any] = {"nodeSelector": {ZONE: "us-west-2a"}, "topologySpreadConstraints": spread}
     plan = schedule([pod(f"p{i}", labels={"app": "a"}, **pinned) for i in range(3)])
     # zones b and c count as empty domains: only one pod fits in zone a within maxSkew 1
     assert sum(len(c.pods) for c in plan.node_claims) == 1
