@@ -46,6 +46,21 @@ SERVER_CODES: frozenset[str] = frozenset({"InternalError", "InternalFailure", "S
 T = TypeVar("T")
 
 
+class AWSAPIError(CloudProviderError):
+    """A CloudProviderError that carries the AWS error code, for the few callers inside `cloudprovider.aws`
+    that react to a specific code (NoSuchEntity, ParameterNotFound, ...)."""
+
+    def __init__(self, message: str, *, code: str, retryable: bool) -> None:
+        super().__init__(message, retryable=retryable)
+        self.code = code
+
+
+def has_code(error: CloudProviderError, *codes: str) -> bool:
+    """Whether the error came from AWS with one of these codes (a trailing "*" matches a prefix)."""
+    code = getattr(error, "code", "")
+    return any(code == c or (c.endswith("*") and code.startswith(c[:-1])) for c in codes)
+
+
 def error_code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
 
@@ -72,9 +87,8 @@ def translate(error: Exception, operation: str) -> CloudProviderError:
             return InstanceNotFoundError(text)
         if code in CAPACITY_ERROR_CODES:
             return InsufficientCapacityError(text)
-        if code in SERVER_CODES or _status(error) >= 500:
-            return CloudProviderError(text, retryable=True)
-        return CloudProviderError(text, retryable=False)
+        retryable = code in SERVER_CODES or _status(error) >= 500
+        return AWSAPIError(text, code=code, retryable=retryable)
     if isinstance(error, ConnectionError | HTTPClientError | ReadTimeoutError):
         return CloudProviderError(f"{operation}: cannot reach AWS: {error}", retryable=True)
     if isinstance(error, BotoCoreError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from cloudprovider.aws.errors import call
+from cloudprovider.aws.errors import call, has_code
 from cloudprovider.aws.sdk import IAMAPI
 from cloudprovider.errors import CloudProviderError, NodeClassNotReadyError
 
@@ -36,7 +36,7 @@ class InstanceProfiles:
             try:
                 call("CreateInstanceProfile", self._iam.create_instance_profile, InstanceProfileName=name, Tags=tags)
             except CloudProviderError as error:
-                if "EntityAlreadyExists" not in str(error):
+                if not has_code(error, "EntityAlreadyExists"):
                     raise
             profile = self._get(name) or {"Roles": []}
         if role is not None and not any(r.get("RoleName") == role for r in profile.get("Roles", [])):
@@ -48,7 +48,7 @@ class InstanceProfiles:
                     RoleName=role,
                 )
             except CloudProviderError as error:
-                if "LimitExceeded" not in str(error) and "EntityAlreadyExists" not in str(error):
+                if not has_code(error, "LimitExceeded", "EntityAlreadyExists"):
                     raise NodeClassNotReadyError(f'spec.role "{role}": {error}') from error
         with self._lock:
             self._known.add(name)
@@ -60,6 +60,6 @@ class InstanceProfiles:
                 call("GetInstanceProfile", self._iam.get_instance_profile, InstanceProfileName=name)["InstanceProfile"]
             )
         except CloudProviderError as error:
-            if "NoSuchEntity" in str(error):
+            if has_code(error, "NoSuchEntity"):
                 return None
             raise

@@ -8,7 +8,7 @@ from typing import Any
 
 from apis.instancetype import InstanceType
 from apis.labels import ARCH, NODECLASS
-from cloudprovider.aws.errors import call, fleet_error_offering, is_capacity_code
+from cloudprovider.aws.errors import call, fleet_error_offering, has_code, is_capacity_code
 from cloudprovider.aws.instanceprofile import InstanceProfiles
 from cloudprovider.aws.instances import InstanceQueries, to_instance
 from cloudprovider.aws.instancetypes import RESOURCE_NEURON, RESOURCE_NVIDIA_GPU
@@ -243,7 +243,9 @@ class Launcher:
         try:
             response = call("CreateFleet", self._ec2.create_fleet, **kwargs)
         except CloudProviderError as error:
-            if "InvalidLaunchTemplate" in str(error):  # deleted behind our back: recreate on the next attempt
+            if has_code(
+                error, "InvalidLaunchTemplateName.*", "InvalidLaunchTemplateId.*"
+            ):  # deleted behind our back: recreate on the next attempt
                 self._templates.forget()
                 raise CloudProviderError(str(error), retryable=True) from error
             raise

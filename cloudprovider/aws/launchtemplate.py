@@ -16,7 +16,7 @@ from typing import Any
 
 from apis.ec2nodeclass import EBS, BlockDeviceMapping, EC2NodeClass
 from apis.quantity import to_units
-from cloudprovider.aws.errors import call
+from cloudprovider.aws.errors import call, has_code
 from cloudprovider.aws.sdk import EC2API
 from cloudprovider.errors import CloudProviderError
 
@@ -141,7 +141,9 @@ class LaunchTemplates:
                     TagSpecifications=[{"ResourceType": "launch-template", "Tags": _tags(spec.tags)}],
                 )
             except CloudProviderError as error:
-                if "AlreadyExists" not in str(error):  # lost a race with another worker: same content
+                if not has_code(
+                    error, "InvalidLaunchTemplateName.AlreadyExistsException"
+                ):  # lost a race with another worker: same content
                     raise
         with self._lock:
             self._known.add(name)
@@ -156,7 +158,7 @@ class LaunchTemplates:
         try:
             found = call("DescribeLaunchTemplates", self._ec2.describe_launch_templates, LaunchTemplateNames=[name])
         except CloudProviderError as error:
-            if "NotFound" in str(error):
+            if has_code(error, "InvalidLaunchTemplateName.NotFoundException", "InvalidLaunchTemplateId.NotFound"):
                 return False
             raise
         return bool(found.get("LaunchTemplates"))

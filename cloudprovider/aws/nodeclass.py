@@ -13,7 +13,7 @@ from typing import Any
 
 from apis.ec2nodeclass import EC2NodeClass
 from cloudprovider.aws.amis import alias_parameters, parse_alias
-from cloudprovider.aws.errors import call
+from cloudprovider.aws.errors import call, has_code
 from cloudprovider.aws.sdk import EC2API, SSMAPI
 from cloudprovider.errors import CloudProviderError, NodeClassNotReadyError
 from cloudprovider.types import ResolvedNodeClass
@@ -179,7 +179,7 @@ class NodeClassResolver:
         try:
             return str(call("GetParameter", self._ssm.get_parameter, Name=name)["Parameter"]["Value"])
         except CloudProviderError as error:
-            if "ParameterNotFound" in str(error):
+            if has_code(error, "ParameterNotFound"):
                 return None
             raise
 
@@ -188,7 +188,7 @@ class NodeClassResolver:
         try:
             return list(call(operation, fn, **kwargs).get(key, []))
         except CloudProviderError as error:
-            if ".NotFound" in str(error) or "InvalidAMIID" in str(error):
+            if has_code(error, "InvalidSubnetID.*", "InvalidGroup.*", "InvalidGroupId.*", "InvalidAMIID.*"):
                 return []  # an id selector that matches nothing is "not ready", not a crash
             raise
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
-from cloudprovider.aws.errors import call, fleet_error_offering, translate
+from cloudprovider.aws.errors import AWSAPIError, call, fleet_error_offering, has_code, translate
 from cloudprovider.errors import (
     CloudProviderError,
     InstanceNotFoundError,
@@ -30,11 +30,11 @@ def client_error(code: str, status: int = 400, message: str = "details") -> Clie
         ("VcpuLimitExceeded", 400, InsufficientCapacityError, False),
         ("RequestLimitExceeded", 503, ThrottledError, True),
         ("Throttling", 400, ThrottledError, True),
-        ("InternalError", 500, CloudProviderError, True),
-        ("Anything", 503, CloudProviderError, True),
+        ("InternalError", 500, AWSAPIError, True),
+        ("Anything", 503, AWSAPIError, True),
         ("InvalidInstanceID.NotFound", 400, InstanceNotFoundError, False),
-        ("UnauthorizedOperation", 403, CloudProviderError, False),
-        ("InvalidParameterValue", 400, CloudProviderError, False),
+        ("UnauthorizedOperation", 403, AWSAPIError, False),
+        ("InvalidParameterValue", 400, AWSAPIError, False),
     ],
 )
 def test_codes_map_to_the_error_tree(code: str, status: int, kind: type, retryable: bool) -> None:
@@ -73,3 +73,10 @@ def test_fleet_error_names_the_refused_offering() -> None:
     }
     offering = fleet_error_offering(entry, {"subnet-1": "us-west-2a"}, "on-demand")
     assert offering == UnavailableOffering("m5.large", "us-west-2a", "spot", "InsufficientInstanceCapacity")
+
+
+def test_generic_errors_keep_their_code_for_callers_in_the_package() -> None:
+    error = translate(client_error("InvalidSubnetID.NotFound"), "DescribeSubnets")
+    assert isinstance(error, CloudProviderError)
+    assert has_code(error, "InvalidSubnetID.*") and not has_code(error, "InvalidAMIID.*")
+    assert not has_code(ThrottledError("x"), "RequestLimitExceeded")
