@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from apis import labels as L
@@ -56,7 +56,6 @@ class InstanceTypeSettings:
     root_volume_bytes: int = DEFAULT_ROOT_VOLUME_BYTES
     vm_memory_overhead_percent: float = DEFAULT_VM_MEMORY_OVERHEAD_PERCENT
     reserved_enis: int = 0
-    extra_labels: Mapping[str, str] = field(default_factory=dict)
 
 
 def architecture(info: Mapping[str, Any]) -> str | None:
@@ -252,6 +251,6 @@ def to_instance_type(
         name=str(info["InstanceType"]),
         capacity=_quantities(cap),
         overhead=_quantities(overhead(cap, settings.kubelet)),
-        labels={**instance_labels(info), **settings.extra_labels},
+        labels=instance_labels(info),
         offerings=sorted(offerings, key=lambda o: (o.zone, o.capacity_type)),
     )
