@@ -5,6 +5,8 @@ in-process). Store listeners are synchronous, so ``on_event`` only queues keys; 
 queue and calls ``reconcile``, which reads and writes the store directly (each write is atomic on
 the loop). Reconcile must be idempotent: writes that change nothing produce no events, which is
 what lets a controller settle. A failed reconcile is retried after ``retry_delay`` seconds.
+After a wake-up the loop waits ``batch_delay`` seconds so a burst of events for one key (1,000
+pod status updates of one ReplicaSet) costs one reconcile, like a client-go workqueue.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class Controller(abc.ABC, Generic[K]):
 
     name = "controller"
     retry_delay = 0.2
+    batch_delay = 0.05
 
     def __init__(self, store: ObjectStore) -> None:
         self.store = store
@@ -56,6 +59,7 @@ class Controller(abc.ABC, Generic[K]):
         loop = asyncio.get_running_loop()
         while True:
             await self._wake.wait()
+            await asyncio.sleep(self.batch_delay)
             self._wake.clear()
             while self._pending:
                 key = next(iter(self._pending))

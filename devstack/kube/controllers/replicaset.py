@@ -17,7 +17,7 @@ from devstack.kube.catalog import ServedResource
 from devstack.kube.controllers.base import Controller, NsName
 from devstack.kube.ownership import controller_of, is_controlled_by, is_deleting, owner_reference
 from devstack.kube.patches import clone
-from devstack.kube.store import WatchEvent
+from devstack.kube.store import ObjectStore, WatchEvent
 
 
 def _is_ready(pod: dict[str, Any]) -> bool:
@@ -40,21 +40,46 @@ def _deletion_rank(pod: dict[str, Any]) -> tuple[int, int, str, str]:
 class ReplicaSetController(Controller[NsName]):
     name = "replicaset"
 
+    def __init__(self, store: ObjectStore) -> None:
+        super().__init__(store)
+        # ReplicaSet uid -> names of the pods it controls (an informer-style index, kept from events).
+        self._owned: dict[str, dict[str, None]] = {}
+        for pod in store.iter_all(catalog.POD):
+            self._track(pod, deleted=False)
+
+    def _track(self, pod: dict[str, Any], deleted: bool) -> dict[str, Any] | None:
+        ref = controller_of(pod)
+        if not ref or ref.get("kind") != "ReplicaSet":
+            return None
+        pods = self._owned.setdefault(ref["uid"], {})
+        if deleted:
+            pods.pop(pod["metadata"]["name"], None)
+        else:
+            pods[pod["metadata"]["name"]] = None
+        return ref
+
     def keys_for(self, res: ServedResource, event: WatchEvent) -> Iterable[NsName]:
         if res == catalog.REPLICASET:
+            if event.type == "DELETED":
+                self._owned.pop(event.obj["metadata"]["uid"], None)
             return [(event.obj["metadata"]["namespace"], event.obj["metadata"]["name"])]
         if res == catalog.POD:
-            ref = controller_of(event.obj)
-            if ref and ref.get("kind") == "ReplicaSet":
+            ref = self._track(event.obj, deleted=event.type == "DELETED")
+            if ref:
                 return [(event.obj["metadata"]["namespace"], ref["name"])]
         return []
+
+    def _pods_of(self, rs: dict[str, Any]) -> list[dict[str, Any]]:
+        namespace = rs["metadata"]["namespace"]
+        found = (self.store.find(catalog.POD, namespace, n) for n in self._owned.get(rs["metadata"]["uid"], {}))
+        return [p for p in found if p is not None and is_controlled_by(p, rs)]
 
     def reconcile(self, key: NsName) -> None:
         namespace, name = key
         rs = self.store.find(catalog.REPLICASET, namespace, name)
         if rs is None or is_deleting(rs):
             return
-        owned = [p for p in self.store.list(catalog.POD, namespace) if is_controlled_by(p, rs)]
+        owned = self._pods_of(rs)
         active = [p for p in owned if _is_active(p)]
         wanted = int((rs.get("spec") or {}).get("replicas", 1))
         if len(active) < wanted:
