@@ -82,6 +82,7 @@ class Solver:
         self.vector_cache: dict[tuple[int, int], tuple[IntArray, list[tuple[int, int]]] | None] = {}
         self.price_cache: dict[tuple[int, Requirements], list[float]] = {}
         self.unschedulable: list[UnschedulablePod] = []
+        self.failed: list[tuple[_ClassState, list[str], str]] = []
 
     def _record_bound(self, bound_terms: list[tuple[NodeTarget, Mapping[str, Any], list[Term]]]) -> None:
         """Running pods count in every group they match, and own their required anti-affinity terms."""
@@ -98,21 +99,29 @@ class Solver:
 
     def solve(self) -> Plan:
         for state in self.states:
+            if state.cls.parsed.error:
+                self.unschedulable.extend(
+                    UnschedulablePod(pod=p, reason=state.cls.parsed.error) for p in state.cls.pods
+                )
+        valid = [s for s in self.states if not s.cls.parsed.error]
+        for state in valid:
             if not state.bulk:
-                self._schedule_class(state)
-        self._schedule_interleaved([s for s in self.states if s.bulk])
+                self._schedule_pods(state, state.cls.pods)
+        self._schedule_interleaved([s for s in valid if s.bulk])
+        self._retry_failed()
         return self._plan()
 
-    def _schedule_class(self, state: _ClassState) -> None:
-        cls = state.cls
-        if cls.parsed.error:
-            self._fail(cls.pods, cls.parsed.error)
-            return
-        for position in range(len(cls.pods)):
-            placed, reason = self._place(state, cls.pods[position : position + 1])
+    def _schedule_pods(self, state: _ClassState, pods: list[str]) -> None:
+        """Place the pods (in bulk when the class allows); the first that fits nowhere fails with the rest,
+        since identical pods meet an unchanged cluster."""
+        position = 0
+        while position < len(pods):
+            want = len(pods) - position if state.bulk else 1
+            placed, reason = self._place(state, pods[position : position + want])
             if placed == 0:
-                self._fail(cls.pods[position:], reason)
+                self.failed.append((state, pods[position:], reason))
                 return
+            position += placed
 
     def _schedule_interleaved(self, states: list[_ClassState]) -> None:
         """Classes without topology terms, in rounds: each round places a slice of every class (largest
@@ -120,12 +129,7 @@ class Solver:
         class's, and the cheapest instance type for the mix wastes less."""
         positions = {id(s): 0 for s in states}
         chunks = {id(s): max(1, -(-len(s.cls.pods) // INTERLEAVE_ROUNDS)) for s in states}
-        active = []
-        for state in states:
-            if state.cls.parsed.error:
-                self._fail(state.cls.pods, state.cls.parsed.error)
-            else:
-                active.append(state)
+        active = list(states)
         while active:
             still = []
             for state in active:
@@ -135,7 +139,7 @@ class Solver:
                 while start < end:
                     placed, reason = self._place(state, pods[start:end])
                     if placed == 0:
-                        self._fail(pods[start:], reason)
+                        self.failed.append((state, pods[start:], reason))
                         start = len(pods)
                         break
                     start += placed
@@ -144,8 +148,18 @@ class Solver:
                     still.append(state)
             active = still
 
-    def _fail(self, pods: list[str], reason: str) -> None:
-        self.unschedulable.extend(UnschedulablePod(pod=p, reason=reason) for p in pods)
+    def _retry_failed(self) -> None:
+        """Pods that failed may fit now that later pods are placed (pod affinity to a workload scheduled
+        after them, as Karpenter's queue retries); retry while that makes progress, then report."""
+        while self.failed:
+            retry, self.failed = self.failed, []
+            before = sum(len(pods) for _, pods, _ in retry)
+            for state, pods, _ in retry:
+                self._schedule_pods(state, pods)
+            if sum(len(pods) for _, pods, _ in self.failed) == before:
+                break
+        for _, pods, reason in self.failed:
+            self.unschedulable.extend(UnschedulablePod(pod=p, reason=reason) for p in pods)
 
     def _place(self, state: _ClassState, pods: list[str]) -> tuple[int, str]:
         """Place up to len(pods) pods (the first variant that places any wins); (count, reason if 0)."""

@@ -154,3 +154,13 @@ def test_missing_pvc_is_a_reason() -> None:
     p = pod("db", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "nope"}}])
     plan = schedule([p])
     assert 'PersistentVolumeClaim "default/nope" not found' in reason(plan, "default/db")
+
+
+def test_affinity_to_a_workload_scheduled_later_in_the_batch() -> None:
+    # the client is larger, so it is tried first, before any db pod exists; it is retried after them
+    client = pod("client", cpu="2", affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": ZONE, "labelSelector": {"matchLabels": {"app": "db"}}}]}})  # fmt: skip
+    db = pod("db", cpu="100m", labels={"app": "db"}, nodeSelector={ZONE: ZONES[1]})
+    plan = schedule([client, db])
+    assert not plan.unschedulable
+    assert claim_zones(plan) == Counter({ZONES[1]: 2})
