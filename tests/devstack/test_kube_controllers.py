@@ -119,3 +119,15 @@ def test_pods_on_a_deleted_node_are_collected(api_server: KubeApiServer, core: C
     core.create_namespaced_pod(namespace, pod)
     core.delete_node(node)
     eventually(lambda: not core.list_namespaced_pod(namespace).items)
+
+
+def test_deleting_a_namespace_deletes_its_objects(core: CoreApi, apps: AppsApi, namespace: str) -> None:
+    apps.create_namespaced_deployment(namespace, deployment("web", 1))
+    eventually_items(lambda: pods_of(core, namespace, "web"), 1)
+    core.delete_namespace(namespace)
+    eventually(
+        lambda: (
+            not core.list_pod_for_all_namespaces(field_selector=f"metadata.namespace={namespace}").items
+            and not apps.list_deployment_for_all_namespaces(field_selector=f"metadata.namespace={namespace}").items
+        )
+    )

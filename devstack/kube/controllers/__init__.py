@@ -13,6 +13,7 @@ from devstack.kube.controllers.base import Controller
 from devstack.kube.controllers.deployment import DeploymentController
 from devstack.kube.controllers.disruption import DisruptionController
 from devstack.kube.controllers.garbage import GarbageCollector
+from devstack.kube.controllers.namespace import NamespaceController
 from devstack.kube.controllers.podgc import PodGarbageCollector
 from devstack.kube.controllers.replicaset import ReplicaSetController
 from devstack.kube.store import ObjectStore, WatchEvent
@@ -30,6 +31,7 @@ class ControllerManager:
             GarbageCollector(store),
             PodGarbageCollector(store),
             DisruptionController(store),
+            NamespaceController(store),
         ]
         self._tasks: list[asyncio.Task[None]] = []
         self._store = store
