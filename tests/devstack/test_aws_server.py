@@ -10,6 +10,7 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from moto.ec2.models.instance_types import INSTANCE_TYPES
 
+from cloudprovider.aws.catalog import catalog_file, generate
 from cloudprovider.aws.pricing import load_price_table
 from devstack.aws.faults import FaultClient
 from devstack.aws.server import MotoServer
@@ -210,6 +212,12 @@ def test_standalone_entry_point_serves_until_sigterm() -> None:
         if process.poll() is None:
             process.kill()
             process.wait(timeout=5)
+
+
+def test_shipped_catalog_matches_what_the_local_stack_generates(aws: MotoServer) -> None:
+    shipped = resources.files("cloudprovider.aws").joinpath(catalog_file(REGION)).read_bytes()
+    generated = generate(aws.url, REGION, aws.cluster_name, [f"{REGION}{z}" for z in "abc"])
+    assert generated == shipped, "stale catalog: run python -m cloudprovider.aws.catalog generate (see its docstring)"
 
 
 def test_reset_wipes_state_and_seeds_again(aws: MotoServer, ec2: Any, faults: FaultClient) -> None:
