@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from apis.quantity import format_resource_list
+from apis.quantity import format_resource_list, format_units
 from scheduling.pools import Pool
 from scheduling.requirements import Requirements
+from scheduling.targets import Claim
 
 
 def describe_resources(resources: Mapping[str, int]) -> str:
@@ -34,3 +35,29 @@ def no_type_reason(pool: Pool, reqs: Requirements) -> str:
 def limits_reason(pool: Pool, remaining: Mapping[str, int]) -> str:
     left = describe_resources({k: max(0, v) for k, v in remaining.items()})
     return f"limits would be exceeded by every instance type (remaining {left})"
+
+
+def no_room_reason(requests: Mapping[str, int], claim: Claim) -> str:
+    """Which requested resources exceed what the largest allowed instance type has free (after the
+    daemonset overhead)."""
+    matrix = claim.pool.matrix
+    short: dict[str, int] = {}
+    for name, want in sorted(requests.items()):
+        column = matrix.column.get(name)
+        have = claim.max_free[column] if column is not None and claim.max_free else 0
+        if want > have:
+            short[name] = max(0, have)
+    if not short:
+        detail = "the pod's requests " + describe_resources(requests)
+    else:
+        missing = [n for n, have in short.items() if have == 0]
+        if missing:
+            return f"no allowed instance type offers {', '.join(missing)}"
+        detail = "; ".join(
+            f"{name}: the pod requests {format_units(name, requests[name])}, the largest allowed instance type "
+            f"has {format_units(name, have)} free"
+            for name, have in short.items()
+        )
+    overhead = claim.pool.ds_overhead
+    suffix = f" (after daemonset overhead {describe_resources(overhead)})" if overhead else ""
+    return f"no instance type has room: {detail}{suffix}"

@@ -4,7 +4,7 @@ Workloads are expanded into the pods their controllers would create, with determ
 Deployment, ReplicaSet and StatefulSet `<name>-<i>` for i < replicas (default 1), Job `<name>-<i>` for
 i < parallelism (default 1); StatefulSet volumeClaimTemplates become unbound PVCs `<claim>-<name>-<i>`.
 Pods with spec.nodeName are bound to that Node. `List` objects are unpacked. Invalid objects are reported
-(kind, name, field, problem) and left out; everything else is still simulated.
+(`Kind "name": field: problem`) and left out; everything else is still simulated.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from apis.ec2nodeclass import EC2NodeClass
+from apis.errors import describe_validation_error
 from apis.instancetype import InstanceType
 from apis.nodeclaim import NodeClaim
 from apis.nodepool import NodePool
@@ -53,15 +54,6 @@ def _name(doc: Mapping[str, Any]) -> str:
     namespace = meta.get("namespace")
     name = meta.get("name") or "<unnamed>"
     return f"{namespace}/{name}" if namespace else str(name)
-
-
-def describe_validation_error(kind: str, name: str, err: ValidationError) -> list[str]:
-    """One message per problem: `NodePool default: spec.limits.cpu: invalid quantity ...`."""
-    out = []
-    for problem in err.errors():
-        where = ".".join(str(part) for part in problem["loc"]) or "(object)"
-        out.append(f"{kind} {name}: {where}: {problem['msg']}")
-    return out
 
 
 def _expand_workload(doc: Mapping[str, Any], kind: str) -> tuple[list[Obj], list[Obj]]:
@@ -113,7 +105,7 @@ def _model(kind: str, name: str, model: type[BaseModel], doc: Mapping[str, Any],
     try:
         return model.model_validate(doc)
     except ValidationError as err:
-        errors.extend(describe_validation_error(kind, name, err))
+        errors.extend(problem.describe() for problem in describe_validation_error(kind, name, err, model))
         return None
 
 
@@ -151,14 +143,14 @@ def expand(docs: Iterable[Any], instance_types: list[InstanceType]) -> Expanded:
             try:
                 pods, pvcs = _expand_workload(doc, kind)
             except ValueError as err:
-                errors.append(f"{kind} {name}: {err}")
+                errors.append(f'{kind} "{name}": {err}')
                 continue
             lists["pods"].extend(pods)
             lists["persistent_volume_claims"].extend(pvcs)
         elif kind in LISTS:
             lists[LISTS[kind]].append(dict(doc))
         elif kind and kind not in IGNORED_KINDS:
-            errors.append(f"{kind} {name}: kind not simulated; ignored")
+            errors.append(f'{kind} "{name}": kind not simulated; ignored')
         elif not kind:
             errors.append(f"document {index} ({name}): kind: required")
     _dedupe_names(lists, errors)
@@ -172,7 +164,7 @@ def _dedupe_names(lists: dict[str, list[Any]], errors: list[str]) -> None:
         kept = []
         for obj in lists[attr]:
             if obj.name in seen:
-                errors.append(f"{obj.kind} {obj.name}: defined twice; the first definition is used")
+                errors.append(f'{obj.kind} "{obj.name}": defined twice; the first definition is used')
                 continue
             seen.add(obj.name)
             kept.append(obj)

@@ -21,7 +21,7 @@ import numpy.typing as npt
 from apis.labels import HOSTNAME
 from apis.quantity import ResourceList, add, to_resource_list
 from scheduling.catalog import Option
-from scheduling.explain import describe_resources, limits_reason, no_type_reason
+from scheduling.explain import limits_reason, no_room_reason, no_type_reason
 from scheduling.output import INF, domain_values, planned_claim
 from scheduling.packing import IntArray
 from scheduling.pods import PodClass, Variant, group_pods
@@ -509,12 +509,7 @@ class Solver:
         min_values = self._min_values_reason(state, claim)
         if min_values:
             return min_values
-        ds = claim.pool.ds_overhead
-        return (
-            f"NodePool {claim.pool.name}: no instance type has room for the pod's requests "
-            + describe_resources(state.requests)
-            + (f" plus daemonset overhead {describe_resources(ds)}" if ds else "")
-        )
+        return f"NodePool {claim.pool.name}: " + no_room_reason(state.requests, claim)
 
     def _min_values_reason(self, state: _ClassState, claim: Claim) -> str:
         vector = self._vector(state, claim.pool)

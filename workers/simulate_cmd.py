@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,11 +21,10 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from apis import manifests
 from apis.instancetype import InstanceType
 from scheduling import Plan, solve
 from scheduling.manifests import expand
-
-_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class InputError(Exception):
@@ -54,9 +52,19 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def substitute(text: str, variables: Mapping[str, str]) -> str:
-    """Replace ${NAME} for the given variables; others are left as they are."""
-    return _VARIABLE.sub(lambda m: variables.get(m.group(1), m.group(0)), text)
+def load_documents(paths: list[str], variables: Mapping[str, str]) -> list[Any]:
+    """Every document of every file (a directory: its .yaml/.yml/.json files; '-': stdin), ${NAME}
+    substituted. Raises InputError naming the file and line."""
+    docs: list[Any] = []
+    try:
+        for path in paths:
+            if path == "-":
+                docs.extend(manifests.load_documents(sys.stdin.read(), variables, source="<stdin>"))
+            else:
+                docs.extend(manifests.load_files([path], variables))
+    except manifests.ManifestError as err:
+        raise InputError(str(err)) from None
+    return docs
 
 
 def _read(path: str) -> str:
@@ -64,16 +72,6 @@ def _read(path: str) -> str:
         return sys.stdin.read() if path == "-" else Path(path).read_text()
     except OSError as err:
         raise InputError(f"{path}: cannot read: {err.strerror}") from None
-
-
-def load_documents(paths: list[str], variables: Mapping[str, str]) -> list[Any]:
-    docs: list[Any] = []
-    for path in paths:
-        try:
-            docs.extend(d for d in yaml.safe_load_all(substitute(_read(path), variables)) if d is not None)
-        except yaml.YAMLError as err:
-            raise InputError(f"{path}: not valid YAML or JSON: {err}") from None
-    return docs
 
 
 def load_catalog(path: str | None, region: str) -> list[InstanceType]:

@@ -80,8 +80,8 @@ def test_invalid_object_reported_rest_simulated(
     assert main(simulate(tmp_path, catalog_file, NODEPOOL, bad.split("---")[0], DEPLOYMENT)) == 0
     captured = capsys.readouterr()
     out = json.loads(captured.out)
-    assert any("NodePool bad: spec.weight" in e for e in out["errors"])
-    assert "NodePool bad: spec.weight" in captured.err
+    assert any('NodePool "bad": spec.weight' in e for e in out["errors"])
+    assert 'NodePool "bad": spec.weight' in captured.err
     assert len(out["nodeClaims"]) >= 1
 
 

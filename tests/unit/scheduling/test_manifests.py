@@ -48,11 +48,11 @@ def test_invalid_objects_are_reported_and_the_rest_kept() -> None:
     bad = {**NODEPOOL, "metadata": {"name": "bad"}, "spec": {**NODEPOOL["spec"], "limits": {"cpu": "lots"}}}
     out = expand([bad, NODEPOOL, workload("Deployment", replicas=-1), workload("Job", 1)], [])
     assert [p.name for p in out.input.node_pools] == ["default"]
-    assert any(e.startswith("NodePool bad: spec.limits.cpu") for e in out.errors), out.errors
-    assert any(e.startswith("Deployment ns/app: spec.replicas") for e in out.errors), out.errors
+    assert any(e.startswith('NodePool "bad": spec.limits.cpu') for e in out.errors), out.errors
+    assert any(e.startswith('Deployment "ns/app": spec.replicas') for e in out.errors), out.errors
     assert len(out.input.pods) == 1
 
 
 def test_unknown_kinds_are_reported_known_ignorable_kinds_are_not() -> None:
     out = expand([{"kind": "Service", "metadata": {"name": "s"}}, {"kind": "Widget", "metadata": {"name": "w"}}], [])
-    assert out.errors == ["Widget w: kind not simulated; ignored"]
+    assert out.errors == ['Widget "w": kind not simulated; ignored']

@@ -41,7 +41,11 @@ def test_spot_is_cheaper_when_the_pool_allows_it() -> None:
 
 def test_pods_that_fit_nowhere_say_why() -> None:
     plan = schedule([pod("huge", cpu="100")])
-    assert "no instance type has room for the pod's requests" in reason(plan, "default/huge")
+    assert "no instance type has room: cpu: the pod requests 100, the largest allowed instance type has 16 free" in (
+        reason(plan, "default/huge")
+    )
+    plan = schedule([pod("gpu", requests={"example.com/fpga": "1"})])
+    assert "no allowed instance type offers example.com/fpga" in reason(plan, "default/gpu")
 
 
 def test_extended_resources_select_gpu_types() -> None:
