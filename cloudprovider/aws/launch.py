@@ -114,10 +114,12 @@ class Launcher:
             spot_cheaper_than_on_demand(candidates) if capacity_type == "spot" else candidates.get("on-demand", [])
         )
         if not overrides:
+            refused = self._unavailable_requested(request)
             raise InsufficientCapacityError(
                 f"NodeClaim {request.node_claim_name}: no available offering among {len(request.instance_types)} "
-                f"instance types in zones {request.zones or 'any'} for capacity types {request.capacity_types}",
-                [],
+                f"instance types in zones {request.zones or 'any'} for capacity types {request.capacity_types} "
+                f"({len(refused)} recently refused)",
+                refused,
             )
         profile = self._profiles.ensure(
             instance_profile_name(self._cluster.name, self._cluster.region, node_class), node_class.spec.role
@@ -136,6 +138,18 @@ class Launcher:
         )
         configs = self._launch_template_configs(overrides, user_data, groups, profile, family, request, tags)
         return self._fleet(request, capacity_type, configs, tags, {s["id"]: s["zone"] for s in subnets})
+
+    def _unavailable_requested(self, request: LaunchRequest) -> list[UnavailableOffering]:
+        """The offerings of this request that the unavailable-offerings cache holds."""
+        allowed = request.capacity_types or ["on-demand"]
+        wanted = set(request.instance_types[:MAX_INSTANCE_TYPES])
+        return [
+            o
+            for o in self._unavailable.snapshot()
+            if o.instance_type in wanted
+            and o.capacity_type in allowed
+            and (not request.zones or o.zone in request.zones)
+        ]
 
     def tags(self, request: LaunchRequest) -> dict[str, str]:
         """spec.tags and request tags, then the static tags (which win, as in Karpenter)."""

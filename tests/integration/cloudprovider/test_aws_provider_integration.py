@@ -214,8 +214,9 @@ def test_insufficient_capacity_everywhere_raises_and_marks_offerings_unavailable
         **{(z, "on-demand"): False for z in ZONES},
         **{(z, "spot"): True for z in ZONES},
     }
-    with pytest.raises(InsufficientCapacityError):  # nothing left to try: no CreateFleet call at all
+    with pytest.raises(InsufficientCapacityError) as raised:  # nothing left to try: no CreateFleet call at all
         provider.create(make_request(["c5.large"]))
+    assert {(o.instance_type, o.zone) for o in raised.value.offerings} == {("c5.large", zone) for zone in ZONES}
 
 
 def test_request_limit_exceeded_burst_raises_throttled(provider: AWSCloudProvider, clean: FaultClient) -> None:
