@@ -67,6 +67,7 @@ class ChildProcess:
         self.env = env
         self.grace_seconds = grace_seconds
         self._proc: subprocess.Popen[bytes] | None = None
+        self._stopped = False  # stop() has swept and reaped the current run
 
     @property
     def pid(self) -> int | None:
@@ -89,6 +90,7 @@ class ChildProcess:
                 start_new_session=True,
                 preexec_fn=_PREEXEC,
             )
+        self._stopped = False
         log.info("started %s (pid %d), log %s", self.name, self._proc.pid, self.log_path)
 
     def running(self) -> bool:
@@ -119,8 +121,9 @@ class ChildProcess:
 
     def stop(self, kill: bool = False) -> None:
         """SIGTERM the group and wait up to the grace period, then SIGKILL (at once if `kill`).
-        Afterwards the group is also swept with SIGKILL, for grandchildren that ignored SIGTERM."""
-        if self._proc is None:
+        Afterwards the group is also swept with SIGKILL, for grandchildren that ignored SIGTERM.
+        Once done, further calls do nothing until the next start()."""
+        if self._proc is None or self._stopped:
             return
         if kill:
             self.signal(signal.SIGKILL)
@@ -130,6 +133,7 @@ class ChildProcess:
                 log.warning("%s did not stop within %.0fs of SIGTERM; sending SIGKILL", self.name, self.grace_seconds)
         self._kill_group()
         self._proc.wait()
+        self._stopped = True
         log.info("stopped %s (exit %s)", self.name, self._proc.returncode)
 
     def _kill_group(self) -> None:

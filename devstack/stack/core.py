@@ -44,6 +44,7 @@ PROJECT_ROOT = Path(devstack.__file__).resolve().parent.parent
 WORKER_GRACE_SECONDS = 10.0
 SERVICES_GRACE_SECONDS = 5.0
 POLL_INTERVAL = 0.5
+TEMPORAL_PORT_ATTEMPTS = 3
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -138,13 +139,24 @@ class DevStack:
         )
 
     def _start_temporal(self, ports: temporal.TemporalPorts) -> None:
+        """Start the server. A port picked here as free can be taken before the server binds it (by
+        the services child, or the server's own internal listeners); then it retries on new picks."""
         cfg = self.config
         if cfg.fresh and cfg.temporal_db is not None:
             temporal.delete_db(cfg.temporal_db)
-        self._temporal = temporal.TemporalDevServer(ports, cfg.temporal_db, cfg.ui, cfg.logs_dir / "temporal.log")
-        self._temporal.start(cfg.start_timeout)
-        self.temporal_address = self._temporal.address
-        self.ui_url = self._temporal.ui_url
+        for attempt in range(1, TEMPORAL_PORT_ATTEMPTS + 1):
+            server = temporal.TemporalDevServer(ports, cfg.temporal_db, cfg.ui, cfg.logs_dir / "temporal.log")
+            self._temporal = server
+            try:
+                server.start(cfg.start_timeout)
+                break
+            except RuntimeError as exc:
+                if attempt == TEMPORAL_PORT_ATTEMPTS or "address already in use" not in str(exc):
+                    raise
+                log.warning("Temporal could not bind a port it was given; retrying on other free ports")
+                ports = self._temporal_ports()
+        self.temporal_address = server.address
+        self.ui_url = server.ui_url
 
     def _launch_services(self) -> None:
         cfg = self.config

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import random
 import socket
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from pathlib import Path
 
 HOST = "127.0.0.1"
+PICK_RANGE_LOW = 20000
 
 
 class PortInUseError(RuntimeError):
@@ -31,12 +34,34 @@ def check_free(port: int, flag: str, host: str = HOST) -> None:
             ) from exc
 
 
+def _ephemeral_low(default: int = 32768) -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return default
+
+
 def free_port(host: str = HOST) -> int:
-    """A port the OS reports free right now (another process could still take it before we bind)."""
+    """A port free right now, for a server we start ourselves a moment later.
+
+    Picked below the kernel's ephemeral range when possible: ports in that range are handed out to
+    every outgoing connection (the stack makes many on loopback), so one picked there is often taken
+    by a client socket before the server binds it. Another process can still take the port first;
+    callers that pick ports this way retry on failure."""
+    low, high = PICK_RANGE_LOW, min(_ephemeral_low(), 65536)
+    if high - low >= 1000:
+        rng = random.Random()
+        for _ in range(50):
+            port = rng.randrange(low, high)
+            try:
+                check_free(port, "port", host)
+            except PortInUseError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
+        picked: int = sock.getsockname()[1]
+        return picked
 
 
 def resolve(port: int, flag: str, host: str = HOST) -> int:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from devstack.stack.children import ChildProcess, stop_all
-from devstack.stack.ports import PortInUseError, check_free, resolve, wait_for
+from devstack.stack.ports import PortInUseError, check_free, free_port, resolve, wait_for
 from devstack.temporal import TemporalPorts, nodeflow_search_attributes, server_args
 
 
@@ -122,3 +122,11 @@ def test_temporal_command_line_has_every_port_the_db_and_search_attributes(tmp_p
 def test_temporal_in_memory_with_ui_has_no_db_and_no_headless() -> None:
     argv = server_args(Path("/bin/temporal"), TemporalPorts(1, 2, 3, 4), None, True, [])
     assert "--db-filename" not in argv and "--headless" not in argv
+
+
+def test_free_ports_are_picked_below_the_ephemeral_range() -> None:
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    if low - 20000 < 1000:
+        pytest.skip("the ephemeral range leaves no room below it")
+    ports = [free_port() for _ in range(10)]
+    assert all(20000 <= p < low for p in ports)
