@@ -230,3 +230,15 @@ def test_min_values_keeps_enough_distinct_families_or_explains() -> None:
     too_many = node_pool(requirements=[{"key": family, "operator": "Exists", "minValues": 9}])
     plan = schedule([pod("p")], [too_many])
     assert "minValues 9 for karpenter.k8s.aws/instance-family cannot be met" in reason(plan, "default/p")
+
+
+def test_startup_taints_are_ignored_by_the_simulation() -> None:
+    pool = node_pool(startupTaints=[{"key": "agent-not-ready", "effect": "NoSchedule"}])
+    plan = schedule([pod("p")], [pool])
+    assert plan.node_claims and plan.node_claims[0].startup_taints[0].key == "agent-not-ready"
+
+
+def test_pods_can_pin_a_pool_by_name() -> None:
+    heavy, light = node_pool("heavy", weight=10), node_pool("light")
+    plan = schedule([pod("p", nodeSelector={"karpenter.sh/nodepool": "light"})], [heavy, light])
+    assert plan.node_claims[0].node_pool == "light"

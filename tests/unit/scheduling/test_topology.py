@@ -164,3 +164,23 @@ def test_affinity_to_a_workload_scheduled_later_in_the_batch() -> None:
     plan = schedule([client, db])
     assert not plan.unschedulable
     assert claim_zones(plan) == Counter({ZONES[1]: 2})
+
+
+def test_match_label_keys_spread_each_revision_separately() -> None:
+    spec = spread(ZONE, matchLabelKeys=["rev"])
+    old = [pod(f"old-{i}", labels={**APP, "rev": "1"}, topologySpreadConstraints=spec) for i in range(3)]
+    new = [pod(f"new-{i}", labels={**APP, "rev": "2"}, topologySpreadConstraints=spec) for i in range(3)]
+    plan = schedule(old + new)
+    per_rev: dict[str, Counter[str]] = {"1": Counter(), "2": Counter()}
+    for claim in plan.node_claims:
+        zone = requirement(claim, ZONE)[0]  # type: ignore[index]
+        for p in claim.pods:
+            per_rev["1" if "/old-" in p else "2"][zone] += 1
+    assert per_rev["1"] == Counter(dict.fromkeys(ZONES, 1)) and per_rev["2"] == Counter(dict.fromkeys(ZONES, 1))
+
+
+def test_daemonset_host_ports_block_pods_on_new_nodes() -> None:
+    ds = {"metadata": {"name": "proxy"}, "spec": {"template": {"spec": {"containers": [
+        {"name": "p", "ports": [{"containerPort": 80, "hostPort": 80}]}]}}}}  # fmt: skip
+    plan = schedule([pod("web", ports=[{"containerPort": 80, "hostPort": 80}])], daemonsets=[ds])
+    assert "a daemonset binds the same host port" in reason(plan, "default/web")
