@@ -11,7 +11,6 @@ another such pod, so each class walks the target list once.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,36 +20,21 @@ import numpy.typing as npt
 from apis.labels import HOSTNAME
 from apis.quantity import ResourceList, add, to_resource_list
 from scheduling.catalog import Option
+from scheduling.domains import ClassState, Domains
 from scheduling.explain import limits_reason, no_room_reason, no_type_reason
-from scheduling.output import INF, domain_values, planned_claim
+from scheduling.output import INF, planned_claim
 from scheduling.packing import IntArray
-from scheduling.pods import PodClass, Variant, group_pods
+from scheduling.pods import Variant, group_pods
 from scheduling.pools import Pool, build_pools
-from scheduling.requirements import EMPTY, Req, Requirements
+from scheduling.requirements import Requirements
 from scheduling.resources import ports_conflict
 from scheduling.state import bound_anti_terms, cluster_targets, in_flight_targets, runtime_overheads, volume_resolver
 from scheduling.taints import untolerated
-from scheduling.targets import BIG, Claim, NodeTarget, fit_count
-from scheduling.topology import AFFINITY, ANTI, SPREAD, Term, Topology
+from scheduling.targets import Claim, NodeTarget, Target, fit_count
+from scheduling.topology import AFFINITY, Term, Topology
 from scheduling.types import ExistingNodePlacement, Plan, SchedulingInput, UnschedulablePod
 
-MAX_PINS = 16
 INTERLEAVE_ROUNDS = 32
-Target = NodeTarget | Claim
-
-
-class _ClassState:
-    """Per-class data derived once: requests, the groups its pods count in, the anti-affinity groups it
-    must keep away from (inverse), and the groups it owns."""
-
-    def __init__(self, cls: PodClass, topology: Topology) -> None:
-        self.cls = cls
-        self.requests = cls.requests
-        self.matching = topology.matching_groups(cls.namespace, cls.labels)
-        self.self_match = {id(g) for g in self.matching}
-        self.owned = [topology.group(t) for t in cls.parsed.owned_anti]
-        self.inverse = [g for g in self.matching if g.term.kind == ANTI]
-        self.bulk = not any(v.terms for v in cls.parsed.variants) and not self.inverse and not cls.parsed.ports
 
 
 class Solver:
@@ -73,16 +57,16 @@ class Solver:
             for term in (*(t for v in cls.parsed.variants for t in v.terms), *cls.parsed.owned_anti):
                 self.topology.group(term)
         self._record_bound(bound_terms)
-        self.states = [_ClassState(cls, self.topology) for cls in classes]
+        self.states = [ClassState(cls, self.topology) for cls in classes]
+        self.domains = Domains(self.topology, self.ready_pools, self.targets, self._compatible)
         self.cursors: dict[tuple[int, int, Requirements], int] = {}
         self.merge_cache: dict[tuple[int, Requirements, Requirements], tuple[Requirements | None, str]] = {}
         self.compat_cache: dict[tuple[int, Requirements], list[Option]] = {}
-        self.universe_cache: dict[tuple[int, int, str], list[str]] = {}
         self.mask_cache: dict[tuple[int, Requirements], npt.NDArray[np.bool_]] = {}
         self.vector_cache: dict[tuple[int, int], tuple[IntArray, list[tuple[int, int]]] | None] = {}
         self.price_cache: dict[tuple[int, Requirements], list[float]] = {}
         self.unschedulable: list[UnschedulablePod] = []
-        self.failed: list[tuple[_ClassState, list[str], str]] = []
+        self.failed: list[tuple[ClassState, list[str], str]] = []
 
     def _record_bound(self, bound_terms: list[tuple[NodeTarget, Mapping[str, Any], list[Term]]]) -> None:
         """Running pods count in every group they match, and own their required anti-affinity terms."""
@@ -111,7 +95,7 @@ class Solver:
         self._retry_failed()
         return self._plan()
 
-    def _schedule_pods(self, state: _ClassState, pods: list[str]) -> None:
+    def _schedule_pods(self, state: ClassState, pods: list[str]) -> None:
         """Place the pods (in bulk when the class allows); the first that fits nowhere fails with the rest,
         since identical pods meet an unchanged cluster."""
         position = 0
@@ -123,7 +107,7 @@ class Solver:
                 return
             position += placed
 
-    def _schedule_interleaved(self, states: list[_ClassState]) -> None:
+    def _schedule_interleaved(self, states: list[ClassState]) -> None:
         """Classes without topology terms, in rounds: each round places a slice of every class (largest
         pods first), so nodes fill with a mix whose cpu:memory ratio is the workload's rather than one
         class's, and the cheapest instance type for the mix wastes less."""
@@ -161,7 +145,7 @@ class Solver:
         for _, pods, reason in self.failed:
             self.unschedulable.extend(UnschedulablePod(pod=p, reason=reason) for p in pods)
 
-    def _place(self, state: _ClassState, pods: list[str]) -> tuple[int, str]:
+    def _place(self, state: ClassState, pods: list[str]) -> tuple[int, str]:
         """Place up to len(pods) pods (the first variant that places any wins); (count, reason if 0)."""
         reason = ""
         for index, variant in enumerate(state.cls.parsed.variants):
@@ -170,8 +154,8 @@ class Solver:
                 return placed, ""
         return 0, reason
 
-    def _place_variant(self, state: _ClassState, index: int, variant: Variant, pods: list[str]) -> tuple[int, str]:
-        pins, pin_reason = self._pins(state, index, variant)
+    def _place_variant(self, state: ClassState, index: int, variant: Variant, pods: list[str]) -> tuple[int, str]:
+        pins, pin_reason = self.domains.pins(state, index, variant)
         if not pins:
             return 0, pin_reason
         reason = ""
@@ -189,7 +173,7 @@ class Solver:
         return 0, reason
 
     def _on_targets(
-        self, state: _ClassState, index: int, variant: Variant, reqs: Requirements, pin: Requirements, pods: list[str]
+        self, state: ClassState, index: int, variant: Variant, reqs: Requirements, pin: Requirements, pods: list[str]
     ) -> int:
         key = (id(state), index, pin)
         start = self.cursors.get(key, 0)
@@ -208,7 +192,7 @@ class Solver:
         return placed
 
     def _on_new_claims(
-        self, state: _ClassState, variant: Variant, reqs: Requirements, pods: list[str]
+        self, state: ClassState, variant: Variant, reqs: Requirements, pods: list[str]
     ) -> tuple[int, str]:
         placed = 0
         reasons: list[str] = [f"NodePool {p.name}: {p.problem}" for p in self.pools if p.problem]
@@ -234,7 +218,7 @@ class Solver:
     # --- one target ---------------------------------------------------------------------------------
 
     def _try(
-        self, state: _ClassState, variant: Variant, reqs: Requirements, target: Target, pods: list[str]
+        self, state: ClassState, variant: Variant, reqs: Requirements, target: Target, pods: list[str]
     ) -> tuple[int, bool]:
         """Place as many of `pods` on `target` as fit; (count, whether a zero is permanent)."""
         requests = state.requests
@@ -253,7 +237,7 @@ class Solver:
             if ports_conflict(target.ports, parsed.ports):
                 return 0, True
             want = 1
-        cap, permanent = self._hostname_cap(state, variant, target)
+        cap, permanent = self.domains.hostname_cap(state, variant, target)
         if cap <= 0:
             return 0, permanent
         want = min(want, cap)
@@ -264,7 +248,7 @@ class Solver:
             return count, True
         return self._try_claim(state, reqs, target, pods, want), True
 
-    def _try_claim(self, state: _ClassState, reqs: Requirements, claim: Claim, pods: list[str], want: int) -> int:
+    def _try_claim(self, state: ClassState, reqs: Requirements, claim: Claim, pods: list[str], want: int) -> int:
         pool = claim.pool
         merged = self._merge(pool, claim.reqs, reqs)
         vector = self._vector(state, pool)
@@ -289,7 +273,7 @@ class Solver:
         Topology.record(state.matching, state.owned, claim.domain, count)
         return count
 
-    def _commit_node(self, state: _ClassState, target: NodeTarget, pods: list[str], count: int) -> None:
+    def _commit_node(self, state: ClassState, target: NodeTarget, pods: list[str], count: int) -> None:
         target.used = add(target.used, {n: v * count for n, v in state.requests.items()})
         target.ports |= state.cls.parsed.ports
         target.pods.extend(pods)
@@ -301,7 +285,7 @@ class Solver:
             claim.distinct_values(key, options, reqs) >= req.min_values for key, req in reqs.items() if req.min_values
         )
 
-    def _vector(self, state: _ClassState, pool: Pool) -> tuple[IntArray, list[tuple[int, int]]] | None:
+    def _vector(self, state: ClassState, pool: Pool) -> tuple[IntArray, list[tuple[int, int]]] | None:
         """The class's requests over the pool's resource columns, with its non-zero (column, value) pairs;
         None when it requests a resource no instance type has."""
         key = (id(state), id(pool))
@@ -314,7 +298,7 @@ class Solver:
 
     # --- new claims ---------------------------------------------------------------------------------
 
-    def _new_claim(self, state: _ClassState, variant: Variant, reqs: Requirements) -> tuple[Claim | None, list[str]]:
+    def _new_claim(self, state: ClassState, variant: Variant, reqs: Requirements) -> tuple[Claim | None, list[str]]:
         reasons: list[str] = []
         parsed = state.cls.parsed
         for pool in self.ready_pools:
@@ -394,114 +378,8 @@ class Solver:
 
     # --- topology -----------------------------------------------------------------------------------
 
-    def _hostname_cap(self, state: _ClassState, variant: Variant, target: Target) -> tuple[int, bool]:
-        """How many more pods of this class the target's hostname domain admits; whether 0 is final."""
-        cap = BIG
-        domain = target.domain(HOSTNAME)
-        for term in variant.terms:
-            if term.key != HOSTNAME:
-                continue
-            group = self.topology.group(term)
-            count = group.count(domain)
-            mine = id(group) in state.self_match
-            if term.kind == SPREAD and mine:
-                cap = min(cap, term.max_skew - count)
-            elif term.kind == ANTI:
-                if count > 0:
-                    return 0, True
-                if mine:
-                    cap = min(cap, 1)
-            elif term.kind == AFFINITY and count == 0 and not (group.total == 0 and mine):
-                return 0, False
-        for group in state.inverse:
-            if group.term.key == HOSTNAME and group.owners.get(domain or ""):
-                return 0, True
-        return cap, True
-
-    def _pins(self, state: _ClassState, index: int, variant: Variant) -> tuple[list[Requirements], str]:
-        """The domains (for every non-hostname topology key) this pod may go to now, best first."""
-        keys = sorted(
-            {t.key for t in variant.terms if t.key != HOSTNAME}
-            | {g.term.key for g in state.inverse if g.term.key != HOSTNAME}
-        )
-        if not keys:
-            return [EMPTY], ""
-        per_key: list[list[str]] = []
-        for key in keys:
-            domains, reason = self._allowed_domains(state, index, variant, key)
-            if not domains:
-                return [], reason
-            per_key.append(domains)
-        pins = [
-            Requirements({k: Req.from_operator("In", [d]) for k, d in zip(keys, combo, strict=True)})
-            for combo in itertools.islice(itertools.product(*per_key), MAX_PINS)
-        ]
-        return pins, ""
-
-    def _allowed_domains(self, state: _ClassState, index: int, variant: Variant, key: str) -> tuple[list[str], str]:
-        universe = self._universe(state, index, variant, key)
-        if not universe:
-            return [], f"topology key {key}: no NodePool or node offers a value for it"
-        allowed = list(universe)
-        spread_counts: dict[str, int] = dict.fromkeys(universe, 0)
-        for term in variant.terms:
-            if term.key != key:
-                continue
-            group = self.topology.group(term)
-            mine = id(group) in state.self_match
-            if term.kind == SPREAD:
-                lowest = 0 if len(universe) < term.min_domains else min(group.count(d) for d in universe)
-                allowed = [d for d in allowed if group.count(d) + int(mine) - lowest <= term.max_skew]
-                for d in universe:
-                    spread_counts[d] += group.count(d)
-            elif term.kind == AFFINITY:
-                if not (group.total == 0 and mine):
-                    allowed = [d for d in allowed if group.count(d) > 0]
-            else:
-                allowed = [d for d in allowed if group.count(d) == 0]
-            if not allowed:
-                return [], f"{term.describe()}: no {key} domain satisfies it (domains: {', '.join(universe)})"
-        for group in state.inverse:
-            if group.term.key == key:
-                allowed = [d for d in allowed if not group.owners.get(d)]
-        if not allowed:
-            return [], f"pod anti-affinity of running pods on {key}: every domain is excluded"
-        allowed.sort(key=lambda d: (spread_counts[d], d))
-        return allowed, ""
-
-    def _universe(self, state: _ClassState, index: int, variant: Variant, key: str) -> list[str]:
-        """Every value of `key` a node could have: from the ready pools (their requirements, labels and
-        offerings) and the existing nodes. Spread constraints choose with nodeAffinityPolicy (Honor: only
-        where the pod's node requirements allow) and nodeTaintsPolicy (Honor: only where it tolerates the
-        taints); affinity terms honour both."""
-        cache_key = (id(state), index, key)
-        found = self.universe_cache.get(cache_key)
-        if found is not None:
-            return found
-        spreads = [t for t in variant.terms if t.key == key and t.kind == SPREAD]
-        honor_affinity = all(t.honor_affinity for t in spreads)
-        honor_taints = any(t.honor_taints for t in spreads) or not spreads
-        reqs = variant.reqs if honor_affinity else EMPTY
-        tolerations = state.cls.parsed.tolerations
-        values: set[str] = set()
-        for pool in self.ready_pools:
-            if honor_taints and untolerated(pool.taints, tolerations, False):
-                continue
-            merged, _ = pool.merge(pool.reqs, reqs)
-            if merged is not None:
-                values |= domain_values(key, merged, self._compatible(pool, merged))
-        for target in self.targets:
-            value = target.domain(key)
-            if value is None or not reqs.matches_labels(target.labels):
-                continue
-            if honor_taints and untolerated(target.taints, tolerations, False):
-                continue
-            values.add(value)
-        found = self.universe_cache[cache_key] = sorted(values)
-        return found
-
-    def _no_room_reason(self, state: _ClassState, variant: Variant, claim: Claim) -> str:
-        cap, _ = self._hostname_cap(state, variant, claim)
+    def _no_room_reason(self, state: ClassState, variant: Variant, claim: Claim) -> str:
+        cap, _ = self.domains.hostname_cap(state, variant, claim)
         if cap <= 0:
             terms = [t.describe() for t in variant.terms if t.key == HOSTNAME and t.kind == AFFINITY]
             blocking = terms[0] if terms else "pod anti-affinity on hostname"
@@ -511,7 +389,7 @@ class Solver:
             return min_values
         return f"NodePool {claim.pool.name}: " + no_room_reason(state.requests, claim)
 
-    def _min_values_reason(self, state: _ClassState, claim: Claim) -> str:
+    def _min_values_reason(self, state: ClassState, claim: Claim) -> str:
         vector = self._vector(state, claim.pool)
         if vector is None:
             return ""

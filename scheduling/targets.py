@@ -110,3 +110,6 @@ class Claim:
         if key == CAPACITY_TYPE:
             return len({o.capacity_type for opt in options for o in opt.compatible_offers(reqs)})
         return len({opt.labels.get(key) for opt in options if opt.labels.get(key) is not None})
+
+
+Target = NodeTarget | Claim
