@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from devstack.kube import errors, patches, selectors
+from devstack.kube.bookkeeping import INTERNAL
+from devstack.kube.catalog import SERVED
 from devstack.kube.routing import Target
 from devstack.kube.store import ObjectStore
 from devstack.kube.strategic_merge import strategic_merge
@@ -144,8 +146,25 @@ def delete_options(params: Mapping[str, str], body: Any) -> tuple[dict[str, Any]
 
 
 def delete(store: ObjectStore, target: Target, params: Mapping[str, str], body: Any) -> Reply:
+    """DELETE one object. ``propagationPolicy: Orphan`` first removes the owner from its dependents'
+    ownerReferences; Foreground is treated as Background (dependents go after the owner)."""
     preconditions, grace = delete_options(params, body)
-    return 200, store.delete(_res(target), target.namespace, _required_name(target), preconditions, grace)
+    res, name = _res(target), _required_name(target)
+    policy = (body or {}).get("propagationPolicy") if isinstance(body, dict) else None
+    if (policy or params.get("propagationPolicy")) == "Orphan":
+        _orphan_dependents(store, store.get(res, target.namespace, name))
+    return 200, store.delete(res, target.namespace, name, preconditions, grace)
+
+
+def _orphan_dependents(store: ObjectStore, owner: dict[str, Any]) -> None:
+    uid = owner["metadata"]["uid"]
+    for res in SERVED:
+        for obj in store.list(res):
+            refs = obj["metadata"].get("ownerReferences") or []
+            if any(r.get("uid") == uid for r in refs):
+                kept = [r for r in refs if r.get("uid") != uid]
+                changed = {**obj, "metadata": {**obj["metadata"], "ownerReferences": kept}}
+                store.update(res, obj["metadata"].get("namespace"), obj["metadata"]["name"], changed, INTERNAL)
 
 
 def delete_collection(store: ObjectStore, target: Target, params: Mapping[str, str]) -> Reply:

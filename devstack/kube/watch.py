@@ -5,7 +5,8 @@ synthetic ADDED for every selected object; with a resourceVersion it replays onl
 or sends an ERROR event with a 410 Expired Status when that version was compacted away.
 Selectors are applied to every event, and an object that stops (starts) matching a selector is
 sent as DELETED (ADDED). The server ends the stream after ``timeoutSeconds`` (default 1800).
-``allowWatchBookmarks`` is accepted; no bookmarks are sent.
+With ``allowWatchBookmarks=true`` a stream that ends by timeout closes with a BOOKMARK carrying
+the current resourceVersion, so the client resumes from there without a replay.
 """
 
 from __future__ import annotations
@@ -91,6 +92,12 @@ def _encode(events: list[WatchEvent], view: _Filter, render: Render | None) -> b
     return b"".join(chunks)
 
 
+def _bookmark(target: Target, resource_version: int) -> bytes:
+    res = verbs._res(target)
+    obj = {"kind": res.kind, "apiVersion": res.api_version, "metadata": {"resourceVersion": str(resource_version)}}
+    return json.dumps({"type": "BOOKMARK", "object": obj}).encode() + b"\n"
+
+
 async def serve(
     store: ObjectStore,
     target: Target,
@@ -134,6 +141,9 @@ async def serve(
                 await response.write(_encode([e for e in batch[: batch.index(None)] if e is not None], view, render))
                 break
             await response.write(_encode([e for e in batch if e is not None], view, render))
+        else:
+            if params.get("allowWatchBookmarks") == "true" and sub.queue.empty():
+                await response.write(_bookmark(target, store.resource_version))
         await response.write_eof()
     except ConnectionError:
         pass  # the client went away; nothing to tell it

@@ -120,7 +120,7 @@ def make_nodeclaim(name: str, **labels: str) -> dict[str, Any]:
 
 def raw_request(
     url: str, method: str, path: str, body: object = None, content_type: str = "application/json"
-) -> tuple[int, dict[str, object]]:
+) -> tuple[int, dict[str, Any]]:
     """One HTTP request outside the official client (for content types and bodies it never sends)."""
     import httpx
 

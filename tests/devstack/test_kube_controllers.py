@@ -131,3 +131,11 @@ def test_deleting_a_namespace_deletes_its_objects(core: CoreApi, apps: AppsApi, 
             and not apps.list_deployment_for_all_namespaces(field_selector=f"metadata.namespace={namespace}").items
         )
     )
+
+
+def test_orphan_deletion_keeps_the_dependents(core: CoreApi, apps: AppsApi, namespace: str) -> None:
+    apps.create_namespaced_deployment(namespace, deployment("web", 1))
+    eventually_items(lambda: apps.list_namespaced_replica_set(namespace).items, 1)
+    apps.delete_namespaced_deployment("web", namespace, propagation_policy="Orphan")
+    replica_sets = apps.list_namespaced_replica_set(namespace).items
+    assert len(replica_sets) == 1 and not replica_sets[0].metadata.owner_references

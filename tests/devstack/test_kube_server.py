@@ -79,7 +79,8 @@ def test_kubeconfig_works_with_the_official_loader(api_server: KubeApiServer, tm
     path = tmp_path / "nested" / "config"
     write_kubeconfig(path, api_server.url)
     api = config.new_client_from_config(config_file=str(path), context="nodeflow-dev")
-    assert client.CoreV1Api(api).read_namespace("default").metadata.name == "default"
+    core: CoreApi = client.CoreV1Api(api)
+    assert core.read_namespace("default").metadata.name == "default"
     assert oct(path.stat().st_mode & 0o777) == "0o600"
 
 

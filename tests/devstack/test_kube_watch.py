@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -52,6 +53,15 @@ def test_server_ends_the_stream_after_timeout_seconds(core: CoreApi) -> None:
     started = time.monotonic()
     list(watch.Watch().stream(core.list_namespaced_pod, "default", label_selector="none=here", timeout_seconds=1))
     assert 0.9 <= time.monotonic() - started < 3
+
+
+def test_a_timed_out_watch_with_bookmarks_ends_with_a_bookmark(api_server: KubeApiServer) -> None:
+    import httpx
+
+    path = "/api/v1/namespaces/kube-public/pods?watch=true&timeoutSeconds=1&allowWatchBookmarks=true"
+    lines = httpx.get(api_server.url + path, timeout=5).text.splitlines()
+    last = json.loads(lines[-1])
+    assert last["type"] == "BOOKMARK" and int(last["object"]["metadata"]["resourceVersion"]) > 0
 
 
 def test_live_events_arrive_while_watching(api_server: KubeApiServer, core: CoreApi) -> None:
