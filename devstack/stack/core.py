@@ -195,6 +195,7 @@ class DevStack:
             self._worker.stop()
         rest = [c for c in (self._services, self._temporal.process if self._temporal else None) if c is not None]
         stop_all(rest, SERVICES_GRACE_SECONDS)
+        self.config.ready_file.unlink(missing_ok=True)
         if self._kube_client is not None:
             self._kube_client.close()
             self._kube_client = None
