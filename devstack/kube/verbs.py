@@ -114,6 +114,13 @@ def patched(store: ObjectStore, target: Target, content_type: str, body: Any) ->
         return current, patches.merge_patch(current, body)
     if kind == STRATEGIC_PATCH and res.builtin:
         return current, strategic_merge(current, body)
+    if kind == APPLY_PATCH:
+        raise errors.ApiError(
+            415,
+            "UnsupportedMediaType",
+            "server-side apply is not supported by the nodeflow "
+            "Kubernetes emulator: use client-side apply (kubectl apply without --server-side)",
+        )
     raise errors.unsupported_media_type(kind, res)
 
 
@@ -127,11 +134,9 @@ def patch(store: ObjectStore, target: Target, content_type: str, body: Any) -> R
     if not isinstance(result, dict):
         raise errors.bad_request("the patched object is not a JSON object")
     rv = _body_rv(result)
-    if rv == current["metadata"]["resourceVersion"]:
-        rv = None
-    elif rv is not None:
+    if rv is not None and rv != current["metadata"]["resourceVersion"]:
         raise errors.conflict(res, name)
-    return 200, store.update(res, target.namespace, name, result, target.subresource, None)
+    return 200, store.update(res, target.namespace, name, result, target.subresource)
 
 
 def delete_options(params: Mapping[str, str], body: Any) -> tuple[dict[str, Any], int]:
