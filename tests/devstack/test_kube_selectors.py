@@ -9,7 +9,7 @@ from kubernetes import watch
 
 from devstack.kube.errors import ApiError
 from devstack.kube.selectors import label_selector_matcher, parse_field_selector, parse_label_selector
-from tests.devstack.conftest import CoreApi, make_node, make_pod, unique
+from tests.devstack.conftest import CoreApi, CustomApi, make_node, make_nodeclaim, make_pod, unique
 
 
 @pytest.fixture
@@ -86,3 +86,29 @@ def test_label_selector_objects_match_labels_and_expressions() -> None:
     )(pod)
     assert not label_selector_matcher({"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]})(pod)
     assert label_selector_matcher({})(pod) and not label_selector_matcher(None)(pod)
+
+
+def test_selectors_and_watch_on_custom_resources(custom: CustomApi) -> None:
+    run = unique("run")
+    for pool in ("a", "b"):
+        custom.create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims",
+                                            make_nodeclaim(f"{run}-{pool}", run=run, pool=pool))  # fmt: skip
+    listed = custom.list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", label_selector=f"run={run},pool=b")
+    assert [c["metadata"]["name"] for c in listed["items"]] == [f"{run}-b"]
+    assert listed["kind"] == "NodeClaimList"
+    stream = watch.Watch()
+    seen = []
+    for event in stream.stream(custom.list_cluster_custom_object, "karpenter.sh", "v1", "nodeclaims",
+                               label_selector=f"run={run}", timeout_seconds=5):  # fmt: skip
+        seen.append((event["type"], event["object"]["metadata"]["name"]))
+        if len(seen) == 2:
+            stream.stop()
+    assert sorted(seen) == [("ADDED", f"{run}-a"), ("ADDED", f"{run}-b")]
+
+
+def test_delete_collection_deletes_the_selected_objects(core: CoreApi) -> None:
+    run = unique("run")
+    for tier in ("a", "b", "c"):
+        core.create_node(make_node(f"{run}-{tier}", run=run, tier=tier))
+    core.delete_collection_node(label_selector=f"run={run},tier!=b")
+    assert names(core.list_node(label_selector=f"run={run}").items) == ["b"]
