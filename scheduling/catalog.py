@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from apis import labels as L
-from apis.ec2nodeclass import KubeletConfiguration
+from apis.ec2nodeclass import EC2NodeClass, KubeletConfiguration
 from apis.instancetype import InstanceType, eks_kube_reserved_cpu_millis, eks_kube_reserved_memory_mib
 from apis.quantity import ResourceList, add, to_resource_list, to_units
 from scheduling.requirements import Requirements
@@ -23,6 +23,7 @@ from scheduling.requirements import Requirements
 MIB = 2**20
 _NAME = re.compile(r"^(?P<family>(?P<category>[a-z]+)(?:-\d+tb)?(?P<generation>\d+)[a-z0-9-]*)\.(?P<size>[a-z0-9-]+)$")
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
+WINDOWS_BUILDS = {"windows2019": "10.0.17763", "windows2022": "10.0.20348", "windows2025": "10.0.26100"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,14 +135,28 @@ def kubelet_capacity_and_overhead(
     return capacity, merged
 
 
+def node_class_os(node_class: EC2NodeClass) -> tuple[str, str | None]:
+    """(kubernetes.io/os, node.kubernetes.io/windows-build) of the nodes this class launches: Windows when
+    its AMI family or alias says so, else Linux."""
+    spec = node_class.spec
+    names = [spec.ami_family or ""] + [(term.alias or "").split("@")[0] for term in spec.ami_selector_terms]
+    for name in names:
+        build = WINDOWS_BUILDS.get(name.lower())
+        if build:
+            return "windows", build
+    return "linux", None
+
+
 def build_options(
     instance_types: Iterable[InstanceType],
     kubelet: KubeletConfiguration | None = None,
     zones: frozenset[str] | None = None,
+    os_labels: tuple[str, str | None] = ("linux", None),
 ) -> list[Option]:
     """Every catalog type as an Option under these kubelet settings; offerings limited to available ones
-    (and to `zones` when the node class resolved its subnets). Types with no offering left are dropped.
-    Sorted by cheapest offering, then name."""
+    (and to `zones` when the node class resolved its subnets). Types with no offering left are dropped, and
+    for Windows classes (`os_labels`) every non-amd64 type. Sorted by cheapest offering, then name."""
+    os_name, windows_build = os_labels
     out: list[Option] = []
     for it in instance_types:
         capacity, overhead = kubelet_capacity_and_overhead(it, kubelet)
@@ -154,7 +169,14 @@ def build_options(
             ),
             key=lambda o: (o.price, o.zone, o.capacity_type),
         )
+        labels = derived_labels(it, capacity)
+        if os_name == "windows":
+            if labels.get(L.ARCH) != "amd64":
+                continue
+            labels[L.OS] = os_name
+            if windows_build:
+                labels[L.WINDOWS_BUILD] = windows_build
         if offers:
-            out.append(Option(it.name, derived_labels(it, capacity), capacity, allocatable, tuple(offers)))
+            out.append(Option(it.name, labels, capacity, allocatable, tuple(offers)))
     out.sort(key=lambda o: (o.offers[0].price, o.name))
     return out

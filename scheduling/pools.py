@@ -13,7 +13,7 @@ from apis.instancetype import InstanceType
 from apis.meta import Condition
 from apis.nodepool import NodePool
 from apis.quantity import ResourceList, add, to_resource_list
-from scheduling.catalog import Option, build_options
+from scheduling.catalog import Option, build_options, node_class_os
 from scheduling.packing import OptionMatrix
 from scheduling.requirements import Req, Requirements, from_api, from_labels, parse_expressions, undefined_key_default
 from scheduling.resources import HostPort, host_ports, pod_requests
@@ -150,7 +150,7 @@ def build_pools(
             problem = problem or is_ready(nc.status.conditions)
             if nc.name not in option_cache:
                 zones = frozenset(s.zone for s in nc.status.subnets) or None
-                option_cache[nc.name] = build_options(instance_types, nc.spec.kubelet, zones)
+                option_cache[nc.name] = build_options(instance_types, nc.spec.kubelet, zones, node_class_os(nc))
             options = option_cache[nc.name]
         try:
             reqs = pool_requirements(np)

@@ -157,7 +157,8 @@ class Solver:
     def _place_variant(self, state: ClassState, index: int, variant: Variant, pods: list[str]) -> tuple[int, str]:
         pins, pin_reason = self.domains.pins(state, index, variant)
         if not pins:
-            return 0, pin_reason
+            problems = [f"NodePool {p.name}: {p.problem}" for p in self.pools if p.problem]
+            return 0, "; ".join([pin_reason, *problems])
         reason = ""
         for pin in pins:
             reqs = variant.reqs.intersect(pin) if pin else variant.reqs

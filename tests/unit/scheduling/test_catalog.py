@@ -55,3 +55,18 @@ def test_unavailable_offerings_and_zones_outside_the_node_class_are_dropped() ->
     [option] = build_options([it], zones=frozenset({"us-west-2a", "us-west-2b"}))
     assert [o.zone for o in option.offers] == ["us-west-2b"]
     assert build_options([it], zones=frozenset({"us-west-2a"})) == []
+
+
+def test_windows_node_classes_launch_windows_amd64_nodes() -> None:
+    from scheduling.catalog import node_class_os
+    from tests.unit.scheduling.builders import node_class
+
+    windows = node_class()
+    windows.spec.ami_selector_terms[0].alias = "windows2022@latest"
+    os_labels = node_class_os(windows)
+    assert os_labels == ("windows", "10.0.20348")
+    arm = instance_type("m6g.large", 2, 8, 0.1, labels={"kubernetes.io/arch": "arm64"})
+    amd = instance_type("m5.large", 2, 8, 0.1, labels={"kubernetes.io/os": "linux"})
+    [option] = build_options([arm, amd], os_labels=os_labels)
+    assert option.name == "m5.large" and option.labels["kubernetes.io/os"] == "windows"
+    assert node_class_os(node_class()) == ("linux", None)
