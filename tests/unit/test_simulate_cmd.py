@@ -116,3 +116,14 @@ def test_every_example_nodepool_with_every_workload(
         assert placed or out["unschedulable"], example.name
         for pending in out["unschedulable"]:
             assert pending["reason"], (example.name, pending)
+
+
+@pytest.mark.skipif(not EXAMPLES.is_dir(), reason="Karpenter examples not present")
+def test_builtin_catalog_is_the_default(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    workload = tmp_path / "w.yaml"
+    workload.write_text(_scaled(EXAMPLES / "workloads" / "spread-zone.yaml"))
+    args = ["simulate", "-f", str(EXAMPLES / "general-purpose.yaml"), "-f", str(workload), "-o", "json"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    zones = {r["values"][0] for c in out["nodeClaims"] for r in c["requirements"] if r["key"].endswith("/zone")}
+    assert len(zones) == 3 and not out["unschedulable"]
