@@ -64,6 +64,16 @@ def test_a_timed_out_watch_with_bookmarks_ends_with_a_bookmark(api_server: KubeA
     assert last["type"] == "BOOKMARK" and int(last["object"]["metadata"]["resourceVersion"]) > 0
 
 
+def test_a_client_closing_its_watch_releases_the_subscription(api_server: KubeApiServer) -> None:
+    import httpx
+
+    before = api_server.call(lambda: api_server.emulator.store.watch_count(catalog.NODE))
+    with httpx.stream("GET", api_server.url + "/api/v1/nodes?watch=true&timeoutSeconds=60", timeout=5) as response:
+        assert response.status_code == 200
+        eventually(lambda: api_server.call(lambda: api_server.emulator.store.watch_count(catalog.NODE)) > before)
+    eventually(lambda: api_server.call(lambda: api_server.emulator.store.watch_count(catalog.NODE)) == before)
+
+
 def test_live_events_arrive_while_watching(api_server: KubeApiServer, core: CoreApi) -> None:
     run = unique("w")
     seen: list[tuple[str, str]] = []
