@@ -1,12 +1,15 @@
 """The solver: place pending pods on existing nodes, in-flight claims, then new NodeClaims.
 
-Pods are scheduled by equivalence class in first-fit-decreasing order. A class without topology terms
-is placed in bulk (as many pods as fit on a target at once); a class with terms one pod at a time,
-because every placement changes the counts. For each pod the variants are tried strictest first; for
-each variant: the topology pins (a zone, a capacity type... chosen from the counts), then targets in
-order (existing nodes, in-flight claims, new claims already planned), then a new claim from each
-NodePool by weight. Cursors remember, per class, variant and pin, the targets that can never take
-another such pod, so each class walks the target list once.
+Pods are scheduled by equivalence class (identical pods), largest first (cpu, then memory). Classes with
+topology terms go first, one pod at a time, since every placement changes the counts. Classes without
+go next, in bulk (as many pods as fit on a target at once) and interleaved in rounds so nodes fill with
+a mix of shapes. Pods that fit nowhere are retried while retrying makes progress.
+
+For each pod the variants are tried strictest first (see `scheduling.pods`); for each variant: the
+topology pins (a zone, a capacity type... chosen from the counts), then targets in order (existing
+nodes, in-flight claims, new claims already planned), then a new claim from the first NodePool, by
+weight, that takes it. Cursors remember, per class, variant and pin, the targets that can never take
+another such pod, so each class walks the target list about once.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from apis.labels import HOSTNAME
-from apis.quantity import ResourceList, add, to_resource_list
+from apis.quantity import add
 from scheduling.catalog import Option
 from scheduling.domains import ClassState, Domains
 from scheduling.explain import limits_reason, no_room_reason, no_type_reason
@@ -195,19 +198,15 @@ class Solver:
     def _on_new_claims(
         self, state: ClassState, variant: Variant, reqs: Requirements, pods: list[str]
     ) -> tuple[int, str]:
+        """Launch new claims (each from the first pool, by weight, where the pods fit) until all pods are
+        placed or no pool can take them; (count, reason when 0)."""
         placed = 0
         reasons: list[str] = [f"NodePool {p.name}: {p.problem}" for p in self.pools if p.problem]
         while placed < len(pods):
-            claim, reasons_now = self._new_claim(state, variant, reqs)
-            if claim is None:
+            count, reasons_now = self._new_claim(state, variant, reqs, pods[placed:])
+            if count == 0:
                 if placed == 0:
                     reasons.extend(reasons_now)
-                break
-            count, _ = self._try(state, variant, reqs, claim, pods[placed:])
-            if count == 0:
-                self._drop(claim)
-                if placed == 0:
-                    reasons.append(self._no_room_reason(state, variant, claim))
                 break
             placed += count
         if placed:
@@ -299,7 +298,11 @@ class Solver:
 
     # --- new claims ---------------------------------------------------------------------------------
 
-    def _new_claim(self, state: ClassState, variant: Variant, reqs: Requirements) -> tuple[Claim | None, list[str]]:
+    def _new_claim(
+        self, state: ClassState, variant: Variant, reqs: Requirements, pods: list[str]
+    ) -> tuple[int, list[str]]:
+        """Place pods on one new claim from the first pool (by weight) that takes them; (count, reasons
+        per pool that did not)."""
         reasons: list[str] = []
         parsed = state.cls.parsed
         for pool in self.ready_pools:
@@ -331,8 +334,12 @@ class Solver:
             claim.refresh()
             self.claims.append(claim)
             self.all.append(claim)
-            return claim, reasons
-        return None, reasons
+            count, _ = self._try(state, variant, reqs, claim, pods)
+            if count:
+                return count, reasons
+            self._drop(claim)
+            reasons.append(self._no_room_reason(state, variant, claim))
+        return 0, reasons
 
     def _drop(self, claim: Claim) -> None:
         self.claims.pop()
@@ -423,6 +430,3 @@ class Solver:
 def solve(inp: SchedulingInput) -> Plan:
     """Decide where the pending pods go. Pure and deterministic: the same input gives the same plan."""
     return Solver(inp).solve()
-
-
-__all__ = ["ResourceList", "solve", "to_resource_list"]

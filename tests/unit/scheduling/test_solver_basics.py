@@ -242,3 +242,14 @@ def test_pods_can_pin_a_pool_by_name() -> None:
     heavy, light = node_pool("heavy", weight=10), node_pool("light")
     plan = schedule([pod("p", nodeSelector={"karpenter.sh/nodepool": "light"})], [heavy, light])
     assert plan.node_claims[0].node_pool == "light"
+
+
+def test_a_pod_too_big_for_the_heavier_pool_goes_to_the_next() -> None:
+    small = node_pool("small", weight=50, requirements=[{"key": "karpenter.k8s.aws/instance-size", "operator": "In",
+                                                          "values": ["large"]}])  # fmt: skip
+    big = node_pool("big")
+    plan = schedule([pod("p", cpu="6")], [small, big])
+    assert plan.node_claims[0].node_pool == "big"
+    plan = schedule([pod("p", cpu="60")], [small, big])
+    assert "NodePool small: no instance type has room" in reason(plan, "default/p")
+    assert "NodePool big: no instance type has room" in reason(plan, "default/p")
