@@ -21,13 +21,20 @@ SPREAD, AFFINITY, ANTI = "spread", "affinity", "anti"
 
 @dataclass(frozen=True, slots=True)
 class Selector:
-    """A label selector over pod labels; `namespaces` None means every namespace."""
+    """A label selector over pod labels; `namespaces` None means every namespace. A missing selector
+    (`nothing`) matches no pod, as in Kubernetes; an empty one matches every pod."""
 
     labels: Requirements
     namespaces: frozenset[str] | None
+    nothing: bool = False
+
+    def describe(self) -> str:
+        if self.nothing:
+            return "no selector: matches no pod"
+        return "pods with " + (", ".join(f"{k} {r.describe()}" for k, r in self.labels.items()) or "any labels")
 
     def matches(self, namespace: str, labels: Mapping[str, str]) -> bool:
-        if self.namespaces is not None and namespace not in self.namespaces:
+        if self.nothing or (self.namespaces is not None and namespace not in self.namespaces):
             return False
         return self.labels.matches_labels(labels)
 
@@ -45,7 +52,7 @@ class Term:
 
     def describe(self) -> str:
         what = {SPREAD: "topology spread", AFFINITY: "pod affinity", ANTI: "pod anti-affinity"}[self.kind]
-        return f"{what} on {self.key} ({self.selector.labels!r})"
+        return f"{what} on {self.key} ({self.selector.describe()})"
 
 
 @dataclass(slots=True)
@@ -69,6 +76,7 @@ def parse_selector(
 ) -> Selector:
     """A labelSelector (matchLabels and matchExpressions) plus the namespaces it looks in: the listed
     ones, every namespace for an empty namespaceSelector, else the pod's own."""
+    nothing = selector is None
     selector = selector or {}
     reqs = from_labels(selector.get("matchLabels") or {}).intersect(
         parse_expressions(selector.get("matchExpressions") or [], f"{where}.labelSelector.matchExpressions")
@@ -80,7 +88,7 @@ def parse_selector(
         scope = None
     else:
         scope = frozenset(namespaces) if namespaces else frozenset([namespace])
-    return Selector(reqs, scope)
+    return Selector(reqs, scope, nothing)
 
 
 class Topology:

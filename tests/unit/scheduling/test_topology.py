@@ -184,3 +184,9 @@ def test_daemonset_host_ports_block_pods_on_new_nodes() -> None:
         {"name": "p", "ports": [{"containerPort": 80, "hostPort": 80}]}]}}}}  # fmt: skip
     plan = schedule([pod("web", ports=[{"containerPort": 80, "hostPort": 80}])], daemonsets=[ds])
     assert "a daemonset binds the same host port" in reason(plan, "default/web")
+
+
+def test_a_spread_without_selector_counts_no_pods() -> None:
+    no_selector = [{"maxSkew": 1, "topologyKey": HOST, "whenUnsatisfiable": "DoNotSchedule"}]
+    plan = schedule(pods("web", 4, labels=APP, topologySpreadConstraints=no_selector))
+    assert len(plan.node_claims) == 1
