@@ -253,3 +253,25 @@ def test_a_pod_too_big_for_the_heavier_pool_goes_to_the_next() -> None:
     plan = schedule([pod("p", cpu="60")], [small, big])
     assert "NodePool small: no instance type has room" in reason(plan, "default/p")
     assert "NodePool big: no instance type has room" in reason(plan, "default/p")
+
+
+def test_the_plan_does_not_depend_on_input_order() -> None:
+    import random
+
+    spread = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": {"matchLabels": {"app": "s"}}}]  # fmt: skip
+    pending = (
+        pods("a", 20, cpu="700m")
+        + pods("b", 20, cpu="300m", memory="3Gi")
+        + pods("s", 9, labels={"app": "s"}, topologySpreadConstraints=spread)
+    )
+    nodes = [node("n1", cpu="2"), node("n2", cpu="1")]
+    pools = [node_pool("x", weight=5, limits={"cpu": "20"}), node_pool("y")]
+    expected = schedule(pending, pools, nodes=nodes).model_dump_json()
+    rng = random.Random(7)
+    for _ in range(3):
+        shuffled, shuffled_nodes, shuffled_pools = list(pending), list(nodes), list(pools)
+        rng.shuffle(shuffled)
+        rng.shuffle(shuffled_nodes)
+        rng.shuffle(shuffled_pools)
+        assert schedule(shuffled, shuffled_pools, nodes=shuffled_nodes).model_dump_json() == expected
