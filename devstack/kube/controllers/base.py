@@ -4,7 +4,8 @@ Controllers run as tasks on the server's event loop (like kube-controller-manage
 in-process). Store listeners are synchronous, so ``on_event`` only queues keys; ``run`` drains the
 queue and calls ``reconcile``, which reads and writes the store directly (each write is atomic on
 the loop). Reconcile must be idempotent: writes that change nothing produce no events, which is
-what lets a controller settle. A failed reconcile is retried after ``retry_delay`` seconds.
+what lets a controller settle. A failed reconcile is retried after ``retry_delay`` seconds,
+doubling per consecutive failure of that key up to ``max_retry_delay``.
 After a wake-up the loop waits ``batch_delay`` seconds so a burst of events for one key (1,000
 pod status updates of one ReplicaSet) costs one reconcile, like a client-go workqueue.
 """
@@ -32,12 +33,14 @@ class Controller(abc.ABC, Generic[K]):
 
     name = "controller"
     retry_delay = 0.2
+    max_retry_delay = 10.0
     batch_delay = 0.05
 
     def __init__(self, store: ObjectStore) -> None:
         self.store = store
         self._pending: dict[K, None] = {}  # an ordered set: keys run in the order they came
         self._wake = asyncio.Event()
+        self._failures: dict[K, int] = {}
 
     @abc.abstractmethod
     def keys_for(self, res: ServedResource, event: WatchEvent) -> Iterable[K]:
@@ -66,10 +69,15 @@ class Controller(abc.ABC, Generic[K]):
                 del self._pending[key]
                 try:
                     self.reconcile(key)
+                    self._failures.pop(key, None)
                 except ApiError as exc:
                     log.debug("%s: reconcile of %r failed (%s); retrying", self.name, key, exc.message)
-                    loop.call_later(self.retry_delay, self.enqueue, key)
+                    loop.call_later(self._backoff(key), self.enqueue, key)
                 except Exception:
                     log.exception("%s: reconcile of %r crashed; retrying", self.name, key)
-                    loop.call_later(self.retry_delay, self.enqueue, key)
+                    loop.call_later(self._backoff(key), self.enqueue, key)
                 await asyncio.sleep(0)  # let requests in between keys
+
+    def _backoff(self, key: K) -> float:
+        failures = self._failures[key] = self._failures.get(key, 0) + 1
+        return float(min(self.max_retry_delay, self.retry_delay * 2 ** (failures - 1)))
