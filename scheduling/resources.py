@@ -35,7 +35,8 @@ def _max(a: ResourceList, b: ResourceList) -> ResourceList:
 
 def pod_requests(spec: Obj, runtime_overhead: Mapping[str, int] | None = None) -> ResourceList:
     """Effective requests: max(sum of containers + sidecars, each init container + sidecars started
-    before it) + overhead (spec.overhead, else the RuntimeClass's podFixed) + one `pods`.
+    before it), replaced per resource by pod-level `spec.resources` when set, + overhead (spec.overhead,
+    else the RuntimeClass's podFixed) + one `pods`.
 
     Raises ValueError naming the container field when a quantity does not parse."""
     sidecars: ResourceList = {}
@@ -51,6 +52,12 @@ def pod_requests(spec: Obj, runtime_overhead: Mapping[str, int] | None = None) -
     for index, container in enumerate(spec.get("containers") or []):
         total = add(total, _container_requests(container, f"spec.containers[{index}]"))
     total = _max(total, init_peak)
+    pod_level = (spec.get("resources") or {}).get("requests") or (spec.get("resources") or {}).get("limits") or {}
+    for name, quantity in pod_level.items():
+        try:
+            total[name] = to_units(name, quantity)
+        except ValueError as err:
+            raise ValueError(f"spec.resources.requests.{name}: {err}") from None
     overhead = spec.get("overhead")
     if overhead:
         total = add(total, {name: to_units(name, q) for name, q in overhead.items()})

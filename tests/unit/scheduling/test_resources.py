@@ -29,6 +29,7 @@ def c(cpu: str, memory: str | None = None, sidecar: bool = False) -> dict[str, A
         ({"containers": [c("500m")], "initContainers": [c("100m", sidecar=True), c("1")]}, 1100),
         ({"containers": [c("500m")], "initContainers": [c("100m", sidecar=True)]}, 600),
         ({"containers": [c("500m")], "overhead": {"cpu": "250m"}}, 750),
+        ({"containers": [c("500m"), c("500m")], "resources": {"requests": {"cpu": "2"}}}, 2000),  # pod-level
     ],
 )
 def test_cpu_request(spec: dict[str, Any], cpu: int) -> None:
