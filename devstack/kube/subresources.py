@@ -53,13 +53,13 @@ def _scale_of(res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def get_scale(store: ObjectStore, target: Target) -> dict[str, Any]:
-    res = verbs._res(target)
-    return _scale_of(res, store.get(res, target.namespace, verbs._required_name(target)))
+    res = verbs.resource_of(target)
+    return _scale_of(res, store.get(res, target.namespace, verbs.name_of(target)))
 
 
 def write_scale(store: ObjectStore, target: Target, content_type: str | None, body: Any) -> dict[str, Any]:
     """PUT (content_type None) or PATCH a Scale; only spec.replicas is taken from it."""
-    res, name = verbs._res(target), verbs._required_name(target)
+    res, name = verbs.resource_of(target), verbs.name_of(target)
     current = store.get(res, target.namespace, name)
     scale = _scale_of(res, current)
     if content_type is None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from devstack.kube import errors, patches, selectors
 from devstack.kube.bookkeeping import INTERNAL
-from devstack.kube.catalog import SERVED
+from devstack.kube.catalog import SERVED, ServedResource
 from devstack.kube.routing import Target
 from devstack.kube.store import ObjectStore
 from devstack.kube.strategic_merge import strategic_merge
@@ -27,18 +27,20 @@ STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 
 
-def _required_name(target: Target) -> str:
+def name_of(target: Target) -> str:
+    """The object name of a target the router resolved to one object."""
     assert target.name is not None, "routing only sends named targets here"
     return target.name
 
 
-def _res(target: Target) -> Any:
+def resource_of(target: Target) -> ServedResource:
+    """The resource of a target the router resolved to a served resource."""
     assert target.resource is not None, "routing only sends resource targets here"
     return target.resource
 
 
 def get(store: ObjectStore, target: Target) -> Reply:
-    return 200, store.get(_res(target), target.namespace, _required_name(target))
+    return 200, store.get(resource_of(target), target.namespace, name_of(target))
 
 
 def list_predicate(params: Mapping[str, str]) -> selectors.Predicate | None:
@@ -66,7 +68,7 @@ def _after_token(token: str) -> tuple[str, str]:
 
 def list_objects(store: ObjectStore, target: Target, params: Mapping[str, str]) -> Reply:
     """A ``<Kind>List``; honours selectors, ``limit`` and ``continue`` (pages in (namespace, name) order)."""
-    res = _res(target)
+    res = resource_of(target)
     items = store.list(res, target.namespace, list_predicate(params))
     metadata: dict[str, Any] = {"resourceVersion": str(store.resource_version)}
     if params.get("continue"):
@@ -81,7 +83,7 @@ def list_objects(store: ObjectStore, target: Target, params: Mapping[str, str]) 
 
 
 def create(store: ObjectStore, target: Target, body: Any) -> Reply:
-    return 201, store.create(_res(target), target.namespace, body)
+    return 201, store.create(resource_of(target), target.namespace, body)
 
 
 def _body_rv(body: Any) -> str | None:
@@ -93,7 +95,7 @@ def _body_rv(body: Any) -> str | None:
 
 def update(store: ObjectStore, target: Target, body: Any) -> Reply:
     """PUT: replace the object (or its status); a resourceVersion in the body must be current."""
-    res, name = _res(target), _required_name(target)
+    res, name = resource_of(target), name_of(target)
     if isinstance(body, dict):
         body_name = (body.get("metadata") or {}).get("name")
         if body_name and body_name != name:
@@ -105,7 +107,7 @@ def update(store: ObjectStore, target: Target, body: Any) -> Reply:
 
 def patched(store: ObjectStore, target: Target, content_type: str, body: Any) -> tuple[dict[str, Any], Any]:
     """The current object and the result of applying the patch to it (not stored yet)."""
-    res, name = _res(target), _required_name(target)
+    res, name = resource_of(target), name_of(target)
     current = store.get(res, target.namespace, name)
     kind = content_type.split(";")[0].strip()
     if kind == JSON_PATCH:
@@ -129,7 +131,7 @@ def patch(store: ObjectStore, target: Target, content_type: str, body: Any) -> R
 
     A resourceVersion written by the patch is a precondition: a stale one gives 409 Conflict.
     """
-    res, name = _res(target), _required_name(target)
+    res, name = resource_of(target), name_of(target)
     current, result = patched(store, target, content_type, body)
     if not isinstance(result, dict):
         raise errors.bad_request("the patched object is not a JSON object")
@@ -154,7 +156,7 @@ def delete(store: ObjectStore, target: Target, params: Mapping[str, str], body: 
     """DELETE one object. ``propagationPolicy: Orphan`` first removes the owner from its dependents'
     ownerReferences; Foreground is treated as Background (dependents go after the owner)."""
     preconditions, grace = delete_options(params, body)
-    res, name = _res(target), _required_name(target)
+    res, name = resource_of(target), name_of(target)
     policy = (body or {}).get("propagationPolicy") if isinstance(body, dict) else None
     if (policy or params.get("propagationPolicy")) == "Orphan":
         _orphan_dependents(store, store.get(res, target.namespace, name))
@@ -174,7 +176,7 @@ def _orphan_dependents(store: ObjectStore, owner: dict[str, Any]) -> None:
 
 def delete_collection(store: ObjectStore, target: Target, params: Mapping[str, str]) -> Reply:
     """DELETE on a collection: every selected object, returned as a ``<Kind>List``."""
-    res = _res(target)
+    res = resource_of(target)
     deleted = [
         store.delete(res, o["metadata"].get("namespace"), o["metadata"]["name"])
         for o in store.list(res, target.namespace, list_predicate(params))

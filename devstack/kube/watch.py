@@ -93,7 +93,7 @@ def _encode(events: list[WatchEvent], view: _Filter, render: Render | None) -> b
 
 
 def _bookmark(target: Target, resource_version: int) -> bytes:
-    res = verbs._res(target)
+    res = verbs.resource_of(target)
     obj = {"kind": res.kind, "apiVersion": res.api_version, "metadata": {"resourceVersion": str(resource_version)}}
     return json.dumps({"type": "BOOKMARK", "object": obj}).encode() + b"\n"
 
@@ -113,7 +113,7 @@ async def serve(
     timeout = _timeout(params)
     response = aiohttp.web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
     try:
-        backlog, sub = store.subscribe(verbs._res(target), _since(params))
+        backlog, sub = store.subscribe(verbs.resource_of(target), _since(params))
     except errors.ApiError as exc:
         if exc.code != 410:
             raise

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from devstack.kube import catalog
 from devstack.kube.catalog import ServedResource
 from devstack.kube.controllers.base import Controller
-from devstack.kube.store import WatchEvent
+from devstack.kube.store import ObjectStore, WatchEvent
 
 Ref = tuple[str, str | None, str]  # (resource key, namespace, name)
 
@@ -21,8 +21,8 @@ Ref = tuple[str, str | None, str]  # (resource key, namespace, name)
 class GarbageCollector(Controller[Ref]):
     name = "garbage-collector"
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, store: ObjectStore) -> None:
+        super().__init__(store)
         self._alive: set[str] = set()  # uids of stored objects
         self._dependents: dict[str, dict[Ref, None]] = {}  # owner uid -> dependents (ordered)
         self._by_key = {r.key: r for r in catalog.SERVED}
