@@ -16,6 +16,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import claims, drain, kubeops
+from activities.heartbeat import heartbeating
 from activities.models import (
     ClaimRef,
     ClaimState,
@@ -95,7 +96,11 @@ class NodeClaimActivities:
     @activity.defn(name="launch")
     def launch(self, ref: ClaimRef) -> LaunchOutcome:
         """Launch (or adopt) the claim's instance. Insufficient capacity and an unready node class are
-        outcomes; throttling and 5xx raise and are retried by Temporal."""
+        outcomes; throttling and 5xx raise and are retried by Temporal. Heartbeats throughout."""
+        with heartbeating():
+            return self._launch(ref)
+
+    def _launch(self, ref: ClaimRef) -> LaunchOutcome:
         try:
             claim = self._claim(ref.name)
         except ValidationError as err:
@@ -288,7 +293,11 @@ class NodeClaimActivities:
     def drain_step(self, inp: DrainInput) -> DrainProgress:
         """One pass of a drain: taint the node `karpenter.sh/disrupted:NoSchedule`, evict the next wave of
         pods (a PDB refusal is counted, not raised), and report how many drainable pods remain.
-        With `force` (terminationGracePeriod passed) pods are deleted instead of evicted."""
+        With `force` (terminationGracePeriod passed) pods are deleted instead of evicted. Heartbeats."""
+        with heartbeating():
+            return self._drain_step(inp)
+
+    def _drain_step(self, inp: DrainInput) -> DrainProgress:
         if self._get_or_none(r.NODE, inp.node_name) is None:
             return DrainProgress(remaining=0, message="node is gone")
         self._taint_disrupted(inp.node_name)
@@ -296,7 +305,6 @@ class NodeClaimActivities:
         evicted = blocked = 0
         waves = drain.eviction_order(pods)
         for pod in waves[0] if waves else []:
-            activity.heartbeat()
             namespace, name = pod["metadata"].get("namespace", "default"), pod["metadata"]["name"]
             if drain.blocks_voluntary_disruption(pod) and not inp.force:
                 blocked += 1

@@ -14,6 +14,7 @@ from temporalio import activity
 
 import scheduling
 from activities import kubeops
+from activities.heartbeat import heartbeating
 from activities.models import ApplyPlanInput, ApplyPlanResult, InvalidObject, ProvisionPlan, ProvisionRound
 from activities.nodeclaim import now_rfc3339
 from apis import labels
@@ -65,7 +66,11 @@ class ProvisioningActivities:
     @activity.defn(name="solve")
     def solve(self, rnd: ProvisionRound) -> ProvisionPlan:
         """Snapshot the cluster and run the scheduler. Invalid NodePools and unready EC2NodeClasses are
-        left out (and reported), so the others still provision."""
+        left out (and reported), so the others still provision. Heartbeats throughout."""
+        with heartbeating():
+            return self._solve()
+
+    def _solve(self) -> ProvisionPlan:
         invalid: list[InvalidObject] = []
         node_classes, zones = self._ready_node_classes(invalid)
         node_pools = self._valid_node_pools(invalid, {nc.name for nc in node_classes})
@@ -75,7 +80,6 @@ class ProvisioningActivities:
             return ProvisionPlan(invalid=invalid)
         bound = [p for p in pods if p.get("spec", {}).get("nodeName") and p.get("status", {}).get("phase") not in (
             "Succeeded", "Failed")]  # fmt: skip
-        activity.heartbeat()
         inp = SchedulingInput(
             pods=pending,
             bound_pods=bound,
@@ -162,6 +166,10 @@ class ProvisioningActivities:
     def apply_plan(self, inp: ApplyPlanInput) -> ApplyPlanResult:
         """Create the planned NodeClaims (AlreadyExists is fine: a retried round), start one workflow per
         claim, report invalid NodePools on their status, and tell pending pods why they stay pending."""
+        with heartbeating():
+            return self._apply_plan(inp)
+
+    def _apply_plan(self, inp: ApplyPlanInput) -> ApplyPlanResult:
         created: list[str] = []
         pools: dict[str, Obj] = {}
         for planned in inp.plan.node_claims:
@@ -175,7 +183,6 @@ class ProvisioningActivities:
             spec = pool.spec.template.spec
             self.starter.start_node_claim(name, pool.name, spec.expire_after, spec.termination_grace_period)
             created.append(name)
-            activity.heartbeat()
         self._report_node_pools(inp.plan.invalid)
         for pod in inp.plan.unschedulable[:200]:
             namespace, _, name = pod.pod.partition("/")

@@ -47,7 +47,8 @@ class _Watcher:
                 for event_type, obj in self.kube.watch(resource, timeout_seconds=WATCH_SECONDS):
                     if stop.is_set():
                         return
-                    handle(event_type, obj)
+                    if event_type in ("ADDED", "MODIFIED", "DELETED"):
+                        handle(event_type, obj)
             except Exception:
                 log.exception("watch of %s failed; restarting", resource.plural)
                 stop.wait(RETRY_PAUSE_SECONDS)

@@ -107,6 +107,7 @@ class NodeClaimWorkflow:
                 ClaimRef(name=self.s.name),
                 start_to_close_timeout=timing.LAUNCH_ATTEMPT,
                 schedule_to_close_timeout=timing.LAUNCH_TIMEOUT,
+                heartbeat_timeout=timing.HEARTBEAT,
                 retry_policy=timing.LAUNCH_RETRY,
             )
         except ActivityError as err:
@@ -215,7 +216,7 @@ class NodeClaimWorkflow:
                 NodeClaimActivities.drain_step,
                 DrainInput(name=self.s.name, node_name=self.s.node_name, force=force),
                 start_to_close_timeout=timing.DRAIN_STEP,
-                heartbeat_timeout=timing.SHORT_ACTIVITY,
+                heartbeat_timeout=timing.HEARTBEAT,
                 retry_policy=timing.ACTIVITY_RETRY,
             )
             if progress.remaining == 0:

@@ -74,7 +74,7 @@ class ProvisionerWorkflow:
                 ProvisioningActivities.solve,
                 rnd,
                 start_to_close_timeout=timing.SOLVE,
-                heartbeat_timeout=timing.SOLVE,
+                heartbeat_timeout=timing.HEARTBEAT,
                 retry_policy=timing.ACTIVITY_RETRY,
             )
             self.last_plan = plan
@@ -83,7 +83,7 @@ class ProvisionerWorkflow:
                     ProvisioningActivities.apply_plan,
                     ApplyPlanInput(round=rnd, plan=plan),
                     start_to_close_timeout=timing.SOLVE,
-                    heartbeat_timeout=timing.SHORT_ACTIVITY,
+                    heartbeat_timeout=timing.HEARTBEAT,
                     retry_policy=timing.ACTIVITY_RETRY,
                 )
             if self._should_continue_as_new():

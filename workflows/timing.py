@@ -16,7 +16,10 @@ LAUNCH_RETRY = RetryPolicy(
     maximum_attempts=30,
     non_retryable_error_types=["LaunchFailed"],
 )
-SHORT_ACTIVITY = timedelta(seconds=60)
+# Short activities are single API round trips: a worker killed during one is noticed after this long.
+SHORT_ACTIVITY = timedelta(seconds=30)
+# Long activities heartbeat (activities.heartbeat); a dead worker is noticed after HEARTBEAT.
+HEARTBEAT = timedelta(seconds=10)
 LAUNCH_ATTEMPT = timedelta(minutes=2)
 LAUNCH_TIMEOUT = timedelta(minutes=10)
 DRAIN_STEP = timedelta(minutes=2)

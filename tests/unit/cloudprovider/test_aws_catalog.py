@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from apis.instancetype import InstanceType, Offering
 from cloudprovider.aws.catalog import decode, encode, load_builtin_catalog
 
 
-def test_builtin_catalog_loads_fast_and_sorted() -> None:
-    started = time.perf_counter()
+def test_builtin_catalog_loads_sorted_with_offerings_and_prices() -> None:
     catalog = load_builtin_catalog()
-    assert time.perf_counter() - started < 1.0
     assert len(catalog) > 1000
     names = [it.name for it in catalog]
     assert names == sorted(names)
