@@ -65,10 +65,11 @@ class KubeApiServer:
 
     @property
     def url(self) -> str:
-        """``http://host:port`` of the running server."""
+        """``http://host:port`` of the running server (127.0.0.1 when listening on all addresses)."""
         if self._bound_port is None:
             raise RuntimeError("KubeApiServer is not started: call start() first")
-        return f"http://{self._host}:{self._bound_port}"
+        host = "127.0.0.1" if self._host in ("", "0.0.0.0") else self._host
+        return f"http://{host}:{self._bound_port}"
 
     @property
     def emulator(self) -> ApiServerEmulator:
