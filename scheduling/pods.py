@@ -80,7 +80,8 @@ def _node_terms(affinity: Obj, where: str) -> tuple[list[Requirements], list[tup
     return terms, preferred
 
 
-def _pod_terms(affinity: Obj, kind: str, namespace: str, where: str) -> tuple[list[Term], list[Term]]:
+def pod_affinity_terms(affinity: Obj, kind: str, namespace: str, where: str) -> tuple[list[Term], list[Term]]:
+    """(required, preferred heaviest first) pod affinity or anti-affinity terms of `spec.affinity`."""
     section = affinity.get("podAffinity" if kind == AFFINITY else "podAntiAffinity") or {}
 
     def term(raw: Obj, weight: int, path: str) -> Term:
@@ -181,8 +182,8 @@ def parse_pod(
     base = from_labels({str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()})
     base = base.intersect(volume_reqs(namespace, spec))
     required_terms, preferred_node = _node_terms(affinity, "spec.affinity")
-    req_aff, pref_aff = _pod_terms(affinity, AFFINITY, namespace, "spec.affinity.podAffinity")
-    req_anti, pref_anti = _pod_terms(affinity, ANTI, namespace, "spec.affinity.podAntiAffinity")
+    req_aff, pref_aff = pod_affinity_terms(affinity, AFFINITY, namespace, "spec.affinity.podAffinity")
+    req_anti, pref_anti = pod_affinity_terms(affinity, ANTI, namespace, "spec.affinity.podAntiAffinity")
     hard, soft = _spreads(spec, namespace, labels)
     relaxer = _Relaxer(base, required_terms, preferred_node, pref_aff, pref_anti, soft, [*hard, *req_aff, *req_anti])
     variants = [relaxer.variant("")]

@@ -8,7 +8,8 @@ from typing import Any
 
 from apis import labels as L
 from apis.quantity import ResourceList, add, to_resource_list
-from scheduling.pods import Obj, _pod_terms
+from scheduling.catalog import Option
+from scheduling.pods import Obj, pod_affinity_terms
 from scheduling.pools import Pool
 from scheduling.requirements import Req, Requirements, from_labels, parse_expressions
 from scheduling.resources import host_ports, pod_requests
@@ -39,7 +40,7 @@ def _node_target(node: Obj) -> NodeTarget:
 def cluster_targets(
     inp: SchedulingInput,
 ) -> tuple[list[NodeTarget], dict[str, ResourceList], list[tuple[NodeTarget, Obj]]]:
-    """(existing nodes sorted by name, capacity already used per NodePool, bound pods with their node)."""
+    """(existing nodes sorted by name, capacity of those nodes per NodePool, bound pods with their node)."""
     targets = sorted((_node_target(n) for n in inp.nodes), key=lambda t: t.name)
     by_name = {t.name: t for t in targets}
     capacity: dict[str, ResourceList] = {}
@@ -61,20 +62,14 @@ def cluster_targets(
             continue
         target.ports |= host_ports(spec)
         bound.append((target, pod))
-    for claim in inp.node_claims:
-        if claim.metadata.deletion_timestamp or (claim.status.node_name and claim.status.node_name in by_name):
-            continue
-        pool = claim.metadata.labels.get(L.NODEPOOL)
-        if pool:
-            cap = to_resource_list(claim.status.capacity)
-            capacity[pool] = add(capacity.get(pool, {}), {**cap, "nodes": 1})
     return targets, capacity, bound
 
 
 def in_flight_targets(inp: SchedulingInput, pools: list[Pool], node_names: set[str]) -> list[NodeTarget]:
     """NodeClaims without a Node yet, as targets: labels from their single-valued requirements, their
     allocatable from status (else the smallest option of their pool their requirements allow), with
-    their pool's daemonset overhead already used."""
+    their pool's daemonset overhead already used. Each also counts against its pool's limits: its status
+    capacity, else the largest option it could still become (as new claims reserve)."""
     by_pool = {p.name: p for p in pools}
     out: list[NodeTarget] = []
     for claim in sorted(inp.node_claims, key=lambda c: c.name):
@@ -90,13 +85,13 @@ def in_flight_targets(inp: SchedulingInput, pools: list[Pool], node_names: set[s
             if value is not None:
                 labels.setdefault(key, value)
         pool = by_pool.get(labels.get(L.NODEPOOL, ""))
+        fitting = [o for o in pool.options if o.compatible(pool.type_reqs(reqs))] if pool is not None else []
         allocatable = to_resource_list(claim.status.allocatable)
-        if not allocatable and pool is not None:
-            type_reqs = pool.type_reqs(reqs)
-            fitting = [o for o in pool.options if o.compatible(type_reqs)]
-            if fitting:
-                smallest = min(fitting, key=lambda o: (o.allocatable.get("cpu", 0), o.allocatable.get("memory", 0)))
-                allocatable = dict(smallest.allocatable)
+        if not allocatable and fitting:
+            smallest = min(fitting, key=lambda o: (o.allocatable.get("cpu", 0), o.allocatable.get("memory", 0)))
+            allocatable = dict(smallest.allocatable)
+        if pool is not None:
+            _reserve(pool, to_resource_list(claim.status.capacity), fitting)
         if not allocatable:
             continue
         taints = parse_taints(t.to_kube() for t in claim.spec.taints)
@@ -107,6 +102,14 @@ def in_flight_targets(inp: SchedulingInput, pools: list[Pool], node_names: set[s
             target.ports = set(pool.ds_ports)
         out.append(target)
     return out
+
+
+def _reserve(pool: Pool, capacity: ResourceList, options: list[Option]) -> None:
+    if not capacity:
+        for option in options:
+            for name, value in option.capacity.items():
+                capacity[name] = max(capacity.get(name, 0), value)
+    pool.used = add(pool.used, {**capacity, "nodes": 1})
 
 
 def runtime_overheads(runtime_classes: Iterable[Obj]) -> dict[str, ResourceList]:
@@ -123,7 +126,9 @@ def bound_anti_terms(pod: Obj) -> list[Term]:
     meta = pod.get("metadata") or {}
     affinity = (pod.get("spec") or {}).get("affinity") or {}
     try:
-        required, _ = _pod_terms(affinity, ANTI, meta.get("namespace") or "default", "spec.affinity.podAntiAffinity")
+        required, _ = pod_affinity_terms(
+            affinity, ANTI, meta.get("namespace") or "default", "spec.affinity.podAntiAffinity"
+        )
     except ValueError:
         return []
     return required

@@ -107,3 +107,20 @@ def test_node_affinity_policy_ignore_counts_domains_the_pod_cannot_use() -> None
     # zones b and c count as empty domains: only one pod fits in zone a within maxSkew 1
     assert sum(len(c.pods) for c in plan.node_claims) == 1
     assert len(plan.unschedulable) == 2
+
+
+def test_in_flight_claims_count_against_limits() -> None:
+    claim = NodeClaim.model_validate(
+        {
+            "metadata": {"name": "default-abc", "labels": {"karpenter.sh/nodepool": "default"}},
+            "spec": {
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                "requirements": [
+                    {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["c5.xlarge"]}
+                ],
+            },
+        }
+    )
+    plan = schedule([pod("a", cpu="3"), pod("b", cpu="3")], [node_pool(limits={"cpu": "6"})], node_claims=[claim])
+    assert placement(plan)["default/a"] == "default-abc"
+    assert "limits would be exceeded" in reason(plan, "default/b")
