@@ -321,12 +321,16 @@ class Solver:
             if parsed.ports and ports_conflict(set(pool.ds_ports), parsed.ports):
                 reasons.append(f"NodePool {pool.name}: a daemonset binds the same host port")
                 continue
+            limited = ""
             if pool.limits:
                 remaining = pool.remaining()
-                options = [o for o in options if pool.within_limits(o, remaining)]
-                if not options:
+                within = [o for o in options if pool.within_limits(o, remaining)]
+                if not within:
                     reasons.append(f"NodePool {pool.name}: {limits_reason(pool, remaining)}")
                     continue
+                if len(within) < len(options):
+                    limited = f"; {limits_reason(pool, remaining).replace('every', 'larger')}"
+                options = within
             used = pool.matrix.vector({k: v for k, v in pool.ds_overhead.items() if k in pool.matrix.column})
             assert used is not None
             rows = pool.matrix.rows(options)
@@ -338,7 +342,7 @@ class Solver:
             if count:
                 return count, reasons
             self._drop(claim)
-            reasons.append(self._no_room_reason(state, variant, claim))
+            reasons.append(self._no_room_reason(state, variant, claim) + limited)
         return 0, reasons
 
     def _drop(self, claim: Claim) -> None:
