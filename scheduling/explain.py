@@ -32,9 +32,12 @@ def no_type_reason(pool: Pool, reqs: Requirements) -> str:
     return f"no instance type satisfies the requirements ({detail})"
 
 
+def limits_remaining(remaining: Mapping[str, int]) -> str:
+    return "remaining " + describe_resources({k: max(0, v) for k, v in remaining.items()})
+
+
 def limits_reason(pool: Pool, remaining: Mapping[str, int]) -> str:
-    left = describe_resources({k: max(0, v) for k, v in remaining.items()})
-    return f"limits would be exceeded by every instance type (remaining {left})"
+    return f"limits would be exceeded by every instance type ({limits_remaining(remaining)})"
 
 
 def no_room_reason(requests: Mapping[str, int], claim: Claim) -> str:

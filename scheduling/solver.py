@@ -24,7 +24,7 @@ from apis.labels import HOSTNAME
 from apis.quantity import add
 from scheduling.catalog import Option
 from scheduling.domains import ClassState, Domains
-from scheduling.explain import limits_reason, no_room_reason, no_type_reason
+from scheduling.explain import limits_reason, limits_remaining, no_room_reason, no_type_reason
 from scheduling.output import INF, planned_claim
 from scheduling.packing import IntArray
 from scheduling.pods import Variant, group_pods
@@ -329,7 +329,7 @@ class Solver:
                     reasons.append(f"NodePool {pool.name}: {limits_reason(pool, remaining)}")
                     continue
                 if len(within) < len(options):
-                    limited = f"; {limits_reason(pool, remaining).replace('every', 'larger')}"
+                    limited = f"; larger instance types would exceed its limits ({limits_remaining(remaining)})"
                 options = within
             used = pool.matrix.vector({k: v for k, v in pool.ds_overhead.items() if k in pool.matrix.column})
             assert used is not None
