@@ -123,7 +123,7 @@ def test_in_flight_claims_count_against_limits() -> None:
     )
     plan = schedule([pod("a", cpu="3"), pod("b", cpu="3")], [node_pool(limits={"cpu": "6"})], node_claims=[claim])
     assert placement(plan)["default/a"] == "default-abc"
-    assert "limits would be exceeded" in reason(plan, "default/b")
+    assert "would exceed its limits (remaining cpu=2)" in reason(plan, "default/b")
 
 
 def test_limits_that_leave_only_small_types_are_named() -> None:
