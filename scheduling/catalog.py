@@ -21,6 +21,7 @@ from apis.quantity import ResourceList, add, to_resource_list, to_units
 from scheduling.requirements import Requirements
 
 MIB = 2**20
+DEFAULT_MAX_PODS = 110  # the kubelet's default when a catalog entry does not say
 _NAME = re.compile(r"^(?P<family>(?P<category>[a-z]+)(?:-\d+tb)?(?P<generation>\d+)[a-z0-9-]*)\.(?P<size>[a-z0-9-]+)$")
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 WINDOWS_BUILDS = {"windows2019": "10.0.17763", "windows2022": "10.0.20348", "windows2025": "10.0.26100"}
@@ -105,11 +106,12 @@ def kubelet_capacity_and_overhead(
 ) -> tuple[ResourceList, ResourceList]:
     """(capacity, overhead) of the type under these kubelet settings, in canonical units."""
     capacity = to_resource_list(it.capacity)
+    capacity.setdefault("pods", DEFAULT_MAX_PODS)
     overhead = to_resource_list(it.overhead)
     if not _recomputes(kubelet):
         return capacity, overhead
     assert kubelet is not None
-    pods = capacity.get("pods", 110)
+    pods = capacity["pods"]
     if kubelet.max_pods is not None:
         pods = kubelet.max_pods
     if kubelet.pods_per_core:

@@ -70,3 +70,12 @@ def test_windows_node_classes_launch_windows_amd64_nodes() -> None:
     [option] = build_options([arm, amd], os_labels=os_labels)
     assert option.name == "m5.large" and option.labels["kubernetes.io/os"] == "windows"
     assert node_class_os(node_class()) == ("linux", None)
+
+
+def test_a_catalog_entry_without_pods_gets_the_kubelet_default() -> None:
+    from apis.instancetype import InstanceType
+
+    it = InstanceType.model_validate({"name": "x.large", "capacity": {"cpu": "2", "memory": "4Gi"},
+                                      "offerings": [{"zone": "z", "price": 0.1}]})  # fmt: skip
+    capacity, _ = kubelet_capacity_and_overhead(it, None)
+    assert capacity["pods"] == 110
