@@ -14,6 +14,7 @@ from temporalio.worker import Worker
 from activities.nodeclaim import NodeClaimActivities
 from activities.provisioning import ProvisioningActivities
 from cloudprovider.aws.factory import new_aws_cloud_provider
+from cloudprovider.types import CloudProvider
 from kube.client import KubeClient
 from kube.events import EventRecorder
 from workers.settings import Settings
@@ -25,6 +26,14 @@ from workflows.provisioner import ProvisionerWorkflow
 
 log = logging.getLogger(__name__)
 ACTIVITY_THREADS = 32
+
+
+def _warm_catalog(cloud: CloudProvider) -> None:
+    try:
+        count = len(cloud.instance_types(None))
+        log.info("instance type catalog loaded: %d types", count)
+    except Exception:
+        log.exception("loading the instance type catalog failed; the first provisioning round retries")
 
 
 def build_kube(settings: Settings) -> KubeClient:
@@ -72,6 +81,9 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
             max_concurrent_activities=ACTIVITY_THREADS,
         )
         async with worker:
+            # The first catalog read (DescribeInstanceTypes, offerings, spot prices) takes seconds; pay it
+            # now rather than in the first provisioning round.
+            warm_catalog = asyncio.create_task(asyncio.to_thread(_warm_catalog, cloud))
             adopted = await adopt_node_claims(kube, starter)
             log.info("worker up on task queue %r; %d NodeClaims adopted", settings.task_queue, adopted)
             await starter.signal_provisioner([])
@@ -85,4 +97,5 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
                 await stop.wait()
             finally:
                 watch_stop.set()
+                warm_catalog.cancel()
     log.info("worker stopped")
