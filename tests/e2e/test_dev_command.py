@@ -119,3 +119,15 @@ def test_headless_general_purpose_nodepool_binds_ten_pods(tmp_path: Path) -> Non
     assert len(summary["instances"]) == len(summary["nodeClaims"]) >= 1
     for claim in summary["nodeClaims"]:
         assert {claim["conditions"][c] for c in ("Launched", "Registered", "Initialized")} == {"True"}
+
+    # The dry run, given what the stack was given (its defaults included), plans the same nodes.
+    simulated = subprocess.run(
+        [*NODEFLOW, "simulate", "-f", str(REPO / "devstack" / "defaults.yaml"),
+         "-f", str(EXAMPLES / "general-purpose.yaml"), "-f", str(manifest), "-o", "json"],
+        capture_output=True, text=True, cwd=REPO, check=True,
+    )  # fmt: skip
+    plan = json.loads(simulated.stdout)
+    assert plan["unschedulable"] == []
+    assert sorted((c["nodePool"], c["instanceTypes"][0]) for c in plan["nodeClaims"]) == sorted(
+        (c["nodePool"], c["instanceType"]) for c in summary["nodeClaims"]
+    )
