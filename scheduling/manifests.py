@@ -158,14 +158,16 @@ def expand(docs: Iterable[Any], instance_types: list[InstanceType]) -> Expanded:
 
 
 def _dedupe_names(lists: dict[str, list[Any]], errors: list[str]) -> None:
-    """Two objects of one kind with the same name: the later one is dropped, with an error."""
+    """Two objects of one kind with the same name: the later one replaces the earlier, with a note."""
     for attr in ("node_pools", "node_classes"):
-        seen: set[str] = set()
-        kept = []
+        # Later definitions replace earlier ones, as `kubectl apply -f a -f b` would.
+        position: dict[str, int] = {}
+        kept: list[Any] = []
         for obj in lists[attr]:
-            if obj.name in seen:
-                errors.append(f'{obj.kind} "{obj.name}": defined twice; the first definition is used')
+            if obj.name in position:
+                errors.append(f'{obj.kind} "{obj.name}": defined again; the later definition is used')
+                kept[position[obj.name]] = obj
                 continue
-            seen.add(obj.name)
+            position[obj.name] = len(kept)
             kept.append(obj)
         lists[attr] = kept
