@@ -12,6 +12,8 @@ refused request changes no state::
     emu[kmock.action.WATCH, kmock.resource("v1/pods")][:1] << 410    # one watch request is refused
 
 To drop live watch connections (clients must re-list/re-watch), call ``emu.drop_watches()``.
+Out of process, the same faults are set over HTTP at ``/_nodeflow/faults`` on the emulator's port
+(rules in ``emu.faults``, checked before reactions and handling; see :mod:`devstack.kube.faults`).
 The request log (``list(emu)``, ``emu["get /api/v1/pods"]``) keeps the newest
 ``request_log_limit`` requests, so slice reactions count within that window.
 """
@@ -28,6 +30,7 @@ import kmock
 from kmock._internal import enums, parsing, rendering
 
 from devstack.kube import discovery, errors, routing, subresources, tables, verbs, watch
+from devstack.kube import faults as injected
 from devstack.kube.catalog import NAMESPACE, ServedResource
 from devstack.kube.disruption import evict
 from devstack.kube.routing import Target
@@ -48,6 +51,7 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
 
     store: ObjectStore = attrs.field(factory=ObjectStore)
     request_log_limit: int = 10_000
+    faults: injected.KubeFaults = attrs.field(factory=injected.KubeFaults)
 
     def __attrs_post_init__(self) -> None:
         # kmock's own fallbacks are not registered: every request the DSL does not catch is
@@ -68,8 +72,16 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
         exceptions are logged and answered as 500 InternalError.
         """
         try:
+            if raw_request.path == injected.FAULTS_PATH:
+                code, body = injected.control(
+                    self.faults, raw_request.method, await raw_request.read(), self.drop_watches
+                )
+                return _reply(code, body)
             request = await _parse_request(raw_request, len(self._requests))
             self._requests.append(request)
+            rule = self.faults.take(raw_request.method, raw_request.path)
+            if rule is not None:
+                return _reply(rule.status, injected.refusal(rule.status, raw_request.method, raw_request.path))
             return await self._handle(request)
         except errors.ApiError as exc:
             return _reply(exc.code, exc.status())

@@ -28,6 +28,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 import devstack
 from devstack import apply as applying
 from devstack import temporal  # a module import: devstack.temporal imports devstack.stack.children
+from devstack.aws.faults import FaultClient
+from devstack.kube.faults import KubeFaultClient
 from devstack.services import ec2_client
 from devstack.stack.children import ChildProcess, stop_all
 from devstack.stack.config import DevStackConfig
@@ -244,6 +246,22 @@ class DevStack:
         if self._temporal is None:
             raise RuntimeError("the stack is not started")
         self._temporal.restart(kill=kill, timeout=self.config.start_timeout)
+
+    # -- fault injection, for durability tests ------------------------------------------------------
+
+    @property
+    def kube_faults(self) -> KubeFaultClient:
+        """Injects Kubernetes API faults (refused requests, dropped watches) into the running stack."""
+        if not self.kube_url:
+            raise RuntimeError("the stack is not started: call start() first")
+        return KubeFaultClient(self.kube_url)
+
+    @property
+    def aws_faults(self) -> FaultClient:
+        """Injects EC2 faults (insufficient capacity, throttling, 5xx) into the running stack's moto."""
+        if not self.moto_url:
+            raise RuntimeError("the stack is not started: call start() first")
+        return FaultClient(self.moto_url)
 
     def pids(self) -> dict[str, int]:
         """Pid of every child started so far (it is also its process group id), by name."""
