@@ -119,9 +119,44 @@ class FinalizeInput(BaseModel):
     name: str
     node_name: str = ""
     reason: str = ""
+    expired: bool = False  # begin_termination: set condition Expired=True first (expireAfter or `expire`)
 
 
 class LaunchFailedInput(BaseModel):
     name: str
     failure: str
     message: str
+
+
+class DriftCheckInput(BaseModel):
+    name: str
+    node_name: str = ""
+    instance_id: str = ""
+
+
+class DriftResult(BaseModel):
+    """The outcome of a drift check: `reason` is one of scheduling.drift.REASONS when drifted."""
+
+    drifted: bool = False
+    reason: str = ""
+    message: str = ""
+    claim_exists: bool = True
+
+
+class ReplacementInput(BaseModel):
+    name: str  # the NodeClaim being replaced
+    node_pool: str = ""
+    attempt: int = 0
+
+
+class ReplacementResult(BaseModel):
+    """The replacement NodeClaim (created or already there); `name` is '' when the original is gone."""
+
+    name: str = ""
+    message: str = ""
+
+
+class ReplacementState(BaseModel):
+    initialized: bool = False
+    gone: bool = False
+    message: str = ""

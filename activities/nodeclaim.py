@@ -15,13 +15,16 @@ from pydantic import ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import claims, drain, kubeops
+from activities import claims, drain, kubeops, replace
+from activities.drift import DRIFT_CHECK_VERSION, drift_facts
 from activities.heartbeat import heartbeating
 from activities.models import (
     ClaimRef,
     ClaimState,
     DrainInput,
     DrainProgress,
+    DriftCheckInput,
+    DriftResult,
     FinalizeInput,
     InitializationResult,
     LaunchFailedInput,
@@ -29,14 +32,28 @@ from activities.models import (
     MarkLaunchedInput,
     NodeRef,
     RegistrationCheck,
+    ReplacementInput,
+    ReplacementResult,
+    ReplacementState,
     TerminateInput,
     TerminateResult,
 )
 from apis import labels
 from apis.ec2nodeclass import EC2NodeClass
 from apis.errors import describe_validation_error, format_problems
-from apis.meta import set_condition
-from apis.nodeclaim import INITIALIZED, INSTANCE_TERMINATING, LAUNCHED, READY, REGISTERED, NodeClaim
+from apis.meta import is_true, set_condition
+from apis.nodeclaim import (
+    DRAINED,
+    DRIFTED,
+    EXPIRED,
+    INITIALIZED,
+    INSTANCE_TERMINATING,
+    LAUNCHED,
+    READY,
+    REGISTERED,
+    NodeClaim,
+)
+from apis.nodepool import NodePool
 from apis.quantity import format_resource_list
 from cloudprovider.errors import (
     CloudProviderError,
@@ -46,8 +63,9 @@ from cloudprovider.errors import (
 )
 from cloudprovider.types import CloudProvider, Instance
 from kube import resources as r
-from kube.errors import NotFoundError, TooManyRequestsError
+from kube.errors import AlreadyExistsError, NotFoundError, TooManyRequestsError
 from kube.types import Kube, Obj
+from scheduling.drift import find_drift
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +105,17 @@ class NodeClaimActivities:
             if new == obj.get("status"):
                 return False
             obj["status"] = new
+            return True
+
+        kubeops.update(self.kube, r.NODECLAIM, name, mutate, subresource="status")
+
+    def _drop_condition(self, name: str, type_: str) -> None:
+        def mutate(obj: Obj) -> bool:
+            conditions = (obj.get("status") or {}).get("conditions") or []
+            kept = [c for c in conditions if c.get("type") != type_]
+            if len(kept) == len(conditions):
+                return False
+            obj["status"]["conditions"] = kept
             return True
 
         kubeops.update(self.kube, r.NODECLAIM, name, mutate, subresource="status")
@@ -276,6 +305,64 @@ class NodeClaimActivities:
             node_deleting=node is not None and bool(node["metadata"].get("deletionTimestamp")),
         )
 
+    @activity.defn(name="check_drift")
+    def check_drift(self, inp: DriftCheckInput) -> DriftResult:
+        """Compare the claim with its NodePool, EC2NodeClass and instance (scheduling.drift) and keep the
+        claim's `Drifted` condition in step: True with the reason and message while drifted, removed once
+        not. Drift only marks the claim: replacing drifted nodes is the disruption controller's job."""
+        try:
+            claim = self._claim(inp.name)
+        except ValidationError:
+            return DriftResult(message="the NodeClaim does not validate; drift not checked")
+        if claim is None:
+            return DriftResult(claim_exists=False)
+        pool_name = claim.metadata.labels.get(labels.NODEPOOL, "")
+        pool = self._model_or_none(NodePool, r.NODEPOOL, pool_name) if pool_name else None
+        node_class = self._node_class_or_none(claim)
+        drift = find_drift(drift_facts(claim, pool, node_class, self.cloud, inp.instance_id))
+        if drift is None:
+            if any(c.type == DRIFTED for c in claim.status.conditions):
+                self._drop_condition(inp.name, DRIFTED)
+            return DriftResult()
+        message = f"{drift.message} (drift check {DRIFT_CHECK_VERSION})"
+        if not is_true(claim.status.conditions, DRIFTED):
+            self.recorder.record(self.kube.get(r.NODECLAIM, inp.name), "Normal", "Drifted", message)
+        self._set_conditions(inp.name, (DRIFTED, "True", drift.reason, message))
+        return DriftResult(drifted=True, reason=drift.reason, message=message)
+
+    def _model_or_none(self, model: type[NodePool], resource: r.Resource, name: str) -> NodePool | None:
+        try:
+            return model.model_validate(self.kube.get(resource, name))
+        except (NotFoundError, ValidationError):
+            return None
+
+    @activity.defn(name="create_replacement")
+    def create_replacement(self, inp: ReplacementInput) -> ReplacementResult:
+        """Create the replacement NodeClaim of `inp.name` (same spec, labels and annotations; a name derived
+        from the original and the attempt). Idempotent: an existing replacement is kept."""
+        original = self._get_or_none(r.NODECLAIM, inp.name)
+        if original is None or original["metadata"].get("deletionTimestamp"):
+            return ReplacementResult(message=f"NodeClaim {inp.name} is gone or being deleted")
+        node_pool = inp.node_pool or (original["metadata"].get("labels") or {}).get(labels.NODEPOOL, "")
+        name = replace.replacement_name(inp.name, node_pool, inp.attempt)
+        try:
+            self.kube.create(r.NODECLAIM, replace.replacement_body(original, name))
+            self.recorder.record(original, "Normal", "Replacing", f"launching replacement NodeClaim {name}")
+        except AlreadyExistsError:
+            pass
+        return ReplacementResult(name=name, message=f"replacement {name} created")
+
+    @activity.defn(name="replacement_state")
+    def replacement_state(self, ref: ClaimRef) -> ReplacementState:
+        """Whether the replacement NodeClaim is Initialized, or gone (its launch failed)."""
+        obj = self._get_or_none(r.NODECLAIM, ref.name)
+        if obj is None or obj["metadata"].get("deletionTimestamp"):
+            return ReplacementState(gone=True, message=f"replacement {ref.name} is gone")
+        claim = NodeClaim.model_validate(obj)
+        if is_true(claim.status.conditions, INITIALIZED):
+            return ReplacementState(initialized=True, message=f"replacement {ref.name} is initialized")
+        return ReplacementState(message=f"replacement {ref.name} to initialize")
+
     # -- drain and termination ---------------------------------------------------------------------------
 
     @activity.defn(name="begin_termination")
@@ -284,6 +371,8 @@ class NodeClaimActivities:
         claim_obj = self._get_or_none(r.NODECLAIM, inp.name)
         if claim_obj is None:
             return
+        if inp.expired and not is_true(NodeClaim.model_validate(claim_obj).status.conditions, EXPIRED):
+            self._set_conditions(inp.name, (EXPIRED, "True", "Expired", inp.reason or "expired"))
         if not claim_obj["metadata"].get("deletionTimestamp"):
             if inp.reason:
                 self.recorder.record(claim_obj, "Normal", "DisruptionTerminating", inp.reason)
@@ -301,27 +390,28 @@ class NodeClaimActivities:
         if self._get_or_none(r.NODE, inp.node_name) is None:
             return DrainProgress(remaining=0, message="node is gone")
         self._taint_disrupted(inp.node_name)
-        pods = self.kube.list(r.POD, field_selector=f"spec.nodeName={inp.node_name}")
-        evicted = blocked = 0
-        waves = drain.eviction_order(pods)
-        for pod in waves[0] if waves else []:
+        plan = drain.plan_step(self.kube.list(r.POD, field_selector=f"spec.nodeName={inp.node_name}"), inp.force)
+        evicted = refused = 0
+        for pod in [*plan.evict, *plan.delete]:
             namespace, name = pod["metadata"].get("namespace", "default"), pod["metadata"]["name"]
-            if drain.blocks_voluntary_disruption(pod) and not inp.force:
-                blocked += 1
-                continue
             try:
                 if inp.force:
                     self.kube.delete(r.POD, name, namespace)
                 else:
                     self.kube.evict(namespace, name)
                 evicted += 1
-            except TooManyRequestsError:
-                blocked += 1
+            except TooManyRequestsError:  # a PodDisruptionBudget refuses for now: the next step retries
+                refused += 1
             except NotFoundError:
                 pass
         remaining = len(drain.drainable(self.kube.list(r.POD, field_selector=f"spec.nodeName={inp.node_name}")))
-        message = f"{remaining} pods remaining, {blocked} blocked by disruption budgets or do-not-disrupt"
-        return DrainProgress(remaining=remaining, evicted=evicted, blocked_by_pdb=blocked, message=message)
+        held = len(plan.held)
+        message = f"{remaining} pods remaining, {refused} refused by disruption budgets, {held} held by do-not-disrupt"
+        if remaining == 0:
+            self._set_conditions(inp.name, (DRAINED, "True", "Drained", "all drainable pods are gone"))
+        else:
+            self._set_conditions(inp.name, (DRAINED, "False", "Draining", message))
+        return DrainProgress(remaining=remaining, evicted=evicted, blocked_by_pdb=refused + held, message=message)
 
     def _taint_disrupted(self, node_name: str) -> None:
         def mutate(node: Obj) -> bool:

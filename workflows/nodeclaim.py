@@ -4,8 +4,18 @@ It reads as the lifecycle, one method per phase: launch -> register -> initializ
 terminate. Each phase is a loop of idempotent activities and durable timers, so a worker killed at any
 point resumes where it was, and continue-as-new carries the state to keep history bounded.
 
-Signals: `delete` (the NodeClaim or its Node is being deleted), `drain` and `expire` (manual). Query:
-`status`. Runs unsandboxed (memory: ~25 KiB per cached workflow instead of ~730 KiB); determinism is
+Signals: `delete` (the NodeClaim or its Node is being deleted), `drain`, `expire` and `replace` (manual;
+each takes an optional reason string, so `temporal workflow signal --workflow-id nodeclaim-<name> --name
+drain` works as is). Query: `status` (the NodeClaimState: phase, instance, node, conditions, waiting_for,
+termination reason).
+
+While running, a periodic drift check (every `NodeClaimInput.drift_check_interval`) keeps the claim's
+Drifted condition current; drift only marks the claim, replacing drifted nodes belongs to the disruption
+controller. `replace` launches a replacement NodeClaim (its own workflow, abandoned by this one when it
+ends) and drains this node once the replacement is Initialized.
+
+Command-sequence changes are guarded by `workflow.patched` (ids below) so stored histories keep replaying.
+Runs unsandboxed (memory: ~25 KiB per cached workflow instead of ~730 KiB); determinism is
 guarded by replay tests over stored histories.
 """
 
@@ -15,15 +25,17 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
 
 from activities.models import (
     ClaimRef,
     DrainInput,
+    DriftCheckInput,
     FinalizeInput,
     LaunchFailedInput,
     MarkLaunchedInput,
     RegistrationCheck,
+    ReplacementInput,
     TerminateInput,
 )
 from activities.nodeclaim import NodeClaimActivities
@@ -43,6 +55,8 @@ from workflows.nodeclaim_state import (
 )
 
 PROVISIONER_ID = "provisioner"
+# workflow.patched ids: the running phase with drift checks and `replace` (old runs keep the liveness loop).
+PATCH_DRIFT_CHECK = "running-drift-check-v1"
 
 
 def workflow_id(name: str) -> str:
@@ -55,6 +69,7 @@ class NodeClaimWorkflow:
         self.s = NodeClaimState(name="")
         self.inp = NodeClaimInput(name="")
         self.terminate_requested = ""
+        self.replace_requested = ""
 
     # -- messages ----------------------------------------------------------------------------------------
 
@@ -70,11 +85,20 @@ class NodeClaimWorkflow:
 
     @workflow.signal(name="expire")
     def expire(self, reason: str = "") -> None:
-        """Manual expiration: as if expireAfter had passed (forceful, not blocked by do-not-disrupt)."""
+        """Manual expiration: as if expireAfter had passed (condition Expired, then drain and terminate)."""
+        if not self.terminate_requested:
+            self.s.expired = True
         self.terminate_requested = self.terminate_requested or reason or "expired (manual)"
+
+    @workflow.signal(name="replace")
+    def replace(self, reason: str = "") -> None:
+        """Launch a replacement NodeClaim, then drain this node once the replacement is Initialized.
+        Acted on in the running phase (a claim not yet running waits until it is)."""
+        self.replace_requested = self.replace_requested or reason or "manual replace"
 
     @workflow.query(name="status")
     def status(self) -> NodeClaimState:
+        """The claim's state: phase, instance, node, conditions, what it waits for, termination reason."""
         return self.s
 
     # -- run ---------------------------------------------------------------------------------------------
@@ -126,6 +150,7 @@ class NodeClaimWorkflow:
         if outcome.claim_deleting:
             self.terminate_requested = self.terminate_requested or "NodeClaim deleted while launching"
         await self._act(NodeClaimActivities.mark_launched, MarkLaunchedInput(name=self.s.name, launch=outcome))
+        self.s.conditions["Launched"] = "True"
         now = workflow.now()
         self.s.launched_at = now
         self.s.registration_deadline = now + (parse_duration(self.inp.registration_ttl) or timedelta(minutes=15))
@@ -152,6 +177,7 @@ class NodeClaimWorkflow:
                 await self._act(
                     NodeClaimActivities.register_node, FinalizeInput(name=self.s.name, node_name=found.node_name)
                 )
+                self.s.conditions["Registered"] = "True"
                 self.s.phase = DRAINING if self.terminate_requested else INITIALIZING
                 return
             if self.terminate_requested:
@@ -173,6 +199,7 @@ class NodeClaimWorkflow:
                 NodeClaimActivities.check_initialized, FinalizeInput(name=self.s.name, node_name=self.s.node_name)
             )
             if result.initialized:
+                self.s.conditions["Initialized"] = "True"
                 self.s.waiting_for = ""
                 self.s.phase = RUNNING
                 return
@@ -182,10 +209,41 @@ class NodeClaimWorkflow:
         self.s.phase = DRAINING
 
     async def running(self) -> None:
+        if not workflow.patched(PATCH_DRIFT_CHECK):
+            await self._running_without_drift_checks()
+            return
+        interval = self._drift_check_interval()
+        while not self.terminate_requested:
+            if self.replace_requested:
+                await self._replace()
+                continue
+            now = workflow.now()
+            if self.s.expires_at is not None and now >= self.s.expires_at:
+                self._expire_now()
+                break
+            wait = min(interval, timing.LIVENESS_CHECK)
+            if self.s.expires_at is not None:
+                wait = min(wait, self.s.expires_at - now)
+            await self._sleep_until(lambda: bool(self.terminate_requested or self.replace_requested), wait)
+            if self.terminate_requested or self.replace_requested:
+                continue
+            state = await self._act(
+                NodeClaimActivities.claim_state, FinalizeInput(name=self.s.name, node_name=self.s.node_name)
+            )
+            if state.deleting or state.node_deleting or not state.node_exists:
+                self.terminate_requested = "the NodeClaim or its Node was deleted"
+                break
+            await self._check_drift()
+            if self._history_too_long():
+                return
+        self.s.phase = DRAINING
+
+    async def _running_without_drift_checks(self) -> None:
+        """The running phase before PATCH_DRIFT_CHECK (kept for workflows started on older code)."""
         while not self.terminate_requested:
             now = workflow.now()
             if self.s.expires_at is not None and now >= self.s.expires_at:
-                self.terminate_requested = f"expired after {self.inp.expire_after}"
+                self._expire_now()
                 break
             wait = timing.LIVENESS_CHECK
             if self.s.expires_at is not None:
@@ -202,10 +260,76 @@ class NodeClaimWorkflow:
                 return
         self.s.phase = DRAINING
 
+    def _expire_now(self) -> None:
+        self.s.expired = True
+        self.terminate_requested = f"expired after {self.inp.expire_after}"
+
+    def _drift_check_interval(self) -> timedelta:
+        try:
+            parsed = parse_duration(self.inp.drift_check_interval)
+        except ValueError:
+            workflow.logger.warning("drift_check_interval %r does not parse", self.inp.drift_check_interval)
+            parsed = None
+        return max(parsed or timing.DRIFT_CHECK, timing.MIN_DRIFT_CHECK)
+
+    async def _check_drift(self) -> None:
+        result = await self._act(
+            NodeClaimActivities.check_drift,
+            DriftCheckInput(name=self.s.name, node_name=self.s.node_name, instance_id=self.s.instance_id),
+        )
+        self.s.drift_checks += 1
+        self.s.last_drift_check = workflow.now()
+        self.s.drift_reason, self.s.drift_message = result.reason, result.message
+        if result.drifted:
+            self.s.conditions["Drifted"] = f"True ({result.reason})"
+        else:
+            self.s.conditions.pop("Drifted", None)
+
+    async def _replace(self) -> None:
+        """Launch a replacement and wait (durable timers, backoff) until it is Initialized; then this node
+        drains. A replacement that fails to launch (its claim is deleted) cancels the replace."""
+        self.s.replace_attempts += 1
+        created = await self._act(
+            NodeClaimActivities.create_replacement,
+            ReplacementInput(name=self.s.name, node_pool=self.s.node_pool, attempt=self.s.replace_attempts),
+        )
+        if not created.name:
+            self.terminate_requested = self.terminate_requested or created.message
+            return
+        self.s.replacement = created.name
+        try:
+            await workflow.start_child_workflow(
+                NodeClaimWorkflow.run,
+                self.inp.model_copy(update={"name": created.name, "state": None}),
+                id=workflow_id(created.name),
+                parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+            )
+        except WorkflowAlreadyStartedError:
+            pass  # started already (by the adopter after a crash, or an earlier attempt)
+        interval = timing.REPLACEMENT_POLL_FIRST
+        while not self.terminate_requested:
+            state = await self._act(NodeClaimActivities.replacement_state, ClaimRef(name=created.name))
+            if state.initialized:
+                self.terminate_requested = f"replaced by {created.name} ({self.replace_requested})"
+                break
+            if state.gone:
+                self.s.failure = f"replace: {state.message}; this node keeps running"
+                self.s.replacement = ""
+                break
+            self.s.waiting_for = state.message
+            await self._sleep_unless_terminating(interval)
+            interval = min(interval * 2, timing.REPLACEMENT_POLL_MAX)
+        self.s.waiting_for = ""
+        self.replace_requested = ""
+
     async def drain_node(self) -> None:
-        ref = FinalizeInput(name=self.s.name, node_name=self.s.node_name, reason=self.terminate_requested)
+        ref = FinalizeInput(
+            name=self.s.name, node_name=self.s.node_name, reason=self.terminate_requested, expired=self.s.expired
+        )
         await self._act(NodeClaimActivities.begin_termination, ref)
         self.s.termination_reason = self.terminate_requested
+        if self.s.expired:
+            self.s.conditions["Expired"] = "True"
         if self.s.drain_started_at is None:
             self.s.drain_started_at = workflow.now()
             grace = parse_duration(self.inp.termination_grace_period) if self.inp.termination_grace_period else None
@@ -220,6 +344,7 @@ class NodeClaimWorkflow:
                 retry_policy=timing.ACTIVITY_RETRY,
             )
             if progress.remaining == 0:
+                self.s.conditions["Drained"] = "True"
                 break
             self.s.waiting_for = progress.message
             await workflow.sleep(timing.DRAIN_POLL)
@@ -230,7 +355,9 @@ class NodeClaimWorkflow:
 
     async def terminate(self) -> None:
         if not self.s.termination_reason:
-            ref = FinalizeInput(name=self.s.name, node_name=self.s.node_name, reason=self.terminate_requested)
+            ref = FinalizeInput(
+                name=self.s.name, node_name=self.s.node_name, reason=self.terminate_requested, expired=self.s.expired
+            )
             await self._act(NodeClaimActivities.begin_termination, ref)
             self.s.termination_reason = self.terminate_requested
         while True:
@@ -254,8 +381,13 @@ class NodeClaimWorkflow:
         )
 
     async def _sleep_unless_terminating(self, duration: timedelta) -> None:
+        await self._sleep_until(lambda: bool(self.terminate_requested), duration)
+
+    @staticmethod
+    async def _sleep_until(wake: Callable[[], bool], duration: timedelta) -> None:
+        """A durable timer that a signal making `wake` true cuts short."""
         try:
-            await workflow.wait_condition(lambda: bool(self.terminate_requested), timeout=duration)
+            await workflow.wait_condition(wake, timeout=duration)
         except TimeoutError:
             pass
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 LAUNCHING = "Launching"
 REGISTERING = "Registering"
@@ -14,6 +15,15 @@ DRAINING = "Draining"
 TERMINATING = "Terminating"
 DELETED = "Deleted"
 PHASES = (LAUNCHING, REGISTERING, INITIALIZING, RUNNING, DRAINING, TERMINATING, DELETED)
+
+# The drift check interval of new claims when the starter does not say: read where the input is built (the
+# worker process), then recorded in the workflow's input, so replay never depends on the environment.
+DRIFT_CHECK_INTERVAL_ENV = "NODEFLOW_DRIFT_CHECK_INTERVAL"
+DEFAULT_DRIFT_CHECK_INTERVAL = "5m"
+
+
+def default_drift_check_interval() -> str:
+    return os.environ.get(DRIFT_CHECK_INTERVAL_ENV) or DEFAULT_DRIFT_CHECK_INTERVAL
 
 
 class NodeClaimState(BaseModel):
@@ -34,6 +44,19 @@ class NodeClaimState(BaseModel):
     drain_deadline: datetime | None = None
     waiting_for: str = ""
     failure: str = ""
+    # Conditions as the workflow last set them: type -> "True", "False" or "True (Reason)".
+    conditions: dict[str, str] = Field(default_factory=dict)
+    drift_reason: str = ""  # a scheduling.drift reason while drifted, else ""
+    drift_message: str = ""
+    drift_checks: int = 0
+    last_drift_check: datetime | None = None
+    expired: bool = False  # expireAfter passed or `expire` signalled: condition Expired before draining
+    replacement: str = ""  # the NodeClaim replacing this one (`replace` signal)
+    replace_attempts: int = 0
+
+    def conditions_summary(self) -> str:
+        """`Drifted=True (AMIDrifted), Initialized=True`, sorted by type."""
+        return ", ".join(f"{k}={v}" for k, v in sorted(self.conditions.items()))
 
     def summary(self) -> str:
         """One line for the memo and the CLI."""
@@ -49,3 +72,4 @@ class NodeClaimInput(BaseModel):
     termination_grace_period: str | None = None
     registration_ttl: str = "15m"
     state: NodeClaimState | None = None  # set by continue-as-new
+    drift_check_interval: str = Field(default_factory=default_drift_check_interval)

@@ -13,6 +13,8 @@ from activities.models import (
     ClaimState,
     DrainInput,
     DrainProgress,
+    DriftCheckInput,
+    DriftResult,
     FinalizeInput,
     InitializationResult,
     LaunchFailedInput,
@@ -22,6 +24,9 @@ from activities.models import (
     ProvisionPlan,
     ProvisionRound,
     RegistrationCheck,
+    ReplacementInput,
+    ReplacementResult,
+    ReplacementState,
     TerminateInput,
     TerminateResult,
 )
@@ -42,6 +47,15 @@ class World:
     terminate_calls: int = 0
     solve_rounds: list[int] = field(default_factory=list)
     launched: int = 0
+    drift_after_checks: int = -1  # check_drift reports AMIDrifted from this call on (-1: never)
+    drift_checks: int = 0
+    pdb_refusals: int = 0  # drain_step answers "refused by a PDB" this many times first
+    replacement_ready_after_polls: int = 2
+    replacement_gone: bool = False
+    replacement_polls: int = 0
+    replacements: list[str] = field(default_factory=list)
+    drain_inputs: list[DrainInput] = field(default_factory=list)
+    begin_inputs: list[FinalizeInput] = field(default_factory=list)
 
     def activities(self) -> list[object]:
         world = self
@@ -92,13 +106,42 @@ class World:
         def claim_state(inp: FinalizeInput) -> ClaimState:
             return ClaimState()
 
+        @activity.defn(name="check_drift")
+        def check_drift(inp: DriftCheckInput) -> DriftResult:
+            world.drift_checks += 1
+            if world.drift_after_checks >= 0 and world.drift_checks >= world.drift_after_checks:
+                return DriftResult(drifted=True, reason="AMIDrifted", message="image ami-old is not among ...")
+            return DriftResult()
+
+        @activity.defn(name="create_replacement")
+        def create_replacement(inp: ReplacementInput) -> ReplacementResult:
+            name = f"{inp.node_pool}-repl{inp.attempt}"
+            world.calls.append(f"create_replacement:{name}")
+            world.replacements.append(name)
+            return ReplacementResult(name=name)
+
+        @activity.defn(name="replacement_state")
+        def replacement_state(ref: ClaimRef) -> ReplacementState:
+            world.replacement_polls += 1
+            if world.replacement_gone:
+                return ReplacementState(gone=True, message=f"replacement {ref.name} is gone")
+            if world.replacement_polls >= world.replacement_ready_after_polls:
+                world.calls.append("replacement_initialized")
+                return ReplacementState(initialized=True)
+            return ReplacementState(message=f"replacement {ref.name} to initialize")
+
         @activity.defn(name="begin_termination")
         def begin_termination(inp: FinalizeInput) -> None:
             world.calls.append("begin_termination")
+            world.begin_inputs.append(inp)
 
         @activity.defn(name="drain_step")
         def drain_step(inp: DrainInput) -> DrainProgress:
             world.calls.append("drain_step")
+            world.drain_inputs.append(inp)
+            if world.pdb_refusals > 0 and not inp.force:
+                world.pdb_refusals -= 1
+                return DrainProgress(remaining=world.pods_on_node, blocked_by_pdb=1, message="refused by a PDB")
             world.pods_on_node = max(0, world.pods_on_node - 1)
             return DrainProgress(remaining=world.pods_on_node)
 
@@ -122,5 +165,6 @@ class World:
 
         return [
             launch, mark_launched, launch_failed, find_node, register_node, check_initialized, claim_state,
-            begin_termination, drain_step, terminate_instance, finalize, solve, apply_plan,
+            begin_termination, drain_step, terminate_instance, finalize, solve, apply_plan, check_drift,
+            create_replacement, replacement_state,
         ]  # fmt: skip

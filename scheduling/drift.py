@@ -1,0 +1,119 @@
+"""Drift: has a running NodeClaim stopped matching what its NodePool and EC2NodeClass ask for? Pure.
+
+The checks follow Karpenter v1 (FEATURES.md DS-11), in its order; the first that finds drift names the
+reason of the claim's `Drifted` condition:
+
+1. NodePoolDrifted: the claim's `karpenter.sh/nodepool-hash` differs from the NodePool's template hash
+   (only when both carry the same hash version; a version bump re-stamps claims, it is not drift).
+2. RequirementsDrifted: a NodePool requirement no longer admits the claim's labels.
+3. AMIDrifted: the claim's image is not among the node class's resolved AMIs.
+4. SubnetDrifted: the instance's subnet is not among the node class's resolved subnets.
+5. SecurityGroupDrifted: the instance's security groups differ from the resolved ones.
+
+Facts that are unknown (an empty resolved list, an instance whose subnet is not known) never make a claim
+drifted: drift replaces nodes, so it must be certain. Detecting drift only marks the claim; replacing
+drifted nodes is the disruption controller's job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from apis.labels import WELL_KNOWN_LABELS
+from apis.requirements import NodeSelectorRequirement
+from scheduling.requirements import from_api
+
+NODEPOOL_DRIFTED = "NodePoolDrifted"
+REQUIREMENTS_DRIFTED = "RequirementsDrifted"
+AMI_DRIFTED = "AMIDrifted"
+SUBNET_DRIFTED = "SubnetDrifted"
+SECURITY_GROUP_DRIFTED = "SecurityGroupDrifted"
+REASONS = (NODEPOOL_DRIFTED, REQUIREMENTS_DRIFTED, AMI_DRIFTED, SUBNET_DRIFTED, SECURITY_GROUP_DRIFTED)
+
+
+@dataclass(frozen=True)
+class Drift:
+    """Why a claim drifted: a reason from REASONS and a message for people."""
+
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class DriftFacts:
+    """Everything the comparison needs, read by the caller. Empty strings and lists mean "unknown"."""
+
+    claim_hash: str = ""
+    claim_hash_version: str = ""
+    pool_hash: str = ""
+    pool_hash_version: str = ""
+    pool_requirements: Sequence[NodeSelectorRequirement] = ()
+    claim_labels: Mapping[str, str] = field(default_factory=dict)
+    image_id: str = ""
+    ami_ids: Sequence[str] = ()
+    subnet_id: str = ""
+    subnet_ids: Sequence[str] = ()
+    security_group_ids: Sequence[str] = ()
+    resolved_security_group_ids: Sequence[str] = ()
+
+
+def nodepool_drift(claim_hash: str, claim_version: str, pool_hash: str, pool_version: str) -> Drift | None:
+    """The template hash differs under the same hash version."""
+    if not claim_hash or not pool_hash or claim_version != pool_version or claim_hash == pool_hash:
+        return None
+    return Drift(NODEPOOL_DRIFTED, f"NodePool template hash is {pool_hash}, the node was launched from {claim_hash}")
+
+
+def requirements_drift(
+    requirements: Iterable[NodeSelectorRequirement], claim_labels: Mapping[str, str]
+) -> Drift | None:
+    """A NodePool requirement rejects the claim's label for its key. A well-known label the claim does not
+    carry is not drift (it was left to the cloud's choice); any other missing label the requirement needs is.
+    """
+    for key, req in sorted(from_api(requirements, "NodePool requirements").items()):
+        value = claim_labels.get(key)
+        if value is None and key in WELL_KNOWN_LABELS:
+            continue
+        if not req.allows(value):
+            shown = f"{value!r}" if value is not None else "no value"
+            return Drift(REQUIREMENTS_DRIFTED, f"NodePool requires {key} {req.describe()}, the node has {shown}")
+    return None
+
+
+def ami_drift(image_id: str, ami_ids: Sequence[str]) -> Drift | None:
+    """The claim's image is not one the node class resolves to now."""
+    if not image_id or not ami_ids or image_id in ami_ids:
+        return None
+    return Drift(AMI_DRIFTED, f"image {image_id} is not among the EC2NodeClass's AMIs ({', '.join(sorted(ami_ids))})")
+
+
+def subnet_drift(subnet_id: str, subnet_ids: Sequence[str]) -> Drift | None:
+    """The instance's subnet is not one the node class selects now."""
+    if not subnet_id or not subnet_ids or subnet_id in subnet_ids:
+        return None
+    return Drift(
+        SUBNET_DRIFTED, f"subnet {subnet_id} is not among the EC2NodeClass's subnets ({', '.join(sorted(subnet_ids))})"
+    )
+
+
+def security_group_drift(instance_groups: Sequence[str], resolved_groups: Sequence[str]) -> Drift | None:
+    """The instance's security groups are not exactly the ones the node class selects now."""
+    if not instance_groups or not resolved_groups or sorted(set(instance_groups)) == sorted(set(resolved_groups)):
+        return None
+    return Drift(
+        SECURITY_GROUP_DRIFTED,
+        f"security groups {', '.join(sorted(set(instance_groups)))} differ from the EC2NodeClass's "
+        f"{', '.join(sorted(set(resolved_groups)))}",
+    )
+
+
+def find_drift(facts: DriftFacts) -> Drift | None:
+    """The first drift in Karpenter's order, or None when the claim still matches."""
+    return (
+        nodepool_drift(facts.claim_hash, facts.claim_hash_version, facts.pool_hash, facts.pool_hash_version)
+        or requirements_drift(facts.pool_requirements, facts.claim_labels)
+        or ami_drift(facts.image_id, facts.ami_ids)
+        or subnet_drift(facts.subnet_id, facts.subnet_ids)
+        or security_group_drift(facts.security_group_ids, facts.resolved_security_group_ids)
+    )
