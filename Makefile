@@ -5,13 +5,18 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck imports unit e2e crds bench clean
+.PHONY: run test lint typecheck imports unit e2e crds lock clean
 
-$(STAMP): pyproject.toml
+# Pinned versions from requirements-dev.lock (refresh with `make lock`), then nodeflow itself, editable.
+$(STAMP): pyproject.toml requirements-dev.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check uv
-	$(BIN)/uv pip install -q -p $(BIN)/python -e '.[dev]'
+	$(BIN)/uv pip install -q -p $(BIN)/python -r requirements-dev.lock
+	$(BIN)/uv pip install -q -p $(BIN)/python --no-deps -e .
 	touch $(STAMP)
+
+lock: $(STAMP)
+	$(BIN)/uv pip compile -q pyproject.toml --extra dev --python-version 3.11 -o requirements-dev.lock
 
 run: $(STAMP)
 	$(BIN)/nodeflow dev $(ARGS)
