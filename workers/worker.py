@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from temporalio.worker import Worker
 
+from activities.garbage_collection import GarbageCollectionActivities
 from activities.nodeclaim import NodeClaimActivities
 from activities.provisioning import ProvisioningActivities
 from cloudprovider.aws.factory import new_aws_cloud_provider
@@ -21,6 +22,7 @@ from workers.settings import Settings
 from workers.starter import TemporalStarter
 from workers.temporal_client import connect
 from workers.watchers import DeletionWatcher, PodWatcher, adopt_node_claims
+from workflows.garbage_collection import GarbageCollectorWorkflow, start_garbage_collector
 from workflows.nodeclaim import NodeClaimWorkflow
 from workflows.provisioner import ProvisionerWorkflow
 
@@ -56,12 +58,13 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
     starter = TemporalStarter(client, settings.task_queue, loop, settings.registration_ttl)
     claims = NodeClaimActivities(kube, cloud, recorder, settings.cluster_name)
     provisioning = ProvisioningActivities(kube, cloud, recorder, starter)
+    collector = GarbageCollectionActivities(kube, cloud)
     watch_stop = threading.Event()
     with ThreadPoolExecutor(max_workers=ACTIVITY_THREADS, thread_name_prefix="activity") as executor:
         worker = Worker(
             client,
             task_queue=settings.task_queue,
-            workflows=[ProvisionerWorkflow, NodeClaimWorkflow],
+            workflows=[ProvisionerWorkflow, NodeClaimWorkflow, GarbageCollectorWorkflow],
             activities=[
                 claims.launch,
                 claims.mark_launched,
@@ -74,11 +77,9 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
                 claims.drain_step,
                 claims.terminate_instance,
                 claims.finalize,
-                claims.check_drift,
-                claims.create_replacement,
-                claims.replacement_state,
                 provisioning.solve,
                 provisioning.apply_plan,
+                collector.collect,
             ],
             activity_executor=executor,
             max_concurrent_activities=ACTIVITY_THREADS,
@@ -90,6 +91,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
             adopted = await adopt_node_claims(kube, starter)
             log.info("worker up on task queue %r; %d NodeClaims adopted", settings.task_queue, adopted)
             await starter.signal_provisioner([])
+            await start_garbage_collector(client, settings.task_queue)
             threads = [
                 threading.Thread(target=w.run, args=(watch_stop,), name=type(w).__name__, daemon=True)
                 for w in (PodWatcher(kube, starter, loop), DeletionWatcher(kube, starter, loop))

@@ -1,0 +1,256 @@
+"""The garbage collector: the workflow on the time-skipping server with a stand-in activity, its stored
+histories replayed, and the real activity over the in-memory cloud and a stand-in Kubernetes list."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio import activity
+from temporalio.client import WorkflowHandle, WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer, Worker
+from temporalio.workflow import NondeterminismError
+
+from activities.garbage_collection import CollectInput, CollectResult, GarbageCollectionActivities, LeakedInstance
+from cloudprovider.fake import FakeCloudProvider
+from cloudprovider.types import TAG_CLUSTER_PREFIX, TAG_NODECLAIM, Instance
+from kube.errors import ServerError
+from kube.resources import NODECLAIM, Resource
+from workflows import garbage_collection as gc
+from workflows.garbage_collection import GarbageCollectorState, GarbageCollectorWorkflow, start_garbage_collector
+
+HISTORIES = Path(__file__).parent / "histories" / "garbage_collection"
+
+
+async def save_history(handle: WorkflowHandle[Any, Any], name: str) -> None:
+    """Write histories/garbage_collection/<name>.json when NODEFLOW_RECORD_HISTORIES=1 (as histories.py)."""
+    if os.environ.get("NODEFLOW_RECORD_HISTORIES") == "1":
+        (HISTORIES / f"{name}.json").write_text((await handle.fetch_history()).to_json())
+
+
+@dataclass
+class Script:
+    """What the stand-in `collect_leaked_instances` answers, round by round, and what it was asked."""
+
+    results: list[CollectResult | str] = field(default_factory=list)  # a str: that round fails with it
+    inputs: list[CollectInput] = field(default_factory=list)
+
+    @activity.defn(name="collect_leaked_instances")
+    def collect(self, inp: CollectInput) -> CollectResult:
+        self.inputs.append(inp)
+        answer = self.results.pop(0) if self.results else CollectResult()
+        if isinstance(answer, str):
+            raise ApplicationError(answer, non_retryable=True)
+        return answer
+
+
+def leaked(instance_id: str, claim: str) -> LeakedInstance:
+    return LeakedInstance(instance_id=instance_id, node_claim=claim, launch_time="2026-01-01T00:00:00+00:00")
+
+
+@pytest.fixture
+def script() -> Script:
+    return Script()
+
+
+@pytest.fixture
+async def task_queue(time_env: WorkflowEnvironment, script: Script) -> AsyncIterator[str]:
+    queue = f"gc-{uuid.uuid4()}"
+    with ThreadPoolExecutor(max_workers=2) as executor:
+        async with Worker(
+            time_env.client,
+            task_queue=queue,
+            workflows=[GarbageCollectorWorkflow],
+            activities=[script.collect],
+            activity_executor=executor,
+        ):
+            yield queue
+
+
+async def status(handle: WorkflowHandle[Any, Any]) -> GarbageCollectorState:
+    result: GarbageCollectorState = await handle.query(GarbageCollectorWorkflow.status)
+    return result
+
+
+async def test_a_round_at_start_then_one_every_interval(
+    time_env: WorkflowEnvironment, task_queue: str, script: Script
+) -> None:
+    script.results = [CollectResult(checked=2), CollectResult(checked=2, terminated=[leaked("i-1", "gone")])]
+    await start_garbage_collector(time_env.client, task_queue)
+    handle = time_env.client.get_workflow_handle(gc.WORKFLOW_ID)
+
+    await time_env.sleep(timedelta(minutes=5))  # rounds at 0, 2 and 4 minutes
+
+    state = await status(handle)
+    assert state.rounds == 3
+    assert state.terminated_total == 1
+    assert [i.instance_id for i in state.recent] == ["i-1"]
+    assert [i.min_age_seconds for i in script.inputs] == [120, 120, 120]
+    memo = await (await handle.describe()).memo()
+    assert memo["summary"] == "3 rounds, 1 leaked instances terminated; last i-1 (NodeClaim gone)"
+    await save_history(handle, "garbage-collector-rounds")
+    await handle.terminate()
+
+
+async def test_starting_again_keeps_the_running_collector(time_env: WorkflowEnvironment, task_queue: str) -> None:
+    await start_garbage_collector(time_env.client, task_queue)
+    first = (await time_env.client.get_workflow_handle(gc.WORKFLOW_ID).describe()).run_id
+    await start_garbage_collector(time_env.client, task_queue, GarbageCollectorState(interval_seconds=1))
+    handle = time_env.client.get_workflow_handle(gc.WORKFLOW_ID)
+    assert (await handle.describe()).run_id == first
+    assert (await status(handle)).interval_seconds == gc.DEFAULT_INTERVAL_SECONDS
+    await handle.terminate()
+
+
+async def test_a_failed_round_is_recorded_and_the_next_one_runs(
+    time_env: WorkflowEnvironment, task_queue: str, script: Script
+) -> None:
+    script.results = ["the API server is down", CollectResult(checked=1)]
+    await start_garbage_collector(time_env.client, task_queue)
+    handle = time_env.client.get_workflow_handle(gc.WORKFLOW_ID)
+
+    await time_env.sleep(timedelta(minutes=1))
+    failed = await status(handle)
+    assert (failed.rounds, failed.last_error) == (1, "the API server is down")
+    assert "last round failed: the API server is down" in failed.summary()
+
+    await time_env.sleep(timedelta(minutes=2))
+    recovered = await status(handle)
+    assert (recovered.rounds, recovered.last_error) == (2, "")
+    await save_history(handle, "garbage-collector-failed-round")
+    await handle.terminate()
+
+
+async def test_the_collect_signal_runs_a_round_at_once(
+    time_env: WorkflowEnvironment, task_queue: str, script: Script
+) -> None:
+    await start_garbage_collector(time_env.client, task_queue, GarbageCollectorState(interval_seconds=3600))
+    handle = time_env.client.get_workflow_handle(gc.WORKFLOW_ID)
+    await time_env.sleep(timedelta(seconds=1))
+    assert (await status(handle)).rounds == 1
+
+    await handle.signal(GarbageCollectorWorkflow.collect)
+    await time_env.sleep(timedelta(seconds=1))
+    assert (await status(handle)).rounds == 2
+    await handle.terminate()
+
+
+async def test_continue_as_new_carries_the_state_and_keeps_history_bounded(
+    time_env: WorkflowEnvironment, task_queue: str, script: Script
+) -> None:
+    script.results = [CollectResult(terminated=[leaked(f"i-{n}", f"c-{n}")]) for n in range(25)]
+    await start_garbage_collector(time_env.client, task_queue, GarbageCollectorState(interval_seconds=1))
+    handle = time_env.client.get_workflow_handle(gc.WORKFLOW_ID)
+    first_run = (await handle.describe()).run_id
+
+    await time_env.sleep(timedelta(seconds=gc.ROUNDS_PER_RUN + 5))
+
+    state = await status(handle)
+    assert (await handle.describe()).run_id != first_run
+    assert state.rounds > gc.ROUNDS_PER_RUN
+    assert state.terminated_total == 25
+    assert [i.instance_id for i in state.recent] == [f"i-{n}" for n in range(5, 25)]  # the newest RECENT_LIMIT
+    first_history = await time_env.client.get_workflow_handle(gc.WORKFLOW_ID, run_id=first_run).fetch_history()
+    assert len(first_history.events) < 2000
+    await handle.terminate()
+
+
+# -- replay ----------------------------------------------------------------------------------------------
+
+
+def replayer() -> Replayer:
+    return Replayer(workflows=[GarbageCollectorWorkflow], data_converter=pydantic_data_converter)
+
+
+STORED = sorted(HISTORIES.glob("*.json"))
+
+
+@pytest.mark.parametrize("path", STORED, ids=[p.stem for p in STORED])
+async def test_stored_history_replays(path: Path) -> None:
+    await replayer().replay_workflow(WorkflowHistory.from_json(path.stem, path.read_text()))
+
+
+async def test_a_history_whose_commands_differ_fails_replay() -> None:
+    raw = json.loads((HISTORIES / "garbage-collector-rounds.json").read_text())
+    for event in raw["events"]:
+        attrs = event.get("activityTaskScheduledEventAttributes")
+        if attrs:
+            attrs["activityType"]["name"] = "collect_v0"
+            break
+    with pytest.raises(NondeterminismError):
+        await replayer().replay_workflow(WorkflowHistory.from_json("bad", json.dumps(raw)))
+
+
+def test_there_are_stored_histories() -> None:
+    assert len(STORED) >= 2
+
+
+# -- the activity ----------------------------------------------------------------------------------------
+
+
+class ClaimList:
+    """The one Kubernetes call the activity makes: list NodeClaims (or fail)."""
+
+    def __init__(self, *names: str, fail: bool = False) -> None:
+        self.names = names
+        self.fail = fail
+
+    def list(self, resource: Resource, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        assert resource == NODECLAIM
+        if self.fail:
+            raise ServerError("503 ServiceUnavailable")
+        return [{"metadata": {"name": n}} for n in self.names]
+
+
+def put(cloud: FakeCloudProvider, instance_id: str, claim: str | None, age: timedelta | None) -> None:
+    tags = {f"{TAG_CLUSTER_PREFIX}{cloud.cluster_name}": "owned"}
+    if claim is not None:
+        tags[TAG_NODECLAIM] = claim
+    cloud.instances[instance_id] = Instance(
+        id=instance_id,
+        instance_type="m5.large",
+        zone="us-west-2a",
+        capacity_type="on-demand",
+        state="running",
+        provider_id=f"aws:///us-west-2a/{instance_id}",
+        launch_time=(datetime.now(UTC) - age).isoformat() if age is not None else "",
+        tags=tags,
+    )
+
+
+def test_the_activity_terminates_only_old_instances_of_missing_claims() -> None:
+    cloud = FakeCloudProvider()
+    put(cloud, "i-kept", "alive", timedelta(hours=1))
+    put(cloud, "i-leaked", "gone", timedelta(minutes=3))
+    put(cloud, "i-young", "creating", timedelta(seconds=30))
+    put(cloud, "i-untagged", None, timedelta(hours=1))
+    put(cloud, "i-undated", "gone-too", None)
+    activities = GarbageCollectionActivities(ClaimList("alive"), cloud)  # type: ignore[arg-type]
+
+    result = activities.collect(CollectInput(min_age_seconds=120))
+
+    assert cloud.deleted == ["i-leaked"]
+    assert (result.checked, result.too_young) == (5, 2)
+    assert [(i.instance_id, i.node_claim) for i in result.terminated] == [("i-leaked", "gone")]
+    again = activities.collect(CollectInput(min_age_seconds=120))  # a terminating instance is not live
+    assert cloud.deleted == ["i-leaked"]
+    assert (again.checked, again.terminated) == (4, [])
+
+
+def test_the_activity_raises_when_claims_cannot_be_listed() -> None:
+    cloud = FakeCloudProvider()
+    put(cloud, "i-1", "unknown", timedelta(hours=1))
+    with pytest.raises(ServerError):
+        GarbageCollectionActivities(ClaimList(fail=True), cloud).collect(CollectInput())  # type: ignore[arg-type]
+    assert cloud.deleted == []

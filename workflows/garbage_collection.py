@@ -1,0 +1,125 @@
+"""The garbage collector: a singleton workflow (id "garbage-collector") that terminates leaked instances.
+
+Every `interval_seconds` (durable timer; the `collect` signal starts a round at once) it runs the
+`collect_leaked_instances` activity, which terminates live instances of the cluster whose NodeClaim does
+not exist and which launched at least `min_age_seconds` ago. What it terminated is in the activity
+results in history (the audit log), in the `status` query (the most recent ones) and in the memo.
+A failed round is recorded and retried at the next one. Continue-as-new every `ROUNDS_PER_RUN` rounds
+(or when Temporal suggests it) carries the state, so history stays bounded however long it runs.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from pydantic import BaseModel, Field
+from temporalio import workflow
+from temporalio.client import Client
+from temporalio.common import RetryPolicy, WorkflowIDConflictPolicy
+from temporalio.exceptions import ActivityError
+
+from activities.garbage_collection import (
+    DEFAULT_MIN_AGE_SECONDS,
+    CollectInput,
+    GarbageCollectionActivities,
+    LeakedInstance,
+)
+
+WORKFLOW_ID = "garbage-collector"
+SIGNAL_COLLECT = "collect"
+DEFAULT_INTERVAL_SECONDS = 120
+ROUNDS_PER_RUN = 100  # ~10 events per round: about 1,000 events per run
+RECENT_LIMIT = 20
+COLLECT_TIMEOUT = timedelta(minutes=2)
+# Bounded: a round that keeps failing is given up and recorded; the next round tries again.
+COLLECT_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=5,
+)
+
+
+class GarbageCollectorState(BaseModel):
+    """The workflow's input and its carried state: the settings, then what it has done so far."""
+
+    interval_seconds: int = Field(default=DEFAULT_INTERVAL_SECONDS, gt=0)
+    min_age_seconds: int = Field(default=DEFAULT_MIN_AGE_SECONDS, ge=0)
+    rounds: int = 0
+    terminated_total: int = 0
+    recent: list[LeakedInstance] = Field(default_factory=list)  # newest last, at most RECENT_LIMIT
+    last_error: str = ""
+
+    def summary(self) -> str:
+        line = f"{self.rounds} rounds, {self.terminated_total} leaked instances terminated"
+        if self.recent:
+            last = self.recent[-1]
+            line += f"; last {last.instance_id} (NodeClaim {last.node_claim})"
+        if self.last_error:
+            line += f"; last round failed: {self.last_error}"
+        return line
+
+
+@workflow.defn(name="GarbageCollector", sandboxed=False)
+class GarbageCollectorWorkflow:
+    def __init__(self) -> None:
+        self.s = GarbageCollectorState()
+        self.collect_requested = False
+
+    @workflow.signal(name=SIGNAL_COLLECT)
+    def collect(self) -> None:
+        """Run a round now instead of at the next timer."""
+        self.collect_requested = True
+
+    @workflow.query(name="status")
+    def status(self) -> GarbageCollectorState:
+        return self.s
+
+    @workflow.run
+    async def run(self, state: GarbageCollectorState | None = None) -> None:
+        self.s = state or GarbageCollectorState()
+        for _ in range(ROUNDS_PER_RUN):
+            self.collect_requested = False
+            await self._round()
+            workflow.upsert_memo({"summary": self.s.summary()})
+            if workflow.info().is_continue_as_new_suggested():
+                break
+            try:
+                await workflow.wait_condition(
+                    lambda: self.collect_requested, timeout=timedelta(seconds=self.s.interval_seconds)
+                )
+            except TimeoutError:
+                pass
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        workflow.continue_as_new(self.s)
+
+    async def _round(self) -> None:
+        self.s.rounds += 1
+        try:
+            result = await workflow.execute_activity_method(
+                GarbageCollectionActivities.collect,
+                CollectInput(min_age_seconds=self.s.min_age_seconds),
+                start_to_close_timeout=COLLECT_TIMEOUT,
+                retry_policy=COLLECT_RETRY,
+            )
+        except ActivityError as err:
+            self.s.last_error = str(err.cause or err)
+            workflow.logger.warning("garbage collection round %d failed: %s", self.s.rounds, self.s.last_error)
+            return
+        self.s.last_error = ""
+        self.s.terminated_total += len(result.terminated)
+        self.s.recent = (self.s.recent + result.terminated)[-RECENT_LIMIT:]
+
+
+async def start_garbage_collector(client: Client, task_queue: str, state: GarbageCollectorState | None = None) -> None:
+    """Start the singleton, or leave the running one alone (id conflict policy USE_EXISTING)."""
+    await client.start_workflow(
+        GarbageCollectorWorkflow.run,
+        state or GarbageCollectorState(),
+        id=WORKFLOW_ID,
+        task_queue=task_queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+    )
+
+
+__all__ = ["WORKFLOW_ID", "GarbageCollectorState", "GarbageCollectorWorkflow", "start_garbage_collector"]
