@@ -1,0 +1,83 @@
+"""activities.drain: which pods a drain step evicts, deletes or holds (Karpenter v1 termination order)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from activities.drain import drainable, eviction_order, plan_step, pod_key
+
+
+def pod(name: str, **traits: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "default", "annotations": {}, "ownerReferences": []}
+    spec: dict[str, Any] = {}
+    status: dict[str, Any] = {"phase": "Running"}
+    if traits.get("daemonset"):
+        meta["ownerReferences"] = [{"kind": "DaemonSet", "name": "ds"}]
+    if traits.get("static"):
+        meta["annotations"]["kubernetes.io/config.mirror"] = "x"
+    if traits.get("critical"):
+        spec["priorityClassName"] = "system-node-critical"
+    if traits.get("do_not_disrupt"):
+        meta["annotations"]["karpenter.sh/do-not-disrupt"] = "true"
+    if traits.get("done"):
+        status["phase"] = "Succeeded"
+    if traits.get("terminating"):
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    if traits.get("tolerates"):
+        spec["tolerations"] = [{"key": "karpenter.sh/disrupted", "operator": "Exists", "effect": "NoSchedule"}]
+    if traits.get("tolerates_all"):
+        spec["tolerations"] = [{"operator": "Exists"}]
+    return {"metadata": meta, "spec": spec, "status": status}
+
+
+def names(pods: list[dict[str, Any]]) -> list[str]:
+    return [pod_key(p) for p in pods]
+
+
+@pytest.mark.parametrize(
+    ("pods", "force", "evict", "delete", "held", "remaining"),
+    [
+        # non-critical pods first, sorted; the critical one waits for the next wave
+        ([pod("b"), pod("a"), pod("c", critical=True)], False, ["a", "b"], [], [], 3),
+        # once only critical pods are left they go
+        ([pod("c", critical=True)], False, ["c"], [], [], 1),
+        # DaemonSet, static and finished pods are never drained
+        ([pod("d", daemonset=True), pod("s", static=True), pod("f", done=True)], False, [], [], [], 0),
+        # pods tolerating the disrupted taint would come right back: left alone
+        ([pod("t", tolerates=True), pod("u", tolerates_all=True)], False, [], [], [], 0),
+        # do-not-disrupt pods are held until the grace period forces deletion
+        ([pod("a"), pod("n", do_not_disrupt=True)], False, ["a"], [], ["n"], 2),
+        ([pod("n", do_not_disrupt=True), pod("c", critical=True)], False, [], [], ["n"], 2),
+        ([pod("a"), pod("n", do_not_disrupt=True)], True, [], ["a", "n"], [], 2),
+        # terminating pods are waited for, not evicted again
+        ([pod("a", terminating=True), pod("b")], False, ["b"], [], [], 2),
+        ([], False, [], [], [], 0),
+    ],
+)
+def test_plan_step(
+    pods: list[dict[str, Any]],
+    force: bool,
+    evict: list[str],
+    delete: list[str],
+    held: list[str],
+    remaining: int,
+) -> None:
+    plan = plan_step(pods, force)
+    assert names(plan.evict) == [f"default/{n}" for n in evict]
+    assert names(plan.delete) == [f"default/{n}" for n in delete]
+    assert names(plan.held) == [f"default/{n}" for n in held]
+    assert plan.remaining == remaining
+
+
+def test_waves_do_not_depend_on_input_order() -> None:
+    pods = [pod("z"), pod("c", critical=True), pod("a"), pod("b", critical=True)]
+    forward = [names(w) for w in eviction_order(pods)]
+    backward = [names(w) for w in eviction_order(list(reversed(pods)))]
+    assert forward == backward == [["default/a", "default/z"], ["default/b", "default/c"]]
+
+
+def test_drainable_skips_only_what_karpenter_skips() -> None:
+    pods = [pod("a"), pod("c", critical=True), pod("n", do_not_disrupt=True), pod("d", daemonset=True)]
+    assert names(drainable(pods)) == ["default/a", "default/c", "default/n"]

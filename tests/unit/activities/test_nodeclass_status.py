@@ -1,0 +1,43 @@
+"""EC2NodeClass status from what its selector terms resolve to."""
+
+from __future__ import annotations
+
+from activities.nodeclass_status import desired_status
+from cloudprovider.types import ResolvedNodeClass
+
+NOW = "2026-11-22T05:00:00Z"
+RESOLVED = ResolvedNodeClass(
+    subnets=[{"id": "subnet-a", "zone": "us-west-2a", "zoneID": "usw2-az1"}],
+    security_groups=[{"id": "sg-1", "name": "nodes"}],
+    amis=[
+        {"id": "ami-x86", "name": "al2023-x86", "arch": "x86_64", "variant": "standard"},
+        {"id": "ami-gpu", "name": "al2023-nvidia", "arch": "x86_64", "variant": "nvidia"},
+    ],
+    instance_profile="nodeflow-dev_abc",
+)
+
+
+def test_should_list_resolved_subnets_groups_amis_and_be_ready() -> None:
+    status = desired_status({}, RESOLVED, "", NOW)
+    assert status["subnets"] == [{"id": "subnet-a", "zone": "us-west-2a", "zoneID": "usw2-az1"}]
+    assert status["securityGroups"] == [{"id": "sg-1", "name": "nodes"}]
+    assert status["instanceProfile"] == "nodeflow-dev_abc"
+    gpu = status["amis"][1]["requirements"]
+    assert {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]} in gpu
+    assert {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Exists"} in gpu
+    assert [(c["type"], c["status"]) for c in status["conditions"]] == [("Ready", "True")]
+
+
+def test_should_keep_the_last_resolution_and_say_why_it_is_not_ready() -> None:
+    before = desired_status({}, RESOLVED, "", NOW)
+    after = desired_status(before, None, "no subnet matches spec.subnetSelectorTerms", "2026-11-22T05:01:00Z")
+    assert after["subnets"] == before["subnets"]
+    ready = after["conditions"][0]
+    assert (ready["status"], ready["reason"]) == ("False", "NodeClassNotReady")
+    assert "subnetSelectorTerms" in ready["message"]
+    assert ready["lastTransitionTime"] == "2026-11-22T05:01:00Z"
+
+
+def test_should_be_stable_when_nothing_changed() -> None:
+    first = desired_status({}, RESOLVED, "", NOW)
+    assert desired_status(first, RESOLVED, "", "2026-11-22T06:00:00Z") == first
