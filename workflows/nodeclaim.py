@@ -221,7 +221,7 @@ class NodeClaimWorkflow:
             if self.s.expires_at is not None and now >= self.s.expires_at:
                 self._expire_now()
                 break
-            wait = min(interval, timing.LIVENESS_CHECK)
+            wait = interval  # the liveness backstop (claim_state) runs on the same cadence
             if self.s.expires_at is not None:
                 wait = min(wait, self.s.expires_at - now)
             await self._sleep_until(lambda: bool(self.terminate_requested or self.replace_requested), wait)

@@ -42,3 +42,15 @@ async def test_a_history_whose_commands_differ_fails_replay() -> None:
 
 def test_there_are_stored_histories() -> None:
     assert len(HISTORIES) >= 5
+
+
+async def test_a_drift_history_without_its_patch_marker_fails_replay() -> None:
+    """Drift checks are behind `workflow.patched`: replaying that history as if recorded before the patch
+    takes the old branch, whose commands differ, so the guard is what keeps old histories replaying."""
+    raw = json.loads((DIR / "nodeclaim-running-drift.json").read_text())
+    raw["events"] = [e for e in raw["events"] if e.get("eventType") != "EVENT_TYPE_MARKER_RECORDED"]
+    for event_id, event in enumerate(raw["events"], start=1):
+        event["eventId"] = str(event_id)
+    history = WorkflowHistory.from_json("unpatched", json.dumps(raw))
+    with pytest.raises(NondeterminismError):
+        await replayer().replay_workflow(history)

@@ -1,0 +1,127 @@
+"""Operating a running NodeClaim: drift marking, expire, replace, and drains that wait on PDBs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+
+from temporalio.client import WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+
+from tests.workflows.fakes import World
+from tests.workflows.histories import save_history
+from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
+from workflows.nodeclaim_state import DELETED, RUNNING, NodeClaimInput, NodeClaimState
+
+
+async def start(env: WorkflowEnvironment, task_queue: str, **kwargs: object) -> WorkflowHandle:
+    inp = NodeClaimInput(name="default-abcde", node_pool="default", **kwargs)  # type: ignore[arg-type]
+    return await env.client.start_workflow(NodeClaimWorkflow.run, inp, id=workflow_id(inp.name), task_queue=task_queue)
+
+
+async def wait_until(
+    handle: WorkflowHandle, env: WorkflowEnvironment, check: Callable[[NodeClaimState], bool], what: str
+) -> NodeClaimState:
+    """Query `status` until `check` holds, skipping workflow time between polls (bounded)."""
+    state: NodeClaimState | None = None
+    for _ in range(300):
+        state = await handle.query(NodeClaimWorkflow.status)
+        if check(state):
+            return state
+        await env.sleep(timedelta(seconds=20))
+    raise AssertionError(f"never saw {what}; last {state}")
+
+
+async def test_should_mark_the_claim_drifted_by_a_periodic_check(
+    time_env: WorkflowEnvironment, worker: str, world: World
+) -> None:
+    world.drift_after_checks = 3
+    handle = await start(time_env, worker, drift_check_interval="1m")
+    drifted = await wait_until(handle, time_env, lambda s: bool(s.drift_reason), "Drifted")
+    assert drifted.phase == RUNNING  # drift only marks: the disruption controller replaces
+    assert drifted.conditions["Drifted"] == "True (AMIDrifted)"
+    assert drifted.drift_checks >= 3
+
+    await handle.signal(NodeClaimWorkflow.delete, "NodeClaim deleted")
+    final: NodeClaimState = await handle.result()
+    await save_history(handle, "nodeclaim-running-drift")
+    assert final.phase == DELETED
+
+
+async def test_should_set_expired_before_draining_on_a_manual_expire(
+    time_env: WorkflowEnvironment, worker: str, world: World
+) -> None:
+    handle = await start(time_env, worker)
+    await wait_until(handle, time_env, lambda s: s.phase == RUNNING, "Running")
+    await handle.signal(NodeClaimWorkflow.expire)
+    final: NodeClaimState = await handle.result()
+    assert final.phase == DELETED
+    assert final.expired and final.conditions["Expired"] == "True"
+    assert world.begin_inputs[0].expired
+    assert final.termination_reason == "expired (manual)"
+
+
+async def test_should_wait_out_pdb_refusals_and_record_drained(
+    time_env: WorkflowEnvironment, worker: str, world: World
+) -> None:
+    world.pdb_refusals = 3
+    handle = await start(time_env, worker)
+    await wait_until(handle, time_env, lambda s: s.phase == RUNNING, "Running")
+    await handle.signal(NodeClaimWorkflow.drain, "maintenance")
+    final: NodeClaimState = await handle.result()
+    await save_history(handle, "nodeclaim-drain-pdb")
+    assert final.phase == DELETED
+    assert final.termination_reason == "maintenance"
+    assert final.conditions["Drained"] == "True"
+    assert world.calls.count("drain_step") == 3 + 2  # three refusals, then the two pods
+    assert not any(step.force for step in world.drain_inputs)
+
+
+async def test_should_force_the_drain_when_the_termination_grace_period_passes(
+    time_env: WorkflowEnvironment, worker: str, world: World
+) -> None:
+    world.pdb_refusals = 1_000_000  # a PDB that never allows
+    handle = await start(time_env, worker, termination_grace_period="1m")
+    await wait_until(handle, time_env, lambda s: s.phase == RUNNING, "Running")
+    await handle.signal(NodeClaimWorkflow.drain)
+    final: NodeClaimState = await handle.result()
+    assert final.phase == DELETED
+    forced = [step.force for step in world.drain_inputs]
+    assert forced[0] is False and forced[-1] is True
+
+
+async def test_should_launch_a_replacement_before_draining_on_replace(
+    time_env: WorkflowEnvironment, worker: str, world: World
+) -> None:
+    world.replacement_ready_after_polls = 3
+    handle = await start(time_env, worker)
+    await wait_until(handle, time_env, lambda s: s.phase == RUNNING, "Running")
+    await handle.signal(NodeClaimWorkflow.replace, "new AMI")
+    final: NodeClaimState = await handle.result()
+    await save_history(handle, "nodeclaim-replace")
+
+    assert final.phase == DELETED
+    assert final.replacement == "default-repl1"
+    assert final.termination_reason == "replaced by default-repl1 (new AMI)"
+    order = [c for c in world.calls if c in ("create_replacement:default-repl1", "replacement_initialized",
+                                              "begin_termination")]  # fmt: skip
+    assert order[:3] == ["create_replacement:default-repl1", "replacement_initialized", "begin_termination"]
+    child: NodeClaimState = await time_env.client.get_workflow_handle(workflow_id("default-repl1")).query(
+        NodeClaimWorkflow.status
+    )
+    assert child.name == "default-repl1"  # the replacement's own workflow outlives the original
+
+
+async def test_should_keep_the_node_when_its_replacement_fails(
+    time_env: WorkflowEnvironment, worker: str, world: World
+) -> None:
+    world.replacement_gone = True
+    handle = await start(time_env, worker)
+    await wait_until(handle, time_env, lambda s: s.phase == RUNNING, "Running")
+    await handle.signal(NodeClaimWorkflow.replace)
+    state = await wait_until(handle, time_env, lambda s: bool(s.failure), "the replace to fail")
+    assert state.phase == RUNNING
+    assert "keeps running" in state.failure
+    await handle.signal(NodeClaimWorkflow.delete)
+    final: NodeClaimState = await handle.result()
+    assert final.phase == DELETED
