@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from temporalio import activity
 
@@ -47,6 +49,7 @@ class World:
     terminate_calls: int = 0
     solve_rounds: list[int] = field(default_factory=list)
     launched: int = 0
+    launch_node_pool: str = "default"  # what launch reports ('' keeps the workflow input's pool)
     drift_after_checks: int = -1  # check_drift reports AMIDrifted from this call on (-1: never)
     drift_checks: int = 0
     pdb_refusals: int = 0  # drain_step answers "refused by a PDB" this many times first
@@ -57,7 +60,7 @@ class World:
     drain_inputs: list[DrainInput] = field(default_factory=list)
     begin_inputs: list[FinalizeInput] = field(default_factory=list)
 
-    def activities(self) -> list[object]:
+    def activities(self) -> list[Callable[..., Any]]:
         world = self
 
         @activity.defn(name="launch")
@@ -72,7 +75,7 @@ class World:
                 zone="us-west-2a",
                 capacity_type="on-demand",
                 provider_id="aws:///us-west-2a/i-0123",
-                node_pool="default",
+                node_pool=world.launch_node_pool,
             )
 
         @activity.defn(name="mark_launched")

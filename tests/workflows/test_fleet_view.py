@@ -1,0 +1,113 @@
+"""On a real (dev) Temporal server: search attributes and memo make a visibility list the fleet view, and
+the operator CLI's Temporal calls (list, query, signal) work against it."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+import pytest
+import pytest_asyncio
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from tests.workflows.conftest import venv_binary
+from tests.workflows.fakes import World
+from workers.ops_cmd import ClaimRow, OpsError, list_claims, query_claim, signal_claim
+from workflows import search_attributes as sa
+from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
+from workflows.nodeclaim_state import DELETED, RUNNING, NodeClaimInput, NodeClaimState
+
+T = TypeVar("T")
+DEADLINE_SECONDS = 20.0
+
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=venv_binary("temporal"),
+        search_attributes=list(sa.ALL),
+        data_converter=pydantic_data_converter,
+    )
+    async with env:
+        yield env
+
+
+async def eventually(check: Callable[[], Awaitable[T | None]], what: str) -> T:
+    """Poll until `check` returns something truthy (visibility is eventually consistent)."""
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = await check()
+        if last:
+            return last
+    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
+
+
+async def start(client: Client, task_queue: str, name: str, pool: str) -> None:
+    inp = NodeClaimInput(name=name, node_pool=pool, drift_check_interval="1h")
+    await client.start_workflow(NodeClaimWorkflow.run, inp, id=workflow_id(name), task_queue=task_queue)
+
+
+async def test_a_list_filtered_by_nodepool_and_phase_shows_the_fleet(dev_env: WorkflowEnvironment) -> None:
+    client = dev_env.client
+    world = World(node_after_polls=1, ready_after_polls=1, launch_node_pool="")
+    task_queue = f"tq-{uuid.uuid4()}"
+    suffix = uuid.uuid4().hex[:5]
+    names = {f"web-{suffix}-1": "web", f"web-{suffix}-2": "web", f"gpu-{suffix}-1": "gpu"}
+    with ThreadPoolExecutor(max_workers=4) as executor:
+        async with Worker(client, task_queue=task_queue, workflows=[NodeClaimWorkflow],
+                          activities=world.activities(), activity_executor=executor):  # fmt: skip
+            for name, pool in names.items():
+                await start(client, task_queue, name, pool)
+
+            async def web_running() -> list[ClaimRow] | None:
+                rows = [r for r in await list_claims(client, node_pool="web", phase=RUNNING) if suffix in r.name]
+                return rows if len(rows) == 2 else None
+
+            rows = await eventually(web_running, "both web claims Running in visibility")
+            assert [r.name for r in rows] == sorted(n for n, p in names.items() if p == "web")
+            for row in rows:
+                assert (row.node_pool, row.phase, row.instance_type, row.zone, row.capacity_type) == (
+                    "web",
+                    RUNNING,
+                    "m5.large",
+                    "us-west-2a",
+                    "on-demand",
+                )
+                assert row.node_name == "ip-10-0-0-1.us-west-2.compute.internal"
+                assert row.summary.startswith(f"Running: {row.name} from web, m5.large in us-west-2a")
+
+            gpu = await list_claims(client, node_pool="gpu")
+            assert [r.name for r in gpu if suffix in r.name] == [f"gpu-{suffix}-1"]
+
+            state: NodeClaimState = await query_claim(client, f"gpu-{suffix}-1")
+            assert state.phase == RUNNING and state.node_pool == "gpu"
+
+            await signal_claim(client, f"gpu-{suffix}-1", "drain", "test")
+            handle = client.get_workflow_handle(workflow_id(f"gpu-{suffix}-1"), result_type=NodeClaimState)
+            final = await handle.result()
+            assert final.phase == DELETED and final.termination_reason == "test"
+
+            async def gpu_gone() -> bool:
+                return not [r for r in await list_claims(client, node_pool="gpu") if suffix in r.name]
+
+            await eventually(gpu_gone, "the drained claim to leave the running list")
+            for name in names:
+                if name.startswith("web"):
+                    await signal_claim(client, name, "delete", "")
+
+
+async def test_signalling_a_claim_without_a_workflow_names_it(dev_env: WorkflowEnvironment) -> None:
+    with pytest.raises(OpsError, match="nodeclaim-nope-12345"):
+        await signal_claim(dev_env.client, "nope-12345", "drain", "")
+    with pytest.raises(OpsError, match="nodeclaim-nope-12345"):
+        await query_claim(dev_env.client, "nope-12345")
