@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from temporalio import activity
 
 import scheduling
-from activities import kubeops
+from activities import kubeops, nodeclass_status
 from activities.heartbeat import heartbeating
 from activities.models import ApplyPlanInput, ApplyPlanResult, InvalidObject, ProvisionPlan, ProvisionRound
 from activities.nodeclaim import now_rfc3339
@@ -26,7 +26,7 @@ from apis.nodeclaim import NodeClaim, NodeClaimSpec, ResourceRequirements
 from apis.nodepool import NodePool
 from apis.requirements import NodeSelectorRequirement
 from cloudprovider.errors import NodeClassNotReadyError
-from cloudprovider.types import CloudProvider
+from cloudprovider.types import CloudProvider, ResolvedNodeClass
 from kube import resources as r
 from kube.errors import AlreadyExistsError, NotFoundError
 from kube.types import Kube, Obj
@@ -105,24 +105,42 @@ class ProvisioningActivities:
         )
 
     def _ready_node_classes(self, invalid: list[InvalidObject]) -> tuple[list[EC2NodeClass], set[str]]:
+        """Validate and resolve every EC2NodeClass, keeping its status current (what its selectors resolve
+        to, and Ready). Returns the ready ones and the zones where they have subnets."""
         ready: list[EC2NodeClass] = []
         zones: set[str] = set()
         for obj in self.kube.list(r.EC2NODECLASS):
             name = obj.get("metadata", {}).get("name", "")
+            resolved = None
             try:
                 node_class = EC2NodeClass.model_validate(obj)
                 resolved = self.cloud.resolve_node_class(node_class)
+                problem = ""
             except ValidationError as err:
-                invalid.append(
-                    InvalidObject(kind="EC2NodeClass", name=name, message=_problems("EC2NodeClass", name, err))
-                )
-                continue
+                problem = _problems("EC2NodeClass", name, err)
             except NodeClassNotReadyError as err:
-                invalid.append(InvalidObject(kind="EC2NodeClass", name=name, message=str(err)))
+                problem = str(err)
+            self._report_node_class(obj, resolved, problem)
+            if resolved is None:
+                invalid.append(InvalidObject(kind="EC2NodeClass", name=name, message=problem))
                 continue
             zones.update(s["zone"] for s in resolved.subnets if s.get("zone"))
             ready.append(node_class)
         return ready, zones
+
+    def _report_node_class(self, obj: Obj, resolved: ResolvedNodeClass | None, problem: str) -> None:
+        """Patch the EC2NodeClass status when it changed; an event when it turns not ready."""
+        current = obj.get("status") or {}
+        desired = nodeclass_status.desired_status(current, resolved, problem, now_rfc3339())
+        if desired == current:
+            return
+        was_ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in current.get("conditions") or [])
+        if problem and (was_ready or not current.get("conditions")):
+            self.recorder.record(obj, "Warning", "NodeClassNotReady", problem)
+        try:
+            self.kube.patch(r.EC2NODECLASS, obj["metadata"]["name"], {"status": desired}, subresource="status")
+        except NotFoundError:
+            pass
 
     def _valid_node_pools(self, invalid: list[InvalidObject], ready_classes: set[str]) -> list[NodePool]:
         pools: list[NodePool] = []

@@ -21,7 +21,7 @@ from kube.events import EventRecorder
 from workers.settings import Settings
 from workers.starter import TemporalStarter
 from workers.temporal_client import connect
-from workers.watchers import DeletionWatcher, PodWatcher, adopt_node_claims
+from workers.watchers import DeletionWatcher, PodWatcher, Resync, adopt_node_claims
 from workflows.garbage_collection import GarbageCollectorWorkflow, start_garbage_collector
 from workflows.nodeclaim import NodeClaimWorkflow
 from workflows.provisioner import ProvisionerWorkflow
@@ -86,6 +86,10 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
             ],
             activity_executor=executor,
             max_concurrent_activities=ACTIVITY_THREADS,
+            max_cached_workflows=settings.max_cached_workflows,
+            max_concurrent_workflow_tasks=settings.max_concurrent_workflow_tasks,
+            max_concurrent_workflow_task_polls=settings.max_concurrent_workflow_task_polls,
+            nonsticky_to_sticky_poll_ratio=settings.nonsticky_to_sticky_poll_ratio,
         )
         async with worker:
             # The first catalog read (DescribeInstanceTypes, offerings, spot prices) takes seconds; pay it
@@ -97,7 +101,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
             await start_garbage_collector(client, settings.task_queue)
             threads = [
                 threading.Thread(target=w.run, args=(watch_stop,), name=type(w).__name__, daemon=True)
-                for w in (PodWatcher(kube, starter, loop), DeletionWatcher(kube, starter, loop))
+                for w in (PodWatcher(kube, starter, loop), DeletionWatcher(kube, starter, loop), Resync(starter, loop))
             ]
             for thread in threads:
                 thread.start()

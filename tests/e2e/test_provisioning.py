@@ -131,3 +131,43 @@ def test_should_reject_invalid_nodepools_naming_the_field_and_keep_provisioning(
     node = stack.kube.get(r.NODE, pod["spec"]["nodeName"])
     assert node["metadata"]["labels"]["karpenter.sh/nodepool"] == "good"
     assert len(live_instances(stack)) == len(stack.kube.list(r.NODECLAIM))
+
+
+BROKEN_NODECLASS = """
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: nowhere}
+spec:
+  role: KarpenterNodeRole-${CLUSTER_NAME}
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: no-such-cluster}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: "${CLUSTER_NAME}"}}]
+  amiSelectorTerms: [{alias: al2023@latest}]
+"""
+
+
+def test_should_report_ec2nodeclass_status_and_name_what_matches_nothing(stack: DevStack) -> None:
+    def condition(name: str, status: str) -> dict[str, Any] | None:
+        conditions = stack.kube.get(r.EC2NODECLASS, name).get("status", {}).get("conditions") or []
+        return next((c for c in conditions if c["type"] == "Ready" and c["status"] == status), None)
+
+    eventually(lambda: condition("default", "True"), timeout=60, what="EC2NodeClass default Ready")
+    status = stack.kube.get(r.EC2NODECLASS, "default")["status"]
+    assert {s["zone"] for s in status["subnets"]} == {"us-west-2a", "us-west-2b", "us-west-2c"}
+    assert status["securityGroups"] and status["amis"] and status["instanceProfile"]
+
+    stack.apply_text(BROKEN_NODECLASS)
+    stack.apply_text(nodepool("stranded", "[]", "720h").replace("name: default}", "name: nowhere}"))
+    # A pod only the stranded pool could take: it stays pending and makes a provisioning round happen.
+    stack.apply_text(deployment("kick", 1, cpu="100m", memory="64Mi",
+                                extra_spec="      nodeSelector: {karpenter.sh/nodepool: stranded}"))  # fmt: skip
+    broken = eventually(lambda: condition("nowhere", "False"), timeout=60, what="EC2NodeClass nowhere not Ready")
+    assert "subnetSelectorTerms" in broken["message"], broken["message"]
+    pool = eventually(
+        lambda: next(
+            (c for c in stack.kube.get(r.NODEPOOL, "stranded").get("status", {}).get("conditions") or []
+             if c["type"] == "Ready" and c["status"] == "False"), None),
+        timeout=60, what="NodePool stranded not Ready",
+    )  # fmt: skip
+    assert "nowhere" in pool["message"]
+    stack.kube.delete(r.DEPLOYMENT, "kick", "default")
+    assert stack.wait_settled(timeout=120)["settled"]

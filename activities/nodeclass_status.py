@@ -1,0 +1,46 @@
+"""EC2NodeClass status as Karpenter writes it: what the selector terms resolve to, and Ready. Pure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apis import labels
+from apis.ec2nodeclass import EC2NodeClassStatus
+from apis.meta import Condition, set_condition
+from cloudprovider.types import ResolvedNodeClass
+
+ARCH = {"x86_64": "amd64", "arm64": "arm64"}
+
+
+def ami_status(ami: dict[str, str]) -> dict[str, Any]:
+    """`{id, name, requirements}`: the AMI's architecture, and whether it is for GPU instances."""
+    requirements: list[dict[str, Any]] = [
+        {"key": labels.ARCH, "operator": "In", "values": [ARCH.get(ami.get("arch", ""), ami.get("arch", ""))]}
+    ]
+    gpu = "Exists" if ami.get("variant") == "nvidia" else "DoesNotExist"
+    requirements.append({"key": labels.INSTANCE_GPU_COUNT, "operator": gpu})
+    return {"id": ami["id"], "name": ami.get("name", ""), "requirements": requirements}
+
+
+def desired_status(
+    current: dict[str, Any], resolved: ResolvedNodeClass | None, problem: str, now: str
+) -> dict[str, Any]:
+    """The status to write: resolution results (kept as they were when resolution failed) and a Ready
+    condition, True or False with the problem naming the field and the fix."""
+    merged = dict(current or {})
+    if resolved is not None:
+        merged.update(
+            subnets=[
+                {"id": s["id"], "zone": s["zone"], **({"zoneID": s["zoneID"]} if s.get("zoneID") else {})}
+                for s in resolved.subnets
+            ],
+            securityGroups=[
+                {"id": g["id"], **({"name": g["name"]} if g.get("name") else {})} for g in resolved.security_groups
+            ],
+            amis=[ami_status(a) for a in resolved.amis],
+            instanceProfile=resolved.instance_profile or None,
+        )
+    status = EC2NodeClassStatus.model_validate(merged)
+    ready, reason = ("False", "NodeClassNotReady") if problem else ("True", "Ready")
+    conditions: list[Condition] = set_condition(status.conditions, "Ready", ready, reason, problem, now)  # type: ignore[arg-type]
+    return status.model_copy(update={"conditions": conditions}).to_kube()
