@@ -12,6 +12,18 @@
 | cluster_endpoint | NODEFLOW_CLUSTER_ENDPOINT | "" (user data) |
 | kubernetes_version | NODEFLOW_KUBERNETES_VERSION | 1.32 |
 | registration_ttl | NODEFLOW_REGISTRATION_TTL | 15m |
+| max_cached_workflows | NODEFLOW_MAX_CACHED_WORKFLOWS | 20000 |
+| max_concurrent_workflow_tasks | NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASKS | 100 |
+| max_concurrent_workflow_task_polls | NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASK_POLLS | 5 |
+| nonsticky_to_sticky_poll_ratio | NODEFLOW_NONSTICKY_TO_STICKY_POLL_RATIO | 0.2 |
+
+Worker tuning: `max_cached_workflows` bounds the workflows kept in the worker's memory. Keep it above
+the number of nodes the worker serves, or every timer and signal of an evicted NodeClaim workflow
+replays its history (see benchmarks/README.md for the measured cost per cached workflow).
+`max_concurrent_workflow_tasks` bounds workflow tasks processed at once. Of the
+`max_concurrent_workflow_task_polls` long polls, the share `nonsticky_to_sticky_poll_ratio` (at least
+one) takes workflow tasks of workflows not in this worker's cache, such as newly started NodeClaims:
+with the SDK's defaults (5, 0.2) that is one poll, about 6 new workflows a second on the dev server.
 """
 
 from __future__ import annotations
@@ -33,6 +45,23 @@ class Settings:
     cluster_endpoint: str = ""
     kubernetes_version: str = "1.32"
     registration_ttl: str = "15m"
+    max_cached_workflows: int = 20000
+    max_concurrent_workflow_tasks: int = 100
+    max_concurrent_workflow_task_polls: int = 5
+    nonsticky_to_sticky_poll_ratio: float = 0.2
+
+    def __post_init__(self) -> None:
+        for field in fields(self):
+            if field.type in ("int", int):
+                object.__setattr__(self, field.name, int(_positive_number(field.name, getattr(self, field.name), int)))
+            elif field.type in ("float", float):
+                object.__setattr__(self, field.name, _positive_number(field.name, getattr(self, field.name), float))
+        if self.nonsticky_to_sticky_poll_ratio > 1:
+            raise ValueError(
+                f"nonsticky_to_sticky_poll_ratio (flag --nonsticky-to-sticky-poll-ratio, env "
+                f"NODEFLOW_NONSTICKY_TO_STICKY_POLL_RATIO) is {self.nonsticky_to_sticky_poll_ratio}: give a "
+                "share between 0 and 1"
+            )
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -50,6 +79,21 @@ class Settings:
 
 
 _ENV = {"region": "AWS_REGION"}
+
+
+def _positive_number(name: str, value: object, kind: type[int] | type[float]) -> float:
+    """`value` (a number, or a string from the environment or a flag) as a positive `kind`; a
+    ValueError naming the setting, its flag and its environment variable otherwise."""
+    try:
+        number: float = kind(str(value).strip())
+    except ValueError:
+        number = 0
+    if number <= 0:
+        env = _ENV.get(name, f"NODEFLOW_{name.upper()}")
+        flag = f"--{name.replace('_', '-')}"
+        wanted = "a positive whole number" if kind is int else "a positive number"
+        raise ValueError(f"{name} (flag {flag}, env {env}) is {value!r}: give {wanted}")
+    return number
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
