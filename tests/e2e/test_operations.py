@@ -1,0 +1,176 @@
+"""Operating nodes with the `nodeflow` CLI on the real local stack: status, drain, replace, and drift.
+
+One stack for the module; its worker builds NodeClaim inputs with a 2 s drift check interval
+(NODEFLOW_DRIFT_CHECK_INTERVAL, read where the worker builds a NodeClaim's input).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from activities.replace import REPLACEMENT_OF_ANNOTATION
+from devstack.stack import DevStack, DevStackConfig
+from kube import resources as r
+from kube.errors import NotFoundError
+from tests.e2e.conftest import REPO, assert_one_instance_per_claim, deployment, eventually
+from workflows.nodeclaim_state import DRIFT_CHECK_INTERVAL_ENV
+
+pytestmark = pytest.mark.e2e
+
+DRIFT_INTERVAL = "2s"
+SMALL = {"cpu": "250m", "memory": "256Mi"}
+
+
+def drifty_pool(extra_labels: str = "") -> str:
+    return f"""
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: drifty}}
+spec:
+  template:
+    metadata:
+      labels: {{pool: drifty{extra_labels}}}
+    spec:
+      requirements:
+        - {{key: karpenter.sh/capacity-type, operator: In, values: ["on-demand"]}}
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+"""
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
+    before = os.environ.get(DRIFT_CHECK_INTERVAL_ENV)
+    os.environ[DRIFT_CHECK_INTERVAL_ENV] = DRIFT_INTERVAL
+    try:
+        config = DevStackConfig(state_dir=tmp_path_factory.mktemp("ops-stack"), fresh=True)
+        with DevStack(config) as running:
+            yield running
+    finally:
+        if before is None:
+            os.environ.pop(DRIFT_CHECK_INTERVAL_ENV, None)
+        else:
+            os.environ[DRIFT_CHECK_INTERVAL_ENV] = before
+
+
+def nodeflow(stack: DevStack, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run the `nodeflow` CLI against the stack; fails the test on a non-zero exit."""
+    argv = [sys.executable, "-m", "workers.cli", *args, "--temporal-address", stack.temporal_address,
+            "--kubeconfig", str(stack.kubeconfig)]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env, cwd=REPO)
+    assert done.returncode == 0, f"nodeflow {' '.join(args)}: {done.stderr}"
+    return done
+
+
+def pods_of(stack: DevStack, app: str) -> list[dict[str, Any]]:
+    return stack.kube.list(r.POD, namespace="default", label_selector=f"app={app}")
+
+
+def claim_of_node(stack: DevStack, node_name: str) -> dict[str, Any]:
+    return next(c for c in stack.kube.list(r.NODECLAIM) if c.get("status", {}).get("nodeName") == node_name)
+
+
+def get_or_none(stack: DevStack, resource: r.Resource, name: str) -> dict[str, Any] | None:
+    try:
+        return stack.kube.get(resource, name)
+    except NotFoundError:
+        return None
+
+
+def condition(claim: dict[str, Any] | None, type_: str) -> dict[str, Any]:
+    conditions = (claim or {}).get("status", {}).get("conditions") or []
+    return next((c for c in conditions if c.get("type") == type_), {})
+
+
+def test_status_lists_the_running_claims(stack: DevStack) -> None:
+    stack.apply_text(deployment("ops-status", 1, **SMALL))
+    assert stack.wait_settled(timeout=90)["settled"]
+    claims = sorted(c["metadata"]["name"] for c in stack.kube.list(r.NODECLAIM))
+
+    def listed() -> list[dict[str, Any]] | None:
+        rows = json.loads(nodeflow(stack, "status", "-o", "json").stdout)
+        return rows if sorted(row["name"] for row in rows) == claims else None
+
+    rows = eventually(listed, timeout=30, what="every NodeClaim in `nodeflow status`")
+    assert all(row["phase"] == "Running" and row["node_name"] and row["summary"] for row in rows)
+    one = json.loads(nodeflow(stack, "status", rows[0]["node_name"], "-o", "json").stdout)
+    assert one["name"] == rows[0]["name"] and one["conditions"]["Initialized"] == "True"
+
+
+def test_drain_terminates_the_node_and_its_pods_land_elsewhere(stack: DevStack) -> None:
+    stack.apply_text(deployment("ops-drain", 2, cpu="1", memory="1Gi"))
+    assert stack.wait_settled(timeout=90)["settled"]
+    node_name = pods_of(stack, "ops-drain")[0]["spec"]["nodeName"]
+    name = claim_of_node(stack, node_name)["metadata"]["name"]
+
+    out = nodeflow(stack, "drain", node_name, "--reason", "e2e drain").stdout
+    assert f"drain sent to NodeClaim {name} (node {node_name})" in out
+
+    eventually(
+        lambda: get_or_none(stack, r.NODECLAIM, name) is None and get_or_none(stack, r.NODE, node_name) is None,
+        timeout=60,
+        what=f"NodeClaim {name} and Node {node_name} to be gone",
+    )
+    summary = stack.wait_settled(timeout=90)
+    assert summary["settled"], summary
+    assert all(p["spec"].get("nodeName") not in (None, node_name) for p in pods_of(stack, "ops-drain"))
+    assert_one_instance_per_claim(stack)
+
+
+def test_replace_brings_the_replacement_up_before_the_original_goes(stack: DevStack) -> None:
+    stack.apply_text(deployment("ops-replace", 1, cpu="1500m", memory="1Gi"))
+    assert stack.wait_settled(timeout=90)["settled"]
+    node_name = pods_of(stack, "ops-replace")[0]["spec"]["nodeName"]
+    original = claim_of_node(stack, node_name)["metadata"]["name"]
+
+    nodeflow(stack, "replace", original)
+    seen: dict[str, Any] = {}
+
+    def replacement_ready_while_original_present() -> bool:
+        claims = stack.kube.list(r.NODECLAIM)
+        replacement = next(
+            (c for c in claims if c["metadata"].get("annotations", {}).get(REPLACEMENT_OF_ANNOTATION) == original),
+            None,
+        )
+        original_obj = next((c for c in claims if c["metadata"]["name"] == original), None)
+        if replacement is not None and condition(replacement, "Initialized").get("status") == "True":
+            seen["replacement"] = replacement["metadata"]["name"]
+            seen["original_present"] = original_obj is not None
+            return True
+        assert original_obj is not None and not original_obj["metadata"].get("deletionTimestamp"), (
+            "the original started going before its replacement was initialized"
+        )
+        return False
+
+    eventually(replacement_ready_while_original_present, timeout=60, what="the replacement to initialize")
+    assert seen["original_present"]
+    eventually(lambda: get_or_none(stack, r.NODECLAIM, original) is None, timeout=60, what=f"{original} gone")
+    summary = stack.wait_settled(timeout=90)
+    assert summary["settled"], summary
+    assert get_or_none(stack, r.NODECLAIM, seen["replacement"]) is not None
+    assert_one_instance_per_claim(stack)
+
+
+def test_changing_the_nodepool_template_marks_its_claims_drifted(stack: DevStack) -> None:
+    stack.apply_text(drifty_pool())
+    stack.apply_text(deployment("ops-drift", 1, extra_spec="      nodeSelector: {pool: drifty}", **SMALL))
+    assert stack.wait_settled(timeout=90)["settled"]
+    node_name = pods_of(stack, "ops-drift")[0]["spec"]["nodeName"]
+    name = claim_of_node(stack, node_name)["metadata"]["name"]
+    assert not condition(get_or_none(stack, r.NODECLAIM, name), "Drifted")
+
+    stack.apply_text(drifty_pool(extra_labels=", tier: gold"))
+    drifted = eventually(
+        lambda: condition(get_or_none(stack, r.NODECLAIM, name), "Drifted") or None,
+        timeout=30,
+        what=f"NodeClaim {name} to be marked Drifted",
+    )
+    assert drifted["status"] == "True" and drifted["reason"] == "NodePoolDrifted", drifted
+    assert get_or_none(stack, r.NODE, node_name) is not None  # drift only marks the claim
