@@ -1,0 +1,115 @@
+"""An in-memory stand-in for the Kube boundary, just enough for the NodeClaim activities: get, list (with a
+spec.nodeName field selector), create, merge patch with resourceVersion checks, delete with finalizers,
+and evict (PodDisruptionBudget refusals by pod name)."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+from typing import Any
+
+from kube.errors import AlreadyExistsError, ConflictError, NotFoundError, TooManyRequestsError
+from kube.resources import POD, Resource
+
+Obj = dict[str, Any]
+
+
+def merge(target: Obj, patch: Obj) -> Obj:
+    """RFC 7386 JSON merge patch."""
+    out = dict(target)
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+class MemKube:
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str, str], Obj] = {}
+        self.version = 0
+        self.refuse_eviction: set[str] = set()  # pod names a PDB protects
+        self.evicted: list[str] = []
+        self.deleted: list[str] = []
+
+    def _key(self, resource: Resource, name: str, namespace: str | None) -> tuple[str, str, str]:
+        return (resource.plural, (namespace or "default") if resource.namespaced else "", name)
+
+    def _stamp(self, obj: Obj) -> Obj:
+        self.version += 1
+        obj.setdefault("metadata", {})["resourceVersion"] = str(self.version)
+        return obj
+
+    def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
+        found = self.objects.get(self._key(resource, name, namespace))
+        if found is None:
+            raise NotFoundError(f"{resource.kind} {name} not found")
+        return copy.deepcopy(found)
+
+    def list(self, resource: Resource, namespace: str | None = None, label_selector: str | None = None,
+             field_selector: str | None = None) -> list[Obj]:  # fmt: skip
+        node = field_selector.removeprefix("spec.nodeName=") if field_selector else None
+        out = [
+            copy.deepcopy(obj)
+            for (plural, ns, _), obj in sorted(self.objects.items())
+            if plural == resource.plural and (namespace is None or ns == namespace)
+            and (node is None or obj.get("spec", {}).get("nodeName") == node)
+        ]  # fmt: skip
+        return out
+
+    def create(self, resource: Resource, obj: Obj, namespace: str | None = None) -> Obj:
+        meta = obj["metadata"]
+        key = self._key(resource, meta["name"], namespace or meta.get("namespace"))
+        if key in self.objects:
+            raise AlreadyExistsError(f"{resource.kind} {meta['name']} already exists")
+        self.objects[key] = self._stamp(copy.deepcopy(obj))
+        return copy.deepcopy(self.objects[key])
+
+    def patch(self, resource: Resource, name: str, patch: Any, namespace: str | None = None,
+              patch_type: str = "merge", subresource: str | None = None) -> Obj:  # fmt: skip
+        key = self._key(resource, name, namespace)
+        current = self.objects.get(key)
+        if current is None:
+            raise NotFoundError(f"{resource.kind} {name} not found")
+        expected = (patch.get("metadata") or {}).get("resourceVersion")
+        if expected is not None and expected != current["metadata"]["resourceVersion"]:
+            raise ConflictError(f"{resource.kind} {name}: stale resourceVersion")
+        if subresource == "status":
+            patch = {"status": patch.get("status", {})}
+        updated = merge(current, patch)
+        if updated["metadata"].get("deletionTimestamp") and not updated["metadata"].get("finalizers"):
+            del self.objects[key]
+            return updated
+        self.objects[key] = self._stamp(updated)
+        return copy.deepcopy(self.objects[key])
+
+    def delete(self, resource: Resource, name: str, namespace: str | None = None) -> None:
+        key = self._key(resource, name, namespace)
+        current = self.objects.get(key)
+        if current is None:
+            raise NotFoundError(f"{resource.kind} {name} not found")
+        self.deleted.append(f"{resource.kind}/{name}")
+        if current["metadata"].get("finalizers"):
+            current["metadata"].setdefault("deletionTimestamp", datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+            self._stamp(current)
+        else:
+            del self.objects[key]
+
+    def evict(self, namespace: str, name: str) -> None:
+        if name in self.refuse_eviction:
+            raise TooManyRequestsError(f"Cannot evict pod {name}: it would violate a PodDisruptionBudget")
+        self.evicted.append(name)
+        self.delete(POD, name, namespace)
+
+
+class Events:
+    """Records (reason, message) of every event."""
+
+    def __init__(self) -> None:
+        self.recorded: list[tuple[str, str]] = []
+
+    def record(self, involved: Obj, event_type: str, reason: str, message: str) -> None:
+        self.recorded.append((reason, message))

@@ -1,0 +1,178 @@
+"""NodeClaim activities over an in-memory API and the fake cloud: drift marking, drain steps, expiry and
+replacement claims."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from activities.models import ClaimRef, DrainInput, DriftCheckInput, FinalizeInput, ReplacementInput
+from activities.nodeclaim import NodeClaimActivities
+from activities.replace import REPLACEMENT_OF_ANNOTATION
+from apis.nodepool import NodePool
+from cloudprovider.fake import FakeCloudProvider
+from kube import resources as r
+from tests.unit.activities.memkube import Events, MemKube
+
+POOL: dict[str, Any] = {
+    "apiVersion": "karpenter.sh/v1",
+    "kind": "NodePool",
+    "metadata": {"name": "default"},
+    "spec": {
+        "template": {
+            "metadata": {"labels": {"team": "a"}},
+            "spec": {
+                "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}],
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+            },
+        }
+    },
+}
+NODE_CLASS: dict[str, Any] = {
+    "apiVersion": "karpenter.k8s.aws/v1",
+    "kind": "EC2NodeClass",
+    "metadata": {"name": "default"},
+    "spec": {
+        "role": "KarpenterNodeRole",
+        "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "test"}}],
+        "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "test"}}],
+        "amiSelectorTerms": [{"alias": "al2023@latest"}],
+    },
+}
+
+
+def claim_body(image_id: str = "ami-fake") -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {
+            "name": "default-abcde",
+            "labels": {"karpenter.sh/nodepool": "default", "team": "a", "karpenter.sh/capacity-type": "on-demand"},
+            "annotations": {
+                "karpenter.sh/nodepool-hash": NodePool.model_validate(POOL).template_hash(),
+                "karpenter.sh/nodepool-hash-version": "v3",
+            },
+            "finalizers": ["karpenter.sh/termination"],
+        },
+        "spec": {
+            "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}],
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+        },
+        "status": {"imageID": image_id, "nodeName": "node-1"},
+    }
+
+
+def pod(name: str, **extra: Any) -> dict[str, Any]:
+    meta = {"name": name, "namespace": "default", **extra.pop("meta", {})}
+    return {"metadata": meta, "spec": {"nodeName": "node-1", **extra}, "status": {"phase": "Running"}}
+
+
+@pytest.fixture
+def kube() -> MemKube:
+    kube = MemKube()
+    kube.create(r.NODEPOOL, POOL)
+    kube.create(r.EC2NODECLASS, NODE_CLASS)
+    kube.create(r.NODECLAIM, claim_body())
+    kube.create(r.NODE, {"metadata": {"name": "node-1"}, "spec": {}})
+    return kube
+
+
+@pytest.fixture
+def events() -> Events:
+    return Events()
+
+
+@pytest.fixture
+def acts(kube: MemKube, events: Events) -> NodeClaimActivities:
+    return NodeClaimActivities(kube, FakeCloudProvider(), events, "test")  # type: ignore[arg-type]
+
+
+def condition(kube: MemKube, type_: str) -> dict[str, Any] | None:
+    conditions = kube.get(r.NODECLAIM, "default-abcde").get("status", {}).get("conditions") or []
+    return next((c for c in conditions if c["type"] == type_), None)
+
+
+def test_a_matching_claim_is_not_drifted(acts: NodeClaimActivities, kube: MemKube) -> None:
+    assert not acts.check_drift(DriftCheckInput(name="default-abcde")).drifted
+    assert condition(kube, "Drifted") is None
+
+
+def test_a_changed_template_marks_then_a_reverted_one_clears_drifted(
+    acts: NodeClaimActivities, kube: MemKube, events: Events
+) -> None:
+    kube.patch(r.NODEPOOL, "default", {"spec": {"template": {"metadata": {"labels": {"team": "b"}}}}})
+    result = acts.check_drift(DriftCheckInput(name="default-abcde"))
+    assert (result.drifted, result.reason) == (True, "NodePoolDrifted")
+    marked = condition(kube, "Drifted")
+    assert marked and marked["status"] == "True" and marked["reason"] == "NodePoolDrifted"
+    assert "drift check v1" in marked["message"]
+    acts.check_drift(DriftCheckInput(name="default-abcde"))
+    assert [reason for reason, _ in events.recorded] == ["Drifted"]  # one event, not one per check
+
+    kube.patch(r.NODEPOOL, "default", {"spec": {"template": {"metadata": {"labels": {"team": "a"}}}}})
+    assert not acts.check_drift(DriftCheckInput(name="default-abcde")).drifted
+    assert condition(kube, "Drifted") is None
+
+
+def test_an_image_the_node_class_no_longer_resolves_is_ami_drift(acts: NodeClaimActivities, kube: MemKube) -> None:
+    kube.patch(r.NODECLAIM, "default-abcde", {"status": {"imageID": "ami-old"}}, subresource="status")
+    result = acts.check_drift(DriftCheckInput(name="default-abcde"))
+    assert (result.drifted, result.reason) == (True, "AMIDrifted")
+    assert "ami-old" in result.message
+
+
+def test_a_gone_claim_is_reported(acts: NodeClaimActivities) -> None:
+    assert not acts.check_drift(DriftCheckInput(name="nope")).claim_exists
+
+
+def test_a_drain_step_evicts_waits_on_pdbs_and_holds_do_not_disrupt(acts: NodeClaimActivities, kube: MemKube) -> None:
+    kube.create(r.POD, pod("web-1"))
+    kube.create(r.POD, pod("guarded"))
+    kube.create(r.POD, pod("precious", meta={"annotations": {"karpenter.sh/do-not-disrupt": "true"}}))
+    kube.refuse_eviction.add("guarded")
+
+    progress = acts.drain_step(DrainInput(name="default-abcde", node_name="node-1"))
+    assert kube.evicted == ["web-1"]
+    assert progress.remaining == 2
+    assert "1 refused by disruption budgets, 1 held by do-not-disrupt" in progress.message
+    node = kube.get(r.NODE, "node-1")
+    assert {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"} in node["spec"]["taints"]
+    drained = condition(kube, "Drained")
+    assert drained and drained["status"] == "False"
+
+    progress = acts.drain_step(DrainInput(name="default-abcde", node_name="node-1", force=True))
+    assert progress.remaining == 0
+    drained = condition(kube, "Drained")
+    assert drained and drained["status"] == "True"
+
+
+def test_begin_termination_of_an_expired_claim_sets_expired_first(acts: NodeClaimActivities, kube: MemKube) -> None:
+    acts.begin_termination(FinalizeInput(name="default-abcde", reason="expired after 720h", expired=True))
+    expired = condition(kube, "Expired")
+    assert expired and (expired["status"], expired["reason"]) == ("True", "Expired")
+    assert "720h" in expired["message"]
+    assert kube.get(r.NODECLAIM, "default-abcde")["metadata"].get("deletionTimestamp")
+
+
+def test_a_replacement_is_created_once_and_reported_until_initialized(acts: NodeClaimActivities, kube: MemKube) -> None:
+    first = acts.create_replacement(ReplacementInput(name="default-abcde", attempt=1))
+    again = acts.create_replacement(ReplacementInput(name="default-abcde", attempt=1))
+    assert first.name == again.name and first.name.startswith("default-")
+    created = kube.get(r.NODECLAIM, first.name)
+    assert created["metadata"]["annotations"][REPLACEMENT_OF_ANNOTATION] == "default-abcde"
+    assert created["metadata"]["labels"] == {"karpenter.sh/nodepool": "default", "team": "a"}
+
+    assert not acts.replacement_state(ClaimRef(name=first.name)).initialized
+    kube.patch(r.NODECLAIM, first.name,
+               {"status": {"conditions": [{"type": "Initialized", "status": "True", "reason": "Initialized",
+                                           "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}},
+               subresource="status")  # fmt: skip
+    assert acts.replacement_state(ClaimRef(name=first.name)).initialized
+    assert acts.replacement_state(ClaimRef(name="gone")).gone
+
+
+def test_no_replacement_for_a_claim_being_deleted(acts: NodeClaimActivities, kube: MemKube) -> None:
+    kube.delete(r.NODECLAIM, "default-abcde")
+    result = acts.create_replacement(ReplacementInput(name="default-abcde", attempt=1))
+    assert result.name == "" and "being deleted" in result.message
