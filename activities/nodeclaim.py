@@ -16,7 +16,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import claims, drain, kubeops, replace
-from activities.drift import DRIFT_CHECK_VERSION, drift_facts
+from activities.drift import DRIFT_CHECK_VERSION, ResolvedNodeClasses, drift_facts
 from activities.heartbeat import heartbeating
 from activities.models import (
     ClaimRef,
@@ -82,6 +82,7 @@ class NodeClaimActivities:
         self.cloud = cloud
         self.recorder = recorder
         self.cluster_name = cluster_name
+        self.resolved_node_classes = ResolvedNodeClasses(cloud)
 
     # -- reading -----------------------------------------------------------------------------------------
 
@@ -319,7 +320,9 @@ class NodeClaimActivities:
         pool_name = claim.metadata.labels.get(labels.NODEPOOL, "")
         pool = self._model_or_none(NodePool, r.NODEPOOL, pool_name) if pool_name else None
         node_class = self._node_class_or_none(claim)
-        drift = find_drift(drift_facts(claim, pool, node_class, self.cloud, inp.instance_id))
+        drift = find_drift(
+            drift_facts(claim, pool, node_class, self.cloud, inp.instance_id, self.resolved_node_classes)
+        )
         if drift is None:
             if any(c.type == DRIFTED for c in claim.status.conditions):
                 self._drop_condition(inp.name, DRIFTED)
