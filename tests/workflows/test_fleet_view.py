@@ -3,6 +3,8 @@ the operator CLI's Temporal calls (list, query, signal) work against it."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -52,6 +54,18 @@ async def eventually(check: Callable[[], Awaitable[T | None]], what: str) -> T:
     raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
 
 
+async def temporal_cli(client: Client, *args: str) -> str:
+    """Run the `temporal` CLI against the client's server (without blocking the worker's loop); its stdout."""
+    address = client.service_client.config.target_host
+    proc = await asyncio.create_subprocess_exec(
+        venv_binary("temporal"), *args, "--address", address,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=30)
+    assert proc.returncode == 0, err.decode()
+    return out.decode()
+
+
 async def start(client: Client, task_queue: str, name: str, pool: str) -> None:
     inp = NodeClaimInput(name=name, node_pool=pool, drift_check_interval="1h")
     await client.start_workflow(NodeClaimWorkflow.run, inp, id=workflow_id(name), task_queue=task_queue)
@@ -59,7 +73,7 @@ async def start(client: Client, task_queue: str, name: str, pool: str) -> None:
 
 async def test_a_list_filtered_by_nodepool_and_phase_shows_the_fleet(dev_env: WorkflowEnvironment) -> None:
     client = dev_env.client
-    world = World(node_after_polls=1, ready_after_polls=1, launch_node_pool="")
+    world = World(node_after_polls=1, ready_after_polls=1, launch_node_pool="", pods_on_node=1, terminate_polls=1)
     task_queue = f"tq-{uuid.uuid4()}"
     suffix = uuid.uuid4().hex[:5]
     names = {f"web-{suffix}-1": "web", f"web-{suffix}-2": "web", f"gpu-{suffix}-1": "gpu"}
@@ -86,8 +100,12 @@ async def test_a_list_filtered_by_nodepool_and_phase_shows_the_fleet(dev_env: Wo
                 assert row.node_name == "ip-10-0-0-1.us-west-2.compute.internal"
                 assert row.summary.startswith(f"Running: {row.name} from web, m5.large in us-west-2a")
 
-            gpu = await list_claims(client, node_pool="gpu")
-            assert [r.name for r in gpu if suffix in r.name] == [f"gpu-{suffix}-1"]
+            async def gpu_running() -> list[ClaimRow] | None:
+                rows = [r for r in await list_claims(client, node_pool="gpu", phase=RUNNING) if suffix in r.name]
+                return rows or None
+
+            gpu = await eventually(gpu_running, "the gpu claim Running in visibility")
+            assert [r.name for r in gpu] == [f"gpu-{suffix}-1"]
 
             state: NodeClaimState = await query_claim(client, f"gpu-{suffix}-1")
             assert state.phase == RUNNING and state.node_pool == "gpu"
@@ -101,9 +119,17 @@ async def test_a_list_filtered_by_nodepool_and_phase_shows_the_fleet(dev_env: Wo
                 return not [r for r in await list_claims(client, node_pool="gpu") if suffix in r.name]
 
             await eventually(gpu_gone, "the drained claim to leave the running list")
-            for name in names:
-                if name.startswith("web"):
-                    await signal_claim(client, name, "delete", "")
+
+            # The Temporal CLI works the same: a signal without input, and the status query.
+            web = sorted(n for n in names if n.startswith("web"))
+            queried = json.loads(await temporal_cli(client, "workflow", "query", "--workflow-id", workflow_id(web[0]),
+                                              "--name", "status", "-o", "json"))  # fmt: skip
+            assert "Running" in json.dumps(queried)
+            for name in web:
+                await temporal_cli(client, "workflow", "signal", "--workflow-id", workflow_id(name), "--name", "expire")
+            for name in web:
+                done = await client.get_workflow_handle(workflow_id(name), result_type=NodeClaimState).result()
+                assert done.phase == DELETED and done.expired and done.termination_reason == "expired (manual)"
 
 
 async def test_signalling_a_claim_without_a_workflow_names_it(dev_env: WorkflowEnvironment) -> None:
