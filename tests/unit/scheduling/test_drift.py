@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 import pytest
 
 from apis.requirements import NodeSelectorRequirement
@@ -128,19 +131,20 @@ def test_find_drift_reports_the_first_reason_in_karpenters_order() -> None:
         security_group_ids=["sg-9"],
         resolved_security_group_ids=["sg-1"],
     )
-    order = []
+    order: list[str] = []
     facts = everything
-    for reset in (
+    resets: tuple[dict[str, Any], ...] = (
         {"pool_hash": "1"},
         {"pool_requirements": []},
         {"ami_ids": ["ami-0"]},
         {"subnet_ids": ["subnet-x"]},
         {"resolved_security_group_ids": ["sg-9"]},
-    ):
+    )
+    for reset in resets:
         found = find_drift(facts)
         assert found is not None
         order.append(found.reason)
-        facts = DriftFacts(**{**facts.__dict__, **reset})
+        facts = replace(facts, **reset)
     assert order == [NODEPOOL_DRIFTED, REQUIREMENTS_DRIFTED, AMI_DRIFTED, SUBNET_DRIFTED, SECURITY_GROUP_DRIFTED]
     assert find_drift(facts) is None
 
