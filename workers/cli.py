@@ -8,6 +8,11 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+DESCRIPTION = (
+    "nodeflow: Karpenter-compatible node autoscaling for Kubernetes on AWS, every node a durable Temporal "
+    "workflow. Commands: dev (the local stack), worker, simulate (dry run), drain|expire|replace|status."
+)
+
 # subcommand -> module; imported lazily so `nodeflow simulate` never loads Temporal or the dev stack.
 SUBCOMMANDS: dict[str, str] = {
     "dev": "workers.dev_cmd",
@@ -21,24 +26,17 @@ SUBCOMMANDS: dict[str, str] = {
 
 
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="nodeflow", description=__doc__)
+    """Load the module of the command asked for (all of them for `nodeflow --help`); every other command
+    gets a placeholder so `--help` still lists it without importing it."""
+    parser = argparse.ArgumentParser(prog="nodeflow", description=DESCRIPTION)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     wanted = next((a for a in argv if not a.startswith("-")), None)
-    loaded: set[str] = set()
-    for name, module_name in SUBCOMMANDS.items():
-        if wanted is not None and name != wanted:
+    modules = [SUBCOMMANDS[wanted]] if wanted in SUBCOMMANDS else list(dict.fromkeys(SUBCOMMANDS.values()))
+    for module_name in modules:
+        importlib.import_module(module_name).add_parser(subparsers)
+    for name in SUBCOMMANDS:
+        if name not in subparsers.choices:
             subparsers.add_parser(name, help=f"see `nodeflow {name} --help`")
-            continue
-        if module_name in loaded:
-            continue
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as err:
-            if err.name != module_name:
-                raise
-            continue
-        module.add_parser(subparsers)
-        loaded.add(module_name)
     return parser
 
 

@@ -183,19 +183,10 @@ async def query_claim(client: Client, name: str) -> NodeClaimState:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Register `drain`, `expire`, `replace` and `status`, each with `func`.
-
-    workers.cli loads this module once for whichever of the four is asked for and adds placeholders for
-    every other command; so when placeholders (parsers without `func`) are present, only the first of
-    ours not registered yet (the one asked for) is added, else all four (`nodeflow --help`)."""
-    present = subparsers.choices
-    targeted = any(parser.get_default("func") is None for parser in present.values())
-    missing = [name for name in (*SIGNALS, "status") if name not in present]
-    for name in missing[:1] if targeted else missing:
-        if name == "status":
-            _add_status(subparsers)
-        else:
-            _add_signal(subparsers, name)
+    """Register `drain`, `expire`, `replace` and `status`, each with `func`."""
+    for name in SIGNALS:
+        _add_signal(subparsers, name)
+    _add_status(subparsers)
 
 
 def _add_signal(subparsers: argparse._SubParsersAction, name: str) -> None:  # type: ignore[type-arg]
