@@ -12,6 +12,7 @@
 | cluster_endpoint | NODEFLOW_CLUSTER_ENDPOINT | "" (user data) |
 | kubernetes_version | NODEFLOW_KUBERNETES_VERSION | 1.32 |
 | registration_ttl | NODEFLOW_REGISTRATION_TTL | 15m |
+| drift_check_interval | NODEFLOW_DRIFT_CHECK_INTERVAL | 5m |
 | max_cached_workflows | NODEFLOW_MAX_CACHED_WORKFLOWS | 20000 |
 | max_concurrent_workflow_tasks | NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASKS | 100 |
 | max_concurrent_workflow_task_polls | NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASK_POLLS | 5 |
@@ -32,6 +33,8 @@ import argparse
 import os
 from dataclasses import dataclass, fields
 
+from apis.duration import parse_duration
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -45,6 +48,7 @@ class Settings:
     cluster_endpoint: str = ""
     kubernetes_version: str = "1.32"
     registration_ttl: str = "15m"
+    drift_check_interval: str = "5m"
     max_cached_workflows: int = 20000
     max_concurrent_workflow_tasks: int = 100
     max_concurrent_workflow_task_polls: int = 5
@@ -56,6 +60,14 @@ class Settings:
                 object.__setattr__(self, field.name, int(_positive_number(field.name, getattr(self, field.name), int)))
             elif field.type in ("float", float):
                 object.__setattr__(self, field.name, _positive_number(field.name, getattr(self, field.name), float))
+        for name in ("registration_ttl", "drift_check_interval"):
+            value = getattr(self, name)
+            try:
+                parse_duration(value)
+            except ValueError as err:
+                raise ValueError(
+                    f"{name} (flag --{name.replace('_', '-')}, env NODEFLOW_{name.upper()}): {err}"
+                ) from None
         if self.nonsticky_to_sticky_poll_ratio > 1:
             raise ValueError(
                 f"nonsticky_to_sticky_poll_ratio (flag --nonsticky-to-sticky-poll-ratio, env "

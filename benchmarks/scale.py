@@ -1,0 +1,540 @@
+"""Scale benchmarks of issue 4. Each run prints one JSON object on stdout; see benchmarks/README.md.
+
+    python benchmarks/scale.py --pods 1000
+        Karpenter's basic scale-out workload on the embedded local stack (`DevStack`, fresh state
+        dir): N/2 pods of 900m / 3100Mi and N/2 of 3500m / 28Gi, one Deployment each. The clock starts
+        when both Deployments are applied (the worker and its provisioner are up by then); the
+        worker's RSS is sampled every 0.25 s until every pod is bound.
+        Targets: 1,000 pods bound in under 2 minutes; worker RSS P95 under 260 MB.
+
+    python benchmarks/scale.py --claims 10000 --steady
+        Holds N NodeClaim workflows (the real `NodeClaimWorkflow`) in one worker process on a real
+        Temporal dev server (in memory). Stand-in activities under the real activity names bring every
+        claim to Running at once, so no EC2 or Kubernetes is involved: the run measures the worker's
+        memory per cached workflow, (RSS once all N are Running - RSS before the first start) / N.
+        Target: at most 100 KiB per cached NodeClaim workflow.
+
+The exit status is 0 when the run completed (every pod bound / every claim Running) and 1 otherwise;
+whether the targets were met is reported in the JSON (`targets_met`), not by the exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as `python benchmarks/scale.py`: make the project importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import psutil
+from temporalio import activity
+from temporalio.common import RawValue
+
+MIB = 1024 * 1024
+RSS_SAMPLE_SECONDS = 0.25
+BOUND_POLL_SECONDS = 0.5
+NAMESPACE = "default"
+TARGET_SECONDS_TO_ALL_BOUND = 120.0
+TARGET_RSS_P95_MB = 260.0
+TARGET_KIB_PER_WORKFLOW = 100.0
+# Karpenter's basic scale-out test: two Deployments, one of small and one of large pods.
+POD_SHAPES = (("scale-small", "900m", "3100Mi"), ("scale-large", "3500m", "28Gi"))
+# The default NodePool's cpu limit (1000) is below this workload's 2,200 vCPUs: lift it.
+NODEPOOL_CPU_LIMIT = "100000"
+TASK_QUEUE = "nodeflow-scale-bench"
+STEADY_RSS_SAMPLES = 8
+
+
+# -- shared --------------------------------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], pct: float) -> float:
+    """The nearest-rank percentile (`pct` in 0..100) of a non-empty sequence."""
+    if not values:
+        raise ValueError("percentile of no values")
+    ordered = sorted(values)
+    rank = max(1, math.ceil(pct / 100.0 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def _cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU time of the process `pid` so far, or None when it is gone."""
+    if pid is None:
+        return None
+    try:
+        times = psutil.Process(pid).cpu_times()
+    except psutil.Error:
+        return None
+    return float(times.user + times.system)
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident set size of the process `pid` and all its descendants."""
+    proc = psutil.Process(pid)
+    total = proc.memory_info().rss
+    for child in proc.children(recursive=True):
+        try:
+            total += child.memory_info().rss
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+class RssSampler:
+    """Samples a process's RSS (in MiB) every `interval` seconds in a daemon thread, between
+    `start()` and `stop()`. A process that has exited is simply no longer sampled."""
+
+    def __init__(self, pid: int, interval: float = RSS_SAMPLE_SECONDS) -> None:
+        self.pid = pid
+        self.interval = interval
+        self.samples_mb: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5.0)
+
+    def _run(self) -> None:
+        while True:
+            try:
+                self.samples_mb.append(rss_bytes(self.pid) / MIB)
+            except psutil.Error:
+                pass
+            if self._stop.wait(self.interval):
+                return
+
+
+@contextmanager
+def state_directory(path: Path | None) -> Iterator[Path]:
+    """`path` (created) when given, else a temporary directory removed afterwards."""
+    if path is not None:
+        path.mkdir(parents=True, exist_ok=True)
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="nodeflow-scale-") as tmp:
+        yield Path(tmp)
+
+
+def poll(check: Callable[[], bool], timeout: float, interval: float) -> bool:
+    """Call `check` every `interval` seconds until it returns True (True) or `timeout` passes (False)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if check():
+            return True
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        time.sleep(min(interval, remaining))
+
+
+# -- --pods: scale-out on the local stack -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PodsOptions:
+    pods: int
+    timeout: float = 600.0
+    state_dir: Path | None = None
+    persistent_temporal: bool = True
+
+
+def workload(pods: int) -> str:
+    """The two Deployments (pods/2 replicas each) and the default NodePool's raised cpu limit."""
+    docs = [
+        f"""apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: default}}
+spec:
+  limits: {{cpu: "{NODEPOOL_CPU_LIMIT}"}}
+"""
+    ]
+    for name, cpu, memory in POD_SHAPES:
+        docs.append(
+            f"""apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: {NAMESPACE}}}
+spec:
+  replicas: {pods // 2}
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      containers:
+        - name: app
+          image: registry.k8s.io/pause:3.9
+          resources: {{requests: {{cpu: "{cpu}", memory: {memory}}}}}
+"""
+        )
+    return "---\n".join(docs)
+
+
+def _instance_count(stack: Any) -> int:
+    reservations = stack.ec2.describe_instances()["Reservations"]
+    return sum(len(res["Instances"]) for res in reservations)
+
+
+def _provisioner_running(address: str) -> bool:
+    from temporalio.client import Client
+    from temporalio.service import RPCError
+
+    from workflows.provisioner import WORKFLOW_ID
+
+    async def check() -> bool:
+        client = await Client.connect(address)
+        try:
+            await client.get_workflow_handle(WORKFLOW_ID).describe()
+        except RPCError:
+            return False
+        return True
+
+    return asyncio.run(check())
+
+
+def run_pods(opts: PodsOptions) -> dict[str, Any]:
+    """Run the scale-out workload once; see the module docstring for what is measured."""
+    from devstack.stack import DevStack, DevStackConfig
+    from kube import resources as r
+
+    with state_directory(opts.state_dir) as state:
+        config = DevStackConfig(state_dir=state, fresh=True, persistent_temporal=opts.persistent_temporal)
+        with DevStack(config) as stack:
+            if not poll(lambda: _provisioner_running(stack.temporal_address), 60.0, 0.2):
+                raise SystemExit(f"the worker did not start its provisioner in 60 s; see {config.logs_dir}")
+            sampler = RssSampler(stack.pids()["worker"])
+            sampler.start()
+            start = time.monotonic()
+            stack.apply_text(workload(opts.pods), "scale workload")
+            first_fleet: float | None = None
+            all_bound: float | None = None
+            bound = 0
+            while time.monotonic() - start < opts.timeout:
+                if stack.dead_children():
+                    break
+                if first_fleet is None and _instance_count(stack) > 0:
+                    first_fleet = time.monotonic() - start
+                listed = stack.kube.list(r.POD, namespace=NAMESPACE)
+                bound = sum(1 for p in listed if (p.get("spec") or {}).get("nodeName"))
+                if bound >= opts.pods and len(listed) >= opts.pods:
+                    all_bound = time.monotonic() - start
+                    break
+                time.sleep(BOUND_POLL_SECONDS)
+            sampler.stop()
+            claims = stack.kube.list(r.NODECLAIM)
+            nodes = stack.kube.list(r.NODE)
+            problems = stack.dead_children()
+    samples = sampler.samples_mb or [0.0]
+    p95 = percentile(samples, 95)
+    result: dict[str, Any] = {
+        "benchmark": "scale-out",
+        "pods": opts.pods,
+        "pods_bound": bound,
+        "nodes": len(nodes),
+        "nodeclaims": len(claims),
+        "instance_types": _count_by(claims, "node.kubernetes.io/instance-type"),
+        "seconds_to_first_create_fleet": _round(first_fleet),
+        "seconds_to_all_bound": _round(all_bound),
+        "worker_rss_p95_mb": round(p95, 1),
+        "worker_rss_max_mb": round(max(samples), 1),
+        "worker_rss_samples": len(sampler.samples_mb),
+        "temporal_persistence": "sqlite-wal" if opts.persistent_temporal else "memory",
+        "targets": {"seconds_to_all_bound": TARGET_SECONDS_TO_ALL_BOUND, "worker_rss_p95_mb": TARGET_RSS_P95_MB},
+        "targets_met": all_bound is not None and all_bound < TARGET_SECONDS_TO_ALL_BOUND and p95 < TARGET_RSS_P95_MB,
+    }
+    if problems:
+        result["errors"] = problems
+    return result
+
+
+def _count_by(objs: Sequence[dict[str, Any]], label: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for obj in objs:
+        value = ((obj.get("metadata") or {}).get("labels") or {}).get(label, "")
+        counts[value] = counts.get(value, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+# -- --claims N --steady: RAM per cached NodeClaim workflow --------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClaimsOptions:
+    claims: int
+    timeout: float = 600.0
+    concurrency: int = 64
+    state_dir: Path | None = None
+
+
+def standin_result(activity_name: str, claim: str) -> Any:
+    """What the stand-in for NodeClaim activity `activity_name` returns for claim `claim`: a launch
+    that succeeded, a Node that is found and initialized, a claim that is neither deleted nor
+    deleting. Any other activity (marking, syncing, events) succeeds with its result type's defaults."""
+    instance_id = "i-" + hashlib.sha256(claim.encode()).hexdigest()[:17]
+    zone = "us-west-2a"
+    if activity_name == "launch":
+        return {
+            "instance_id": instance_id,
+            "instance_type": "m5.large",
+            "zone": zone,
+            "capacity_type": "on-demand",
+            "provider_id": f"aws:///{zone}/{instance_id}",
+            "node_pool": "default",
+        }
+    if activity_name == "find_node":
+        return {"node_name": f"ip-{claim}.us-west-2.compute.internal"}
+    if activity_name == "check_initialized":
+        return {"initialized": True}
+    return _default_result(activity_name)
+
+
+def _default_result(activity_name: str) -> Any:
+    """{} when the real activity returns a pydantic model (its defaults are a neutral answer), else None."""
+    import typing
+
+    from pydantic import BaseModel
+
+    from activities.nodeclaim import NodeClaimActivities
+
+    method = getattr(NodeClaimActivities, activity_name, None)
+    if method is None:
+        return None
+    returns = typing.get_type_hints(method).get("return")
+    return {} if isinstance(returns, type) and issubclass(returns, BaseModel) else None
+
+
+@activity.defn(dynamic=True)
+async def standin_activity(args: Sequence[RawValue]) -> Any:
+    """Every activity of the claims worker: see `standin_result`."""
+    payload = activity.payload_converter().from_payload(args[0].payload, dict) if args else {}
+    claim = str(payload.get("name", "")) if isinstance(payload, dict) else ""
+    return standin_result(activity.info().activity_type, claim)
+
+
+def _release_free_memory(marker: Path) -> None:
+    """Collect garbage and hand free heap pages back to the OS (glibc `malloc_trim`), then write
+    `marker`: the parent's second RSS reading then counts live memory, not allocator slack."""
+    import ctypes
+    import ctypes.util
+    import gc
+
+    gc.collect()
+    libc_name = ctypes.util.find_library("c")
+    if libc_name:
+        ctypes.CDLL(libc_name).malloc_trim(0)
+    marker.write_text("trimmed")
+
+
+def serve_claims_worker(address: str, task_queue: str, max_cached: int, ready_file: Path) -> None:
+    """The worker child of `--claims`: the real NodeClaimWorkflow, one dynamic stand-in activity
+    answering every activity name (see `standin_result`), the worker tuning of `workers.settings`.
+    Writes `ready_file` once polling; runs until SIGTERM."""
+    from temporalio.worker import Worker
+
+    from workers.settings import Settings
+    from workers.temporal_client import connect
+    from workflows.nodeclaim import NodeClaimWorkflow
+
+    async def run() -> None:
+        settings = dataclasses.replace(
+            Settings.from_env(), temporal_address=address, task_queue=task_queue, max_cached_workflows=max_cached
+        )
+        client = await connect(settings)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, stop.set)
+        loop.add_signal_handler(signal.SIGUSR1, lambda: _release_free_memory(ready_file.with_suffix(".trimmed")))
+        worker = Worker(
+            client,
+            task_queue=task_queue,
+            workflows=[NodeClaimWorkflow],
+            activities=[standin_activity],
+            max_cached_workflows=settings.max_cached_workflows,
+            max_concurrent_workflow_tasks=settings.max_concurrent_workflow_tasks,
+            max_concurrent_workflow_task_polls=settings.max_concurrent_workflow_task_polls,
+            nonsticky_to_sticky_poll_ratio=settings.nonsticky_to_sticky_poll_ratio,
+        )
+        async with worker:
+            ready_file.write_text(json.dumps({"pid": os.getpid()}))
+            await stop.wait()
+
+    asyncio.run(run())
+
+
+async def _start_claims(address: str, count: int, concurrency: int) -> float:
+    """Start `count` NodeClaim workflows as the worker's starter does, `concurrency` at a time; seconds."""
+    from workers.settings import Settings
+    from workers.starter import TemporalStarter
+    from workers.temporal_client import connect, register_search_attributes
+
+    client = await connect(Settings(temporal_address=address))
+    await register_search_attributes(client)
+    starter = TemporalStarter(client, TASK_QUEUE, asyncio.get_running_loop(), "15m")
+    names = iter(range(count))
+    began = time.monotonic()
+
+    async def lane() -> None:
+        for i in names:
+            await starter.start_node_claim_async(f"scale-{i:06d}", "default")
+
+    await asyncio.gather(*(lane() for _ in range(min(concurrency, count))))
+    return time.monotonic() - began
+
+
+async def _running_count(address: str) -> int:
+    from temporalio.client import Client
+
+    client = await Client.connect(address)
+    query = 'WorkflowType = "NodeClaim" AND ExecutionStatus = "Running" AND Phase = "Running"'
+    return (await client.count_workflows(query)).count
+
+
+def run_claims(opts: ClaimsOptions) -> dict[str, Any]:
+    """Hold `opts.claims` NodeClaim workflows Running in one worker; see the module docstring."""
+    from devstack import temporal
+    from devstack.stack.children import ChildProcess
+    from devstack.stack.core import child_env
+    from devstack.stack.ports import free_port
+
+    with state_directory(opts.state_dir) as state:
+        ports = temporal.TemporalPorts(grpc=free_port(), ui=free_port(), http=free_port(), metrics=free_port())
+        server = temporal.TemporalDevServer(ports, None, False, state / "temporal.log")
+        server.start()
+        ready = state / "claims-worker.json"
+        argv = [sys.executable, str(Path(__file__).resolve()), "--serve-claims-worker", server.address,
+                "--max-cached", str(opts.claims + 100), "--ready-file", str(ready)]  # fmt: skip
+        worker = ChildProcess("claims-worker", argv, state / "claims-worker.log", child_env(), 10.0)
+        try:
+            worker.start()
+            if not poll(lambda: ready.exists() or not worker.running(), 60.0, 0.1) or not ready.exists():
+                raise SystemExit(f"the claims worker did not start; log:\n{worker.log_tail()}")
+            assert worker.pid is not None
+            time.sleep(1.0)  # let the worker's start-up allocations settle before the baseline
+            before = rss_bytes(worker.pid)
+            began = time.monotonic()
+            start_seconds = asyncio.run(_start_claims(server.address, opts.claims, opts.concurrency))
+            steady = poll(
+                lambda: asyncio.run(_running_count(server.address)) >= opts.claims,
+                max(opts.timeout - (time.monotonic() - began), 0.0),
+                1.0,
+            )
+            seconds_to_steady = time.monotonic() - began if steady else None
+            after_samples = []
+            for _ in range(STEADY_RSS_SAMPLES):
+                after_samples.append(rss_bytes(worker.pid))
+                time.sleep(RSS_SAMPLE_SECONDS)
+            after = max(after_samples)
+            trimmed_marker = ready.with_suffix(".trimmed")
+            os.kill(worker.pid, signal.SIGUSR1)
+            poll(trimmed_marker.exists, 30.0, 0.1)
+            after_trim = rss_bytes(worker.pid)
+            running = asyncio.run(_running_count(server.address))
+            worker_cpu = _cpu_seconds(worker.pid)
+            server_cpu = _cpu_seconds(server.process.pid)
+        finally:
+            worker.stop(kill=True)  # a graceful shutdown of N cached workflows proves nothing here
+            server.stop()
+    per_workflow_kib = (after - before) / 1024 / max(running, 1)
+    return {
+        "benchmark": "steady-claims",
+        "claims": opts.claims,
+        "claims_running": running,
+        "worker_rss_mb_before": round(before / MIB, 1),
+        "worker_rss_mb_after": round(after / MIB, 1),
+        "worker_rss_mb_after_trim": round(after_trim / MIB, 1),
+        "rss_per_cached_workflow_kib_after_trim": round((after_trim - before) / 1024 / max(running, 1), 1),
+        "rss_per_cached_workflow_kib": round(per_workflow_kib, 1),
+        "seconds_to_start_all": round(start_seconds, 2),
+        "starts_per_second": round(opts.claims / start_seconds, 1) if start_seconds > 0 else None,
+        "seconds_to_steady": _round(seconds_to_steady),
+        "worker_cpu_seconds": _round(worker_cpu),
+        "temporal_cpu_seconds": _round(server_cpu),
+        "start_concurrency": opts.concurrency,
+        "max_cached_workflows": opts.claims + 100,
+        "targets": {"rss_per_cached_workflow_kib": TARGET_KIB_PER_WORKFLOW},
+        "targets_met": steady and per_workflow_kib <= TARGET_KIB_PER_WORKFLOW,
+    }
+
+
+# -- command line --------------------------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python benchmarks/scale.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--pods", type=int, help="scale-out: this many pods, half of each shape (even, >= 2)")
+    mode.add_argument("--claims", type=int, help="with --steady: this many NodeClaim workflows in one worker")
+    mode.add_argument("--serve-claims-worker", metavar="TEMPORAL_ADDRESS", help=argparse.SUPPRESS)
+    parser.add_argument("--steady", action="store_true", help="with --claims: hold them Running, measure RAM")
+    parser.add_argument("--timeout", type=float, default=600.0, help="give up after this many seconds (600)")
+    parser.add_argument("--concurrency", type=int, default=64, help="with --claims: starts in flight at once (64)")
+    parser.add_argument("--state-dir", type=Path, default=None, help="keep state and logs here (default: a temp dir)")
+    parser.add_argument(
+        "--in-memory-temporal",
+        action="store_true",
+        help="with --pods: Temporal in memory instead of the dev stack's SQLite (WAL) file",
+    )
+    parser.add_argument("--max-cached", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--ready-file", type=Path, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve_claims_worker is not None:
+        if args.ready_file is None or args.max_cached < 1:
+            parser.error("--serve-claims-worker needs --ready-file and --max-cached")
+        return args
+    if args.pods is not None and (args.pods < 2 or args.pods % 2):
+        parser.error(f"--pods {args.pods}: give an even number, at least 2 (half the pods have each shape)")
+    if args.claims is not None and args.claims < 1:
+        parser.error(f"--claims {args.claims}: give at least 1")
+    if args.claims is not None and not args.steady:
+        parser.error("--claims needs --steady (hold the claims Running and measure the worker's RAM)")
+    if args.steady and args.claims is None:
+        parser.error("--steady goes with --claims N")
+    if args.concurrency < 1:
+        parser.error(f"--concurrency {args.concurrency}: give at least 1")
+    if args.timeout <= 0:
+        parser.error(f"--timeout {args.timeout}: give a positive number of seconds")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.serve_claims_worker is not None:
+        serve_claims_worker(args.serve_claims_worker, TASK_QUEUE, args.max_cached, args.ready_file)
+        return 0
+    result: dict[str, Any]
+    if args.pods is not None:
+        opts = PodsOptions(args.pods, args.timeout, args.state_dir, persistent_temporal=not args.in_memory_temporal)
+        result = run_pods(opts)
+        done = result["seconds_to_all_bound"] is not None
+    else:
+        result = run_claims(ClaimsOptions(args.claims, args.timeout, args.concurrency, args.state_dir))
+        done = result["seconds_to_steady"] is not None
+    print(json.dumps(result))
+    return 0 if done else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
