@@ -12,7 +12,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from workflows import search_attributes as sa
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
-from workflows.nodeclaim_state import LAUNCHING, NodeClaimInput
+from workflows.nodeclaim_state import DEFAULT_DRIFT_CHECK_INTERVAL, LAUNCHING, NodeClaimInput
 from workflows.provisioner import SIGNAL, WORKFLOW_ID, ProvisionerState, ProvisionerWorkflow
 
 START_TIMEOUT_SECONDS = 30.0
@@ -21,11 +21,19 @@ START_TIMEOUT_SECONDS = 30.0
 class TemporalStarter:
     """Implements activities.provisioning.WorkflowStarter over a Temporal client living on `loop`."""
 
-    def __init__(self, client: Client, task_queue: str, loop: asyncio.AbstractEventLoop, registration_ttl: str) -> None:
+    def __init__(
+        self,
+        client: Client,
+        task_queue: str,
+        loop: asyncio.AbstractEventLoop,
+        registration_ttl: str,
+        drift_check_interval: str = DEFAULT_DRIFT_CHECK_INTERVAL,
+    ) -> None:
         self.client = client
         self.task_queue = task_queue
         self.loop = loop
         self.registration_ttl = registration_ttl
+        self.drift_check_interval = drift_check_interval
 
     async def start_node_claim_async(
         self, name: str, node_pool: str, expire_after: str = "720h", termination_grace_period: str | None = None
@@ -39,6 +47,7 @@ class TemporalStarter:
                 expire_after=expire_after,
                 termination_grace_period=termination_grace_period,
                 registration_ttl=self.registration_ttl,
+                drift_check_interval=self.drift_check_interval,
             ),
             id=workflow_id(name),
             task_queue=self.task_queue,

@@ -55,7 +55,9 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
     )
     recorder = EventRecorder(kube)
     loop = asyncio.get_running_loop()
-    starter = TemporalStarter(client, settings.task_queue, loop, settings.registration_ttl)
+    starter = TemporalStarter(
+        client, settings.task_queue, loop, settings.registration_ttl, settings.drift_check_interval
+    )
     claims = NodeClaimActivities(kube, cloud, recorder, settings.cluster_name)
     provisioning = ProvisioningActivities(kube, cloud, recorder, starter)
     collector = GarbageCollectionActivities(kube, cloud)

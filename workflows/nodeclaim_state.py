@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 
 from pydantic import BaseModel, Field
@@ -16,14 +15,9 @@ TERMINATING = "Terminating"
 DELETED = "Deleted"
 PHASES = (LAUNCHING, REGISTERING, INITIALIZING, RUNNING, DRAINING, TERMINATING, DELETED)
 
-# The drift check interval of new claims when the starter does not say: read where the input is built (the
-# worker process), then recorded in the workflow's input, so replay never depends on the environment.
-DRIFT_CHECK_INTERVAL_ENV = "NODEFLOW_DRIFT_CHECK_INTERVAL"
+# The drift check interval of a claim whose starter does not say (the worker passes its setting
+# `drift_check_interval`); recorded in the workflow's input, so replay never depends on configuration.
 DEFAULT_DRIFT_CHECK_INTERVAL = "5m"
-
-
-def default_drift_check_interval() -> str:
-    return os.environ.get(DRIFT_CHECK_INTERVAL_ENV) or DEFAULT_DRIFT_CHECK_INTERVAL
 
 
 class NodeClaimState(BaseModel):
@@ -72,4 +66,4 @@ class NodeClaimInput(BaseModel):
     termination_grace_period: str | None = None
     registration_ttl: str = "15m"
     state: NodeClaimState | None = None  # set by continue-as-new
-    drift_check_interval: str = Field(default_factory=default_drift_check_interval)
+    drift_check_interval: str = DEFAULT_DRIFT_CHECK_INTERVAL

@@ -1,7 +1,7 @@
 """Operating nodes with the `nodeflow` CLI on the real local stack: status, drain, replace, and drift.
 
 One stack for the module; its worker builds NodeClaim inputs with a 2 s drift check interval
-(NODEFLOW_DRIFT_CHECK_INTERVAL, read where the worker builds a NodeClaim's input).
+(the worker flag --drift-check-interval, recorded in each NodeClaim workflow's input).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from devstack.stack import DevStack, DevStackConfig
 from kube import resources as r
 from kube.errors import NotFoundError
 from tests.e2e.conftest import REPO, assert_one_instance_per_claim, deployment, eventually
-from workflows.nodeclaim_state import DRIFT_CHECK_INTERVAL_ENV
 
 pytestmark = pytest.mark.e2e
 
@@ -46,17 +45,13 @@ spec:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
-    before = os.environ.get(DRIFT_CHECK_INTERVAL_ENV)
-    os.environ[DRIFT_CHECK_INTERVAL_ENV] = DRIFT_INTERVAL
-    try:
-        config = DevStackConfig(state_dir=tmp_path_factory.mktemp("ops-stack"), fresh=True)
-        with DevStack(config) as running:
-            yield running
-    finally:
-        if before is None:
-            os.environ.pop(DRIFT_CHECK_INTERVAL_ENV, None)
-        else:
-            os.environ[DRIFT_CHECK_INTERVAL_ENV] = before
+    config = DevStackConfig(
+        state_dir=tmp_path_factory.mktemp("ops-stack"),
+        fresh=True,
+        worker_args=["--drift-check-interval", DRIFT_INTERVAL],
+    )
+    with DevStack(config) as running:
+        yield running
 
 
 def nodeflow(stack: DevStack, *args: str) -> subprocess.CompletedProcess[str]:
