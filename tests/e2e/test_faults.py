@@ -5,17 +5,20 @@ is lost (every pod bound in the end), and no claim ever gets a second instance."
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from typing import Any
 
 import pytest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.service import RPCError, RPCStatusCode
 
 from devstack.stack import DevStack
 from kube import resources as r
 from tests.e2e.conftest import assert_one_instance_per_claim, claim_tag, deployment, eventually, live_instances
 from workflows import garbage_collection as gc
+from workflows.nodeclaim import workflow_id
 
 pytestmark = pytest.mark.e2e
 
@@ -164,12 +167,28 @@ async def _collect_fast(address: str) -> None:
     """Replace the worker's collector by one that runs every 2 s and spares only instances younger than 1 s
     (the worker starts it with 2 minutes for both; the test cannot wait that long)."""
     client = await Client.connect(address, data_converter=pydantic_data_converter)
-    await client.get_workflow_handle(gc.WORKFLOW_ID).terminate("e2e: restart with a short interval")
+    handle = client.get_workflow_handle(gc.WORKFLOW_ID)
+    deadline = time.monotonic() + 30
+    while True:  # the worker starts its collector once it is up
+        try:
+            await handle.describe()
+            break
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND or time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
+    await handle.terminate("e2e: restart with a short interval")
     await gc.start_garbage_collector(
         client, "nodeflow", gc.GarbageCollectorState(interval_seconds=2, min_age_seconds=1)
     )
 
 
+@pytest.fixture(scope="module")
+def fast_collector(stack: DevStack) -> None:
+    asyncio.run(_collect_fast(stack.temporal_address))
+
+
+@pytest.mark.usefixtures("fast_collector")
 def test_an_instance_whose_nodeclaim_does_not_exist_is_terminated(stack: DevStack) -> None:
     subnet = stack.ec2.describe_subnets()["Subnets"][0]["SubnetId"]
     image = stack.ec2.describe_images()["Images"][0]["ImageId"]
@@ -182,9 +201,41 @@ def test_an_instance_whose_nodeclaim_does_not_exist_is_terminated(stack: DevStac
         ImageId=image, InstanceType="m5.large", MinCount=1, MaxCount=1, SubnetId=subnet,
         TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
     )["Instances"][0]["InstanceId"]  # fmt: skip
-    asyncio.run(_collect_fast(stack.temporal_address))
 
     eventually(lambda: leaked not in {i["InstanceId"] for i in live_instances(stack)}, timeout=30,
                what=f"the garbage collector to terminate {leaked}")  # fmt: skip
     settle(stack)
     assert_one_instance_per_claim(stack)
+    assert leaked in asyncio.run(_collected(stack.temporal_address))
+
+
+async def _collected(address: str) -> list[str]:
+    """Instance ids the garbage collector reports it terminated (its `status` query)."""
+    client = await Client.connect(address, data_converter=pydantic_data_converter)
+    state = await client.get_workflow_handle(gc.WORKFLOW_ID).query(gc.GarbageCollectorWorkflow.status)
+    return [i.instance_id for i in state.recent]
+
+
+async def _forget_workflow(address: str, claim: str) -> None:
+    client = await Client.connect(address, data_converter=pydantic_data_converter)
+    await client.get_workflow_handle(workflow_id(claim)).terminate("e2e: the Temporal namespace was lost")
+
+
+@pytest.mark.usefixtures("fast_collector")
+def test_a_nodeclaim_removed_with_its_workflow_gone_does_not_leak_its_instance(stack: DevStack) -> None:
+    """A lost Temporal namespace plus a NodeClaim removed out from under it (finalizer dropped, object
+    deleted): no workflow is left to terminate the instance, the garbage collector does."""
+    stack.apply_text(deployment("yanked", 1, cpu="1", memory="1Gi"))
+    settle(stack)
+    node = pods_of(stack, "yanked")[0]["spec"]["nodeName"]
+    claim = next(c["metadata"]["name"] for c in stack.kube.list(r.NODECLAIM) if c["status"].get("nodeName") == node)
+    instance = next(i["InstanceId"] for i in live_instances(stack) if claim_tag(i) == claim)
+    asyncio.run(_forget_workflow(stack.temporal_address, claim))
+    stack.kube.patch(r.NODECLAIM, claim, {"metadata": {"finalizers": None}})
+    stack.kube.delete(r.NODECLAIM, claim)
+
+    eventually(lambda: instance not in {i["InstanceId"] for i in live_instances(stack)}, timeout=30,
+               what=f"the garbage collector to terminate {instance} of the removed NodeClaim {claim}")  # fmt: skip
+    settle(stack)
+    assert_one_instance_per_claim(stack)
+    assert instance in asyncio.run(_collected(stack.temporal_address))
