@@ -28,7 +28,6 @@ from scheduling.drift import DriftFacts
 # by an older check is recognisable (and the workflow's `patched` guard versions the command sequence).
 DRIFT_CHECK_VERSION = "v1"
 RESOLVED_TTL_SECONDS = 60.0
-INSTANCE_REPORTS_NETWORK = "subnet_id" in Instance.model_fields and "security_group_ids" in Instance.model_fields
 
 
 class ResolvedNodeClasses:
@@ -62,9 +61,7 @@ def instance_network(instance: Instance | None) -> tuple[str, list[str]]:
     unknown facts never make a claim drifted)."""
     if instance is None:
         return "", []
-    subnet = getattr(instance, "subnet_id", "") or ""
-    groups = getattr(instance, "security_group_ids", None) or []
-    return str(subnet), sorted(str(g) for g in groups)
+    return instance.subnet_id, sorted(instance.security_group_ids)
 
 
 def drift_facts(
@@ -107,7 +104,7 @@ def drift_facts(
         subnet_ids = subnet_ids or [s["id"] for s in resolved.subnets if s.get("id")]
         group_ids = group_ids or [g["id"] for g in resolved.security_groups if g.get("id")]
     instance: Instance | None = None
-    if instance_id and INSTANCE_REPORTS_NETWORK:
+    if instance_id:
         try:
             instance = cloud.get(instance_id)
         except InstanceNotFoundError:

@@ -55,6 +55,8 @@ class Instance(BaseModel):
     image_id: str = ""
     private_dns_name: str = ""
     launch_time: str = ""
+    subnet_id: str = ""  # "" when the cloud did not say
+    security_group_ids: list[str] = Field(default_factory=list)
     tags: dict[str, str] = Field(default_factory=dict)
 
     @property

@@ -26,6 +26,8 @@ def to_instance(data: Mapping[str, Any]) -> Instance:
         image_id=str(data.get("ImageId", "")),
         private_dns_name=str(data.get("PrivateDnsName", "")),
         launch_time=launch_time.isoformat() if isinstance(launch_time, datetime) else str(launch_time),
+        subnet_id=str(data.get("SubnetId", "")),
+        security_group_ids=sorted(str(g["GroupId"]) for g in data.get("SecurityGroups", []) if g.get("GroupId")),
         tags={t["Key"]: t["Value"] for t in sorted(data.get("Tags", []), key=lambda t: t["Key"])},
     )
 
