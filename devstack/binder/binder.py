@@ -64,7 +64,8 @@ def unschedulable_conditions(pod: Mapping[str, Any], message: str, now: str) -> 
 
 
 class _Node:
-    """A node and what is bound to it, updated as the pass binds pods."""
+    """A node and what is bound to it (pods, resources and host ports in use, pods with hostname
+    anti-affinity terms), updated as the pass binds pods."""
 
     def __init__(self, node: Obj) -> None:
         self.node = node
@@ -72,11 +73,16 @@ class _Node:
         self.allocatable = fit.allocatable(node)
         self.pods: list[Obj] = []
         self.used: dict[str, int] = {}
+        self.ports: set[tuple[str, str, int]] = set()
+        self.pods_with_terms: list[Obj] = []
 
     def add(self, pod: Obj, requests: Mapping[str, int]) -> None:
         self.pods.append(pod)
         for name, value in requests.items():
             self.used[name] = self.used.get(name, 0) + value
+        self.ports |= fit.host_ports(pod)
+        if fit.hostname_anti_affinity_terms(pod):
+            self.pods_with_terms.append(pod)
 
 
 class PodBinder:
@@ -118,7 +124,14 @@ class PodBinder:
         chosen: _Node | None = None
         for node in nodes:
             why = fit.filter_reasons(
-                pod, node.node, node.pods, node.used, requests=requests, node_allocatable=node.allocatable
+                pod,
+                node.node,
+                node.pods,
+                node.used,
+                requests=requests,
+                node_allocatable=node.allocatable,
+                node_ports=node.ports,
+                pods_with_terms=node.pods_with_terms,
             )
             reasons.append(why)
             if why:

@@ -190,7 +190,9 @@ def label_selector_matches(selector: Obj | None, labels: Mapping[str, str]) -> b
     return all(expression_matches(e, labels) for e in selector.get("matchExpressions") or [])
 
 
-def _hostname_anti_affinity_terms(pod: Obj) -> list[Obj]:
+def hostname_anti_affinity_terms(pod: Obj) -> list[Obj]:
+    """The pod's required pod anti-affinity terms on kubernetes.io/hostname (the only topology the
+    binder judges)."""
     anti = ((pod.get("spec") or {}).get("affinity") or {}).get("podAntiAffinity") or {}
     terms = anti.get("requiredDuringSchedulingIgnoredDuringExecution") or []
     return [t for t in terms if t.get("topologyKey") == HOSTNAME]
@@ -210,14 +212,17 @@ def _term_selects(term: Obj, owner: Obj, candidate: Obj) -> bool:
     return in_scope and label_selector_matches(term.get("labelSelector"), candidate_meta.get("labels") or {})
 
 
-def anti_affinity_reason(pod: Obj, node_pods: Sequence[Obj]) -> str | None:
+def anti_affinity_reason(
+    pod: Obj, node_pods: Sequence[Obj], pods_with_terms: Sequence[Obj] | None = None
+) -> str | None:
     """Required pod anti-affinity on kubernetes.io/hostname, both ways: the pod's own terms against the
-    node's pods, and the node's pods' terms against the pod."""
-    for term in _hostname_anti_affinity_terms(pod):
+    node's pods, and the node's pods' terms against the pod. `pods_with_terms`, when given, are the
+    node's pods that have such terms (the only ones the second check needs)."""
+    for term in hostname_anti_affinity_terms(pod):
         if any(_term_selects(term, pod, other) for other in node_pods):
             return "node(s) didn't match pod anti-affinity rules"
-    for other in node_pods:
-        if any(_term_selects(term, other, pod) for term in _hostname_anti_affinity_terms(other)):
+    for other in node_pods if pods_with_terms is None else pods_with_terms:
+        if any(_term_selects(term, other, pod) for term in hostname_anti_affinity_terms(other)):
             return "node(s) didn't satisfy existing pods anti-affinity rules"
     return None
 
@@ -238,10 +243,14 @@ def filter_reasons(
     *,
     requests: Mapping[str, int] | None = None,
     node_allocatable: Mapping[str, int] | None = None,
+    node_ports: set[tuple[str, str, int]] | None = None,
+    pods_with_terms: Sequence[Obj] | None = None,
 ) -> list[str]:
     """Why `pod` cannot bind to `node`, whose active pods are `node_pods` using `used` resources; empty
-    when it fits. Filters run in the scheduler's order and stop at the first failing one. `requests`
-    and `node_allocatable` may be passed precomputed (`pod_requests`, `allocatable`)."""
+    when it fits. Filters run in the scheduler's order and stop at the first failing one. `requests`,
+    `node_allocatable`, `node_ports` (the host ports of `node_pods`) and `pods_with_terms` (those of
+    `node_pods` with hostname anti-affinity terms) may be passed precomputed: a binder pass judges every
+    pending pod against every node, so recomputing them per pair costs O(pods x nodes x pods/node)."""
     spec = pod.get("spec") or {}
     if (node.get("spec") or {}).get("unschedulable"):
         return ["node(s) were unschedulable"]
@@ -252,17 +261,18 @@ def filter_reasons(
         return [f"node(s) had untolerated taint {_taint_text(taint)}"]
     if not matches_node_selection(pod, node):
         return ["node(s) didn't match Pod's node affinity/selector"]
-    taken: set[tuple[str, str, int]] = set()
-    for other in node_pods:
-        taken |= host_ports(other)
-    if ports_conflict(host_ports(pod), taken):
+    if node_ports is None:
+        node_ports = set()
+        for other in node_pods:
+            node_ports |= host_ports(other)
+    if ports_conflict(host_ports(pod), node_ports):
         return ["node(s) didn't have free ports for the requested pod ports"]
     capacity = allocatable(node) if node_allocatable is None else node_allocatable
     free = {name: value - used.get(name, 0) for name, value in capacity.items()}
     short = insufficient_resources(pod_requests(pod) if requests is None else requests, free)
     if short:
         return [_resource_reason(name) for name in short]
-    reason = anti_affinity_reason(pod, node_pods)
+    reason = anti_affinity_reason(pod, node_pods, pods_with_terms)
     return [reason] if reason else []
 
 
