@@ -45,6 +45,8 @@ import psutil
 from temporalio import activity
 from temporalio.common import RawValue
 
+from apis.duration import parse_duration
+
 MIB = 1024 * 1024
 RSS_SAMPLE_SECONDS = 0.25
 BOUND_POLL_SECONDS = 0.5
@@ -286,6 +288,7 @@ class ClaimsOptions:
     timeout: float = 600.0
     concurrency: int = 64
     state_dir: Path | None = None
+    drift_check_interval: str = "1h"
 
 
 def standin_result(activity_name: str, claim: str) -> Any:
@@ -389,7 +392,9 @@ class StartReport:
     seconds_to_steady: float | None = None
 
 
-async def _start_claims(address: str, count: int, concurrency: int, timeout: float) -> StartReport:
+async def _start_claims(
+    address: str, count: int, concurrency: int, timeout: float, drift_check_interval: str
+) -> StartReport:
     """Start `count` NodeClaim workflows as the worker's starter does, keeping at most `concurrency`
     of them short of Running: each lane starts one, waits (describe, which reads the workflow's own
     search attributes, not eventually consistent visibility) until its Phase is Running, then starts
@@ -404,7 +409,7 @@ async def _start_claims(address: str, count: int, concurrency: int, timeout: flo
 
     client = await connect(Settings(temporal_address=address))
     await register_search_attributes(client)
-    starter = TemporalStarter(client, TASK_QUEUE, asyncio.get_running_loop(), "15m")
+    starter = TemporalStarter(client, TASK_QUEUE, asyncio.get_running_loop(), "15m", drift_check_interval)
     names = iter(range(count))
     report = StartReport()
     began = time.monotonic()
@@ -456,7 +461,9 @@ def run_claims(opts: ClaimsOptions) -> dict[str, Any]:
             assert worker.pid is not None
             time.sleep(1.0)  # let the worker's start-up allocations settle before the baseline
             before = rss_bytes(worker.pid)
-            report = asyncio.run(_start_claims(server.address, opts.claims, opts.concurrency, opts.timeout))
+            report = asyncio.run(
+                _start_claims(server.address, opts.claims, opts.concurrency, opts.timeout, opts.drift_check_interval)
+            )
             steady = report.seconds_to_steady is not None
             # Visibility is eventually consistent: give the count a moment to catch up.
             poll(lambda: asyncio.run(_running_count(server.address)) >= opts.claims, 30.0 if steady else 0.0, 1.0)
@@ -493,6 +500,7 @@ def run_claims(opts: ClaimsOptions) -> dict[str, Any]:
         "worker_cpu_seconds": _round(worker_cpu),
         "temporal_cpu_seconds": _round(server_cpu),
         "start_concurrency": opts.concurrency,
+        "drift_check_interval": opts.drift_check_interval,
         "max_cached_workflows": opts.claims + 100,
         "targets": {"rss_per_cached_workflow_kib": TARGET_KIB_PER_WORKFLOW},
         "targets_met": steady and per_workflow_kib <= TARGET_KIB_PER_WORKFLOW,
@@ -519,6 +527,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="with --pods: Temporal in memory instead of the dev stack's SQLite (WAL) file",
     )
+    parser.add_argument(
+        "--drift-check-interval",
+        default="1h",
+        help="with --claims: the claims' drift check interval (1h: no check during the run; see README)",
+    )
     parser.add_argument("--max-cached", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--ready-file", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -534,6 +547,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--claims needs --steady (hold the claims Running and measure the worker's RAM)")
     if args.steady and args.claims is None:
         parser.error("--steady goes with --claims N")
+    try:
+        parse_duration(args.drift_check_interval)
+    except ValueError as err:
+        parser.error(f"--drift-check-interval: {err}")
     if args.concurrency < 1:
         parser.error(f"--concurrency {args.concurrency}: give at least 1")
     if args.timeout <= 0:
@@ -552,7 +569,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = run_pods(opts)
         done = result["seconds_to_all_bound"] is not None
     else:
-        result = run_claims(ClaimsOptions(args.claims, args.timeout, args.concurrency, args.state_dir))
+        result = run_claims(
+            ClaimsOptions(args.claims, args.timeout, args.concurrency, args.state_dir, args.drift_check_interval)
+        )
         done = result["seconds_to_steady"] is not None
     print(json.dumps(result))
     return 0 if done else 1

@@ -38,6 +38,7 @@ def run_script(*args: str, timeout: float = 60.0) -> dict[str, object]:
         (["--pods", "2", "--steady"], "--steady goes with --claims"),
         (["--claims", "2", "--steady", "--concurrency", "0"], "--concurrency 0"),
         (["--pods", "2", "--claims", "2"], "not allowed with"),
+        (["--claims", "2", "--steady", "--drift-check-interval", "soon"], "--drift-check-interval"),
         ([], "one of the arguments"),
     ],
 )
