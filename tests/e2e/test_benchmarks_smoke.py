@@ -19,13 +19,23 @@ REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "scale.py"
 
 
-def run_script(*args: str, timeout: float = 60.0) -> dict[str, object]:
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), *args], cwd=REPO, capture_output=True, text=True, timeout=timeout
-    )
-    assert done.returncode == 0, f"exit {done.returncode}\nstdout: {done.stdout}\nstderr: {done.stderr[-3000:]}"
-    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+def run_scripts(*argvs: list[str], timeout: float = 120.0) -> list[dict[str, object]]:
+    """Run scale.py once per argv, all at once (the stacks start in parallel); each run's JSON."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(SCRIPT), *argv], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for argv in argvs
+    ]
+    results = []
+    for proc in procs:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        finally:
+            proc.kill()
+        assert proc.returncode == 0, f"exit {proc.returncode}\nstdout: {out}\nstderr: {err[-3000:]}"
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    return results
 
 
 @pytest.mark.parametrize(
@@ -64,16 +74,15 @@ def test_workload_has_two_deployments_of_half_the_pods() -> None:
     assert 'cpu: "900m", memory: 3100Mi' in text and 'cpu: "3500m", memory: 28Gi' in text
 
 
-def test_claims_benchmark_reports_memory_per_cached_workflow(tmp_path: Path) -> None:
-    result = run_script("--claims", "3", "--steady", "--state-dir", str(tmp_path))
-    assert result["claims"] == 3 and result["claims_running"] == 3
+def test_both_benchmarks_run_and_print_their_json(tmp_path: Path) -> None:
+    claims, pods = run_scripts(
+        ["--claims", "3", "--steady", "--state-dir", str(tmp_path / "claims")],
+        ["--pods", "2", "--in-memory-temporal", "--state-dir", str(tmp_path / "pods")],
+    )
+    assert claims["claims"] == 3 and claims["claims_running"] == 3
     for key in ("rss_per_cached_workflow_kib", "worker_rss_mb_before", "worker_rss_mb_after", "seconds_to_steady"):
-        assert isinstance(result[key], float | int), key
-
-
-def test_pods_benchmark_binds_every_pod(tmp_path: Path) -> None:
-    result = run_script("--pods", "2", "--in-memory-temporal", "--state-dir", str(tmp_path), timeout=120.0)
-    assert result["pods"] == 2 and result["pods_bound"] == 2
-    assert isinstance(result["nodes"], int) and result["nodes"] >= 1
+        assert isinstance(claims[key], float | int), key
+    assert pods["pods"] == 2 and pods["pods_bound"] == 2
+    assert isinstance(pods["nodes"], int) and pods["nodes"] >= 1
     for key in ("seconds_to_all_bound", "worker_rss_p95_mb", "worker_rss_max_mb", "seconds_to_first_create_fleet"):
-        assert isinstance(result[key], float | int), key
+        assert isinstance(pods[key], float | int), key
