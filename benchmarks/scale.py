@@ -388,6 +388,9 @@ def serve_claims_worker(address: str, task_queue: str, max_cached: int, ready_fi
 
 @dataclass
 class StartReport:
+    """Seconds from the first start until the last start was issued, and until the last claim was
+    Running (None when the timeout passed first)."""
+
     seconds_to_start_all: float = 0.0
     seconds_to_steady: float | None = None
 
@@ -451,6 +454,8 @@ def run_claims(opts: ClaimsOptions) -> dict[str, Any]:
         server = temporal.TemporalDevServer(ports, None, False, state / "temporal.log")
         server.start()
         ready = state / "claims-worker.json"
+        for stale in (ready, ready.with_suffix(".trimmed")):  # left by an earlier run in --state-dir
+            stale.unlink(missing_ok=True)
         argv = [sys.executable, str(Path(__file__).resolve()), "--serve-claims-worker", server.address,
                 "--max-cached", str(opts.claims + 100), "--ready-file", str(ready)]  # fmt: skip
         worker = ChildProcess("claims-worker", argv, state / "claims-worker.log", child_env(), 10.0)
