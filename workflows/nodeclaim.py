@@ -57,6 +57,11 @@ from workflows.nodeclaim_state import (
 PROVISIONER_ID = "provisioner"
 # workflow.patched ids: the running phase with drift checks and `replace` (old runs keep the liveness loop).
 PATCH_DRIFT_CHECK = "running-drift-check-v1"
+# Memory per cached workflow: start the long Running phase in a fresh run (the launch, registration and
+# initialization commands are then no longer held in the worker's cache), and upsert search attributes
+# and the memo only when they change (every upsert is held for the run's lifetime).
+PATCH_CONTINUE_WHEN_RUNNING = "continue-as-new-when-running-v1"
+PATCH_PUBLISH_CHANGES_ONLY = "publish-changes-only-v1"
 
 
 def workflow_id(name: str) -> str:
@@ -70,6 +75,7 @@ class NodeClaimWorkflow:
         self.inp = NodeClaimInput(name="")
         self.terminate_requested = ""
         self.replace_requested = ""
+        self._published: dict[str, str] = {}
 
     # -- messages ----------------------------------------------------------------------------------------
 
@@ -117,12 +123,19 @@ class NodeClaimWorkflow:
         }
         self._publish()
         while self.s.phase != DELETED:
-            await phases[self.s.phase]()
+            before = self.s.phase
+            await phases[before]()
             self._publish()
-            if self._history_too_long():
+            if self._history_too_long() or self._entered_running(before):
                 await workflow.wait_condition(workflow.all_handlers_finished)
-                workflow.continue_as_new(self.inp.model_copy(update={"state": self.s}))
+                workflow.continue_as_new(
+                    self.inp.model_copy(update={"state": self.s}), memo={"summary": self.s.summary()}
+                )
         return self.s
+
+    def _entered_running(self, before: str) -> bool:
+        """The claim just became Running in this run (and the code is new enough to start afresh then)."""
+        return before != RUNNING and self.s.phase == RUNNING and workflow.patched(PATCH_CONTINUE_WHEN_RUNNING)
 
     async def launch(self) -> None:
         try:
@@ -403,19 +416,30 @@ class NodeClaimWorkflow:
         return info.get_current_history_length() > timing.MAX_HISTORY_EVENTS or info.is_continue_as_new_suggested()
 
     def _publish(self) -> None:
-        """Search attributes and memo follow the state (the Temporal UI's fleet view)."""
-        updates = [sa.PHASE.value_set(self.s.phase)]
-        for key, value in (
-            (sa.NODE_POOL, self.s.node_pool),
-            (sa.INSTANCE_TYPE, self.s.instance_type),
-            (sa.ZONE, self.s.zone),
-            (sa.CAPACITY_TYPE, self.s.capacity_type),
-            (sa.NODE_NAME, self.s.node_name),
-        ):
-            if value:
-                updates.append(key.value_set(value))
-        workflow.upsert_search_attributes(updates)
-        workflow.upsert_memo({"summary": self.s.summary()})
+        """Search attributes and memo follow the state (the Temporal UI's fleet view). Only what changed
+        since the last upsert of this run is sent (older runs sent everything every time)."""
+        values = {
+            sa.PHASE.name: self.s.phase,
+            sa.NODE_POOL.name: self.s.node_pool,
+            sa.INSTANCE_TYPE.name: self.s.instance_type,
+            sa.ZONE.name: self.s.zone,
+            sa.CAPACITY_TYPE.name: self.s.capacity_type,
+            sa.NODE_NAME.name: self.s.node_name,
+        }
+        summary = self.s.summary()
+        changes_only = workflow.patched(PATCH_PUBLISH_CHANGES_ONLY)
+        keys = {key.name: key for key in sa.ALL}
+        changed = [
+            name
+            for name, value in values.items()
+            if (value or name == sa.PHASE.name) and (not changes_only or self._published.get(name) != value)
+        ]
+        if changed:
+            workflow.upsert_search_attributes([keys[name].value_set(values[name]) for name in changed])
+            self._published.update({name: values[name] for name in changed})
+        if not changes_only or self._published.get("summary") != summary:
+            workflow.upsert_memo({"summary": summary})
+            self._published["summary"] = summary
 
 
 __all__ = ["NodeClaimWorkflow", "workflow_id"]

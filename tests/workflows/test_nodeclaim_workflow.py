@@ -39,7 +39,7 @@ async def test_should_run_the_whole_lifecycle_when_the_claim_is_deleted(
 
     await handle.signal(NodeClaimWorkflow.delete, "NodeClaim deleted")
     final: NodeClaimState = await handle.result()
-    await save_history(handle, "nodeclaim-lifecycle-v2")
+    await save_history(handle, "nodeclaim-lifecycle-v3")
 
     assert final.phase == DELETED
     assert world.launched == 1
@@ -56,7 +56,7 @@ async def test_should_delete_the_claim_when_every_offering_is_out_of_capacity(
     world.ice = True
     handle = await start(time_env, worker)
     final: NodeClaimState = await handle.result()
-    await save_history(handle, "nodeclaim-insufficient-capacity-v2")
+    await save_history(handle, "nodeclaim-insufficient-capacity-v3")
     assert final.phase == DELETED
     assert world.calls == ["launch", "launch_failed:InsufficientCapacity"]
     assert "InsufficientCapacity" in final.failure
@@ -68,7 +68,7 @@ async def test_should_terminate_the_instance_when_the_node_never_registers(
     world.node_after_polls = -1
     handle = await start(time_env, worker, registration_ttl="3m")
     final: NodeClaimState = await handle.result()
-    await save_history(handle, "nodeclaim-registration-timeout-v2")
+    await save_history(handle, "nodeclaim-registration-timeout-v3")
     assert final.phase == DELETED
     assert "did not register within 3m" in final.termination_reason
     assert "register_node" not in world.calls
@@ -80,7 +80,7 @@ async def test_should_expire_the_node_after_expire_after(
 ) -> None:
     handle = await start(time_env, worker, expire_after="1h")
     final: NodeClaimState = await handle.result()
-    await save_history(handle, "nodeclaim-expired-v2")
+    await save_history(handle, "nodeclaim-expired-v3")
     assert final.phase == DELETED
     assert final.termination_reason == "expired after 1h"
 
