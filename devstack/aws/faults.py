@@ -13,11 +13,11 @@ RequestLimitExceeded (HTTP 503) / InternalError (HTTP 500).
 
 from __future__ import annotations
 
-import json
 import threading
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
+
+from devstack.control import send_json
 
 FAULTS_PATH = "/_nodeflow/faults"
 
@@ -143,10 +143,4 @@ class FaultClient:
         self._send("DELETE", None)
 
     def _send(self, method: str, body: dict[str, Any] | None) -> dict[str, Any]:
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(
-            self._url, data=data, method=method, headers={"Content-Type": "application/json"}
-        )
-        with urllib.request.urlopen(request, timeout=self._timeout) as response:
-            result: dict[str, Any] = json.loads(response.read() or b"{}")
-            return result
+        return send_json(self._url, method, body, self._timeout)
