@@ -171,3 +171,26 @@ def test_should_report_ec2nodeclass_status_and_name_what_matches_nothing(stack: 
     assert "nowhere" in pool["message"]
     stack.kube.delete(r.DEPLOYMENT, "kick", "default")
     assert stack.wait_settled(timeout=120)["settled"]
+
+
+def test_should_drain_and_terminate_a_node_deleted_with_kubectl(stack: DevStack) -> None:
+    stack.apply_text(deployment("on-doomed-node", 1, cpu="250m", memory="128Mi"))
+    assert stack.wait_settled(timeout=120)["settled"]
+    node_name = pods_of(stack, "on-doomed-node")[0]["spec"]["nodeName"]
+    claim = next(c for c in stack.kube.list(r.NODECLAIM) if c["status"].get("nodeName") == node_name)
+    instance_id = claim["status"]["providerID"].rsplit("/", 1)[-1]
+
+    kubectl = ["kubectl", "--kubeconfig", str(stack.kubeconfig)]
+    subprocess.run([*kubectl, "delete", "node", node_name, "--wait=false"], check=True, capture_output=True)
+
+    def node_and_claim_gone() -> bool:
+        names = {c["metadata"]["name"] for c in stack.kube.list(r.NODECLAIM)}
+        nodes = {n["metadata"]["name"] for n in stack.kube.list(r.NODE)}
+        return claim["metadata"]["name"] not in names and node_name not in nodes
+
+    eventually(node_and_claim_gone, timeout=90, what=f"Node {node_name} and its NodeClaim to be gone")
+    state = stack.ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]["State"]
+    assert state["Name"] in ("shutting-down", "terminated")
+    summary = stack.wait_settled(timeout=120)
+    assert summary["settled"], summary
+    assert_one_instance_per_claim(stack)
