@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import shutil
 import sys
-import uuid
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
 
 from tests.workflows.fakes import World
+from tests.workflows.workers import worker_on_fresh_queue
 from workers.temporal_client import register_search_attributes
 from workflows.nodeclaim import NodeClaimWorkflow
 from workflows.provisioner import ProvisionerWorkflow
@@ -47,13 +45,7 @@ def world() -> World:
 @pytest.fixture
 async def worker(time_env: WorkflowEnvironment, world: World) -> AsyncIterator[str]:
     """A worker on a fresh task queue with the stand-in activities; yields the task queue."""
-    task_queue = f"tq-{uuid.uuid4()}"
-    with ThreadPoolExecutor(max_workers=8) as executor:
-        async with Worker(
-            time_env.client,
-            task_queue=task_queue,
-            workflows=[NodeClaimWorkflow, ProvisionerWorkflow],
-            activities=world.activities(),
-            activity_executor=executor,
-        ):
-            yield task_queue
+    async with worker_on_fresh_queue(
+        time_env.client, [NodeClaimWorkflow, ProvisionerWorkflow], world.activities()
+    ) as task_queue:
+        yield task_queue

@@ -11,15 +11,15 @@ from temporalio.client import WorkflowHandle
 DIR = Path(__file__).parent / "histories"
 
 
-async def save_history(handle: WorkflowHandle, name: str) -> None:
-    """Write the workflow's history to histories/<name>.json when recording is asked for; when the
-    workflow continued as new, its first run goes to histories/<name>-first-run.json too."""
+async def save_history(handle: WorkflowHandle, name: str, directory: Path = DIR) -> None:
+    """Write the workflow's history to <directory>/<name>.json when recording is asked for; when the
+    workflow continued as new, its first run goes to <directory>/<name>-first-run.json too."""
     if os.environ.get("NODEFLOW_RECORD_HISTORIES") != "1":
         return
     history = await handle.fetch_history()
-    (DIR / f"{name}.json").write_text(history.to_json())
+    (directory / f"{name}.json").write_text(history.to_json())
     if handle.first_execution_run_id:
         first = handle._client.get_workflow_handle(handle.id, run_id=handle.first_execution_run_id)
         first_history = await first.fetch_history()
         if first_history.events[-1].HasField("workflow_execution_continued_as_new_event_attributes"):
-            (DIR / f"{name}-first-run.json").write_text(first_history.to_json())
+            (directory / f"{name}-first-run.json").write_text(first_history.to_json())

@@ -4,10 +4,7 @@ histories replayed, and the real activity over the in-memory cloud and a stand-i
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -19,7 +16,7 @@ from temporalio.client import WorkflowHandle, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
 from activities.garbage_collection import CollectInput, CollectResult, GarbageCollectionActivities, LeakedInstance
@@ -27,6 +24,8 @@ from cloudprovider.fake import FakeCloudProvider
 from cloudprovider.types import TAG_CLUSTER_PREFIX, TAG_NODECLAIM, Instance
 from kube.errors import ServerError
 from kube.resources import NODECLAIM, Resource
+from tests.workflows import histories
+from tests.workflows.workers import worker_on_fresh_queue
 from workflows import garbage_collection as gc
 from workflows.garbage_collection import GarbageCollectorState, GarbageCollectorWorkflow, start_garbage_collector
 
@@ -34,9 +33,7 @@ HISTORIES = Path(__file__).parent / "histories" / "garbage_collection"
 
 
 async def save_history(handle: WorkflowHandle[Any, Any], name: str) -> None:
-    """Write histories/garbage_collection/<name>.json when NODEFLOW_RECORD_HISTORIES=1 (as histories.py)."""
-    if os.environ.get("NODEFLOW_RECORD_HISTORIES") == "1":
-        (HISTORIES / f"{name}.json").write_text((await handle.fetch_history()).to_json())
+    await histories.save_history(handle, name, HISTORIES)
 
 
 @dataclass
@@ -66,16 +63,8 @@ def script() -> Script:
 
 @pytest.fixture
 async def task_queue(time_env: WorkflowEnvironment, script: Script) -> AsyncIterator[str]:
-    queue = f"gc-{uuid.uuid4()}"
-    with ThreadPoolExecutor(max_workers=2) as executor:
-        async with Worker(
-            time_env.client,
-            task_queue=queue,
-            workflows=[GarbageCollectorWorkflow],
-            activities=[script.collect],
-            activity_executor=executor,
-        ):
-            yield queue
+    async with worker_on_fresh_queue(time_env.client, [GarbageCollectorWorkflow], [script.collect], "gc") as queue:
+        yield queue
 
 
 async def status(handle: WorkflowHandle[Any, Any]) -> GarbageCollectorState:
