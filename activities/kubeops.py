@@ -58,6 +58,14 @@ def update(
     raise ConflictError(f"{resource.kind} {name}: still conflicting after {MAX_CONFLICT_RETRIES} attempts")
 
 
+def get_or_none(kube: Kube, resource: Resource, name: str, namespace: str | None = None) -> Obj | None:
+    """The object, or None when it does not exist."""
+    try:
+        return kube.get(resource, name, namespace)
+    except NotFoundError:
+        return None
+
+
 def has_taint(obj: Obj, key: str, effect: str) -> bool:
     return any(t.get("key") == key and t.get("effect") == effect for t in obj.get("spec", {}).get("taints") or [])
 

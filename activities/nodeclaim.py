@@ -224,7 +224,7 @@ class NodeClaimActivities:
     def launch_failed(self, inp: LaunchFailedInput) -> None:
         """The claim cannot launch: say why (event and condition) and delete it, so its pods go back to the
         provisioner. Any instance that did start for it is terminated first."""
-        claim_obj = self._get_or_none(r.NODECLAIM, inp.name)
+        claim_obj = kubeops.get_or_none(self.kube, r.NODECLAIM, inp.name)
         if claim_obj is not None:
             self.recorder.record(claim_obj, "Warning", inp.failure, inp.message)
             self._set_conditions(inp.name, (LAUNCHED, "False", inp.failure, inp.message))
@@ -236,12 +236,6 @@ class NodeClaimActivities:
                 pass
         kubeops.delete_quietly(self.kube, r.NODECLAIM, inp.name)
         kubeops.remove_finalizer(self.kube, r.NODECLAIM, inp.name, labels.TERMINATION_FINALIZER)
-
-    def _get_or_none(self, resource: r.Resource, name: str, namespace: str | None = None) -> Obj | None:
-        try:
-            return self.kube.get(resource, name, namespace)
-        except NotFoundError:
-            return None
 
     # -- registration and initialization -----------------------------------------------------------------
 
@@ -270,7 +264,7 @@ class NodeClaimActivities:
         """Initialized = Ready, startup and ephemeral taints gone, requested extended resources present.
         When it is, label the Node and set Initialized and Ready on the claim."""
         claim = self._claim(inp.name)
-        node = self._get_or_none(r.NODE, inp.node_name)
+        node = kubeops.get_or_none(self.kube, r.NODE, inp.node_name)
         if claim is None or node is None:
             return InitializationResult(waiting_for="the NodeClaim or its Node is gone")
         blocker = claims.initialization_blocker(node, claim)
@@ -297,8 +291,8 @@ class NodeClaimActivities:
     @activity.defn(name="claim_state")
     def claim_state(self, inp: FinalizeInput) -> ClaimState:
         """Whether the claim or its node is gone or being deleted (a backstop for missed signals)."""
-        claim = self._get_or_none(r.NODECLAIM, inp.name)
-        node = self._get_or_none(r.NODE, inp.node_name) if inp.node_name else None
+        claim = kubeops.get_or_none(self.kube, r.NODECLAIM, inp.name)
+        node = kubeops.get_or_none(self.kube, r.NODE, inp.node_name) if inp.node_name else None
         return ClaimState(
             exists=claim is not None,
             deleting=claim is None or bool(claim["metadata"].get("deletionTimestamp")),
@@ -343,7 +337,7 @@ class NodeClaimActivities:
     def create_replacement(self, inp: ReplacementInput) -> ReplacementResult:
         """Create the replacement NodeClaim of `inp.name` (same spec, labels and annotations; a name derived
         from the original and the attempt). Idempotent: an existing replacement is kept."""
-        original = self._get_or_none(r.NODECLAIM, inp.name)
+        original = kubeops.get_or_none(self.kube, r.NODECLAIM, inp.name)
         if original is None or original["metadata"].get("deletionTimestamp"):
             return ReplacementResult(message=f"NodeClaim {inp.name} is gone or being deleted")
         node_pool = inp.node_pool or (original["metadata"].get("labels") or {}).get(labels.NODEPOOL, "")
@@ -358,7 +352,7 @@ class NodeClaimActivities:
     @activity.defn(name="replacement_state")
     def replacement_state(self, ref: ClaimRef) -> ReplacementState:
         """Whether the replacement NodeClaim is Initialized, or gone (its launch failed)."""
-        obj = self._get_or_none(r.NODECLAIM, ref.name)
+        obj = kubeops.get_or_none(self.kube, r.NODECLAIM, ref.name)
         if obj is None or obj["metadata"].get("deletionTimestamp"):
             return ReplacementState(gone=True, message=f"replacement {ref.name} is gone")
         claim = NodeClaim.model_validate(obj)
@@ -371,7 +365,7 @@ class NodeClaimActivities:
     @activity.defn(name="begin_termination")
     def begin_termination(self, inp: FinalizeInput) -> None:
         """Mark the claim as being deleted (deletionTimestamp; its finalizer keeps it) and say why."""
-        claim_obj = self._get_or_none(r.NODECLAIM, inp.name)
+        claim_obj = kubeops.get_or_none(self.kube, r.NODECLAIM, inp.name)
         if claim_obj is None:
             return
         if inp.expired and not is_true(NodeClaim.model_validate(claim_obj).status.conditions, EXPIRED):
@@ -390,7 +384,7 @@ class NodeClaimActivities:
             return self._drain_step(inp)
 
     def _drain_step(self, inp: DrainInput) -> DrainProgress:
-        if self._get_or_none(r.NODE, inp.node_name) is None:
+        if kubeops.get_or_none(self.kube, r.NODE, inp.node_name) is None:
             return DrainProgress(remaining=0, message="node is gone")
         self._taint_disrupted(inp.node_name)
         plan = drain.plan_step(self.kube.list(r.POD, field_selector=f"spec.nodeName={inp.node_name}"), inp.force)

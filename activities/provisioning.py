@@ -191,7 +191,7 @@ class ProvisioningActivities:
         created: list[str] = []
         pools: dict[str, Obj] = {}
         for planned in inp.plan.node_claims:
-            pool_obj = pools.get(planned.node_pool) or self._get(r.NODEPOOL, planned.node_pool)
+            pool_obj = pools.get(planned.node_pool) or kubeops.get_or_none(self.kube, r.NODEPOOL, planned.node_pool)
             if pool_obj is None:
                 continue
             pools[planned.node_pool] = pool_obj
@@ -204,16 +204,10 @@ class ProvisioningActivities:
         self._report_node_pools(inp.plan.invalid)
         for pod in inp.plan.unschedulable[:200]:
             namespace, _, name = pod.pod.partition("/")
-            pod_obj = self._get(r.POD, name, namespace)
+            pod_obj = kubeops.get_or_none(self.kube, r.POD, name, namespace)
             if pod_obj is not None:
                 self.recorder.record(pod_obj, "Warning", "FailedScheduling", f"Failed to schedule pod, {pod.reason}")
         return ApplyPlanResult(created=created)
-
-    def _get(self, resource: r.Resource, name: str, namespace: str | None = None) -> Obj | None:
-        try:
-            return self.kube.get(resource, name, namespace)
-        except NotFoundError:
-            return None
 
     def _create_claim(self, name: str, planned: PlannedNodeClaim, pool: NodePool) -> None:
         template = pool.spec.template
