@@ -143,6 +143,19 @@ class DriftResult(BaseModel):
     claim_exists: bool = True
 
 
+class RunningCheck(BaseModel):
+    """The running phase's one round trip per cycle: the claim's liveness, then (while it is alive) its
+    drift check. `drift` is left at its defaults when the claim or its node is gone or being deleted."""
+
+    state: ClaimState = Field(default_factory=ClaimState)
+    drift: DriftResult = Field(default_factory=DriftResult)
+
+    @property
+    def gone(self) -> bool:
+        """The claim or its node is gone or being deleted: the node drains and terminates."""
+        return self.state.deleting or self.state.node_deleting or not self.state.node_exists
+
+
 class ReplacementInput(BaseModel):
     name: str  # the NodeClaim being replaced
     node_pool: str = ""

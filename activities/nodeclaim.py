@@ -35,6 +35,7 @@ from activities.models import (
     ReplacementInput,
     ReplacementResult,
     ReplacementState,
+    RunningCheck,
     TerminateInput,
     TerminateResult,
 )
@@ -299,6 +300,15 @@ class NodeClaimActivities:
             node_exists=node is not None,
             node_deleting=node is not None and bool(node["metadata"].get("deletionTimestamp")),
         )
+
+    @activity.defn(name="running_check")
+    def running_check(self, inp: DriftCheckInput) -> RunningCheck:
+        """One cycle of the running phase in one activity (one command in the workflow's history and
+        cache): `claim_state`, then `check_drift` unless the claim or its node is going away."""
+        result = RunningCheck(state=self.claim_state(FinalizeInput(name=inp.name, node_name=inp.node_name)))
+        if not result.gone:
+            result.drift = self.check_drift(inp)
+        return result
 
     @activity.defn(name="check_drift")
     def check_drift(self, inp: DriftCheckInput) -> DriftResult:

@@ -12,7 +12,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from workflows import search_attributes as sa
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
-from workflows.nodeclaim_state import DEFAULT_DRIFT_CHECK_INTERVAL, LAUNCHING, NodeClaimInput
+from workflows.nodeclaim_state import CURRENT_REVISION, DEFAULT_DRIFT_CHECK_INTERVAL, LAUNCHING, NodeClaimInput
 from workflows.provisioner import SIGNAL, WORKFLOW_ID, ProvisionerState, ProvisionerWorkflow
 
 START_TIMEOUT_SECONDS = 30.0
@@ -48,6 +48,7 @@ class TemporalStarter:
                 termination_grace_period=termination_grace_period,
                 registration_ttl=self.registration_ttl,
                 drift_check_interval=self.drift_check_interval,
+                revision=CURRENT_REVISION,
             ),
             id=workflow_id(name),
             task_queue=self.task_queue,

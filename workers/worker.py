@@ -80,6 +80,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
                 claims.terminate_instance,
                 claims.finalize,
                 claims.check_drift,
+                claims.running_check,
                 claims.create_replacement,
                 claims.replacement_state,
                 provisioning.solve,

@@ -14,9 +14,15 @@ Drifted condition current; drift only marks the claim, replacing drifted nodes b
 controller. `replace` launches a replacement NodeClaim (its own workflow, abandoned by this one when it
 ends) and drains this node once the replacement is Initialized.
 
-Command-sequence changes are guarded by `workflow.patched` (ids below) so stored histories keep replaying.
-Runs unsandboxed (memory: ~25 KiB per cached workflow instead of ~730 KiB); determinism is
-guarded by replay tests over stored histories.
+Memory per cached workflow: every command of a run (activity, timer, upsert, patch marker) is held in the
+worker's cache for the run's lifetime. So the claim continues as new on entering Running and then every
+RUNNING_CHECKS_PER_RUN checks, a continued run does not re-publish the search attributes and memo that
+continue-as-new carried over, and each running cycle is one timer and one `running_check` activity.
+
+Command-sequence changes are guarded so stored histories keep replaying: by `workflow.patched` (ids below)
+for runs whose input has revision 0, and by `NodeClaimInput.revision` for runs started (or continued) by
+newer code, which need no markers. Runs unsandboxed (the sandbox costs ~730 KiB per cached workflow);
+determinism is guarded by replay tests over stored histories.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from activities.models import (
     ClaimRef,
     DrainInput,
     DriftCheckInput,
+    DriftResult,
     FinalizeInput,
     LaunchFailedInput,
     MarkLaunchedInput,
@@ -43,6 +50,7 @@ from apis.duration import parse_duration
 from workflows import search_attributes as sa
 from workflows import timing
 from workflows.nodeclaim_state import (
+    CURRENT_REVISION,
     DELETED,
     DRAINING,
     INITIALIZING,
@@ -62,6 +70,9 @@ PATCH_DRIFT_CHECK = "running-drift-check-v1"
 # and the memo only when they change (every upsert is held for the run's lifetime).
 PATCH_CONTINUE_WHEN_RUNNING = "continue-as-new-when-running-v1"
 PATCH_PUBLISH_CHANGES_ONLY = "publish-changes-only-v1"
+# Revision-1 runs (NodeClaimInput.revision) continue as new after this many running checks, so the commands
+# a cached run holds stay few: the worker's memory per node does not grow with the node's age.
+RUNNING_CHECKS_PER_RUN = 3
 
 
 def workflow_id(name: str) -> str:
@@ -76,6 +87,7 @@ class NodeClaimWorkflow:
         self.terminate_requested = ""
         self.replace_requested = ""
         self._published: dict[str, str] = {}
+        self._continue = False  # a phase asks for continue-as-new (the running phase's run is full)
 
     # -- messages ----------------------------------------------------------------------------------------
 
@@ -121,21 +133,33 @@ class NodeClaimWorkflow:
             DRAINING: self.drain_node,
             TERMINATING: self.terminate,
         }
+        if self._revision() >= 1 and inp.state is not None:
+            self._published = self._published_values()  # continue-as-new carried them over
         self._publish()
         while self.s.phase != DELETED:
             before = self.s.phase
             await phases[before]()
             self._publish()
-            if self._history_too_long() or self._entered_running(before):
+            if self._continue or self._history_too_long() or self._entered_running(before):
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(
-                    self.inp.model_copy(update={"state": self.s}), memo={"summary": self.s.summary()}
+                    self.inp.model_copy(update={"state": self.s, "revision": CURRENT_REVISION}),
+                    memo={"summary": self.s.summary()},
                 )
         return self.s
 
+    def _revision(self) -> int:
+        return self.inp.revision
+
+    def _patched(self, patch_id: str) -> bool:
+        """`workflow.patched`, except in runs of revision 1 or later, where every patch up to
+        PATCH_PUBLISH_CHANGES_ONLY is in effect by construction and records no marker (each marker is one
+        more command held in the worker's cache for the run's lifetime)."""
+        return self._revision() >= 1 or workflow.patched(patch_id)
+
     def _entered_running(self, before: str) -> bool:
         """The claim just became Running in this run (and the code is new enough to start afresh then)."""
-        return before != RUNNING and self.s.phase == RUNNING and workflow.patched(PATCH_CONTINUE_WHEN_RUNNING)
+        return before != RUNNING and self.s.phase == RUNNING and self._patched(PATCH_CONTINUE_WHEN_RUNNING)
 
     async def launch(self) -> None:
         try:
@@ -222,10 +246,11 @@ class NodeClaimWorkflow:
         self.s.phase = DRAINING
 
     async def running(self) -> None:
-        if not workflow.patched(PATCH_DRIFT_CHECK):
+        if not self._patched(PATCH_DRIFT_CHECK):
             await self._running_without_drift_checks()
             return
         interval = self._drift_check_interval()
+        checks = 0
         while not self.terminate_requested:
             if self.replace_requested:
                 await self._replace()
@@ -240,16 +265,41 @@ class NodeClaimWorkflow:
             await self._sleep_until(lambda: bool(self.terminate_requested or self.replace_requested), wait)
             if self.terminate_requested or self.replace_requested:
                 continue
+            if not await self._running_check():
+                self.terminate_requested = "the NodeClaim or its Node was deleted"
+                break
+            checks += 1
+            if self._revision() >= 1 and checks >= RUNNING_CHECKS_PER_RUN:
+                self._continue = True
+                return
+            if self._history_too_long():
+                return
+        self.s.phase = DRAINING
+
+    async def _running_check(self) -> bool:
+        """One cycle's liveness and drift check; False when the claim or its node is going away. Revision-1
+        runs do both in one activity, older runs in two (`claim_state`, then `check_drift`)."""
+        if self._revision() < 1:
             state = await self._act(
                 NodeClaimActivities.claim_state, FinalizeInput(name=self.s.name, node_name=self.s.node_name)
             )
             if state.deleting or state.node_deleting or not state.node_exists:
-                self.terminate_requested = "the NodeClaim or its Node was deleted"
-                break
-            await self._check_drift()
-            if self._history_too_long():
-                return
-        self.s.phase = DRAINING
+                return False
+            self._record_drift(
+                await self._act(
+                    NodeClaimActivities.check_drift,
+                    DriftCheckInput(name=self.s.name, node_name=self.s.node_name, instance_id=self.s.instance_id),
+                )
+            )
+            return True
+        check = await self._act(
+            NodeClaimActivities.running_check,
+            DriftCheckInput(name=self.s.name, node_name=self.s.node_name, instance_id=self.s.instance_id),
+        )
+        if check.gone:
+            return False
+        self._record_drift(check.drift)
+        return True
 
     async def _running_without_drift_checks(self) -> None:
         """The running phase before PATCH_DRIFT_CHECK (kept for workflows started on older code)."""
@@ -285,11 +335,7 @@ class NodeClaimWorkflow:
             parsed = None
         return max(parsed or timing.DRIFT_CHECK, timing.MIN_DRIFT_CHECK)
 
-    async def _check_drift(self) -> None:
-        result = await self._act(
-            NodeClaimActivities.check_drift,
-            DriftCheckInput(name=self.s.name, node_name=self.s.node_name, instance_id=self.s.instance_id),
-        )
+    def _record_drift(self, result: DriftResult) -> None:
         self.s.drift_checks += 1
         self.s.last_drift_check = workflow.now()
         self.s.drift_reason, self.s.drift_message = result.reason, result.message
@@ -415,10 +461,13 @@ class NodeClaimWorkflow:
         info = workflow.info()
         return info.get_current_history_length() > timing.MAX_HISTORY_EVENTS or info.is_continue_as_new_suggested()
 
-    def _publish(self) -> None:
-        """Search attributes and memo follow the state (the Temporal UI's fleet view). Only what changed
-        since the last upsert of this run is sent (older runs sent everything every time)."""
-        values = {
+    def _published_values(self) -> dict[str, str]:
+        """What `_publish` would have sent for the current state, as `_published` records it."""
+        values = {name: value for name, value in self._attribute_values().items() if value or name == sa.PHASE.name}
+        return {**values, "summary": self.s.summary()}
+
+    def _attribute_values(self) -> dict[str, str]:
+        return {
             sa.PHASE.name: self.s.phase,
             sa.NODE_POOL.name: self.s.node_pool,
             sa.INSTANCE_TYPE.name: self.s.instance_type,
@@ -426,8 +475,13 @@ class NodeClaimWorkflow:
             sa.CAPACITY_TYPE.name: self.s.capacity_type,
             sa.NODE_NAME.name: self.s.node_name,
         }
+
+    def _publish(self) -> None:
+        """Search attributes and memo follow the state (the Temporal UI's fleet view). Only what changed
+        since the last upsert of this run is sent (older runs sent everything every time)."""
+        values = self._attribute_values()
         summary = self.s.summary()
-        changes_only = workflow.patched(PATCH_PUBLISH_CHANGES_ONLY)
+        changes_only = self._patched(PATCH_PUBLISH_CHANGES_ONLY)
         keys = {key.name: key for key in sa.ALL}
         changed = [
             name

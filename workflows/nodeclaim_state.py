@@ -19,6 +19,13 @@ PHASES = (LAUNCHING, REGISTERING, INITIALIZING, RUNNING, DRAINING, TERMINATING, 
 # `drift_check_interval`); recorded in the workflow's input, so replay never depends on configuration.
 DEFAULT_DRIFT_CHECK_INTERVAL = "5m"
 
+# The workflow code revision a run was started for, recorded in its input (so replay never depends on
+# it changing). 0: inputs written before the field existed; such runs take `workflow.patched` branches.
+# 1: every patch of workflows.nodeclaim up to PATCH_PUBLISH_CHANGES_ONLY is in effect without its marker,
+# a continued run does not re-publish what continue-as-new carried over, and the running phase does one
+# `running_check` per cycle and continues as new every few cycles (memory per cached run stays flat).
+CURRENT_REVISION = 1
+
 
 class NodeClaimState(BaseModel):
     name: str
@@ -67,3 +74,4 @@ class NodeClaimInput(BaseModel):
     registration_ttl: str = "15m"
     state: NodeClaimState | None = None  # set by continue-as-new
     drift_check_interval: str = DEFAULT_DRIFT_CHECK_INTERVAL
+    revision: int = 0  # see CURRENT_REVISION; starters and continue-as-new set CURRENT_REVISION

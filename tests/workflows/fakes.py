@@ -29,6 +29,7 @@ from activities.models import (
     ReplacementInput,
     ReplacementResult,
     ReplacementState,
+    RunningCheck,
     TerminateInput,
     TerminateResult,
 )
@@ -52,6 +53,7 @@ class World:
     launch_node_pool: str = "default"  # what launch reports ('' keeps the workflow input's pool)
     drift_after_checks: int = -1  # check_drift reports AMIDrifted from this call on (-1: never)
     drift_checks: int = 0
+    claim_state_calls: int = 0  # the two-activity cycle of revision-0 runs
     pdb_refusals: int = 0  # drain_step answers "refused by a PDB" this many times first
     replacement_ready_after_polls: int = 2
     replacement_gone: bool = False
@@ -107,6 +109,7 @@ class World:
 
         @activity.defn(name="claim_state")
         def claim_state(inp: FinalizeInput) -> ClaimState:
+            world.claim_state_calls += 1
             return ClaimState()
 
         @activity.defn(name="check_drift")
@@ -115,6 +118,10 @@ class World:
             if world.drift_after_checks >= 0 and world.drift_checks >= world.drift_after_checks:
                 return DriftResult(drifted=True, reason="AMIDrifted", message="image ami-old is not among ...")
             return DriftResult()
+
+        @activity.defn(name="running_check")
+        def running_check(inp: DriftCheckInput) -> RunningCheck:
+            return RunningCheck(state=ClaimState(), drift=check_drift(inp))
 
         @activity.defn(name="create_replacement")
         def create_replacement(inp: ReplacementInput) -> ReplacementResult:
@@ -169,5 +176,5 @@ class World:
         return [
             launch, mark_launched, launch_failed, find_node, register_node, check_initialized, claim_state,
             begin_termination, drain_step, terminate_instance, finalize, solve, apply_plan, check_drift,
-            create_replacement, replacement_state,
+            create_replacement, replacement_state, running_check,
         ]  # fmt: skip

@@ -5,16 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import timedelta
 
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from tests.workflows.fakes import World
 from tests.workflows.histories import save_history
-from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
-from workflows.nodeclaim_state import DELETED, RUNNING, NodeClaimInput, NodeClaimState
+from workflows.nodeclaim import RUNNING_CHECKS_PER_RUN, NodeClaimWorkflow, workflow_id
+from workflows.nodeclaim_state import CURRENT_REVISION, DELETED, RUNNING, NodeClaimInput, NodeClaimState
 
 
 async def start(env: WorkflowEnvironment, task_queue: str, **kwargs: object) -> WorkflowHandle:
+    kwargs.setdefault("revision", CURRENT_REVISION)  # as the worker's starter does
     inp = NodeClaimInput(name="default-abcde", node_pool="default", **kwargs)  # type: ignore[arg-type]
     return await env.client.start_workflow(NodeClaimWorkflow.run, inp, id=workflow_id(inp.name), task_queue=task_queue)
 
@@ -44,8 +46,29 @@ async def test_should_mark_the_claim_drifted_by_a_periodic_check(
 
     await handle.signal(NodeClaimWorkflow.delete, "NodeClaim deleted")
     final: NodeClaimState = await handle.result()
-    await save_history(handle, "nodeclaim-running-drift")
+    await save_history(handle, "nodeclaim-running-drift-v4")
     assert final.phase == DELETED
+
+
+async def test_a_running_claim_continues_as_new_every_few_checks_without_republishing(
+    time_env: WorkflowEnvironment, worker: str, world: World
+) -> None:
+    """Memory per cached node stays flat: a revision-1 running run holds at most RUNNING_CHECKS_PER_RUN
+    cycles, one timer and one `running_check` each, and records no patch marker and no upsert (the search
+    attributes and memo it would publish were carried over by continue-as-new)."""
+    handle = await start(time_env, worker, drift_check_interval="1m")
+    checks = 2 * RUNNING_CHECKS_PER_RUN + 1
+    await wait_until(handle, time_env, lambda s: s.drift_checks >= checks, f"{checks} running checks")
+
+    latest = time_env.client.get_workflow_handle(handle.id)
+    assert (await latest.describe()).run_id != handle.first_execution_run_id
+    kinds = {event.event_type for event in (await latest.fetch_history()).events}
+    assert EventType.EVENT_TYPE_MARKER_RECORDED not in kinds
+    assert EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES not in kinds
+    assert EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED not in kinds
+    assert world.claim_state_calls == 0  # one activity per cycle, not two
+    await handle.signal(NodeClaimWorkflow.delete, "NodeClaim deleted")
+    assert (await handle.result()).phase == DELETED
 
 
 async def test_should_set_expired_before_draining_on_a_manual_expire(
@@ -69,7 +92,7 @@ async def test_should_wait_out_pdb_refusals_and_record_drained(
     await wait_until(handle, time_env, lambda s: s.phase == RUNNING, "Running")
     await handle.signal(NodeClaimWorkflow.drain, "maintenance")
     final: NodeClaimState = await handle.result()
-    await save_history(handle, "nodeclaim-drain-pdb")
+    await save_history(handle, "nodeclaim-drain-pdb-v4")
     assert final.phase == DELETED
     assert final.termination_reason == "maintenance"
     assert final.conditions["Drained"] == "True"
@@ -98,7 +121,7 @@ async def test_should_launch_a_replacement_before_draining_on_replace(
     await wait_until(handle, time_env, lambda s: s.phase == RUNNING, "Running")
     await handle.signal(NodeClaimWorkflow.replace, "new AMI")
     final: NodeClaimState = await handle.result()
-    await save_history(handle, "nodeclaim-replace")
+    await save_history(handle, "nodeclaim-replace-v4")
 
     assert final.phase == DELETED
     assert final.replacement == "default-repl1"

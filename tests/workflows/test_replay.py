@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -52,5 +53,18 @@ async def test_a_drift_history_without_its_patch_marker_fails_replay() -> None:
     for event_id, event in enumerate(raw["events"], start=1):
         event["eventId"] = str(event_id)
     history = WorkflowHistory.from_json("unpatched", json.dumps(raw))
+    with pytest.raises(NondeterminismError):
+        await replayer().replay_workflow(history)
+
+
+async def test_a_revision_1_history_replayed_as_revision_0_fails() -> None:
+    """Runs of revision 1 skip the patch markers and do one `running_check` per cycle: the revision recorded
+    in the run's input is what selects that code, so the same history read as revision 0 must not replay."""
+    raw = json.loads((DIR / "nodeclaim-running-drift-v4-second-run.json").read_text())
+    payload = raw["events"][0]["workflowExecutionStartedEventAttributes"]["input"]["payloads"][0]
+    inp = json.loads(base64.b64decode(payload["data"]))
+    assert inp["revision"] == 1
+    payload["data"] = base64.b64encode(json.dumps({**inp, "revision": 0}).encode()).decode()
+    history = WorkflowHistory.from_json("revision-0", json.dumps(raw))
     with pytest.raises(NondeterminismError):
         await replayer().replay_workflow(history)

@@ -126,6 +126,23 @@ def test_a_gone_claim_is_reported(acts: NodeClaimActivities) -> None:
     assert not acts.check_drift(DriftCheckInput(name="nope")).claim_exists
 
 
+def test_a_running_check_reports_drift_while_the_claim_and_its_node_live(
+    acts: NodeClaimActivities, kube: MemKube
+) -> None:
+    kube.patch(r.NODECLAIM, "default-abcde", {"status": {"imageID": "ami-old"}}, subresource="status")
+    check = acts.running_check(DriftCheckInput(name="default-abcde", node_name="node-1"))
+    assert not check.gone
+    assert (check.drift.drifted, check.drift.reason) == (True, "AMIDrifted")
+
+
+def test_a_running_check_skips_drift_once_the_node_is_gone(acts: NodeClaimActivities, kube: MemKube) -> None:
+    kube.patch(r.NODECLAIM, "default-abcde", {"status": {"imageID": "ami-old"}}, subresource="status")
+    kube.delete(r.NODE, "node-1")
+    check = acts.running_check(DriftCheckInput(name="default-abcde", node_name="node-1"))
+    assert check.gone and not check.state.node_exists
+    assert not check.drift.drifted and condition(kube, "Drifted") is None
+
+
 def test_a_drain_step_evicts_waits_on_pdbs_and_holds_do_not_disrupt(acts: NodeClaimActivities, kube: MemKube) -> None:
     kube.create(r.POD, pod("web-1"))
     kube.create(r.POD, pod("guarded"))
