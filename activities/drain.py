@@ -1,21 +1,29 @@
-"""Which pods a drain evicts, and in what order (Karpenter v1's termination, FEATURES.md TM-02..TM-04). Pure.
+"""Which pods a drain evicts, and in what order (Karpenter v1's termination, FEATURES.md TM-02..TM-04,
+DS-16). Pure.
 
 A drain step sees the pods on the node and decides (`plan_step`): evict the current wave (non-critical
 pods first, system-critical ones once those are gone; DaemonSet, static and finished pods never), hold back
 `karpenter.sh/do-not-disrupt` pods, and once terminationGracePeriod has passed (`force`) delete whatever is
 left of the wave instead, do-not-disrupt included. A PDB refusal (429) is the caller's normal outcome:
 the pod stays and the next step tries again.
+
+With the node's termination deadline (drain start + the NodePool's terminationGracePeriod) each pod is
+deleted at `deadline - its spec.terminationGracePeriodSeconds` (30 s when unset), whatever its wave, PDBs
+or do-not-disrupt say, so it still gets its whole grace period before the node goes (`delete_time`,
+`expiring`). Pods already terminating (deletionTimestamp set) are only waited for.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from apis import labels
 
 CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+DEFAULT_TERMINATION_GRACE_SECONDS = 30  # Kubernetes' default spec.terminationGracePeriodSeconds
 
 
 def is_daemonset_pod(pod: dict[str, Any]) -> bool:
@@ -30,6 +38,10 @@ def is_static_pod(pod: dict[str, Any]) -> bool:
 
 def is_terminal(pod: dict[str, Any]) -> bool:
     return pod.get("status", {}).get("phase") in ("Succeeded", "Failed")
+
+
+def is_terminating(pod: dict[str, Any]) -> bool:
+    return bool(pod.get("metadata", {}).get("deletionTimestamp"))
 
 
 def is_critical(pod: dict[str, Any]) -> bool:
@@ -65,7 +77,7 @@ def drainable(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def eviction_order(pods: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """Waves to evict: non-critical pods first, then system-critical ones once the first wave is gone.
     Pods already terminating are waited for, not evicted again. Each wave is sorted by namespace/name."""
-    live = [p for p in drainable(pods) if not p.get("metadata", {}).get("deletionTimestamp")]
+    live = [p for p in drainable(pods) if not is_terminating(p)]
 
     def key(pod: dict[str, Any]) -> tuple[str, str]:
         return (pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
@@ -82,10 +94,28 @@ def pod_key(pod: dict[str, Any]) -> str:
     return f"{meta.get('namespace', 'default')}/{meta.get('name', '')}"
 
 
+def grace_seconds(pod: dict[str, Any]) -> int:
+    """The pod's spec.terminationGracePeriodSeconds: 30 when unset, never negative."""
+    value = pod.get("spec", {}).get("terminationGracePeriodSeconds")
+    return DEFAULT_TERMINATION_GRACE_SECONDS if value is None else max(0, int(value))
+
+
+def delete_time(pod: dict[str, Any], deadline: datetime) -> datetime:
+    """When the pod must be deleted for its grace period to end by the node's `deadline`."""
+    return deadline - timedelta(seconds=grace_seconds(pod))
+
+
+def expiring(pods: list[dict[str, Any]], deadline: datetime, now: datetime) -> list[dict[str, Any]]:
+    """Drainable, not yet terminating pods whose delete time (`delete_time`) is `now` or earlier, in wave
+    order. `deadline` and `now` must both be timezone-aware (or both naive)."""
+    return [p for wave in eviction_order(pods) for p in wave if delete_time(p, deadline) <= now]
+
+
 @dataclass(frozen=True)
 class StepPlan:
-    """What one drain step does: evict (respecting PDBs) or delete (grace period over) these pods; `held`
-    are do-not-disrupt pods left alone; `remaining` counts drainable pods still on the node."""
+    """What one drain step does: evict (respecting PDBs) or delete (grace period over, PDBs and
+    do-not-disrupt bypassed) these pods; `held` are do-not-disrupt pods left alone; `remaining` counts
+    drainable pods still on the node."""
 
     evict: list[dict[str, Any]] = field(default_factory=list)
     delete: list[dict[str, Any]] = field(default_factory=list)
@@ -93,13 +123,27 @@ class StepPlan:
     remaining: int = 0
 
 
-def plan_step(pods: list[dict[str, Any]], force: bool) -> StepPlan:
-    """The next drain step for the pods on a node (see the module docstring)."""
+def plan_step(
+    pods: list[dict[str, Any]], force: bool, *, deadline: datetime | None = None, now: datetime | None = None
+) -> StepPlan:
+    """The next drain step for the pods on a node (see the module docstring).
+
+    `delete` holds the current wave when `force`, plus every pod of any wave whose delete time has come
+    when `deadline` is given (which then requires `now`); each pod appears once, in wave order. The rest of
+    the current wave is evicted, or held when do-not-disrupt. Raises ValueError for a deadline without now.
+    """
+    due: set[str] = set()
+    if deadline is not None:
+        if now is None:
+            raise ValueError("plan_step: a deadline needs now")
+        due = {pod_key(p) for p in expiring(pods, deadline, now)}
     remaining = len(drainable(pods))
     waves = eviction_order(pods)
     wave = waves[0] if waves else []
     if force:
-        return StepPlan(delete=wave, remaining=remaining)
-    held = [p for p in wave if blocks_voluntary_disruption(p)]
-    evict = [p for p in wave if not blocks_voluntary_disruption(p)]
-    return StepPlan(evict=evict, held=held, remaining=remaining)
+        due |= {pod_key(p) for p in wave}
+    delete = [p for w in waves for p in w if pod_key(p) in due]
+    rest = [p for p in wave if pod_key(p) not in due]
+    held = [p for p in rest if blocks_voluntary_disruption(p)]
+    evict = [p for p in rest if not blocks_voluntary_disruption(p)]
+    return StepPlan(evict=evict, delete=delete, held=held, remaining=remaining)

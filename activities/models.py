@@ -5,6 +5,8 @@ These are recorded in workflow histories: add fields only with defaults, never r
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pydantic import BaseModel, Field
 
 from scheduling.types import PlannedNodeClaim, UnschedulablePod
@@ -97,11 +99,14 @@ class DrainInput(BaseModel):
     name: str
     node_name: str
     force: bool = False  # terminationGracePeriod passed: delete the pods instead of evicting
+    # drain start + terminationGracePeriod: each pod is deleted at deadline - its own grace period (DS-16)
+    deadline: datetime | None = None
 
 
 class DrainProgress(BaseModel):
     remaining: int = 0
-    evicted: int = 0
+    evicted: int = 0  # through the Eviction API (in histories older than `deleted`, forced deletes too)
+    deleted: int = 0  # deleted directly: terminationGracePeriod bypassing PDBs and do-not-disrupt
     blocked_by_pdb: int = 0
     message: str = ""
 

@@ -75,6 +75,26 @@ def now_rfc3339() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def as_utc(moment: datetime) -> datetime:
+    """The moment as a timezone-aware UTC datetime (a naive one is taken to be UTC already)."""
+    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def rfc3339(moment: datetime) -> str:
+    """RFC3339 in UTC to the second, as Kubernetes writes timestamps."""
+    return as_utc(moment).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def disrupted_message(pod: Obj, deadline: datetime | None) -> str:
+    """The `Disrupted` event of a pod deleted for terminationGracePeriod (EV-03)."""
+    grace = drain.grace_seconds(pod)
+    by = f"by the node's termination time {rfc3339(deadline)}" if deadline else "now the node's grace period is over"
+    return (
+        f"deleting the pod (terminationGracePeriodSeconds {grace}s) to end {by}, "
+        "bypassing PodDisruptionBudgets and karpenter.sh/do-not-disrupt"
+    )
+
+
 class NodeClaimActivities:
     """Activities of the NodeClaim workflow. Construct with the boundaries (the composition root does)."""
 
@@ -389,36 +409,82 @@ class NodeClaimActivities:
     def drain_step(self, inp: DrainInput) -> DrainProgress:
         """One pass of a drain: taint the node `karpenter.sh/disrupted:NoSchedule`, evict the next wave of
         pods (a PDB refusal is counted, not raised), and report how many drainable pods remain.
-        With `force` (terminationGracePeriod passed) pods are deleted instead of evicted. Heartbeats."""
+        With a `deadline` (terminationGracePeriod, DS-16) it is recorded once on the NodeClaim as
+        `karpenter.sh/nodeclaim-termination-timestamp`, and each pod whose deadline - grace period has come
+        is deleted (event `Disrupted`), bypassing PDBs and do-not-disrupt. With `force` (the deadline
+        passed) the rest of the wave is deleted too. Heartbeats."""
         with heartbeating():
             return self._drain_step(inp)
 
     def _drain_step(self, inp: DrainInput) -> DrainProgress:
-        if kubeops.get_or_none(self.kube, r.NODE, inp.node_name) is None:
+        node = kubeops.get_or_none(self.kube, r.NODE, inp.node_name)
+        if node is None:
             return DrainProgress(remaining=0, message="node is gone")
         self._taint_disrupted(inp.node_name)
-        plan = drain.plan_step(self.kube.list(r.POD, field_selector=f"spec.nodeName={inp.node_name}"), inp.force)
+        deadline = as_utc(inp.deadline) if inp.deadline else None
+        if deadline is not None:
+            self._annotate_termination_timestamp(inp.name, node, deadline)
+        pods = self.kube.list(r.POD, field_selector=f"spec.nodeName={inp.node_name}")
+        plan = drain.plan_step(pods, inp.force, deadline=deadline, now=datetime.now(UTC))
+        deleted = self._delete_pods(plan.delete, deadline)  # first: these pods have a deadline
+        evicted, refused = self._evict_pods(plan.evict)
+        remaining = len(drain.drainable(self.kube.list(r.POD, field_selector=f"spec.nodeName={inp.node_name}")))
+        held = len(plan.held)
+        message = f"{remaining} pods remaining, {refused} refused by disruption budgets, {held} held by do-not-disrupt"
+        if deleted:
+            message += f", {deleted} deleted for terminationGracePeriod"
+        if remaining == 0:
+            self._set_conditions(inp.name, (DRAINED, "True", "Drained", "all drainable pods are gone"))
+        else:
+            self._set_conditions(inp.name, (DRAINED, "False", "Draining", message))
+        return DrainProgress(
+            remaining=remaining, evicted=evicted, deleted=deleted, blocked_by_pdb=refused + held, message=message
+        )
+
+    def _evict_pods(self, pods: list[Obj]) -> tuple[int, int]:
+        """Evict each pod through the Eviction API; returns (evicted, refused by a PDB). Gone is fine."""
         evicted = refused = 0
-        for pod in [*plan.evict, *plan.delete]:
-            namespace, name = pod["metadata"].get("namespace", "default"), pod["metadata"]["name"]
+        for pod in pods:
             try:
-                if inp.force:
-                    self.kube.delete(r.POD, name, namespace)
-                else:
-                    self.kube.evict(namespace, name)
+                self.kube.evict(pod["metadata"].get("namespace", "default"), pod["metadata"]["name"])
                 evicted += 1
             except TooManyRequestsError:  # a PodDisruptionBudget refuses for now: the next step retries
                 refused += 1
             except NotFoundError:
                 pass
-        remaining = len(drain.drainable(self.kube.list(r.POD, field_selector=f"spec.nodeName={inp.node_name}")))
-        held = len(plan.held)
-        message = f"{remaining} pods remaining, {refused} refused by disruption budgets, {held} held by do-not-disrupt"
-        if remaining == 0:
-            self._set_conditions(inp.name, (DRAINED, "True", "Drained", "all drainable pods are gone"))
-        else:
-            self._set_conditions(inp.name, (DRAINED, "False", "Draining", message))
-        return DrainProgress(remaining=remaining, evicted=evicted, blocked_by_pdb=refused + held, message=message)
+        return evicted, refused
+
+    def _delete_pods(self, pods: list[Obj], deadline: datetime | None) -> int:
+        """Delete each pod (terminationGracePeriod: no PDB, no do-not-disrupt) with a `Disrupted` event on
+        it; returns how many were deleted. Gone is fine."""
+        deleted = 0
+        for pod in pods:
+            try:
+                self.kube.delete(r.POD, pod["metadata"]["name"], pod["metadata"].get("namespace", "default"))
+            except NotFoundError:
+                continue
+            deleted += 1
+            self.recorder.record(pod, "Normal", "Disrupted", disrupted_message(pod, deadline))
+        return deleted
+
+    def _annotate_termination_timestamp(self, name: str, node: Obj, deadline: datetime) -> None:
+        """Record the deadline on the NodeClaim (`karpenter.sh/nodeclaim-termination-timestamp`, RFC3339)
+        unless already there, and announce it once on the Node (`TerminationGracePeriodExpiring`)."""
+        stamp = rfc3339(deadline)
+        key = labels.NODECLAIM_TERMINATION_TIMESTAMP_ANNOTATION
+        written = False
+
+        def mutate(obj: Obj) -> bool:  # runs again on a conflict: `written` is the last attempt's
+            nonlocal written
+            annotations = obj["metadata"].get("annotations") or {}
+            written = key not in annotations
+            if written:
+                obj["metadata"]["annotations"] = {**annotations, key: stamp}
+            return written
+
+        if kubeops.update(self.kube, r.NODECLAIM, name, mutate) is not None and written:
+            message = f"all pods are deleted by {stamp}, each at that time minus its terminationGracePeriodSeconds"
+            self.recorder.record(node, "Warning", "TerminationGracePeriodExpiring", message)
 
     def _taint_disrupted(self, node_name: str) -> None:
         def mutate(node: Obj) -> bool:

@@ -397,7 +397,7 @@ class NodeClaimWorkflow:
             force = self.s.drain_deadline is not None and workflow.now() >= self.s.drain_deadline
             progress = await workflow.execute_activity_method(
                 NodeClaimActivities.drain_step,
-                DrainInput(name=self.s.name, node_name=self.s.node_name, force=force),
+                DrainInput(name=self.s.name, node_name=self.s.node_name, force=force, deadline=self.s.drain_deadline),
                 start_to_close_timeout=timing.DRAIN_STEP,
                 heartbeat_timeout=timing.HEARTBEAT,
                 retry_policy=timing.ACTIVITY_RETRY,

@@ -1,12 +1,16 @@
-"""activities.drain: which pods a drain step evicts, deletes or holds (Karpenter v1 termination order)."""
+"""activities.drain: which pods a drain step evicts, deletes or holds (Karpenter v1 termination order and
+terminationGracePeriod enforcement)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from activities.drain import drainable, eviction_order, plan_step, pod_key
+from activities.drain import delete_time, drainable, eviction_order, grace_seconds, plan_step, pod_key
+
+NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
 
 def pod(name: str, **traits: Any) -> dict[str, Any]:
@@ -29,6 +33,8 @@ def pod(name: str, **traits: Any) -> dict[str, Any]:
         spec["tolerations"] = [{"key": "karpenter.sh/disrupted", "operator": "Exists", "effect": "NoSchedule"}]
     if traits.get("tolerates_all"):
         spec["tolerations"] = [{"operator": "Exists"}]
+    if "grace" in traits:
+        spec["terminationGracePeriodSeconds"] = traits["grace"]
     return {"metadata": meta, "spec": spec, "status": status}
 
 
@@ -81,3 +87,62 @@ def test_waves_do_not_depend_on_input_order() -> None:
 def test_drainable_skips_only_what_karpenter_skips() -> None:
     pods = [pod("a"), pod("c", critical=True), pod("n", do_not_disrupt=True), pod("d", daemonset=True)]
     assert names(drainable(pods)) == ["default/a", "default/c", "default/n"]
+
+
+def in_seconds(seconds: float) -> datetime:
+    return NOW + timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize(
+    ("pods", "force", "deadline", "evict", "delete", "held"),
+    [
+        # 60 s of grace and 50 s to the deadline: deleted now; 30 s of grace: evicted like any other pod
+        ([pod("slow", grace=60), pod("quick", grace=30)], False, in_seconds(50), ["quick"], ["slow"], []),
+        # no terminationGracePeriodSeconds means Kubernetes' 30 s; its delete time is inclusive
+        ([pod("a")], False, in_seconds(30), [], ["a"], []),
+        ([pod("a")], False, in_seconds(31), ["a"], [], []),
+        # do-not-disrupt is held until its delete time, then deleted anyway
+        ([pod("n", do_not_disrupt=True, grace=10)], False, in_seconds(11), [], [], ["n"]),
+        ([pod("n", do_not_disrupt=True, grace=10)], False, in_seconds(10), [], ["n"], []),
+        # a critical pod whose time has come is deleted while the first wave is still being evicted
+        ([pod("a"), pod("c", critical=True, grace=120)], False, in_seconds(60), ["a"], ["c"], []),
+        # pods already terminating are not deleted again, however late
+        ([pod("t", terminating=True, grace=600), pod("b")], False, in_seconds(60), ["b"], [], []),
+        # DaemonSet and static pods are not the drain's, deadline or not
+        ([pod("d", daemonset=True, grace=600), pod("s", static=True, grace=600)], False, in_seconds(1), [], [], []),
+        # the deadline passed: everything left goes, every wave, in wave order
+        (
+            [pod("c", critical=True), pod("n", do_not_disrupt=True), pod("a")],
+            True,
+            in_seconds(0),
+            [],
+            ["a", "n", "c"],
+            [],
+        ),
+        # no deadline (no terminationGracePeriod): only the old rules
+        ([pod("slow", grace=6000), pod("n", do_not_disrupt=True, grace=6000)], False, None, ["slow"], [], ["n"]),
+    ],
+)
+def test_plan_step_with_a_deadline(
+    pods: list[dict[str, Any]],
+    force: bool,
+    deadline: datetime | None,
+    evict: list[str],
+    delete: list[str],
+    held: list[str],
+) -> None:
+    plan = plan_step(pods, force, deadline=deadline, now=NOW)
+    assert names(plan.evict) == [f"default/{n}" for n in evict]
+    assert names(plan.delete) == [f"default/{n}" for n in delete]
+    assert names(plan.held) == [f"default/{n}" for n in held]
+
+
+def test_a_deadline_needs_now() -> None:
+    with pytest.raises(ValueError, match="needs now"):
+        plan_step([pod("a")], False, deadline=NOW)
+
+
+@pytest.mark.parametrize(("traits", "seconds"), [({}, 30), ({"grace": 0}, 0), ({"grace": 90}, 90), ({"grace": -5}, 0)])
+def test_grace_seconds_default_to_kubernetes_30(traits: dict[str, Any], seconds: int) -> None:
+    assert grace_seconds(pod("a", **traits)) == seconds
+    assert delete_time(pod("a", **traits), NOW) == NOW - timedelta(seconds=seconds)

@@ -1,8 +1,9 @@
-"""NodeClaim activities over an in-memory API and the fake cloud: drift marking, drain steps, expiry and
-replacement claims."""
+"""NodeClaim activities over an in-memory API and the fake cloud: drift marking, drain steps (with
+terminationGracePeriod), expiry and replacement claims."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from activities.replace import REPLACEMENT_OF_ANNOTATION
 from apis.nodepool import NodePool
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
+from kube.errors import NotFoundError
 from tests.unit.activities.memkube import Events, MemKube
 
 POOL: dict[str, Any] = {
@@ -162,6 +164,67 @@ def test_a_drain_step_evicts_waits_on_pdbs_and_holds_do_not_disrupt(acts: NodeCl
     assert progress.remaining == 0
     drained = condition(kube, "Drained")
     assert drained and drained["status"] == "True"
+
+
+def termination_timestamp(kube: MemKube) -> str | None:
+    annotations = kube.get(r.NODECLAIM, "default-abcde")["metadata"].get("annotations") or {}
+    return annotations.get("karpenter.sh/nodeclaim-termination-timestamp")
+
+
+def test_a_drain_step_deletes_each_pod_at_the_deadline_minus_its_grace_period(
+    acts: NodeClaimActivities, kube: MemKube, events: Events
+) -> None:
+    kube.create(r.POD, pod("slow", terminationGracePeriodSeconds=600))
+    kube.create(r.POD, pod("web"))
+    kube.create(
+        r.POD,
+        pod(
+            "precious", terminationGracePeriodSeconds=10, meta={"annotations": {"karpenter.sh/do-not-disrupt": "true"}}
+        ),
+    )
+    kube.refuse_eviction.add("slow")  # a PDB does not save a pod whose time has come
+    deadline = datetime.now(UTC) + timedelta(minutes=2)
+
+    progress = acts.drain_step(DrainInput(name="default-abcde", node_name="node-1", deadline=deadline))
+    assert kube.deleted == ["Pod/slow", "Pod/web"]  # web: evicted (deleted through eviction)
+    assert kube.evicted == ["web"]
+    assert (progress.remaining, progress.evicted, progress.deleted, progress.blocked_by_pdb) == (1, 1, 1, 1)
+    assert "1 deleted for terminationGracePeriod" in progress.message
+    assert termination_timestamp(kube) == deadline.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert [reason for reason, _ in events.recorded] == ["TerminationGracePeriodExpiring", "Disrupted"]
+    assert "600s" in events.recorded[1][1] and "do-not-disrupt" in events.recorded[1][1]
+
+    # later the do-not-disrupt pod's 10 s are all that is left: deleted; the annotation is written once
+    later = datetime.now(UTC) + timedelta(seconds=5)
+    progress = acts.drain_step(DrainInput(name="default-abcde", node_name="node-1", deadline=later))
+    assert kube.deleted[-1] == "Pod/precious"
+    assert progress.remaining == 0 and progress.deleted == 1
+    assert termination_timestamp(kube) == deadline.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert [reason for reason, _ in events.recorded].count("TerminationGracePeriodExpiring") == 1
+    drained = condition(kube, "Drained")
+    assert drained and drained["status"] == "True"
+
+
+def test_a_pod_gone_before_its_grace_period_delete_is_fine(
+    acts: NodeClaimActivities, kube: MemKube, events: Events, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kube.create(r.POD, pod("slow", terminationGracePeriodSeconds=600))
+
+    def already_gone(resource: r.Resource, name: str, namespace: str | None = None) -> None:
+        raise NotFoundError(f"{resource.kind} {name} not found")
+
+    monkeypatch.setattr(kube, "delete", already_gone)
+    deadline = datetime.now(UTC) + timedelta(minutes=1)
+    progress = acts.drain_step(DrainInput(name="default-abcde", node_name="node-1", deadline=deadline))
+    assert progress.deleted == 0
+    assert [reason for reason, _ in events.recorded] == ["TerminationGracePeriodExpiring"]
+
+
+def test_a_drain_step_without_a_deadline_leaves_the_claim_unannotated(acts: NodeClaimActivities, kube: MemKube) -> None:
+    kube.create(r.POD, pod("slow", terminationGracePeriodSeconds=600))
+    acts.drain_step(DrainInput(name="default-abcde", node_name="node-1"))
+    assert kube.evicted == ["slow"]
+    assert termination_timestamp(kube) is None
 
 
 def test_begin_termination_of_an_expired_claim_sets_expired_first(acts: NodeClaimActivities, kube: MemKube) -> None:
