@@ -63,6 +63,7 @@ TASK_QUEUE = "nodeflow-scale-bench"
 CATALOG_LOADED = "instance type catalog loaded"  # the worker's log line once its catalog is warm
 STEADY_RSS_SAMPLES = 8
 STEADY_POLL_SECONDS = 0.5
+HOLD_SAMPLE_SECONDS = 5.0
 
 
 # -- shared --------------------------------------------------------------------------------------------
@@ -299,6 +300,7 @@ class ClaimsOptions:
     concurrency: int = 64
     state_dir: Path | None = None
     drift_check_interval: str = "1h"
+    hold: float = 0.0  # seconds to stay at steady state (drift checks running) after the first reading
 
 
 def standin_result(activity_name: str, claim: str) -> Any:
@@ -444,6 +446,17 @@ async def _start_claims(
     return report
 
 
+def _hold(pid: int, seconds: float) -> list[int]:
+    """Stay `seconds` at steady state (the claims' drift checks and continue-as-new keep running) and
+    return the worker's RSS readings, one every HOLD_SAMPLE_SECONDS, sorted."""
+    samples: list[int] = []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        time.sleep(min(HOLD_SAMPLE_SECONDS, max(end - time.monotonic(), 0.0)))
+        samples.append(rss_bytes(pid))
+    return sorted(samples)
+
+
 async def _running_count(address: str) -> int:
     from temporalio.client import Client
 
@@ -487,6 +500,7 @@ def run_claims(opts: ClaimsOptions) -> dict[str, Any]:
                 after_samples.append(rss_bytes(worker.pid))
                 time.sleep(RSS_SAMPLE_SECONDS)
             after = max(after_samples)
+            held = _hold(worker.pid, opts.hold)
             trimmed_marker = ready.with_suffix(".trimmed")
             os.kill(worker.pid, signal.SIGUSR1)
             poll(trimmed_marker.exists, 30.0, 0.1)
@@ -498,6 +512,15 @@ def run_claims(opts: ClaimsOptions) -> dict[str, Any]:
             worker.stop(kill=True)  # a graceful shutdown of N cached workflows proves nothing here
             server.stop()
     per_workflow_kib = (after - before) / 1024 / max(running, 1)
+    held_fields = {}
+    if held:
+        held_fields = {
+            "hold_seconds": opts.hold,
+            "rss_per_cached_workflow_kib_held_median": round(
+                (held[len(held) // 2] - before) / 1024 / max(running, 1), 1
+            ),
+            "rss_per_cached_workflow_kib_held_max": round((held[-1] - before) / 1024 / max(running, 1), 1),
+        }
     return {
         "benchmark": "steady-claims",
         "claims": opts.claims,
@@ -512,6 +535,7 @@ def run_claims(opts: ClaimsOptions) -> dict[str, Any]:
         "claims_per_second_to_running": round(running / report.seconds_to_steady, 1)
         if report.seconds_to_steady
         else None,
+        **held_fields,
         "worker_cpu_seconds": _round(worker_cpu),
         "temporal_cpu_seconds": _round(server_cpu),
         "start_concurrency": opts.concurrency,
@@ -547,6 +571,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default="1h",
         help="with --claims: the claims' drift check interval (1h: no check during the run; see README)",
     )
+    parser.add_argument(
+        "--hold",
+        type=float,
+        default=0.0,
+        help="with --claims: then stay this many seconds at steady state and report RSS over it (0)",
+    )
     parser.add_argument("--max-cached", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--ready-file", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -566,6 +596,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parse_duration(args.drift_check_interval)
     except ValueError as err:
         parser.error(f"--drift-check-interval: {err}")
+    if args.hold < 0:
+        parser.error(f"--hold {args.hold}: give a number of seconds, at least 0")
     if args.concurrency < 1:
         parser.error(f"--concurrency {args.concurrency}: give at least 1")
     if args.timeout <= 0:
@@ -585,7 +617,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         done = result["seconds_to_all_bound"] is not None
     else:
         result = run_claims(
-            ClaimsOptions(args.claims, args.timeout, args.concurrency, args.state_dir, args.drift_check_interval)
+            ClaimsOptions(
+                args.claims, args.timeout, args.concurrency, args.state_dir, args.drift_check_interval, args.hold
+            )
         )
         done = result["seconds_to_steady"] is not None
     print(json.dumps(result))

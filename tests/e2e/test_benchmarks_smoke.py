@@ -49,6 +49,7 @@ def run_scripts(*argvs: list[str], timeout: float = 120.0) -> list[dict[str, obj
         (["--claims", "2", "--steady", "--concurrency", "0"], "--concurrency 0"),
         (["--pods", "2", "--claims", "2"], "not allowed with"),
         (["--claims", "2", "--steady", "--drift-check-interval", "soon"], "--drift-check-interval"),
+        (["--claims", "2", "--steady", "--hold", "-1"], "--hold -1"),
         ([], "one of the arguments"),
     ],
 )
@@ -76,11 +77,22 @@ def test_workload_has_two_deployments_of_half_the_pods() -> None:
 
 def test_both_benchmarks_run_and_print_their_json(tmp_path: Path) -> None:
     claims, pods = run_scripts(
-        ["--claims", "3", "--steady", "--state-dir", str(tmp_path / "claims")],
+        [
+            "--claims",
+            "3",
+            "--steady",
+            "--hold",
+            "2",
+            "--drift-check-interval",
+            "1s",
+            "--state-dir",
+            str(tmp_path / "claims"),
+        ],
         ["--pods", "2", "--in-memory-temporal", "--state-dir", str(tmp_path / "pods")],
     )
     assert claims["claims"] == 3 and claims["claims_running"] == 3
-    for key in ("rss_per_cached_workflow_kib", "worker_rss_mb_before", "worker_rss_mb_after", "seconds_to_steady"):
+    for key in ("rss_per_cached_workflow_kib", "worker_rss_mb_before", "worker_rss_mb_after", "seconds_to_steady",
+                "rss_per_cached_workflow_kib_held_max"):  # fmt: skip
         assert isinstance(claims[key], float | int), key
     assert pods["pods"] == 2 and pods["pods_bound"] == 2
     assert isinstance(pods["nodes"], int) and pods["nodes"] >= 1
