@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
 from tests.workflows.fakes import World
@@ -24,12 +25,18 @@ async def start(env: WorkflowEnvironment, task_queue: str, **kwargs: object) -> 
 async def wait_until(
     handle: WorkflowHandle, env: WorkflowEnvironment, check: Callable[[NodeClaimState], bool], what: str
 ) -> NodeClaimState:
-    """Query `status` until `check` holds, skipping workflow time between polls (bounded)."""
+    """Query `status` until `check` holds, skipping workflow time between polls (bounded). A query that
+    times out (it can land while the claim continues as new, on a loaded machine) is polled again."""
     state: NodeClaimState | None = None
     for _ in range(300):
-        state = await handle.query(NodeClaimWorkflow.status)
-        if check(state):
-            return state
+        try:
+            state = await handle.query(NodeClaimWorkflow.status)
+        except RPCError as err:
+            if err.status != RPCStatusCode.DEADLINE_EXCEEDED and "deadline" not in err.message:
+                raise
+        else:
+            if check(state):
+                return state
         await env.sleep(timedelta(seconds=20))
     raise AssertionError(f"never saw {what}; last {state}")
 
