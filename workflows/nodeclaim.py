@@ -72,7 +72,7 @@ PATCH_CONTINUE_WHEN_RUNNING = "continue-as-new-when-running-v1"
 PATCH_PUBLISH_CHANGES_ONLY = "publish-changes-only-v1"
 # Revision-1 runs (NodeClaimInput.revision) continue as new after this many running checks, so the commands
 # a cached run holds stay few: the worker's memory per node does not grow with the node's age.
-RUNNING_CHECKS_PER_RUN = 3
+RUNNING_CHECKS_PER_RUN = 2
 
 
 def workflow_id(name: str) -> str:
