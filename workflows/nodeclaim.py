@@ -125,6 +125,8 @@ class NodeClaimWorkflow:
     async def run(self, inp: NodeClaimInput) -> NodeClaimState:
         self.inp = inp
         self.s = inp.state or NodeClaimState(name=inp.name, node_pool=inp.node_pool)
+        self.terminate_requested = self.terminate_requested or inp.terminate_requested
+        self.replace_requested = self.replace_requested or inp.replace_requested
         phases: dict[str, Callable[[], Awaitable[None]]] = {
             LAUNCHING: self.launch,
             REGISTERING: self.register,
@@ -142,11 +144,18 @@ class NodeClaimWorkflow:
             self._publish()
             if self._continue or self._history_too_long() or self._entered_running(before):
                 await workflow.wait_condition(workflow.all_handlers_finished)
-                workflow.continue_as_new(
-                    self.inp.model_copy(update={"state": self.s, "revision": CURRENT_REVISION}),
-                    memo={"summary": self.s.summary()},
-                )
+                workflow.continue_as_new(self._continued_input(), memo={"summary": self.s.summary()})
         return self.s
+
+    def _continued_input(self) -> NodeClaimInput:
+        """The next run's input: the state, and any signalled request not acted on yet."""
+        update = {
+            "state": self.s,
+            "revision": CURRENT_REVISION,
+            "terminate_requested": self.terminate_requested,
+            "replace_requested": self.replace_requested,
+        }
+        return self.inp.model_copy(update=update)
 
     def _revision(self) -> int:
         return self.inp.revision
@@ -359,7 +368,9 @@ class NodeClaimWorkflow:
         try:
             await workflow.start_child_workflow(
                 NodeClaimWorkflow.run,
-                self.inp.model_copy(update={"name": created.name, "state": None}),
+                self.inp.model_copy(
+                    update={"name": created.name, "state": None, "terminate_requested": "", "replace_requested": ""}
+                ),
                 id=workflow_id(created.name),
                 parent_close_policy=workflow.ParentClosePolicy.ABANDON,
             )

@@ -75,3 +75,7 @@ class NodeClaimInput(BaseModel):
     state: NodeClaimState | None = None  # set by continue-as-new
     drift_check_interval: str = DEFAULT_DRIFT_CHECK_INTERVAL
     revision: int = 0  # see CURRENT_REVISION; starters and continue-as-new set CURRENT_REVISION
+    # Set by continue-as-new: a termination or replacement that signals asked for and the run had not
+    # acted on yet (a signal can arrive in the very workflow task that continues as new).
+    terminate_requested: str = ""
+    replace_requested: str = ""

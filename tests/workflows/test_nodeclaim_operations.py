@@ -155,3 +155,33 @@ async def test_should_keep_the_node_when_its_replacement_fails(
     await handle.signal(NodeClaimWorkflow.delete)
     final: NodeClaimState = await handle.result()
     assert final.phase == DELETED
+
+
+async def test_a_signal_carried_over_by_continue_as_new_is_acted_on(
+    time_env: WorkflowEnvironment, worker: str, world: World
+) -> None:
+    """A drain signalled in the workflow task that continues as new reaches the next run in its input."""
+    running = NodeClaimState(
+        name="default-abcde", phase=RUNNING, node_pool="default", instance_id="i-0123",
+        node_name="ip-10-0-0-1.us-west-2.compute.internal", conditions={"Initialized": "True"},
+    )  # fmt: skip
+    handle = await start(time_env, worker, state=running, terminate_requested="manual drain")
+    final: NodeClaimState = await handle.result()
+    assert final.phase == DELETED
+    assert final.termination_reason == "manual drain"
+    assert "begin_termination" in world.calls and world.launched == 0
+
+
+async def test_a_replacement_does_not_inherit_the_requests_carried_to_its_parent(
+    time_env: WorkflowEnvironment, worker: str, world: World
+) -> None:
+    running = NodeClaimState(
+        name="default-abcde", phase=RUNNING, node_pool="default", instance_id="i-0123",
+        node_name="ip-10-0-0-1.us-west-2.compute.internal", conditions={"Initialized": "True"},
+    )  # fmt: skip
+    handle = await start(time_env, worker, state=running, replace_requested="new AMI")
+    final: NodeClaimState = await handle.result()
+    assert final.termination_reason == "replaced by default-repl1 (new AMI)"
+    child = time_env.client.get_workflow_handle(workflow_id("default-repl1"))
+    await wait_until(child, time_env, lambda s: s.phase == RUNNING, "the replacement Running")
+    assert world.replacements == ["default-repl1"]  # the replacement did not replace itself
