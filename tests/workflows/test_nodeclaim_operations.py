@@ -157,15 +157,19 @@ async def test_should_keep_the_node_when_its_replacement_fails(
     assert final.phase == DELETED
 
 
+def running_state() -> NodeClaimState:
+    """A claim's state as continue-as-new carries it once the node is Running."""
+    return NodeClaimState(
+        name="default-abcde", phase=RUNNING, node_pool="default", instance_id="i-0123",
+        node_name="ip-10-0-0-1.us-west-2.compute.internal", conditions={"Initialized": "True"},
+    )  # fmt: skip
+
+
 async def test_a_signal_carried_over_by_continue_as_new_is_acted_on(
     time_env: WorkflowEnvironment, worker: str, world: World
 ) -> None:
     """A drain signalled in the workflow task that continues as new reaches the next run in its input."""
-    running = NodeClaimState(
-        name="default-abcde", phase=RUNNING, node_pool="default", instance_id="i-0123",
-        node_name="ip-10-0-0-1.us-west-2.compute.internal", conditions={"Initialized": "True"},
-    )  # fmt: skip
-    handle = await start(time_env, worker, state=running, terminate_requested="manual drain")
+    handle = await start(time_env, worker, state=running_state(), terminate_requested="manual drain")
     final: NodeClaimState = await handle.result()
     assert final.phase == DELETED
     assert final.termination_reason == "manual drain"
@@ -175,11 +179,7 @@ async def test_a_signal_carried_over_by_continue_as_new_is_acted_on(
 async def test_a_replacement_does_not_inherit_the_requests_carried_to_its_parent(
     time_env: WorkflowEnvironment, worker: str, world: World
 ) -> None:
-    running = NodeClaimState(
-        name="default-abcde", phase=RUNNING, node_pool="default", instance_id="i-0123",
-        node_name="ip-10-0-0-1.us-west-2.compute.internal", conditions={"Initialized": "True"},
-    )  # fmt: skip
-    handle = await start(time_env, worker, state=running, replace_requested="new AMI")
+    handle = await start(time_env, worker, state=running_state(), replace_requested="new AMI")
     final: NodeClaimState = await handle.result()
     assert final.termination_reason == "replaced by default-repl1 (new AMI)"
     child = time_env.client.get_workflow_handle(workflow_id("default-repl1"))
