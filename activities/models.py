@@ -94,6 +94,11 @@ class ClaimState(BaseModel):
     node_deleting: bool = False
     node_exists: bool = True
 
+    @property
+    def gone(self) -> bool:
+        """The claim or its node is gone or being deleted: the node drains and terminates."""
+        return self.deleting or self.node_deleting or not self.node_exists
+
 
 class DrainInput(BaseModel):
     name: str
@@ -157,8 +162,7 @@ class RunningCheck(BaseModel):
 
     @property
     def gone(self) -> bool:
-        """The claim or its node is gone or being deleted: the node drains and terminates."""
-        return self.state.deleting or self.state.node_deleting or not self.state.node_exists
+        return self.state.gone
 
 
 class ReplacementInput(BaseModel):

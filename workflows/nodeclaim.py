@@ -292,7 +292,7 @@ class NodeClaimWorkflow:
             state = await self._act(
                 NodeClaimActivities.claim_state, FinalizeInput(name=self.s.name, node_name=self.s.node_name)
             )
-            if state.deleting or state.node_deleting or not state.node_exists:
+            if state.gone:
                 return False
             self._record_drift(
                 await self._act(
@@ -326,7 +326,7 @@ class NodeClaimWorkflow:
             state = await self._act(
                 NodeClaimActivities.claim_state, FinalizeInput(name=self.s.name, node_name=self.s.node_name)
             )
-            if state.deleting or state.node_deleting or not state.node_exists:
+            if state.gone:
                 self.terminate_requested = "the NodeClaim or its Node was deleted"
             if self._history_too_long():
                 return
@@ -473,12 +473,9 @@ class NodeClaimWorkflow:
         return info.get_current_history_length() > timing.MAX_HISTORY_EVENTS or info.is_continue_as_new_suggested()
 
     def _published_values(self) -> dict[str, str]:
-        """What `_publish` would have sent for the current state, as `_published` records it."""
-        values = {name: value for name, value in self._attribute_values().items() if value or name == sa.PHASE.name}
-        return {**values, "summary": self.s.summary()}
-
-    def _attribute_values(self) -> dict[str, str]:
-        return {
+        """The search attributes that follow the state (the empty ones but Phase left out) and the memo's
+        `summary`, as `_published` records what was sent."""
+        values = {
             sa.PHASE.name: self.s.phase,
             sa.NODE_POOL.name: self.s.node_pool,
             sa.INSTANCE_TYPE.name: self.s.instance_type,
@@ -486,22 +483,20 @@ class NodeClaimWorkflow:
             sa.CAPACITY_TYPE.name: self.s.capacity_type,
             sa.NODE_NAME.name: self.s.node_name,
         }
+        kept = {name: value for name, value in values.items() if value or name == sa.PHASE.name}
+        return {**kept, "summary": self.s.summary()}
 
     def _publish(self) -> None:
         """Search attributes and memo follow the state (the Temporal UI's fleet view). Only what changed
         since the last upsert of this run is sent (older runs sent everything every time)."""
-        values = self._attribute_values()
-        summary = self.s.summary()
+        current = self._published_values()
+        summary = current.pop("summary")
         changes_only = self._patched(PATCH_PUBLISH_CHANGES_ONLY)
         keys = {key.name: key for key in sa.ALL}
-        changed = [
-            name
-            for name, value in values.items()
-            if (value or name == sa.PHASE.name) and (not changes_only or self._published.get(name) != value)
-        ]
+        changed = [name for name, value in current.items() if not changes_only or self._published.get(name) != value]
         if changed:
-            workflow.upsert_search_attributes([keys[name].value_set(values[name]) for name in changed])
-            self._published.update({name: values[name] for name in changed})
+            workflow.upsert_search_attributes([keys[name].value_set(current[name]) for name in changed])
+            self._published.update({name: current[name] for name in changed})
         if not changes_only or self._published.get("summary") != summary:
             workflow.upsert_memo({"summary": summary})
             self._published["summary"] = summary
