@@ -49,12 +49,17 @@ def eventually(check: Callable[[], T | None], timeout: float = 90.0, interval: f
     raise AssertionError(f"timed out after {timeout}s waiting for {what or check.__name__}; last: {last!r}")
 
 
-def live_instances(stack: DevStack) -> list[dict[str, Any]]:
+def all_instances(stack: DevStack) -> list[dict[str, Any]]:
+    """Every instance moto knows, terminated ones included."""
     out: list[dict[str, Any]] = []
     for page in stack.ec2.get_paginator("describe_instances").paginate():
         for reservation in page["Reservations"]:
-            out += [i for i in reservation["Instances"] if i["State"]["Name"] in ("pending", "running")]
+            out += reservation["Instances"]
     return out
+
+
+def live_instances(stack: DevStack) -> list[dict[str, Any]]:
+    return [i for i in all_instances(stack) if i["State"]["Name"] in ("pending", "running")]
 
 
 def claim_tag(instance: dict[str, Any]) -> str:

@@ -24,7 +24,14 @@ import pytest
 from devstack.stack import DevStack
 from kube import resources as r
 from kube.errors import NotFoundError
-from tests.e2e.conftest import assert_one_instance_per_claim, claim_tag, deployment, eventually, live_instances
+from tests.e2e.conftest import (
+    all_instances,
+    assert_one_instance_per_claim,
+    claim_tag,
+    deployment,
+    eventually,
+    live_instances,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -52,14 +59,6 @@ def claims(stack: DevStack) -> dict[str, dict[str, Any]]:
 def condition(claim: dict[str, Any], kind: str) -> str:
     conditions = (claim.get("status") or {}).get("conditions") or []
     return next((c["status"] for c in conditions if c["type"] == kind), "Unknown")
-
-
-def all_instances(stack: DevStack) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for page in stack.ec2.get_paginator("describe_instances").paginate():
-        for reservation in page["Reservations"]:
-            out += reservation["Instances"]
-    return out
 
 
 def is_gone(stack: DevStack, resource: r.Resource, name: str) -> bool:

@@ -16,7 +16,14 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from devstack.stack import DevStack
 from kube import resources as r
-from tests.e2e.conftest import assert_one_instance_per_claim, claim_tag, deployment, eventually, live_instances
+from tests.e2e.conftest import (
+    all_instances,
+    assert_one_instance_per_claim,
+    claim_tag,
+    deployment,
+    eventually,
+    live_instances,
+)
 from workflows import garbage_collection as gc
 from workflows.nodeclaim import workflow_id
 
@@ -45,15 +52,6 @@ spec:
 
 def on_team(team: str) -> str:
     return f"      nodeSelector: {{team: {team}}}"
-
-
-def all_instances(stack: DevStack) -> list[dict[str, Any]]:
-    """Every instance moto knows, terminated ones included."""
-    out: list[dict[str, Any]] = []
-    for page in stack.ec2.get_paginator("describe_instances").paginate():
-        for reservation in page["Reservations"]:
-            out += reservation["Instances"]
-    return out
 
 
 def assert_never_two_instances_for_one_claim(stack: DevStack) -> None:
