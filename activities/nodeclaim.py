@@ -72,7 +72,7 @@ log = logging.getLogger(__name__)
 
 
 def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(datetime.now(UTC))
 
 
 def as_utc(moment: datetime) -> datetime:
