@@ -73,9 +73,22 @@ def claim_on_node(stack: DevStack, node_name: str) -> str:
     return next(n for n, c in claims(stack).items() if (c.get("status") or {}).get("nodeName") == node_name)
 
 
-def node_of(stack: DevStack, app: str) -> str:
+def pod_of(stack: DevStack, app: str) -> dict[str, Any]:
+    """The one pod of the Deployment `app`; a second pod means the first was evicted and replaced."""
     pods = stack.kube.list(r.POD, namespace="default", label_selector=f"app={app}")
-    return str(pods[0]["spec"]["nodeName"])
+    assert len(pods) == 1, [(p["metadata"]["name"], p["spec"].get("nodeName"), p.get("status")) for p in pods]
+    return pods[0]
+
+
+def node_of(stack: DevStack, app: str) -> str:
+    return str(pod_of(stack, app)["spec"]["nodeName"])
+
+
+def wait_running(stack: DevStack, app: str) -> None:
+    """Wait until the kubelet reports the app's pod Running: an eviction ignores PodDisruptionBudgets
+    for a pod still Pending (as the API server does), so a budget only holds a drain after this."""
+    eventually(lambda: (pod_of(stack, app).get("status") or {}).get("phase") == "Running", timeout=30,
+               what=f"the {app} pod to be Running")  # fmt: skip
 
 
 def new_claim(stack: DevStack, known: set[str], ready: Any, what: str) -> str:
@@ -131,6 +144,7 @@ def test_a_worker_killed_at_every_phase_boundary_loses_and_leaks_nothing(stack: 
     instance_of = {claim_tag(i): i["InstanceId"] for i in live_instances(stack)}
 
     # Drain: the PDB refuses the eviction of the only pod on the node.
+    wait_running(stack, "chaos-drain")
     stack.kube.delete(r.NODECLAIM, drained)
 
     def drain_held() -> bool:
@@ -198,6 +212,7 @@ def test_a_drain_resumes_after_the_temporal_server_is_killed_and_restarted(stack
     settle(stack)
     node = node_of(stack, "chaos-temporal")
     claim = claim_on_node(stack, node)
+    wait_running(stack, "chaos-temporal")
     stack.kube.delete(r.NODECLAIM, claim)
     eventually(
         lambda: any(
