@@ -10,7 +10,9 @@ the pod stays and the next step tries again.
 With the node's termination deadline (drain start + the NodePool's terminationGracePeriod) each pod is
 deleted at `deadline - its spec.terminationGracePeriodSeconds` (30 s when unset), whatever its wave, PDBs
 or do-not-disrupt say, so it still gets its whole grace period before the node goes (`delete_time`,
-`expiring`). Pods already terminating (deletionTimestamp set) are only waited for.
+`expiring`). A pod deleted late (a drain step runs every few seconds, or the deadline has passed) gets its
+grace period cut to what is left until the deadline (`clamped_grace_seconds`), as Karpenter does. Pods
+already terminating (deletionTimestamp set) are only waited for.
 """
 
 from __future__ import annotations
@@ -103,6 +105,16 @@ def grace_seconds(pod: dict[str, Any]) -> int:
 def delete_time(pod: dict[str, Any], deadline: datetime) -> datetime:
     """When the pod must be deleted for its grace period to end by the node's `deadline`."""
     return deadline - timedelta(seconds=grace_seconds(pod))
+
+
+def clamped_grace_seconds(pod: dict[str, Any], deadline: datetime | None, now: datetime) -> int | None:
+    """The grace period to delete the pod with so that it ends by `deadline`, or None when its own
+    terminationGracePeriodSeconds already fits (or there is no deadline). Never below 1 second: a
+    grace period of 0 would remove the pod from the API before the kubelet has stopped it."""
+    if deadline is None:
+        return None
+    clamped = max(1, int((deadline - now).total_seconds()))
+    return clamped if clamped < grace_seconds(pod) else None
 
 
 def expiring(pods: list[dict[str, Any]], deadline: datetime, now: datetime) -> list[dict[str, Any]]:

@@ -85,14 +85,14 @@ def rfc3339(moment: datetime) -> str:
     return as_utc(moment).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def disrupted_message(pod: Obj, deadline: datetime | None) -> str:
-    """The `Disrupted` event of a pod deleted for terminationGracePeriod (EV-03)."""
-    grace = drain.grace_seconds(pod)
+def disrupted_message(pod: Obj, deadline: datetime | None, clamped_grace: int | None = None) -> str:
+    """The `Disrupted` event of a pod deleted for terminationGracePeriod (EV-03); `clamped_grace` is the
+    shortened grace period it was deleted with, if any."""
+    own = drain.grace_seconds(pod)
+    cut = f", cut to {clamped_grace}s" if clamped_grace is not None else ""
+    grace = f"terminationGracePeriodSeconds {own}s{cut}"
     by = f"by the node's termination time {rfc3339(deadline)}" if deadline else "now the node's grace period is over"
-    return (
-        f"deleting the pod (terminationGracePeriodSeconds {grace}s) to end {by}, "
-        "bypassing PodDisruptionBudgets and karpenter.sh/do-not-disrupt"
-    )
+    return f"deleting the pod ({grace}) to end {by}, bypassing PodDisruptionBudgets and karpenter.sh/do-not-disrupt"
 
 
 class NodeClaimActivities:
@@ -425,8 +425,9 @@ class NodeClaimActivities:
         if deadline is not None:
             self._annotate_termination_timestamp(inp.name, node, deadline)
         pods = self.kube.list(r.POD, field_selector=f"spec.nodeName={inp.node_name}")
-        plan = drain.plan_step(pods, inp.force, deadline=deadline, now=datetime.now(UTC))
-        deleted = self._delete_pods(plan.delete, deadline)  # first: these pods have a deadline
+        now = datetime.now(UTC)
+        plan = drain.plan_step(pods, inp.force, deadline=deadline, now=now)
+        deleted = self._delete_pods(plan.delete, deadline, now)  # first: these pods have a deadline
         evicted, refused = self._evict_pods(plan.evict)
         remaining = len(drain.drainable(self.kube.list(r.POD, field_selector=f"spec.nodeName={inp.node_name}")))
         held = len(plan.held)
@@ -454,17 +455,20 @@ class NodeClaimActivities:
                 pass
         return evicted, refused
 
-    def _delete_pods(self, pods: list[Obj], deadline: datetime | None) -> int:
+    def _delete_pods(self, pods: list[Obj], deadline: datetime | None, now: datetime) -> int:
         """Delete each pod (terminationGracePeriod: no PDB, no do-not-disrupt) with a `Disrupted` event on
-        it; returns how many were deleted. Gone is fine."""
+        it, its grace period cut to what is left until `deadline`; returns how many were deleted. Gone is
+        fine."""
         deleted = 0
         for pod in pods:
+            grace = drain.clamped_grace_seconds(pod, deadline, now)
+            namespace = pod["metadata"].get("namespace", "default")
             try:
-                self.kube.delete(r.POD, pod["metadata"]["name"], pod["metadata"].get("namespace", "default"))
+                self.kube.delete(r.POD, pod["metadata"]["name"], namespace, grace_period_seconds=grace)
             except NotFoundError:
                 continue
             deleted += 1
-            self.recorder.record(pod, "Normal", "Disrupted", disrupted_message(pod, deadline))
+            self.recorder.record(pod, "Normal", "Disrupted", disrupted_message(pod, deadline, grace))
         return deleted
 
     def _annotate_termination_timestamp(self, name: str, node: Obj, deadline: datetime) -> None:

@@ -242,8 +242,13 @@ class KubeClient:
         replaced: Obj = self._call("PUT", resource.path(namespace, name, subresource), body=body)
         return replaced
 
-    def delete(self, resource: Resource, name: str, namespace: str | None = None) -> None:
-        self._call("DELETE", resource.path(namespace, name))
+    def delete(
+        self, resource: Resource, name: str, namespace: str | None = None, grace_period_seconds: int | None = None
+    ) -> None:
+        options = None
+        if grace_period_seconds is not None:
+            options = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": grace_period_seconds}
+        self._call("DELETE", resource.path(namespace, name), body=options)
 
     def evict(self, namespace: str, name: str) -> None:
         body = {

@@ -58,8 +58,11 @@ class Kube(Protocol):
         """PUT the whole object; its metadata.resourceVersion must be current or ConflictError."""
         ...
 
-    def delete(self, resource: Resource, name: str, namespace: str | None = None) -> None:
-        """Delete (sets deletionTimestamp when finalizers remain). NotFoundError when already gone."""
+    def delete(
+        self, resource: Resource, name: str, namespace: str | None = None, grace_period_seconds: int | None = None
+    ) -> None:
+        """Delete (sets deletionTimestamp when finalizers remain). NotFoundError when already gone.
+        `grace_period_seconds` overrides a pod's spec.terminationGracePeriodSeconds."""
         ...
 
     def evict(self, namespace: str, name: str) -> None:

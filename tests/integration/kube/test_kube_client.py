@@ -98,6 +98,13 @@ class TestCrud:
         with pytest.raises(NotFoundError):
             kube.get(NODE, name)
 
+    def test_delete_with_a_grace_period_sends_it_in_the_delete_options(self, kube: KubeClient) -> None:
+        name = unique("p")
+        kube.create(POD, {**make_pod(name), "metadata": {**make_pod(name)["metadata"], "finalizers": ["x.io/hold"]}})
+        kube.delete(POD, name, "default", grace_period_seconds=7)
+        assert kube.get(POD, name, "default")["metadata"]["deletionGracePeriodSeconds"] == 7
+        kube.patch(POD, name, {"metadata": {"finalizers": None}}, namespace="default")
+
 
 class TestList:
     def test_list_is_sorted_by_namespace_then_name_with_type_meta(self, kube: KubeClient) -> None:

@@ -34,6 +34,7 @@ class MemKube:
         self.refuse_eviction: set[str] = set()  # pod names a PDB protects
         self.evicted: list[str] = []
         self.deleted: list[str] = []
+        self.grace_periods: dict[str, int] = {}  # "Kind/name" -> grace_period_seconds of its delete
 
     def _key(self, resource: Resource, name: str, namespace: str | None) -> tuple[str, str, str]:
         return (resource.plural, (namespace or "default") if resource.namespaced else "", name)
@@ -86,12 +87,16 @@ class MemKube:
         self.objects[key] = self._stamp(updated)
         return copy.deepcopy(self.objects[key])
 
-    def delete(self, resource: Resource, name: str, namespace: str | None = None) -> None:
+    def delete(
+        self, resource: Resource, name: str, namespace: str | None = None, grace_period_seconds: int | None = None
+    ) -> None:
         key = self._key(resource, name, namespace)
         current = self.objects.get(key)
         if current is None:
             raise NotFoundError(f"{resource.kind} {name} not found")
         self.deleted.append(f"{resource.kind}/{name}")
+        if grace_period_seconds is not None:
+            self.grace_periods[f"{resource.kind}/{name}"] = grace_period_seconds
         if current["metadata"].get("finalizers"):
             current["metadata"].setdefault("deletionTimestamp", datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
             self._stamp(current)

@@ -8,7 +8,15 @@ from typing import Any
 
 import pytest
 
-from activities.drain import delete_time, drainable, eviction_order, grace_seconds, plan_step, pod_key
+from activities.drain import (
+    clamped_grace_seconds,
+    delete_time,
+    drainable,
+    eviction_order,
+    grace_seconds,
+    plan_step,
+    pod_key,
+)
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -146,3 +154,22 @@ def test_a_deadline_needs_now() -> None:
 def test_grace_seconds_default_to_kubernetes_30(traits: dict[str, Any], seconds: int) -> None:
     assert grace_seconds(pod("a", **traits)) == seconds
     assert delete_time(pod("a", **traits), NOW) == NOW - timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize(
+    ("grace", "left", "clamped"),
+    [
+        (30, 60, None),  # its own grace period ends before the deadline
+        (30, 30, None),  # deleted right on time
+        (600, 120, 120),  # deleted late: cut to what is left
+        (30, 0, 1),  # the deadline is now: as short as a graceful delete gets
+        (30, -90, 1),  # the deadline passed
+        (0, -5, None),  # nothing to cut
+    ],
+)
+def test_a_late_delete_cuts_the_grace_period_to_the_deadline(grace: int, left: int, clamped: int | None) -> None:
+    assert clamped_grace_seconds(pod("a", grace=grace), NOW + timedelta(seconds=left), NOW) == clamped
+
+
+def test_no_deadline_keeps_the_pods_own_grace_period() -> None:
+    assert clamped_grace_seconds(pod("a", grace=600), None, NOW) is None

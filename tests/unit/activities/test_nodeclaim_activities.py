@@ -193,11 +193,14 @@ def test_a_drain_step_deletes_each_pod_at_the_deadline_minus_its_grace_period(
     assert termination_timestamp(kube) == deadline.strftime("%Y-%m-%dT%H:%M:%SZ")
     assert [reason for reason, _ in events.recorded] == ["TerminationGracePeriodExpiring", "Disrupted"]
     assert "600s" in events.recorded[1][1] and "do-not-disrupt" in events.recorded[1][1]
+    assert 110 <= kube.grace_periods["Pod/slow"] <= 120  # 600 s would outlast the node: cut to what is left
+    assert "cut to" in events.recorded[1][1]
 
     # later the do-not-disrupt pod's 10 s are all that is left: deleted; the annotation is written once
     later = datetime.now(UTC) + timedelta(seconds=5)
     progress = acts.drain_step(DrainInput(name="default-abcde", node_name="node-1", deadline=later))
     assert kube.deleted[-1] == "Pod/precious"
+    assert 1 <= kube.grace_periods["Pod/precious"] <= 5
     assert progress.remaining == 0 and progress.deleted == 1
     assert termination_timestamp(kube) == deadline.strftime("%Y-%m-%dT%H:%M:%SZ")
     assert [reason for reason, _ in events.recorded].count("TerminationGracePeriodExpiring") == 1
@@ -210,7 +213,9 @@ def test_a_pod_gone_before_its_grace_period_delete_is_fine(
 ) -> None:
     kube.create(r.POD, pod("slow", terminationGracePeriodSeconds=600))
 
-    def already_gone(resource: r.Resource, name: str, namespace: str | None = None) -> None:
+    def already_gone(
+        resource: r.Resource, name: str, namespace: str | None = None, grace_period_seconds: int | None = None
+    ) -> None:
         raise NotFoundError(f"{resource.kind} {name} not found")
 
     monkeypatch.setattr(kube, "delete", already_gone)
