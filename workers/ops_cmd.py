@@ -20,6 +20,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from datetime import timedelta
 from typing import TextIO
 
 from temporalio.client import Client, WorkflowExecutionStatus
@@ -169,14 +170,42 @@ async def list_claims(client: Client, node_pool: str | None = None, phase: str |
     return sorted(rows, key=lambda row: row.name)
 
 
-async def query_claim(client: Client, name: str) -> NodeClaimState:
-    """The `status` query of `nodeclaim-<name>`; OpsError when there is no such workflow."""
-    try:
-        return await client.get_workflow_handle(workflow_id(name)).query(NodeClaimWorkflow.status)
-    except RPCError as err:
-        if err.status == RPCStatusCode.NOT_FOUND:
-            raise OpsError(f'no workflow "{workflow_id(name)}": see `nodeflow status` for the running ones') from err
-        raise
+QUERY_ATTEMPTS = 3
+QUERY_TIMEOUT = timedelta(seconds=10)
+QUERY_RETRY_PAUSE_SECONDS = 1.0
+
+
+def _timed_out(err: RPCError) -> bool:
+    """The server's deadline passed, or the client's `rpc_timeout` did (that one comes as CANCELLED
+    "Timeout expired")."""
+    message = err.message.lower()
+    return err.status == RPCStatusCode.DEADLINE_EXCEEDED or "deadline" in message or "timeout expired" in message
+
+
+async def query_claim(
+    client: Client, name: str, attempts: int = QUERY_ATTEMPTS, timeout: timedelta = QUERY_TIMEOUT
+) -> NodeClaimState:
+    """The `status` query of `nodeclaim-<name>`. A query that times out (`timeout` each) is asked again, up
+    to `attempts` times: one landing while the workflow continues as new can miss its deadline. OpsError
+    when there is no such workflow, or when no worker answered in time."""
+    handle = client.get_workflow_handle(workflow_id(name))
+    for attempt in range(1, attempts + 1):
+        try:
+            return await handle.query(NodeClaimWorkflow.status, rpc_timeout=timeout)
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise OpsError(
+                    f'no workflow "{workflow_id(name)}": see `nodeflow status` for the running ones'
+                ) from err
+            if not _timed_out(err):
+                raise
+            if attempt == attempts:
+                raise OpsError(
+                    f'"{workflow_id(name)}" did not answer the status query {attempts} times in a row: '
+                    "is a nodeflow worker running on its task queue? (`temporal task-queue describe`)"
+                ) from err
+        await asyncio.sleep(QUERY_RETRY_PAUSE_SECONDS)
+    raise AssertionError("unreachable")
 
 
 # -- commands --------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from typing import TypeVar
 
 import pytest
@@ -137,3 +138,16 @@ async def test_signalling_a_claim_without_a_workflow_names_it(dev_env: WorkflowE
         await signal_claim(dev_env.client, "nope-12345", "drain", "")
     with pytest.raises(OpsError, match="nodeclaim-nope-12345"):
         await query_claim(dev_env.client, "nope-12345")
+
+
+async def test_a_status_query_nobody_answers_says_to_check_the_worker(dev_env: WorkflowEnvironment) -> None:
+    name = f"orphan-{uuid.uuid4().hex[:8]}"
+    inp = NodeClaimInput(name=name, node_pool="default")
+    handle = await dev_env.client.start_workflow(
+        NodeClaimWorkflow.run, inp, id=workflow_id(name), task_queue=f"no-worker-{name}"
+    )
+    try:
+        with pytest.raises(OpsError, match=r"did not answer the status query 2 times.*worker running"):
+            await query_claim(dev_env.client, name, attempts=2, timeout=timedelta(seconds=1))
+    finally:
+        await handle.terminate("test over")
