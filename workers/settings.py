@@ -13,10 +13,16 @@
 | kubernetes_version | NODEFLOW_KUBERNETES_VERSION | 1.32 |
 | registration_ttl | NODEFLOW_REGISTRATION_TTL | 15m |
 | drift_check_interval | NODEFLOW_DRIFT_CHECK_INTERVAL | 5m |
+| garbage_collection_interval | NODEFLOW_GARBAGE_COLLECTION_INTERVAL | 2m |
+| garbage_collection_min_age | NODEFLOW_GARBAGE_COLLECTION_MIN_AGE | 2m |
 | max_cached_workflows | NODEFLOW_MAX_CACHED_WORKFLOWS | 20000 |
 | max_concurrent_workflow_tasks | NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASKS | 100 |
 | max_concurrent_workflow_task_polls | NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASK_POLLS | 5 |
 | nonsticky_to_sticky_poll_ratio | NODEFLOW_NONSTICKY_TO_STICKY_POLL_RATIO | 0.2 |
+
+The garbage collector terminates, every `garbage_collection_interval`, the cluster's instances whose
+NodeClaim is gone and which launched at least `garbage_collection_min_age` ago. The last worker to start
+sets both for the one collector of the namespace.
 
 Worker tuning: `max_cached_workflows` bounds the workflows kept in the worker's memory. Keep it above
 the number of nodes the worker serves, or every timer and signal of an evicted NodeClaim workflow
@@ -49,6 +55,8 @@ class Settings:
     kubernetes_version: str = "1.32"
     registration_ttl: str = "15m"
     drift_check_interval: str = "5m"
+    garbage_collection_interval: str = "2m"
+    garbage_collection_min_age: str = "2m"
     max_cached_workflows: int = 20000
     max_concurrent_workflow_tasks: int = 100
     max_concurrent_workflow_task_polls: int = 5
@@ -60,20 +68,29 @@ class Settings:
                 object.__setattr__(self, field.name, int(_positive_number(field.name, getattr(self, field.name), int)))
             elif field.type in ("float", float):
                 object.__setattr__(self, field.name, _positive_number(field.name, getattr(self, field.name), float))
-        for name in ("registration_ttl", "drift_check_interval"):
+        for name in DURATIONS:
             value = getattr(self, name)
+            where = f"{name} (flag --{name.replace('_', '-')}, env NODEFLOW_{name.upper()})"
             try:
-                parse_duration(value)
+                parsed = parse_duration(value)
             except ValueError as err:
-                raise ValueError(
-                    f"{name} (flag --{name.replace('_', '-')}, env NODEFLOW_{name.upper()}): {err}"
-                ) from None
+                raise ValueError(f"{where}: {err}") from None
+            if name in FINITE_DURATIONS and parsed is None:
+                raise ValueError(f"{where} is {value!r}: give a duration such as 2m (Never is not allowed here)")
+            if name == "garbage_collection_interval" and parsed is not None and parsed.total_seconds() < 1:
+                raise ValueError(f"{where} is {value!r}: give at least 1s")
         if self.nonsticky_to_sticky_poll_ratio > 1:
             raise ValueError(
                 f"nonsticky_to_sticky_poll_ratio (flag --nonsticky-to-sticky-poll-ratio, env "
                 f"NODEFLOW_NONSTICKY_TO_STICKY_POLL_RATIO) is {self.nonsticky_to_sticky_poll_ratio}: give a "
                 "share between 0 and 1"
             )
+
+    def seconds(self, name: str) -> int:
+        """A finite duration setting (FINITE_DURATIONS) in whole seconds."""
+        parsed = parse_duration(getattr(self, name))
+        assert parsed is not None, name  # __post_init__ refused Never
+        return int(parsed.total_seconds())
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -91,6 +108,8 @@ class Settings:
 
 
 _ENV = {"region": "AWS_REGION"}
+DURATIONS = ("registration_ttl", "drift_check_interval", "garbage_collection_interval", "garbage_collection_min_age")
+FINITE_DURATIONS = ("garbage_collection_interval", "garbage_collection_min_age")
 
 
 def _positive_number(name: str, value: object, kind: type[int] | type[float]) -> float:

@@ -22,7 +22,7 @@ from workers.settings import Settings
 from workers.starter import TemporalStarter
 from workers.temporal_client import connect
 from workers.watchers import DeletionWatcher, PodWatcher, Resync, adopt_node_claims
-from workflows.garbage_collection import GarbageCollectorWorkflow, start_garbage_collector
+from workflows.garbage_collection import GarbageCollectorSettings, GarbageCollectorWorkflow, start_garbage_collector
 from workflows.nodeclaim import NodeClaimWorkflow
 from workflows.provisioner import ProvisionerWorkflow
 
@@ -101,7 +101,14 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
             adopted = await adopt_node_claims(kube, starter)
             log.info("worker up on task queue %r; %d NodeClaims adopted", settings.task_queue, adopted)
             await starter.signal_provisioner([])
-            await start_garbage_collector(client, settings.task_queue)
+            await start_garbage_collector(
+                client,
+                settings.task_queue,
+                GarbageCollectorSettings(
+                    interval_seconds=settings.seconds("garbage_collection_interval"),
+                    min_age_seconds=settings.seconds("garbage_collection_min_age"),
+                ),
+            )
             threads = [
                 threading.Thread(target=w.run, args=(watch_stop,), name=type(w).__name__, daemon=True)
                 for w in (PodWatcher(kube, starter, loop), DeletionWatcher(kube, starter, loop), Resync(starter, loop))

@@ -6,6 +6,10 @@ not exist and which launched at least `min_age_seconds` ago. What it terminated 
 results in history (the audit log), in the `status` query (the most recent ones) and in the memo.
 A failed round is recorded and retried at the next one. Continue-as-new every `ROUNDS_PER_RUN` rounds
 (or when Temporal suggests it) carries the state, so history stays bounded however long it runs.
+
+Each worker starts it with signal-with-start of `configure` (its interval and min-age settings): the first
+worker starts it, later ones reconfigure the running one. A change of settings runs a round at once, from
+which the new interval counts.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from datetime import timedelta
 from pydantic import BaseModel, Field
 from temporalio import workflow
 from temporalio.client import Client
-from temporalio.common import RetryPolicy, WorkflowIDConflictPolicy
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 from activities.garbage_collection import (
@@ -27,6 +31,7 @@ from activities.garbage_collection import (
 
 WORKFLOW_ID = "garbage-collector"
 SIGNAL_COLLECT = "collect"
+SIGNAL_CONFIGURE = "configure"
 DEFAULT_INTERVAL_SECONDS = 120
 ROUNDS_PER_RUN = 100  # ~10 events per round: about 1,000 events per run
 RECENT_LIMIT = 20
@@ -38,6 +43,13 @@ COLLECT_RETRY = RetryPolicy(
     maximum_interval=timedelta(seconds=30),
     maximum_attempts=5,
 )
+
+
+class GarbageCollectorSettings(BaseModel):
+    """How often a round runs, and how old an instance without a claim must be to count as leaked."""
+
+    interval_seconds: int = Field(default=DEFAULT_INTERVAL_SECONDS, gt=0)
+    min_age_seconds: int = Field(default=DEFAULT_MIN_AGE_SECONDS, ge=0)
 
 
 class GarbageCollectorState(BaseModel):
@@ -65,11 +77,27 @@ class GarbageCollectorWorkflow:
     def __init__(self) -> None:
         self.s = GarbageCollectorState()
         self.collect_requested = False
+        self.configured: GarbageCollectorSettings | None = None
 
     @workflow.signal(name=SIGNAL_COLLECT)
     def collect(self) -> None:
         """Run a round now instead of at the next timer."""
         self.collect_requested = True
+
+    @workflow.signal(name=SIGNAL_CONFIGURE)
+    def configure(self, settings: GarbageCollectorSettings) -> None:
+        """Adopt the interval and min-age; if either changed, run a round now."""
+        self.configured = settings
+        self._apply_settings()
+
+    def _apply_settings(self) -> None:
+        # A signal can be handled before `run` has set the state from its input; run applies it again.
+        wanted = self.configured
+        if wanted is None:
+            return
+        if (wanted.interval_seconds, wanted.min_age_seconds) != (self.s.interval_seconds, self.s.min_age_seconds):
+            self.s.interval_seconds, self.s.min_age_seconds = wanted.interval_seconds, wanted.min_age_seconds
+            self.collect_requested = True
 
     @workflow.query(name="status")
     def status(self) -> GarbageCollectorState:
@@ -78,6 +106,7 @@ class GarbageCollectorWorkflow:
     @workflow.run
     async def run(self, state: GarbageCollectorState | None = None) -> None:
         self.s = state or GarbageCollectorState()
+        self._apply_settings()
         for _ in range(ROUNDS_PER_RUN):
             self.collect_requested = False
             await self._round()
@@ -111,15 +140,26 @@ class GarbageCollectorWorkflow:
         self.s.recent = (self.s.recent + result.terminated)[-RECENT_LIMIT:]
 
 
-async def start_garbage_collector(client: Client, task_queue: str, state: GarbageCollectorState | None = None) -> None:
-    """Start the singleton, or leave the running one alone (id conflict policy USE_EXISTING)."""
+async def start_garbage_collector(
+    client: Client, task_queue: str, settings: GarbageCollectorSettings | None = None
+) -> None:
+    """Start the singleton with these settings, or (signal-with-start) give them to the running one,
+    which keeps its rounds and counters."""
+    settings = settings or GarbageCollectorSettings()
     await client.start_workflow(
         GarbageCollectorWorkflow.run,
-        state or GarbageCollectorState(),
+        GarbageCollectorState(**settings.model_dump()),
         id=WORKFLOW_ID,
         task_queue=task_queue,
-        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        start_signal=SIGNAL_CONFIGURE,
+        start_signal_args=[settings],
     )
 
 
-__all__ = ["WORKFLOW_ID", "GarbageCollectorState", "GarbageCollectorWorkflow", "start_garbage_collector"]
+__all__ = [
+    "WORKFLOW_ID",
+    "GarbageCollectorSettings",
+    "GarbageCollectorState",
+    "GarbageCollectorWorkflow",
+    "start_garbage_collector",
+]

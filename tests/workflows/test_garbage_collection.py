@@ -27,7 +27,12 @@ from kube.resources import NODECLAIM, Resource
 from tests.workflows import histories
 from tests.workflows.workers import worker_on_fresh_queue
 from workflows import garbage_collection as gc
-from workflows.garbage_collection import GarbageCollectorState, GarbageCollectorWorkflow, start_garbage_collector
+from workflows.garbage_collection import (
+    GarbageCollectorSettings,
+    GarbageCollectorState,
+    GarbageCollectorWorkflow,
+    start_garbage_collector,
+)
 
 HISTORIES = Path(__file__).parent / "histories" / "garbage_collection"
 
@@ -92,13 +97,31 @@ async def test_a_round_at_start_then_one_every_interval(
     await handle.terminate()
 
 
-async def test_starting_again_keeps_the_running_collector(time_env: WorkflowEnvironment, task_queue: str) -> None:
+async def test_starting_again_keeps_the_running_collector_and_adopts_new_settings(
+    time_env: WorkflowEnvironment, task_queue: str, script: Script
+) -> None:
     await start_garbage_collector(time_env.client, task_queue)
-    first = (await time_env.client.get_workflow_handle(gc.WORKFLOW_ID).describe()).run_id
-    await start_garbage_collector(time_env.client, task_queue, GarbageCollectorState(interval_seconds=1))
     handle = time_env.client.get_workflow_handle(gc.WORKFLOW_ID)
+    first = (await handle.describe()).run_id
+    await time_env.sleep(timedelta(seconds=1))
+    assert (await status(handle)).rounds == 1
+
+    await start_garbage_collector(time_env.client, task_queue)  # the same settings: nothing happens
+    await time_env.sleep(timedelta(seconds=1))
+    assert (await status(handle)).rounds == 1
+
+    # another worker, with other settings: the running collector adopts them and runs a round at once
+    await start_garbage_collector(
+        time_env.client, task_queue, GarbageCollectorSettings(interval_seconds=600, min_age_seconds=30)
+    )
+    await time_env.sleep(timedelta(seconds=1))
+    state = await status(handle)
     assert (await handle.describe()).run_id == first
-    assert (await status(handle)).interval_seconds == gc.DEFAULT_INTERVAL_SECONDS
+    assert (state.rounds, state.interval_seconds, state.min_age_seconds) == (2, 600, 30)
+    assert [i.min_age_seconds for i in script.inputs] == [120, 30]
+    await time_env.sleep(timedelta(minutes=11))  # the next round comes 600 s after the reconfigured one
+    assert (await status(handle)).rounds == 3
+    await save_history(handle, "garbage-collector-reconfigured")
     await handle.terminate()
 
 
@@ -124,7 +147,7 @@ async def test_a_failed_round_is_recorded_and_the_next_one_runs(
 async def test_the_collect_signal_runs_a_round_at_once(
     time_env: WorkflowEnvironment, task_queue: str, script: Script
 ) -> None:
-    await start_garbage_collector(time_env.client, task_queue, GarbageCollectorState(interval_seconds=3600))
+    await start_garbage_collector(time_env.client, task_queue, GarbageCollectorSettings(interval_seconds=3600))
     handle = time_env.client.get_workflow_handle(gc.WORKFLOW_ID)
     await time_env.sleep(timedelta(seconds=1))
     assert (await status(handle)).rounds == 1
@@ -139,7 +162,7 @@ async def test_continue_as_new_carries_the_state_and_keeps_history_bounded(
     time_env: WorkflowEnvironment, task_queue: str, script: Script
 ) -> None:
     script.results = [CollectResult(terminated=[leaked(f"i-{n}", f"c-{n}")]) for n in range(25)]
-    await start_garbage_collector(time_env.client, task_queue, GarbageCollectorState(interval_seconds=1))
+    await start_garbage_collector(time_env.client, task_queue, GarbageCollectorSettings(interval_seconds=1))
     handle = time_env.client.get_workflow_handle(gc.WORKFLOW_ID)
     first_run = (await handle.describe()).run_id
 

@@ -1,0 +1,67 @@
+"""workers.settings: flags over environment over defaults, and errors that name the flag and the variable."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from workers.settings import Settings, add_arguments
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_defaults() -> None:
+    settings = Settings.from_env({})
+    assert (settings.task_queue, settings.drift_check_interval, settings.max_cached_workflows) == (
+        "nodeflow",
+        "5m",
+        20000,
+    )
+    assert (settings.seconds("garbage_collection_interval"), settings.seconds("garbage_collection_min_age")) == (
+        120,
+        120,
+    )
+
+
+def test_a_flag_beats_the_environment_which_beats_the_default() -> None:
+    env = {
+        "NODEFLOW_GARBAGE_COLLECTION_INTERVAL": "10m",
+        "NODEFLOW_GARBAGE_COLLECTION_MIN_AGE": "30s",
+        "AWS_REGION": "eu-west-1",
+    }
+    settings = Settings.from_env(env).with_args(parse("--garbage-collection-interval", "1h"))
+    assert settings.seconds("garbage_collection_interval") == 3600
+    assert settings.seconds("garbage_collection_min_age") == 30
+    assert settings.region == "eu-west-1"
+
+
+def test_an_empty_variable_keeps_the_default() -> None:
+    assert Settings.from_env({"NODEFLOW_GARBAGE_COLLECTION_MIN_AGE": ""}).garbage_collection_min_age == "2m"
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            {"NODEFLOW_DRIFT_CHECK_INTERVAL": "soon"},
+            r"\(flag --drift-check-interval, env NODEFLOW_DRIFT_CHECK_INTERVAL\): invalid duration",
+        ),
+        ({"NODEFLOW_GARBAGE_COLLECTION_INTERVAL": "Never"}, "--garbage-collection-interval.*Never is not allowed"),
+        ({"NODEFLOW_GARBAGE_COLLECTION_INTERVAL": "0s"}, "garbage_collection_interval.*at least 1s"),
+        ({"NODEFLOW_GARBAGE_COLLECTION_MIN_AGE": "Never"}, "NODEFLOW_GARBAGE_COLLECTION_MIN_AGE.*Never is not allowed"),
+        ({"NODEFLOW_MAX_CACHED_WORKFLOWS": "lots"}, "max_cached_workflows.*a positive whole number"),
+        ({"NODEFLOW_NONSTICKY_TO_STICKY_POLL_RATIO": "2"}, "share between 0 and 1"),
+    ],
+)
+def test_a_bad_setting_names_its_flag_and_variable(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Settings.from_env(env)
+
+
+def test_a_zero_min_age_is_allowed() -> None:
+    assert Settings.from_env({"NODEFLOW_GARBAGE_COLLECTION_MIN_AGE": "0s"}).seconds("garbage_collection_min_age") == 0
