@@ -16,7 +16,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import claims, drain, kubeops, replace
-from activities.drift import DRIFT_CHECK_VERSION, ResolvedNodeClasses, drift_facts
+from activities.drift import DRIFT_CHECK_VERSION, InstanceNetworks, ResolvedNodeClasses, drift_facts
 from activities.heartbeat import heartbeating
 from activities.models import (
     ClaimRef,
@@ -104,6 +104,7 @@ class NodeClaimActivities:
         self.recorder = recorder
         self.cluster_name = cluster_name
         self.resolved_node_classes = ResolvedNodeClasses(cloud)
+        self.instance_networks = InstanceNetworks(cloud)
 
     # -- reading -----------------------------------------------------------------------------------------
 
@@ -345,7 +346,9 @@ class NodeClaimActivities:
         pool = self._model_or_none(NodePool, r.NODEPOOL, pool_name) if pool_name else None
         node_class = self._node_class_or_none(claim)
         drift = find_drift(
-            drift_facts(claim, pool, node_class, self.cloud, inp.instance_id, self.resolved_node_classes)
+            drift_facts(
+                claim, pool, node_class, self.cloud, inp.instance_id, self.resolved_node_classes, self.instance_networks
+            )
         )
         if drift is None:
             if any(c.type == DRIFTED for c in claim.status.conditions):

@@ -1,21 +1,54 @@
-"""activities.drift: the node class lookups drift checks share."""
+"""activities.drift: the node class lookups and the instance listing that drift checks share."""
 
 from __future__ import annotations
 
-from activities.drift import ResolvedNodeClasses
+import builtins
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from activities.drift import InstanceNetworks, ResolvedNodeClasses
 from apis.ec2nodeclass import EC2NodeClass
+from cloudprovider.errors import CloudProviderError, ThrottledError
 from cloudprovider.fake import FakeCloudProvider
-from cloudprovider.types import ResolvedNodeClass
+from cloudprovider.types import TAG_CLUSTER_PREFIX, Instance, ResolvedNodeClass
 
 
 class CountingCloud(FakeCloudProvider):
     def __init__(self) -> None:
         super().__init__()
         self.resolves = 0
+        self.lists = 0
+        self.gets: list[str] = []
+        self.list_gate: threading.Event | None = None  # when set, list() waits for it
 
     def resolve_node_class(self, node_class: EC2NodeClass) -> ResolvedNodeClass:
         self.resolves += 1
         return super().resolve_node_class(node_class)
+
+    def list(self) -> builtins.list[Instance]:
+        self.lists += 1
+        if self.list_gate is not None:
+            self.list_gate.wait(timeout=10)
+        return super().list()
+
+    def get(self, instance_id: str) -> Instance:
+        self.gets.append(instance_id)
+        return super().get(instance_id)
+
+    def put(self, instance_id: str, subnet: str, *groups: str) -> None:
+        self.instances[instance_id] = Instance(
+            id=instance_id,
+            instance_type="m5.large",
+            zone="us-west-2a",
+            capacity_type="on-demand",
+            state="running",
+            provider_id=f"aws:///us-west-2a/{instance_id}",
+            subnet_id=subnet,
+            security_group_ids=sorted(groups),
+            tags={f"{TAG_CLUSTER_PREFIX}{self.cluster_name}": "owned"},
+        )
 
 
 def node_class(version: str) -> EC2NodeClass:
@@ -44,3 +77,59 @@ def test_one_cloud_lookup_per_node_class_version_and_ttl() -> None:
     now[0] = 61.0  # the cloud side may have changed (a new AMI release): look again
     cache.get(node_class("2"))
     assert cloud.resolves == 3
+
+
+def test_drift_checks_of_many_instances_share_one_listing_per_ttl() -> None:
+    cloud = CountingCloud()
+    for n in range(50):
+        cloud.put(f"i-{n}", "subnet-a", "sg-2", "sg-1")
+    now = [0.0]
+    networks = InstanceNetworks(cloud, ttl=60, clock=lambda: now[0])
+    for n in range(50):
+        assert networks.get(f"i-{n}") == ("subnet-a", ["sg-1", "sg-2"])
+    assert (cloud.lists, cloud.gets) == (1, [])
+
+    cloud.put("i-7", "subnet-a", "sg-3")  # its groups changed: seen after the ttl
+    assert networks.get("i-7") == ("subnet-a", ["sg-1", "sg-2"])
+    now[0] = 61.0
+    assert networks.get("i-7") == ("subnet-a", ["sg-3"])
+    assert cloud.lists == 2
+
+
+def test_an_instance_newer_than_the_listing_is_read_on_its_own() -> None:
+    cloud = CountingCloud()
+    cloud.put("i-old", "subnet-a", "sg-1")
+    networks = InstanceNetworks(cloud, ttl=60, clock=lambda: 0.0)
+    networks.get("i-old")
+    cloud.put("i-new", "subnet-b", "sg-1")
+    assert networks.get("i-new") == ("subnet-b", ["sg-1"])
+    assert networks.get("i-gone") == ("", [])  # unknown facts: never drifted
+    assert (cloud.lists, cloud.gets) == (1, ["i-new", "i-gone"])
+
+
+def test_a_failed_refresh_keeps_the_last_listing_and_a_first_one_raises() -> None:
+    cloud = CountingCloud()
+    cloud.put("i-1", "subnet-a", "sg-1")
+    now = [0.0]
+    networks = InstanceNetworks(cloud, ttl=60, clock=lambda: now[0])
+    cloud.fail_next("list", ThrottledError("RequestLimitExceeded"))
+    with pytest.raises(CloudProviderError):
+        networks.get("i-1")
+    assert networks.get("i-1") == ("subnet-a", ["sg-1"])
+    now[0] = 61.0
+    cloud.fail_next("list", ThrottledError("RequestLimitExceeded"))
+    assert networks.get("i-1") == ("subnet-a", ["sg-1"])
+    assert networks.get("i-1") == ("subnet-a", ["sg-1"])  # the next call lists again, and succeeds
+    assert cloud.lists == 4
+
+
+def test_concurrent_checks_list_once() -> None:
+    cloud = CountingCloud()
+    cloud.put("i-1", "subnet-a", "sg-1")
+    cloud.list_gate = threading.Event()
+    networks = InstanceNetworks(cloud, ttl=60, clock=lambda: 0.0)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        futures = [pool.submit(networks.get, "i-1") for _ in range(8)]
+        cloud.list_gate.set()
+        assert {tuple(f.result()[1]) for f in futures} == {("sg-1",)}
+    assert cloud.lists == 1
