@@ -39,6 +39,7 @@ from activities.models import (
     TerminateInput,
     TerminateResult,
 )
+from activities.shared_reads import SharedReads
 from apis import labels
 from apis.ec2nodeclass import EC2NodeClass
 from apis.errors import describe_validation_error, format_problems
@@ -105,6 +106,7 @@ class NodeClaimActivities:
         self.cluster_name = cluster_name
         self.resolved_node_classes = ResolvedNodeClasses(cloud)
         self.instance_networks = InstanceNetworks(cloud)
+        self.shared_reads = SharedReads(kube)
 
     # -- reading -----------------------------------------------------------------------------------------
 
@@ -313,8 +315,10 @@ class NodeClaimActivities:
     @activity.defn(name="claim_state")
     def claim_state(self, inp: FinalizeInput) -> ClaimState:
         """Whether the claim or its node is gone or being deleted (a backstop for missed signals)."""
-        claim = kubeops.get_or_none(self.kube, r.NODECLAIM, inp.name)
-        node = kubeops.get_or_none(self.kube, r.NODE, inp.node_name) if inp.node_name else None
+        return self._claim_state(kubeops.get_or_none(self.kube, r.NODECLAIM, inp.name), inp.node_name)
+
+    def _claim_state(self, claim: Obj | None, node_name: str) -> ClaimState:
+        node = kubeops.get_or_none(self.kube, r.NODE, node_name) if node_name else None
         return ClaimState(
             exists=claim is not None,
             deleting=claim is None or bool(claim["metadata"].get("deletionTimestamp")),
@@ -325,26 +329,33 @@ class NodeClaimActivities:
     @activity.defn(name="running_check")
     def running_check(self, inp: DriftCheckInput) -> RunningCheck:
         """One cycle of the running phase in one activity (one command in the workflow's history and
-        cache): `claim_state`, then `check_drift` unless the claim or its node is going away."""
-        result = RunningCheck(state=self.claim_state(FinalizeInput(name=inp.name, node_name=inp.node_name)))
-        if not result.gone:
-            result.drift = self.check_drift(inp)
+        cache): `claim_state`, then `check_drift` unless the claim or its node is going away. Reads the
+        claim and the node once each; the NodePool and EC2NodeClass come from the worker's shared reads."""
+        claim = kubeops.get_or_none(self.kube, r.NODECLAIM, inp.name)
+        result = RunningCheck(state=self._claim_state(claim, inp.node_name))
+        if not result.gone and claim is not None:
+            result.drift = self._check_drift(inp, claim)
         return result
 
     @activity.defn(name="check_drift")
     def check_drift(self, inp: DriftCheckInput) -> DriftResult:
         """Compare the claim with its NodePool, EC2NodeClass and instance (scheduling.drift) and keep the
         claim's `Drifted` condition in step: True with the reason and message while drifted, removed once
-        not. Drift only marks the claim: replacing drifted nodes is the disruption controller's job."""
-        try:
-            claim = self._claim(inp.name)
-        except ValidationError:
-            return DriftResult(message="the NodeClaim does not validate; drift not checked")
+        not. Drift only marks the claim: replacing drifted nodes is the disruption controller's job. The
+        NodePool and EC2NodeClass may be up to SHARED_READ_TTL_SECONDS old (activities.shared_reads)."""
+        claim = kubeops.get_or_none(self.kube, r.NODECLAIM, inp.name)
         if claim is None:
             return DriftResult(claim_exists=False)
+        return self._check_drift(inp, claim)
+
+    def _check_drift(self, inp: DriftCheckInput, claim_obj: Obj) -> DriftResult:
+        try:
+            claim = NodeClaim.model_validate(claim_obj)
+        except ValidationError:
+            return DriftResult(message="the NodeClaim does not validate; drift not checked")
         pool_name = claim.metadata.labels.get(labels.NODEPOOL, "")
-        pool = self._model_or_none(NodePool, r.NODEPOOL, pool_name) if pool_name else None
-        node_class = self._node_class_or_none(claim)
+        pool = self.shared_reads.get(NodePool, r.NODEPOOL, pool_name) if pool_name else None
+        node_class = self.shared_reads.get(EC2NodeClass, r.EC2NODECLASS, claim.spec.node_class_ref.name)
         drift = find_drift(
             drift_facts(
                 claim, pool, node_class, self.cloud, inp.instance_id, self.resolved_node_classes, self.instance_networks
@@ -359,12 +370,6 @@ class NodeClaimActivities:
             self.recorder.record(self.kube.get(r.NODECLAIM, inp.name), "Normal", "Drifted", message)
         self._set_conditions(inp.name, (DRIFTED, "True", drift.reason, message))
         return DriftResult(drifted=True, reason=drift.reason, message=message)
-
-    def _model_or_none(self, model: type[NodePool], resource: r.Resource, name: str) -> NodePool | None:
-        try:
-            return model.model_validate(self.kube.get(resource, name))
-        except (NotFoundError, ValidationError):
-            return None
 
     @activity.defn(name="create_replacement")
     def create_replacement(self, inp: ReplacementInput) -> ReplacementResult:

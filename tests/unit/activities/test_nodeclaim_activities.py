@@ -11,6 +11,7 @@ import pytest
 from activities.models import ClaimRef, DrainInput, DriftCheckInput, FinalizeInput, ReplacementInput
 from activities.nodeclaim import NodeClaimActivities
 from activities.replace import REPLACEMENT_OF_ANNOTATION
+from activities.shared_reads import SHARED_READ_TTL_SECONDS
 from apis.nodepool import NodePool
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
@@ -103,6 +104,8 @@ def test_a_matching_claim_is_not_drifted(acts: NodeClaimActivities, kube: MemKub
 def test_a_changed_template_marks_then_a_reverted_one_clears_drifted(
     acts: NodeClaimActivities, kube: MemKube, events: Events
 ) -> None:
+    now = [0.0]
+    acts.shared_reads.clock = lambda: now[0]
     kube.patch(r.NODEPOOL, "default", {"spec": {"template": {"metadata": {"labels": {"team": "b"}}}}})
     result = acts.check_drift(DriftCheckInput(name="default-abcde"))
     assert (result.drifted, result.reason) == (True, "NodePoolDrifted")
@@ -113,6 +116,8 @@ def test_a_changed_template_marks_then_a_reverted_one_clears_drifted(
     assert [reason for reason, _ in events.recorded] == ["Drifted"]  # one event, not one per check
 
     kube.patch(r.NODEPOOL, "default", {"spec": {"template": {"metadata": {"labels": {"team": "a"}}}}})
+    assert acts.check_drift(DriftCheckInput(name="default-abcde")).drifted  # the shared NodePool read is recent
+    now[0] += SHARED_READ_TTL_SECONDS
     assert not acts.check_drift(DriftCheckInput(name="default-abcde")).drifted
     assert condition(kube, "Drifted") is None
 
