@@ -6,9 +6,9 @@ reason of the claim's `Drifted` condition:
 1. NodePoolDrifted: the claim's `karpenter.sh/nodepool-hash` differs from the NodePool's template hash
    (only when both carry the same hash version; a version bump re-stamps claims, it is not drift).
 2. RequirementsDrifted: a NodePool requirement no longer admits the claim's labels.
-3. AMIDrifted: the claim's image is not among the node class's resolved AMIs.
-4. SubnetDrifted: the instance's subnet is not among the node class's resolved subnets.
-5. SecurityGroupDrifted: the instance's security groups differ from the resolved ones.
+3. AMIDrift: the claim's image is not among the node class's resolved AMIs.
+4. SubnetDrift: the instance's subnet is not among the node class's resolved subnets.
+5. SecurityGroupDrift: the instance's security groups differ from the resolved ones.
 
 Facts that are unknown (an empty resolved list, an instance whose subnet is not known) never make a claim
 drifted: drift replaces nodes, so it must be certain. Detecting drift only marks the claim; replacing
@@ -26,9 +26,9 @@ from scheduling.requirements import from_api
 
 NODEPOOL_DRIFTED = "NodePoolDrifted"
 REQUIREMENTS_DRIFTED = "RequirementsDrifted"
-AMI_DRIFTED = "AMIDrifted"
-SUBNET_DRIFTED = "SubnetDrifted"
-SECURITY_GROUP_DRIFTED = "SecurityGroupDrifted"
+AMI_DRIFTED = "AMIDrift"  # the AWS provider's reasons end in "Drift", the core's in "Drifted"
+SUBNET_DRIFTED = "SubnetDrift"
+SECURITY_GROUP_DRIFTED = "SecurityGroupDrift"
 REASONS = (NODEPOOL_DRIFTED, REQUIREMENTS_DRIFTED, AMI_DRIFTED, SUBNET_DRIFTED, SECURITY_GROUP_DRIFTED)
 
 

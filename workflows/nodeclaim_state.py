@@ -56,7 +56,7 @@ class NodeClaimState(BaseModel):
     replace_attempts: int = 0
 
     def conditions_summary(self) -> str:
-        """`Drifted=True (AMIDrifted), Initialized=True`, sorted by type."""
+        """`Drifted=True (AMIDrift), Initialized=True`, sorted by type."""
         return ", ".join(f"{k}={v}" for k, v in sorted(self.conditions.items()))
 
     def summary(self) -> str:

@@ -84,13 +84,13 @@ def test_the_table_is_aligned_and_sorted() -> None:
 
 def test_one_claims_state_as_json_and_text() -> None:
     state = NodeClaimState(
-        name="default-aaaaa", phase="Running", node_name="ip-1", drift_reason="AMIDrifted", drift_message="old"
+        name="default-aaaaa", phase="Running", node_name="ip-1", drift_reason="AMIDrift", drift_message="old"
     )
-    state.conditions["Drifted"] = "True (AMIDrifted)"
-    assert json.loads(format_state(state, "json"))["drift_reason"] == "AMIDrifted"
+    state.conditions["Drifted"] = "True (AMIDrift)"
+    assert json.loads(format_state(state, "json"))["drift_reason"] == "AMIDrift"
     text = format_state(state, "table")
     assert text.startswith("Running: default-aaaaa")
-    assert "conditions: Drifted=True (AMIDrifted)" in text and "drifted: AMIDrifted: old" in text
+    assert "conditions: Drifted=True (AMIDrift)" in text and "drifted: AMIDrift: old" in text
 
 
 @pytest.mark.parametrize("command", ["drain", "expire", "replace", "status"])

@@ -51,7 +51,7 @@ class World:
     solve_rounds: list[int] = field(default_factory=list)
     launched: int = 0
     launch_node_pool: str = "default"  # what launch reports ('' keeps the workflow input's pool)
-    drift_after_checks: int = -1  # check_drift reports AMIDrifted from this call on (-1: never)
+    drift_after_checks: int = -1  # check_drift reports AMIDrift from this call on (-1: never)
     drift_checks: int = 0
     claim_state_calls: int = 0  # the two-activity cycle of revision-0 runs
     pdb_refusals: int = 0  # drain_step answers "refused by a PDB" this many times first
@@ -116,7 +116,7 @@ class World:
         def check_drift(inp: DriftCheckInput) -> DriftResult:
             world.drift_checks += 1
             if world.drift_after_checks >= 0 and world.drift_checks >= world.drift_after_checks:
-                return DriftResult(drifted=True, reason="AMIDrifted", message="image ami-old is not among ...")
+                return DriftResult(drifted=True, reason="AMIDrift", message="image ami-old is not among ...")
             return DriftResult()
 
         @activity.defn(name="running_check")

@@ -48,7 +48,7 @@ async def test_should_mark_the_claim_drifted_by_a_periodic_check(
     handle = await start(time_env, worker, drift_check_interval="1m")
     drifted = await wait_until(handle, time_env, lambda s: bool(s.drift_reason), "Drifted")
     assert drifted.phase == RUNNING  # drift only marks: the disruption controller replaces
-    assert drifted.conditions["Drifted"] == "True (AMIDrifted)"
+    assert drifted.conditions["Drifted"] == "True (AMIDrift)"
     assert drifted.drift_checks >= 3
 
     await handle.signal(NodeClaimWorkflow.delete, "NodeClaim deleted")

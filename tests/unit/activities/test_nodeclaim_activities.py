@@ -125,7 +125,7 @@ def test_a_changed_template_marks_then_a_reverted_one_clears_drifted(
 def test_an_image_the_node_class_no_longer_resolves_is_ami_drift(acts: NodeClaimActivities, kube: MemKube) -> None:
     kube.patch(r.NODECLAIM, "default-abcde", {"status": {"imageID": "ami-old"}}, subresource="status")
     result = acts.check_drift(DriftCheckInput(name="default-abcde"))
-    assert (result.drifted, result.reason) == (True, "AMIDrifted")
+    assert (result.drifted, result.reason) == (True, "AMIDrift")
     assert "ami-old" in result.message
 
 
@@ -139,7 +139,7 @@ def test_a_running_check_reports_drift_while_the_claim_and_its_node_live(
     kube.patch(r.NODECLAIM, "default-abcde", {"status": {"imageID": "ami-old"}}, subresource="status")
     check = acts.running_check(DriftCheckInput(name="default-abcde", node_name="node-1"))
     assert not check.gone
-    assert (check.drift.drifted, check.drift.reason) == (True, "AMIDrifted")
+    assert (check.drift.drifted, check.drift.reason) == (True, "AMIDrift")
 
 
 def test_a_running_check_skips_drift_once_the_node_is_gone(acts: NodeClaimActivities, kube: MemKube) -> None:
