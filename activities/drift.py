@@ -23,7 +23,7 @@ from dataclasses import replace
 from apis import labels
 from apis.ec2nodeclass import EC2NodeClass
 from apis.nodeclaim import NodeClaim
-from apis.nodepool import NodePool
+from apis.nodepool import TEMPLATE_HASH_VERSION, NodePool
 from cloudprovider.errors import CloudProviderError, InstanceNotFoundError
 from cloudprovider.types import CloudProvider, Instance, ResolvedNodeClass
 from scheduling.drift import DriftFacts
@@ -143,13 +143,12 @@ def drift_facts(
         image_id=claim.status.image_id or "",
     )
     if pool is not None:
-        # The NodePool carries no hash version annotation here: the claim's is the version it was stamped
-        # with by this same code, so the hashes are comparable.
+        # The pool's hash is computed here, so its version is this code's (a version annotation on the
+        # NodePool, e.g. Karpenter's, describes another algorithm's hash).
         facts = replace(
             facts,
             pool_hash=pool.template_hash(),
-            pool_hash_version=pool.metadata.annotations.get(labels.NODEPOOL_HASH_VERSION_ANNOTATION, "")
-            or facts.claim_hash_version,
+            pool_hash_version=TEMPLATE_HASH_VERSION,
             pool_requirements=list(pool.spec.template.spec.requirements),
         )
     if node_class is None:

@@ -55,7 +55,7 @@ from apis.nodeclaim import (
     REGISTERED,
     NodeClaim,
 )
-from apis.nodepool import NodePool
+from apis.nodepool import TEMPLATE_HASH_VERSION, NodePool
 from apis.quantity import format_resource_list
 from cloudprovider.errors import (
     CloudProviderError,
@@ -356,6 +356,10 @@ class NodeClaimActivities:
         pool_name = claim.metadata.labels.get(labels.NODEPOOL, "")
         pool = self.shared_reads.get(NodePool, r.NODEPOOL, pool_name) if pool_name else None
         node_class = self.shared_reads.get(EC2NodeClass, r.EC2NODECLASS, claim.spec.node_class_ref.name)
+        if pool is not None and claim.metadata.annotations.get(labels.NODEPOOL_HASH_VERSION_ANNOTATION) != (
+            TEMPLATE_HASH_VERSION
+        ):
+            self._restamp_nodepool_hash(inp.name, pool)
         drift = find_drift(
             drift_facts(
                 claim, pool, node_class, self.cloud, inp.instance_id, self.resolved_node_classes, self.instance_networks
@@ -370,6 +374,24 @@ class NodeClaimActivities:
             self.recorder.record(self.kube.get(r.NODECLAIM, inp.name), "Normal", "Drifted", message)
         self._set_conditions(inp.name, (DRIFTED, "True", drift.reason, message))
         return DriftResult(drifted=True, reason=drift.reason, message=message)
+
+    def _restamp_nodepool_hash(self, name: str, pool: NodePool) -> None:
+        """Stamp the claim with its NodePool's current template hash and this code's hash version. A claim
+        stamped under another version (by Karpenter, or an older nodeflow) cannot be compared: as in
+        Karpenter, it is re-stamped, not found drifted."""
+        stamp = {
+            labels.NODEPOOL_HASH_ANNOTATION: pool.template_hash(),
+            labels.NODEPOOL_HASH_VERSION_ANNOTATION: TEMPLATE_HASH_VERSION,
+        }
+
+        def mutate(obj: Obj) -> bool:
+            annotations = obj["metadata"].get("annotations") or {}
+            if all(annotations.get(k) == v for k, v in stamp.items()):
+                return False
+            obj["metadata"]["annotations"] = {**annotations, **stamp}
+            return True
+
+        kubeops.update(self.kube, r.NODECLAIM, name, mutate)
 
     @activity.defn(name="create_replacement")
     def create_replacement(self, inp: ReplacementInput) -> ReplacementResult:

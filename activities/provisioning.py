@@ -23,7 +23,7 @@ from apis.errors import describe_validation_error, format_problems
 from apis.instancetype import InstanceType
 from apis.meta import Condition, ObjectMeta, OwnerReference, get_condition, set_condition
 from apis.nodeclaim import NodeClaim, NodeClaimSpec, ResourceRequirements
-from apis.nodepool import NodePool
+from apis.nodepool import TEMPLATE_HASH_VERSION, NodePool
 from apis.requirements import NodeSelectorRequirement
 from cloudprovider.errors import NodeClassNotReadyError
 from cloudprovider.types import CloudProvider, ResolvedNodeClass
@@ -34,7 +34,6 @@ from scheduling.provisionable import is_provisionable
 from scheduling.types import PlannedNodeClaim, SchedulingInput
 
 log = logging.getLogger(__name__)
-NODEPOOL_HASH_VERSION = "v3"
 
 
 class WorkflowStarter(Protocol):
@@ -228,7 +227,7 @@ class ProvisioningActivities:
                 annotations={
                     **template.metadata.annotations,
                     labels.NODEPOOL_HASH_ANNOTATION: pool.template_hash(),
-                    labels.NODEPOOL_HASH_VERSION_ANNOTATION: NODEPOOL_HASH_VERSION,
+                    labels.NODEPOOL_HASH_VERSION_ANNOTATION: TEMPLATE_HASH_VERSION,
                 },
                 finalizers=[labels.TERMINATION_FINALIZER],
                 owner_references=[

@@ -49,6 +49,11 @@ MAX_REQUIREMENTS = 100
 MAX_BUDGETS = 50
 MAX_LABELS = 100
 
+# The version of `NodePool.template_hash`, stamped next to the hash on each NodeClaim. It is not Karpenter's
+# "v3": the algorithm is nodeflow's own, so a claim Karpenter stamped (or an older nodeflow) has another
+# version, and is re-stamped rather than found drifted; Karpenter does the same with nodeflow's claims.
+TEMPLATE_HASH_VERSION = "nodeflow-v1"
+
 
 def _not_empty(what: str) -> AfterValidator:
     def check(value: str) -> str:
@@ -240,9 +245,10 @@ class NodePool(KubeModel):
         return self.metadata.name
 
     def template_hash(self) -> str:
-        """A stable hash of the NodeClaim template (labels, annotations, taints, startup taints, expiry,
-        grace period, node class): nodes launched from another hash have drifted. Requirements are
-        excluded, as in Karpenter (their drift is judged against the node's labels instead)."""
+        """A stable hash (version TEMPLATE_HASH_VERSION) of the NodeClaim template (labels, annotations,
+        taints, startup taints, expiry, grace period, node class): nodes launched from another hash have
+        drifted. Requirements are excluded, as in Karpenter (their drift is judged against the node's
+        labels instead)."""
         spec = self.spec.template.spec
         doc = {
             "metadata": self.spec.template.metadata.to_kube(),

@@ -12,7 +12,7 @@ from activities.models import ClaimRef, DrainInput, DriftCheckInput, FinalizeInp
 from activities.nodeclaim import NodeClaimActivities
 from activities.replace import REPLACEMENT_OF_ANNOTATION
 from activities.shared_reads import SHARED_READ_TTL_SECONDS
-from apis.nodepool import NodePool
+from apis.nodepool import TEMPLATE_HASH_VERSION, NodePool
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
 from kube.errors import NotFoundError
@@ -54,7 +54,7 @@ def claim_body(image_id: str = "ami-fake") -> dict[str, Any]:
             "labels": {"karpenter.sh/nodepool": "default", "team": "a", "karpenter.sh/capacity-type": "on-demand"},
             "annotations": {
                 "karpenter.sh/nodepool-hash": NodePool.model_validate(POOL).template_hash(),
-                "karpenter.sh/nodepool-hash-version": "v3",
+                "karpenter.sh/nodepool-hash-version": TEMPLATE_HASH_VERSION,
             },
             "finalizers": ["karpenter.sh/termination"],
         },
@@ -120,6 +120,21 @@ def test_a_changed_template_marks_then_a_reverted_one_clears_drifted(
     now[0] += SHARED_READ_TTL_SECONDS
     assert not acts.check_drift(DriftCheckInput(name="default-abcde")).drifted
     assert condition(kube, "Drifted") is None
+
+
+def test_a_claim_stamped_by_karpenter_is_restamped_not_drifted(acts: NodeClaimActivities, kube: MemKube) -> None:
+    karpenter_stamp = {"karpenter.sh/nodepool-hash": "6315716386361946539", "karpenter.sh/nodepool-hash-version": "v3"}
+    kube.patch(r.NODECLAIM, "default-abcde", {"metadata": {"annotations": karpenter_stamp}})
+    kube.patch(r.NODEPOOL, "default", {"metadata": {"annotations": {"karpenter.sh/nodepool-hash-version": "v3"}}})
+
+    assert not acts.check_drift(DriftCheckInput(name="default-abcde")).drifted
+    annotations = kube.get(r.NODECLAIM, "default-abcde")["metadata"]["annotations"]
+    assert annotations["karpenter.sh/nodepool-hash-version"] == TEMPLATE_HASH_VERSION
+    assert annotations["karpenter.sh/nodepool-hash"] == NodePool.model_validate(POOL).template_hash()
+
+    acts.shared_reads.ttl = 0  # see the template change at once
+    kube.patch(r.NODEPOOL, "default", {"spec": {"template": {"metadata": {"labels": {"team": "b"}}}}})
+    assert acts.check_drift(DriftCheckInput(name="default-abcde")).reason == "NodePoolDrifted"
 
 
 def test_an_image_the_node_class_no_longer_resolves_is_ami_drift(acts: NodeClaimActivities, kube: MemKube) -> None:
