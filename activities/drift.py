@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from apis import labels
-from apis.ec2nodeclass import EC2NodeClass
+from apis.ec2nodeclass import STATIC_HASH_VERSION, EC2NodeClass
 from apis.nodeclaim import NodeClaim
 from apis.nodepool import TEMPLATE_HASH_VERSION, NodePool
 from cloudprovider.errors import CloudProviderError, InstanceNotFoundError
@@ -140,6 +140,8 @@ def drift_facts(
         claim_hash=annotations.get(labels.NODEPOOL_HASH_ANNOTATION, ""),
         claim_hash_version=annotations.get(labels.NODEPOOL_HASH_VERSION_ANNOTATION, ""),
         claim_labels=dict(claim.metadata.labels),
+        class_hash=annotations.get(labels.NODECLASS_HASH_ANNOTATION, ""),
+        class_hash_version=annotations.get(labels.NODECLASS_HASH_VERSION_ANNOTATION, ""),
         image_id=claim.status.image_id or "",
     )
     if pool is not None:
@@ -153,6 +155,7 @@ def drift_facts(
         )
     if node_class is None:
         return facts
+    facts = replace(facts, node_class_hash=node_class.static_hash(), node_class_hash_version=STATIC_HASH_VERSION)
     status = node_class.status
     ami_ids = [a.id for a in status.amis]
     subnet_ids = [s.id for s in status.subnets]

@@ -41,7 +41,7 @@ from activities.models import (
 )
 from activities.shared_reads import SharedReads
 from apis import labels
-from apis.ec2nodeclass import EC2NodeClass
+from apis.ec2nodeclass import STATIC_HASH_VERSION, EC2NodeClass
 from apis.errors import describe_validation_error, format_problems
 from apis.meta import is_true, set_condition
 from apis.nodeclaim import (
@@ -94,6 +94,22 @@ def disrupted_message(pod: Obj, deadline: datetime | None, clamped_grace: int | 
     grace = f"terminationGracePeriodSeconds {own}s{cut}"
     by = f"by the node's termination time {rfc3339(deadline)}" if deadline else "now the node's grace period is over"
     return f"deleting the pod ({grace}) to end {by}, bypassing PodDisruptionBudgets and karpenter.sh/do-not-disrupt"
+
+
+def nodepool_stamp(pool: NodePool) -> dict[str, str]:
+    """The NodeClaim annotations that record which NodePool template it was launched from."""
+    return {
+        labels.NODEPOOL_HASH_ANNOTATION: pool.template_hash(),
+        labels.NODEPOOL_HASH_VERSION_ANNOTATION: TEMPLATE_HASH_VERSION,
+    }
+
+
+def node_class_stamp(node_class: EC2NodeClass) -> dict[str, str]:
+    """The NodeClaim annotations that record which EC2NodeClass static fields it was launched with."""
+    return {
+        labels.NODECLASS_HASH_ANNOTATION: node_class.static_hash(),
+        labels.NODECLASS_HASH_VERSION_ANNOTATION: STATIC_HASH_VERSION,
+    }
 
 
 class NodeClaimActivities:
@@ -227,6 +243,8 @@ class NodeClaimActivities:
             return True
 
         kubeops.update(self.kube, r.NODECLAIM, inp.name, add_labels)
+        if node_class is not None:
+            self._annotate(inp.name, node_class_stamp(node_class))
         capacity = dict(type_info.capacity) if type_info else {}
         allocatable = format_resource_list(type_info.allocatable()) if type_info else {}
         self._set_conditions(
@@ -356,10 +374,7 @@ class NodeClaimActivities:
         pool_name = claim.metadata.labels.get(labels.NODEPOOL, "")
         pool = self.shared_reads.get(NodePool, r.NODEPOOL, pool_name) if pool_name else None
         node_class = self.shared_reads.get(EC2NodeClass, r.EC2NODECLASS, claim.spec.node_class_ref.name)
-        if pool is not None and claim.metadata.annotations.get(labels.NODEPOOL_HASH_VERSION_ANNOTATION) != (
-            TEMPLATE_HASH_VERSION
-        ):
-            self._restamp_nodepool_hash(inp.name, pool)
+        self._restamp_foreign_hashes(claim, pool, node_class)
         drift = find_drift(
             drift_facts(
                 claim, pool, node_class, self.cloud, inp.instance_id, self.resolved_node_classes, self.instance_networks
@@ -375,15 +390,20 @@ class NodeClaimActivities:
         self._set_conditions(inp.name, (DRIFTED, "True", drift.reason, message))
         return DriftResult(drifted=True, reason=drift.reason, message=message)
 
-    def _restamp_nodepool_hash(self, name: str, pool: NodePool) -> None:
-        """Stamp the claim with its NodePool's current template hash and this code's hash version. A claim
-        stamped under another version (by Karpenter, or an older nodeflow) cannot be compared: as in
-        Karpenter, it is re-stamped, not found drifted."""
-        stamp = {
-            labels.NODEPOOL_HASH_ANNOTATION: pool.template_hash(),
-            labels.NODEPOOL_HASH_VERSION_ANNOTATION: TEMPLATE_HASH_VERSION,
-        }
+    def _restamp_foreign_hashes(self, claim: NodeClaim, pool: NodePool | None, node_class: EC2NodeClass | None) -> None:
+        """Stamp the claim with the current NodePool template hash and EC2NodeClass static hash where its
+        stamp has another version (Karpenter's, an older nodeflow's, or none): such a hash cannot be
+        compared, so, as in Karpenter, the claim is re-stamped and not found drifted."""
+        annotations = claim.metadata.annotations
+        stamp: dict[str, str] = {}
+        if pool is not None and annotations.get(labels.NODEPOOL_HASH_VERSION_ANNOTATION) != TEMPLATE_HASH_VERSION:
+            stamp |= nodepool_stamp(pool)
+        if node_class is not None and annotations.get(labels.NODECLASS_HASH_VERSION_ANNOTATION) != STATIC_HASH_VERSION:
+            stamp |= node_class_stamp(node_class)
+        if stamp:
+            self._annotate(claim.name, stamp)
 
+    def _annotate(self, name: str, stamp: dict[str, str]) -> None:
         def mutate(obj: Obj) -> bool:
             annotations = obj["metadata"].get("annotations") or {}
             if all(annotations.get(k) == v for k, v in stamp.items()):

@@ -16,14 +16,14 @@ import scheduling
 from activities import kubeops, nodeclass_status
 from activities.heartbeat import heartbeating
 from activities.models import ApplyPlanInput, ApplyPlanResult, InvalidObject, ProvisionPlan, ProvisionRound
-from activities.nodeclaim import now_rfc3339
+from activities.nodeclaim import nodepool_stamp, now_rfc3339
 from apis import labels
 from apis.ec2nodeclass import EC2NodeClass
 from apis.errors import describe_validation_error, format_problems
 from apis.instancetype import InstanceType
 from apis.meta import Condition, ObjectMeta, OwnerReference, get_condition, set_condition
 from apis.nodeclaim import NodeClaim, NodeClaimSpec, ResourceRequirements
-from apis.nodepool import TEMPLATE_HASH_VERSION, NodePool
+from apis.nodepool import NodePool
 from apis.requirements import NodeSelectorRequirement
 from cloudprovider.errors import NodeClassNotReadyError
 from cloudprovider.types import CloudProvider, ResolvedNodeClass
@@ -226,8 +226,7 @@ class ProvisioningActivities:
                 labels={**template.metadata.labels, **planned.labels, labels.NODEPOOL: pool.name},
                 annotations={
                     **template.metadata.annotations,
-                    labels.NODEPOOL_HASH_ANNOTATION: pool.template_hash(),
-                    labels.NODEPOOL_HASH_VERSION_ANNOTATION: TEMPLATE_HASH_VERSION,
+                    **nodepool_stamp(pool),
                 },
                 finalizers=[labels.TERMINATION_FINALIZER],
                 owner_references=[

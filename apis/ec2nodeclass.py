@@ -8,6 +8,8 @@ AMIs are used); the CRD requires at least one term.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from typing import Annotated, Final, Literal
 
@@ -47,6 +49,15 @@ VOLUME_SIZE_PATTERN = (
 )
 _EVICTION = re.compile(EVICTION_PATTERN)
 _VOLUME_SIZE = re.compile(VOLUME_SIZE_PATTERN)
+
+# The version of `EC2NodeClass.static_hash`, stamped next to it on each NodeClaim. nodeflow's own algorithm,
+# not Karpenter's: a claim stamped under another version is re-stamped, not found drifted.
+STATIC_HASH_VERSION = "nodeflow-v1"
+# Spec fields whose drift is judged by what they resolve to (AMIs, subnets, security groups, capacity
+# reservations), not by their text; amiFamily is hashed as the family in effect.
+DYNAMIC_SPEC_FIELDS = frozenset(
+    {"subnetSelectorTerms", "securityGroupSelectorTerms", "capacityReservationSelectorTerms", "amiSelectorTerms"}
+)
 
 # alias family -> the amiFamily it implies.
 ALIAS_FAMILIES: dict[str, str] = {
@@ -506,3 +517,13 @@ class EC2NodeClass(KubeModel):
     @property
     def name(self) -> str:
         return self.metadata.name
+
+    def static_hash(self) -> str:
+        """A stable hash (version STATIC_HASH_VERSION) of the spec's static fields: everything but the
+        selector terms (DYNAMIC_SPEC_FIELDS), with amiFamily as the family in effect, so that writing out
+        the family an alias implies is not a change. Nodes launched under another hash have drifted
+        (NodeClassDrift)."""
+        doc = {k: v for k, v in self.spec.to_kube().items() if k not in DYNAMIC_SPEC_FIELDS}
+        doc["amiFamily"] = self.spec.effective_ami_family()
+        digest = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+        return str(int(digest[:15], 16))

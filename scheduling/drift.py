@@ -6,9 +6,11 @@ reason of the claim's `Drifted` condition:
 1. NodePoolDrifted: the claim's `karpenter.sh/nodepool-hash` differs from the NodePool's template hash
    (only when both carry the same hash version; a version bump re-stamps claims, it is not drift).
 2. RequirementsDrifted: a NodePool requirement no longer admits the claim's labels.
-3. AMIDrift: the claim's image is not among the node class's resolved AMIs.
-4. SubnetDrift: the instance's subnet is not among the node class's resolved subnets.
-5. SecurityGroupDrift: the instance's security groups differ from the resolved ones.
+3. NodeClassDrift: the claim's `karpenter.k8s.aws/ec2nodeclass-hash` differs from the EC2NodeClass's
+   static hash (same version rule as the NodePool's).
+4. AMIDrift: the claim's image is not among the node class's resolved AMIs.
+5. SubnetDrift: the instance's subnet is not among the node class's resolved subnets.
+6. SecurityGroupDrift: the instance's security groups differ from the resolved ones.
 
 Facts that are unknown (an empty resolved list, an instance whose subnet is not known) never make a claim
 drifted: drift replaces nodes, so it must be certain. Detecting drift only marks the claim; replacing
@@ -29,7 +31,15 @@ REQUIREMENTS_DRIFTED = "RequirementsDrifted"
 AMI_DRIFTED = "AMIDrift"  # the AWS provider's reasons end in "Drift", the core's in "Drifted"
 SUBNET_DRIFTED = "SubnetDrift"
 SECURITY_GROUP_DRIFTED = "SecurityGroupDrift"
-REASONS = (NODEPOOL_DRIFTED, REQUIREMENTS_DRIFTED, AMI_DRIFTED, SUBNET_DRIFTED, SECURITY_GROUP_DRIFTED)
+NODECLASS_DRIFTED = "NodeClassDrift"
+REASONS = (
+    NODEPOOL_DRIFTED,
+    REQUIREMENTS_DRIFTED,
+    NODECLASS_DRIFTED,
+    AMI_DRIFTED,
+    SUBNET_DRIFTED,
+    SECURITY_GROUP_DRIFTED,
+)
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,10 @@ class DriftFacts:
     pool_hash_version: str = ""
     pool_requirements: Sequence[NodeSelectorRequirement] = ()
     claim_labels: Mapping[str, str] = field(default_factory=dict)
+    class_hash: str = ""  # the claim's EC2NodeClass static hash, and its version
+    class_hash_version: str = ""
+    node_class_hash: str = ""  # the EC2NodeClass's now
+    node_class_hash_version: str = ""
     image_id: str = ""
     ami_ids: Sequence[str] = ()
     subnet_id: str = ""
@@ -63,6 +77,16 @@ def nodepool_drift(claim_hash: str, claim_version: str, pool_hash: str, pool_ver
     if not claim_hash or not pool_hash or claim_version != pool_version or claim_hash == pool_hash:
         return None
     return Drift(NODEPOOL_DRIFTED, f"NodePool template hash is {pool_hash}, the node was launched from {claim_hash}")
+
+
+def node_class_drift(claim_hash: str, claim_version: str, class_hash: str, class_version: str) -> Drift | None:
+    """The EC2NodeClass's static fields hash differs under the same hash version."""
+    if not claim_hash or not class_hash or claim_version != class_version or claim_hash == class_hash:
+        return None
+    return Drift(
+        NODECLASS_DRIFTED,
+        f"EC2NodeClass static fields hash is {class_hash}, the node was launched from {claim_hash}",
+    )
 
 
 def requirements_drift(
@@ -113,6 +137,9 @@ def find_drift(facts: DriftFacts) -> Drift | None:
     return (
         nodepool_drift(facts.claim_hash, facts.claim_hash_version, facts.pool_hash, facts.pool_hash_version)
         or requirements_drift(facts.pool_requirements, facts.claim_labels)
+        or node_class_drift(
+            facts.class_hash, facts.class_hash_version, facts.node_class_hash, facts.node_class_hash_version
+        )
         or ami_drift(facts.image_id, facts.ami_ids)
         or subnet_drift(facts.subnet_id, facts.subnet_ids)
         or security_group_drift(facts.security_group_ids, facts.resolved_security_group_ids)

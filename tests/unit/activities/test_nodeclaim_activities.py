@@ -8,10 +8,19 @@ from typing import Any
 
 import pytest
 
-from activities.models import ClaimRef, DrainInput, DriftCheckInput, FinalizeInput, ReplacementInput
+from activities.models import (
+    ClaimRef,
+    DrainInput,
+    DriftCheckInput,
+    FinalizeInput,
+    LaunchOutcome,
+    MarkLaunchedInput,
+    ReplacementInput,
+)
 from activities.nodeclaim import NodeClaimActivities
 from activities.replace import REPLACEMENT_OF_ANNOTATION
 from activities.shared_reads import SHARED_READ_TTL_SECONDS
+from apis.ec2nodeclass import STATIC_HASH_VERSION, EC2NodeClass
 from apis.nodepool import TEMPLATE_HASH_VERSION, NodePool
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
@@ -135,6 +144,35 @@ def test_a_claim_stamped_by_karpenter_is_restamped_not_drifted(acts: NodeClaimAc
     acts.shared_reads.ttl = 0  # see the template change at once
     kube.patch(r.NODEPOOL, "default", {"spec": {"template": {"metadata": {"labels": {"team": "b"}}}}})
     assert acts.check_drift(DriftCheckInput(name="default-abcde")).reason == "NodePoolDrifted"
+
+
+def node_class_annotations(kube: MemKube) -> tuple[str | None, str | None]:
+    annotations = kube.get(r.NODECLAIM, "default-abcde")["metadata"].get("annotations") or {}
+    return annotations.get("karpenter.k8s.aws/ec2nodeclass-hash"), annotations.get(
+        "karpenter.k8s.aws/ec2nodeclass-hash-version"
+    )
+
+
+def test_a_launched_claim_records_its_node_class_hash_and_a_static_change_is_node_class_drift(
+    acts: NodeClaimActivities, kube: MemKube
+) -> None:
+    launch = LaunchOutcome(instance_id="i-1", instance_type="m5.large", zone="us-west-2a", capacity_type="on-demand")
+    acts.mark_launched(MarkLaunchedInput(name="default-abcde", launch=launch))
+    assert node_class_annotations(kube) == (EC2NodeClass.model_validate(NODE_CLASS).static_hash(), STATIC_HASH_VERSION)
+    assert not acts.check_drift(DriftCheckInput(name="default-abcde")).drifted
+
+    acts.shared_reads.ttl = 0  # see each change at once
+    kube.patch(r.EC2NODECLASS, "default", {"spec": {"subnetSelectorTerms": [{"id": "subnet-other"}]}})
+    assert acts.check_drift(DriftCheckInput(name="default-abcde")).reason != "NodeClassDrift"  # judged by subnet
+    kube.patch(r.EC2NODECLASS, "default", {"spec": {"userData": "#!/bin/bash\necho changed"}})
+    result = acts.check_drift(DriftCheckInput(name="default-abcde"))
+    assert (result.drifted, result.reason) == (True, "NodeClassDrift")
+
+
+def test_a_claim_without_a_node_class_hash_is_stamped_not_drifted(acts: NodeClaimActivities, kube: MemKube) -> None:
+    assert node_class_annotations(kube) == (None, None)  # launched before node class hashes were recorded
+    assert not acts.check_drift(DriftCheckInput(name="default-abcde")).drifted
+    assert node_class_annotations(kube)[1] == STATIC_HASH_VERSION
 
 
 def test_an_image_the_node_class_no_longer_resolves_is_ami_drift(acts: NodeClaimActivities, kube: MemKube) -> None:

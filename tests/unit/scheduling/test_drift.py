@@ -10,6 +10,7 @@ import pytest
 from apis.requirements import NodeSelectorRequirement
 from scheduling.drift import (
     AMI_DRIFTED,
+    NODECLASS_DRIFTED,
     NODEPOOL_DRIFTED,
     REQUIREMENTS_DRIFTED,
     SECURITY_GROUP_DRIFTED,
@@ -17,6 +18,7 @@ from scheduling.drift import (
     DriftFacts,
     ami_drift,
     find_drift,
+    node_class_drift,
     nodepool_drift,
     requirements_drift,
     security_group_drift,
@@ -43,6 +45,25 @@ def test_nodepool_hash(claim_hash: str, claim_version: str, pool_hash: str, pool
     assert (found is not None) == drifted
     if found:
         assert found.reason == NODEPOOL_DRIFTED
+        assert "222" in found.message and "111" in found.message
+
+
+@pytest.mark.parametrize(
+    ("claim_hash", "claim_version", "class_hash", "class_version", "drifted"),
+    [
+        ("111", "nodeflow-v1", "111", "nodeflow-v1", False),
+        ("111", "nodeflow-v1", "222", "nodeflow-v1", True),
+        ("111", "v5", "222", "nodeflow-v1", False),  # stamped by Karpenter: re-stamped, not drift
+        ("", "", "222", "nodeflow-v1", False),  # launched before node class hashes were stamped
+    ],
+)
+def test_node_class_hash(
+    claim_hash: str, claim_version: str, class_hash: str, class_version: str, drifted: bool
+) -> None:
+    found = node_class_drift(claim_hash, claim_version, class_hash, class_version)
+    assert (found is not None) == drifted
+    if found:
+        assert found.reason == NODECLASS_DRIFTED == "NodeClassDrift"
         assert "222" in found.message and "111" in found.message
 
 
@@ -124,6 +145,10 @@ def test_find_drift_reports_the_first_reason_in_karpenters_order() -> None:
         pool_hash_version="v3",
         pool_requirements=[req("team", "In", "b")],
         claim_labels={"team": "a"},
+        class_hash="1",
+        class_hash_version="nodeflow-v1",
+        node_class_hash="2",
+        node_class_hash_version="nodeflow-v1",
         image_id="ami-0",
         ami_ids=["ami-1"],
         subnet_id="subnet-x",
@@ -136,6 +161,7 @@ def test_find_drift_reports_the_first_reason_in_karpenters_order() -> None:
     resets: tuple[dict[str, Any], ...] = (
         {"pool_hash": "1"},
         {"pool_requirements": []},
+        {"node_class_hash": "1"},
         {"ami_ids": ["ami-0"]},
         {"subnet_ids": ["subnet-x"]},
         {"resolved_security_group_ids": ["sg-9"]},
@@ -145,7 +171,14 @@ def test_find_drift_reports_the_first_reason_in_karpenters_order() -> None:
         assert found is not None
         order.append(found.reason)
         facts = replace(facts, **reset)
-    assert order == [NODEPOOL_DRIFTED, REQUIREMENTS_DRIFTED, AMI_DRIFTED, SUBNET_DRIFTED, SECURITY_GROUP_DRIFTED]
+    assert order == [
+        NODEPOOL_DRIFTED,
+        REQUIREMENTS_DRIFTED,
+        NODECLASS_DRIFTED,
+        AMI_DRIFTED,
+        SUBNET_DRIFTED,
+        SECURITY_GROUP_DRIFTED,
+    ]
     assert find_drift(facts) is None
 
 
