@@ -217,8 +217,8 @@ class NodeClaimActivities:
 
     @activity.defn(name="mark_launched")
     def mark_launched(self, inp: MarkLaunchedInput) -> None:
-        """Record the instance on the claim: labels of the chosen type and offering, providerID, imageID,
-        capacity and allocatable, condition Launched."""
+        """Record the instance on the claim: labels of the chosen type and offering, the EC2NodeClass static
+        hash (NodeClassDrift), providerID, imageID, capacity and allocatable, condition Launched."""
         launch = inp.launch
         claim = self._claim(inp.name)
         if claim is None:
@@ -234,17 +234,19 @@ class NodeClaimActivities:
             provider_id=launch.provider_id,
         )
         new_labels = claims.launched_labels(instance, type_info.labels if type_info else {})
+        stamp = node_class_stamp(node_class) if node_class is not None else {}
 
-        def add_labels(obj: Obj) -> bool:
-            current = obj["metadata"].get("labels") or {}
-            if all(current.get(k) == v for k, v in new_labels.items()):
+        def add_labels_and_stamp(obj: Obj) -> bool:
+            meta = obj["metadata"]
+            current, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+            if all(current.get(k) == v for k, v in new_labels.items()) and all(
+                annotations.get(k) == v for k, v in stamp.items()
+            ):
                 return False
-            obj["metadata"]["labels"] = {**current, **new_labels}
+            meta["labels"], meta["annotations"] = {**current, **new_labels}, {**annotations, **stamp}
             return True
 
-        kubeops.update(self.kube, r.NODECLAIM, inp.name, add_labels)
-        if node_class is not None:
-            self._annotate(inp.name, node_class_stamp(node_class))
+        kubeops.update(self.kube, r.NODECLAIM, inp.name, add_labels_and_stamp)
         capacity = dict(type_info.capacity) if type_info else {}
         allocatable = format_resource_list(type_info.allocatable()) if type_info else {}
         self._set_conditions(
