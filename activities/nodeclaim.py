@@ -96,22 +96,6 @@ def disrupted_message(pod: Obj, deadline: datetime | None, clamped_grace: int | 
     return f"deleting the pod ({grace}) to end {by}, bypassing PodDisruptionBudgets and karpenter.sh/do-not-disrupt"
 
 
-def nodepool_stamp(pool: NodePool) -> dict[str, str]:
-    """The NodeClaim annotations that record which NodePool template it was launched from."""
-    return {
-        labels.NODEPOOL_HASH_ANNOTATION: pool.template_hash(),
-        labels.NODEPOOL_HASH_VERSION_ANNOTATION: TEMPLATE_HASH_VERSION,
-    }
-
-
-def node_class_stamp(node_class: EC2NodeClass) -> dict[str, str]:
-    """The NodeClaim annotations that record which EC2NodeClass static fields it was launched with."""
-    return {
-        labels.NODECLASS_HASH_ANNOTATION: node_class.static_hash(),
-        labels.NODECLASS_HASH_VERSION_ANNOTATION: STATIC_HASH_VERSION,
-    }
-
-
 class NodeClaimActivities:
     """Activities of the NodeClaim workflow. Construct with the boundaries (the composition root does)."""
 
@@ -234,7 +218,7 @@ class NodeClaimActivities:
             provider_id=launch.provider_id,
         )
         new_labels = claims.launched_labels(instance, type_info.labels if type_info else {})
-        stamp = node_class_stamp(node_class) if node_class is not None else {}
+        stamp = node_class.hash_annotations() if node_class is not None else {}
 
         def add_labels_and_stamp(obj: Obj) -> bool:
             meta = obj["metadata"]
@@ -399,9 +383,9 @@ class NodeClaimActivities:
         annotations = claim.metadata.annotations
         stamp: dict[str, str] = {}
         if pool is not None and annotations.get(labels.NODEPOOL_HASH_VERSION_ANNOTATION) != TEMPLATE_HASH_VERSION:
-            stamp |= nodepool_stamp(pool)
+            stamp |= pool.hash_annotations()
         if node_class is not None and annotations.get(labels.NODECLASS_HASH_VERSION_ANNOTATION) != STATIC_HASH_VERSION:
-            stamp |= node_class_stamp(node_class)
+            stamp |= node_class.hash_annotations()
         if stamp:
             self._annotate(claim.name, stamp)
 

@@ -16,7 +16,7 @@ import scheduling
 from activities import kubeops, nodeclass_status
 from activities.heartbeat import heartbeating
 from activities.models import ApplyPlanInput, ApplyPlanResult, InvalidObject, ProvisionPlan, ProvisionRound
-from activities.nodeclaim import nodepool_stamp, now_rfc3339
+from activities.nodeclaim import now_rfc3339
 from apis import labels
 from apis.ec2nodeclass import EC2NodeClass
 from apis.errors import describe_validation_error, format_problems
@@ -226,7 +226,7 @@ class ProvisioningActivities:
                 labels={**template.metadata.labels, **planned.labels, labels.NODEPOOL: pool.name},
                 annotations={
                     **template.metadata.annotations,
-                    **nodepool_stamp(pool),
+                    **pool.hash_annotations(),
                 },
                 finalizers=[labels.TERMINATION_FINALIZER],
                 owner_references=[

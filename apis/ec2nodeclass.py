@@ -16,6 +16,7 @@ from typing import Annotated, Final, Literal
 from pydantic import AfterValidator, Field, model_validator
 
 from apis.base import KubeModel
+from apis.labels import NODECLASS_HASH_ANNOTATION, NODECLASS_HASH_VERSION_ANNOTATION
 from apis.meta import Condition, ObjectMeta
 from apis.quantity import QUANTITY_PATTERN, parse_quantity
 from apis.syntax import SchemaExtra, field_error
@@ -517,6 +518,10 @@ class EC2NodeClass(KubeModel):
     @property
     def name(self) -> str:
         return self.metadata.name
+
+    def hash_annotations(self) -> dict[str, str]:
+        """The NodeClaim annotations that record which static fields it was launched with (NodeClassDrift)."""
+        return {NODECLASS_HASH_ANNOTATION: self.static_hash(), NODECLASS_HASH_VERSION_ANNOTATION: STATIC_HASH_VERSION}
 
     def static_hash(self) -> str:
         """A stable hash (version STATIC_HASH_VERSION) of the spec's static fields: everything but the

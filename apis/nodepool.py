@@ -15,7 +15,7 @@ from pydantic import AfterValidator, Field, ValidationInfo, field_validator, mod
 
 from apis.base import KubeModel
 from apis.duration import BudgetDuration, Duration, FiniteDuration
-from apis.labels import nodepool_label_reason
+from apis.labels import NODEPOOL_HASH_ANNOTATION, NODEPOOL_HASH_VERSION_ANNOTATION, nodepool_label_reason
 from apis.meta import Condition, ObjectMeta
 from apis.quantity import Quantity
 from apis.requirements import LabelValue, NodeSelectorRequirement, Taint, requirement_problem, validate_label_key
@@ -243,6 +243,10 @@ class NodePool(KubeModel):
     @property
     def name(self) -> str:
         return self.metadata.name
+
+    def hash_annotations(self) -> dict[str, str]:
+        """The NodeClaim annotations that record which template it was launched from (NodePoolDrifted)."""
+        return {NODEPOOL_HASH_ANNOTATION: self.template_hash(), NODEPOOL_HASH_VERSION_ANNOTATION: TEMPLATE_HASH_VERSION}
 
     def template_hash(self) -> str:
         """A stable hash (version TEMPLATE_HASH_VERSION) of the NodeClaim template (labels, annotations,
