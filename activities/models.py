@@ -172,10 +172,15 @@ class ReplacementInput(BaseModel):
 
 
 class ReplacementResult(BaseModel):
-    """The replacement NodeClaim (created or already there); `name` is '' when the original is gone."""
+    """The replacement NodeClaim (created or already there); `name` is '' when the original is gone. With
+    `from_template`, `expire_after` and `termination_grace_period` are the NodePool template's now (for
+    the replacement's workflow); without, the original's apply."""
 
     name: str = ""
     message: str = ""
+    expire_after: str | None = None
+    termination_grace_period: str | None = None
+    from_template: bool = False
 
 
 class ReplacementState(BaseModel):

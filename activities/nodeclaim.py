@@ -401,19 +401,38 @@ class NodeClaimActivities:
 
     @activity.defn(name="create_replacement")
     def create_replacement(self, inp: ReplacementInput) -> ReplacementResult:
-        """Create the replacement NodeClaim of `inp.name` (same spec, labels and annotations; a name derived
-        from the original and the attempt). Idempotent: an existing replacement is kept."""
+        """Create the replacement NodeClaim of `inp.name` (activities.replace: the original's requirements
+        and resources, the rest from its NodePool's template as it is now; a name derived from the original
+        and the attempt). Idempotent: an existing replacement is kept. The result carries the expireAfter
+        and terminationGracePeriod the replacement's workflow must use (`from_template`)."""
         original = kubeops.get_or_none(self.kube, r.NODECLAIM, inp.name)
         if original is None or original["metadata"].get("deletionTimestamp"):
             return ReplacementResult(message=f"NodeClaim {inp.name} is gone or being deleted")
         node_pool = inp.node_pool or (original["metadata"].get("labels") or {}).get(labels.NODEPOOL, "")
         name = replace.replacement_name(inp.name, node_pool, inp.attempt)
+        pool = self._pool_or_none(node_pool)
+        body = replace.replacement_body(original, name, pool)
         try:
-            self.kube.create(r.NODECLAIM, replace.replacement_body(original, name))
+            self.kube.create(r.NODECLAIM, body)
             self.recorder.record(original, "Normal", "Replacing", f"launching replacement NodeClaim {name}")
         except AlreadyExistsError:
             pass
-        return ReplacementResult(name=name, message=f"replacement {name} created")
+        return ReplacementResult(
+            name=name,
+            message=f"replacement {name} created",
+            expire_after=body["spec"].get("expireAfter"),
+            termination_grace_period=body["spec"].get("terminationGracePeriod"),
+            from_template=pool is not None,
+        )
+
+    def _pool_or_none(self, name: str) -> NodePool | None:
+        """The NodePool read fresh; None when it is gone or does not validate."""
+        if not name:
+            return None
+        try:
+            return NodePool.model_validate(self.kube.get(r.NODEPOOL, name))
+        except (NotFoundError, ValidationError):
+            return None
 
     @activity.defn(name="replacement_state")
     def replacement_state(self, ref: ClaimRef) -> ReplacementState:

@@ -365,12 +365,21 @@ class NodeClaimWorkflow:
             self.terminate_requested = self.terminate_requested or created.message
             return
         self.s.replacement = created.name
+        child: dict[str, object] = {
+            "name": created.name,
+            "state": None,
+            "terminate_requested": "",
+            "replace_requested": "",
+        }
+        if created.from_template:  # the NodePool's template now, not the original's (older results lack it)
+            child |= {
+                "expire_after": created.expire_after or self.inp.expire_after,
+                "termination_grace_period": created.termination_grace_period,
+            }
         try:
             await workflow.start_child_workflow(
                 NodeClaimWorkflow.run,
-                self.inp.model_copy(
-                    update={"name": created.name, "state": None, "terminate_requested": "", "replace_requested": ""}
-                ),
+                self.inp.model_copy(update=child),
                 id=workflow_id(created.name),
                 parent_close_policy=workflow.ParentClosePolicy.ABANDON,
             )

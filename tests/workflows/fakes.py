@@ -59,6 +59,8 @@ class World:
     replacement_gone: bool = False
     replacement_polls: int = 0
     replacements: list[str] = field(default_factory=list)
+    # (expireAfter, terminationGracePeriod) of the NodePool's template when create_replacement reads it
+    replacement_template: tuple[str, str | None] | None = None
     drain_inputs: list[DrainInput] = field(default_factory=list)
     begin_inputs: list[FinalizeInput] = field(default_factory=list)
 
@@ -128,7 +130,12 @@ class World:
             name = f"{inp.node_pool}-repl{inp.attempt}"
             world.calls.append(f"create_replacement:{name}")
             world.replacements.append(name)
-            return ReplacementResult(name=name)
+            if world.replacement_template is None:
+                return ReplacementResult(name=name)
+            expire_after, grace = world.replacement_template
+            return ReplacementResult(
+                name=name, expire_after=expire_after, termination_grace_period=grace, from_template=True
+            )
 
         @activity.defn(name="replacement_state")
         def replacement_state(ref: ClaimRef) -> ReplacementState:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -185,3 +186,16 @@ async def test_a_replacement_does_not_inherit_the_requests_carried_to_its_parent
     child = time_env.client.get_workflow_handle(workflow_id("default-repl1"))
     await wait_until(child, time_env, lambda s: s.phase == RUNNING, "the replacement Running")
     assert world.replacements == ["default-repl1"]  # the replacement did not replace itself
+
+
+async def test_a_replacement_runs_with_the_nodepool_templates_expiry_and_grace_period_now(
+    time_env: WorkflowEnvironment, worker: str, world: World
+) -> None:
+    world.replacement_template = ("168h", "1h")
+    handle = await start(time_env, worker, state=running_state(), replace_requested="template changed")
+    await handle.result()
+    child = time_env.client.get_workflow_handle(workflow_id("default-repl1"))
+    await wait_until(child, time_env, lambda s: s.phase == RUNNING, "the replacement Running")
+    started = (await child.fetch_history()).events[0].workflow_execution_started_event_attributes
+    child_input = json.loads(started.input.payloads[0].data)
+    assert (child_input["expire_after"], child_input["termination_grace_period"]) == ("168h", "1h")

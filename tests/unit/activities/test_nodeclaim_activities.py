@@ -305,6 +305,7 @@ def test_a_replacement_is_created_once_and_reported_until_initialized(acts: Node
     created = kube.get(r.NODECLAIM, first.name)
     assert created["metadata"]["annotations"][REPLACEMENT_OF_ANNOTATION] == "default-abcde"
     assert created["metadata"]["labels"] == {"karpenter.sh/nodepool": "default", "team": "a"}
+    assert (first.from_template, first.expire_after) == (True, "720h")  # the NodePool's template, read now
 
     assert not acts.replacement_state(ClaimRef(name=first.name)).initialized
     kube.patch(r.NODECLAIM, first.name,
@@ -313,6 +314,16 @@ def test_a_replacement_is_created_once_and_reported_until_initialized(acts: Node
                subresource="status")  # fmt: skip
     assert acts.replacement_state(ClaimRef(name=first.name)).initialized
     assert acts.replacement_state(ClaimRef(name="gone")).gone
+
+
+def test_a_replacement_of_a_claim_whose_nodepool_is_gone_copies_the_original(
+    acts: NodeClaimActivities, kube: MemKube
+) -> None:
+    kube.delete(r.NODEPOOL, "default")
+    result = acts.create_replacement(ReplacementInput(name="default-abcde", attempt=1))
+    assert result.name and not result.from_template
+    annotations = kube.get(r.NODECLAIM, result.name)["metadata"]["annotations"]
+    assert annotations["karpenter.sh/nodepool-hash-version"] == TEMPLATE_HASH_VERSION  # the original's
 
 
 def test_no_replacement_for_a_claim_being_deleted(acts: NodeClaimActivities, kube: MemKube) -> None:
