@@ -169,3 +169,58 @@ def test_changing_the_nodepool_template_marks_its_claims_drifted(stack: DevStack
     )
     assert drifted["status"] == "True" and drifted["reason"] == "NodePoolDrifted", drifted
     assert get_or_none(stack, r.NODE, node_name) is not None  # drift only marks the claim
+
+
+def classy_node_class(cluster_name: str, user_data: str = "") -> str:
+    extra = f"\n  userData: {json.dumps(user_data)}" if user_data else ""
+    return f"""
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {{name: classy}}
+spec:
+  role: "KarpenterNodeRole-{cluster_name}"
+  subnetSelectorTerms: [{{tags: {{karpenter.sh/discovery: "{cluster_name}"}}}}]
+  securityGroupSelectorTerms: [{{tags: {{karpenter.sh/discovery: "{cluster_name}"}}}}]
+  amiSelectorTerms: [{{alias: al2023@latest}}]{extra}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: classy}}
+spec:
+  template:
+    metadata:
+      labels: {{pool: classy}}
+    spec:
+      requirements:
+        - {{key: karpenter.sh/capacity-type, operator: In, values: ["on-demand"]}}
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: classy}}
+"""
+
+
+def test_a_node_class_change_is_node_class_drift_and_replace_rolls_the_node_onto_it(stack: DevStack) -> None:
+    cluster = stack.config.cluster_name
+    stack.apply_text(classy_node_class(cluster))
+    stack.apply_text(deployment("ops-classy", 1, extra_spec="      nodeSelector: {pool: classy}", **SMALL))
+    assert stack.wait_settled(timeout=90)["settled"]
+    original = claim_of_node(stack, pods_of(stack, "ops-classy")[0]["spec"]["nodeName"])["metadata"]["name"]
+    annotations = stack.kube.get(r.NODECLAIM, original)["metadata"]["annotations"]
+    assert annotations["karpenter.k8s.aws/ec2nodeclass-hash-version"] == "nodeflow-v1"
+
+    stack.apply_text(classy_node_class(cluster, user_data="#!/bin/bash\necho tuned"))
+    drifted = eventually(
+        lambda: condition(get_or_none(stack, r.NODECLAIM, original), "Drifted") or None,
+        timeout=60,
+        what=f"NodeClaim {original} to be marked Drifted",
+    )
+    assert drifted["reason"] == "NodeClassDrift", drifted
+
+    nodeflow(stack, "replace", original, "--reason", "roll onto the new user data")
+    eventually(lambda: get_or_none(stack, r.NODECLAIM, original) is None, timeout=90, what=f"{original} replaced")
+    assert stack.wait_settled(timeout=90)["settled"]
+    replacement = claim_of_node(stack, pods_of(stack, "ops-classy")[0]["spec"]["nodeName"])["metadata"]["name"]
+
+    def checked_twice() -> bool:
+        return int(json.loads(nodeflow(stack, "status", replacement, "-o", "json").stdout)["drift_checks"]) >= 2
+
+    eventually(checked_twice, timeout=60, what=f"two drift checks of the replacement {replacement}")
+    assert not condition(get_or_none(stack, r.NODECLAIM, replacement), "Drifted")
