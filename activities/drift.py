@@ -19,10 +19,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Generic, TypeVar
 
 from apis import labels
 from apis.ec2nodeclass import STATIC_HASH_VERSION, EC2NodeClass
-from apis.nodeclaim import NodeClaim
+from apis.nodeclaim import LAUNCHED, NodeClaim
 from apis.nodepool import TEMPLATE_HASH_VERSION, NodePool
 from cloudprovider.errors import CloudProviderError, InstanceNotFoundError
 from cloudprovider.types import CloudProvider, Instance, ResolvedNodeClass
@@ -30,34 +32,60 @@ from scheduling.drift import DriftFacts
 
 # Bump when what the check compares changes; the Drifted condition's message carries it, so a node marked
 # by an older check is recognisable (and the workflow's `patched` guard versions the command sequence).
-DRIFT_CHECK_VERSION = "v1"
+DRIFT_CHECK_VERSION = "v2"  # v2: InstanceTypeNotFound and NodeClassDrift
 RESOLVED_TTL_SECONDS = 60.0
+# Karpenter judges InstanceTypeNotFound only for claims launched at least this long ago.
+INSTANCE_TYPE_GRACE = timedelta(hours=1)
+
+T = TypeVar("T")
 
 
-class ResolvedNodeClasses:
-    """What each EC2NodeClass resolves to, cached per (name, resourceVersion) for `ttl` seconds and shared by
-    the worker's activity threads, so drift checks of many nodes cost one cloud lookup per node class."""
+class NodeClassCache(Generic[T]):
+    """A value derived from each EC2NodeClass by a cloud lookup, cached per (name, resourceVersion) for `ttl`
+    seconds and shared by the worker's activity threads, so drift checks of many nodes cost one lookup per
+    node class."""
 
     def __init__(
-        self, cloud: CloudProvider, ttl: float = RESOLVED_TTL_SECONDS, clock: Callable[[], float] = time.monotonic
+        self,
+        load: Callable[[EC2NodeClass], T],
+        ttl: float = RESOLVED_TTL_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.cloud = cloud
+        self.load = load
         self.ttl = ttl
         self.clock = clock
         self._lock = threading.Lock()
-        self._entries: dict[str, tuple[str, float, ResolvedNodeClass]] = {}
+        self._entries: dict[str, tuple[str, float, T]] = {}
 
-    def get(self, node_class: EC2NodeClass) -> ResolvedNodeClass:
+    def get(self, node_class: EC2NodeClass) -> T:
         version = node_class.metadata.resource_version or ""
         now = self.clock()
         with self._lock:
             entry = self._entries.get(node_class.name)
             if entry is not None and entry[0] == version and now - entry[1] < self.ttl:
                 return entry[2]
-        resolved = self.cloud.resolve_node_class(node_class)
+        value = self.load(node_class)
         with self._lock:
-            self._entries[node_class.name] = (version, now, resolved)
-        return resolved
+            self._entries[node_class.name] = (version, now, value)
+        return value
+
+
+class ResolvedNodeClasses(NodeClassCache[ResolvedNodeClass]):
+    """What each EC2NodeClass resolves to (AMIs, subnets, security groups)."""
+
+    def __init__(
+        self, cloud: CloudProvider, ttl: float = RESOLVED_TTL_SECONDS, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        super().__init__(cloud.resolve_node_class, ttl, clock)
+
+
+class OfferedInstanceTypes(NodeClassCache[frozenset[str]]):
+    """The names of the instance types each EC2NodeClass can launch now (InstanceTypeNotFound)."""
+
+    def __init__(
+        self, cloud: CloudProvider, ttl: float = RESOLVED_TTL_SECONDS, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        super().__init__(lambda node_class: frozenset(it.name for it in cloud.instance_types(node_class)), ttl, clock)
 
 
 Network = tuple[str, list[str]]  # (subnet id, sorted security group ids); ("", []) when unknown
@@ -131,10 +159,13 @@ def drift_facts(
     instance_id: str,
     resolved_node_classes: ResolvedNodeClasses | None = None,
     instance_networks: InstanceNetworks | None = None,
+    offered_instance_types: OfferedInstanceTypes | None = None,
+    now: datetime | None = None,
 ) -> DriftFacts:
     """The facts for scheduling.drift.find_drift. A missing NodePool or EC2NodeClass leaves its facts
     unknown (their deletion is handled by garbage collection, not drift). Without `instance_networks` the
-    instance is read on its own."""
+    instance is read on its own. The instance type is judged only with `offered_instance_types` and `now`
+    (timezone-aware), for a claim Launched at least INSTANCE_TYPE_GRACE before `now`."""
     annotations = claim.metadata.annotations
     facts = DriftFacts(
         claim_hash=annotations.get(labels.NODEPOOL_HASH_ANNOTATION, ""),
@@ -156,6 +187,12 @@ def drift_facts(
     if node_class is None:
         return facts
     facts = replace(facts, node_class_hash=node_class.static_hash(), node_class_hash_version=STATIC_HASH_VERSION)
+    if offered_instance_types is not None and now is not None and launched_before(claim, now - INSTANCE_TYPE_GRACE):
+        facts = replace(
+            facts,
+            instance_type=claim.metadata.labels.get(labels.INSTANCE_TYPE, ""),
+            offered_instance_types=offered_instance_types.get(node_class),
+        )
     status = node_class.status
     ami_ids = [a.id for a in status.amis]
     subnet_ids = [s.id for s in status.subnets]
@@ -182,3 +219,15 @@ def drift_facts(
         security_group_ids=instance_groups,
         resolved_security_group_ids=sorted(group_ids),
     )
+
+
+def launched_before(claim: NodeClaim, moment: datetime) -> bool:
+    """The claim's Launched condition turned True before `moment` (timezone-aware); False when unknown."""
+    launched = next((c for c in claim.status.conditions if c.type == LAUNCHED and c.status == "True"), None)
+    if launched is None or not launched.last_transition_time:
+        return False
+    try:
+        at = datetime.fromisoformat(launched.last_transition_time.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return at.tzinfo is not None and at < moment

@@ -16,7 +16,13 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import claims, drain, kubeops, replace
-from activities.drift import DRIFT_CHECK_VERSION, InstanceNetworks, ResolvedNodeClasses, drift_facts
+from activities.drift import (
+    DRIFT_CHECK_VERSION,
+    InstanceNetworks,
+    OfferedInstanceTypes,
+    ResolvedNodeClasses,
+    drift_facts,
+)
 from activities.heartbeat import heartbeating
 from activities.models import (
     ClaimRef,
@@ -106,6 +112,7 @@ class NodeClaimActivities:
         self.cluster_name = cluster_name
         self.resolved_node_classes = ResolvedNodeClasses(cloud)
         self.instance_networks = InstanceNetworks(cloud)
+        self.offered_instance_types = OfferedInstanceTypes(cloud)
         self.shared_reads = SharedReads(kube)
 
     # -- reading -----------------------------------------------------------------------------------------
@@ -363,7 +370,15 @@ class NodeClaimActivities:
         self._restamp_foreign_hashes(claim, pool, node_class)
         drift = find_drift(
             drift_facts(
-                claim, pool, node_class, self.cloud, inp.instance_id, self.resolved_node_classes, self.instance_networks
+                claim,
+                pool,
+                node_class,
+                self.cloud,
+                inp.instance_id,
+                self.resolved_node_classes,
+                self.instance_networks,
+                self.offered_instance_types,
+                datetime.now(UTC),
             )
         )
         if drift is None:

@@ -6,11 +6,13 @@ reason of the claim's `Drifted` condition:
 1. NodePoolDrifted: the claim's `karpenter.sh/nodepool-hash` differs from the NodePool's template hash
    (only when both carry the same hash version; a version bump re-stamps claims, it is not drift).
 2. RequirementsDrifted: a NodePool requirement no longer admits the claim's labels.
-3. NodeClassDrift: the claim's `karpenter.k8s.aws/ec2nodeclass-hash` differs from the EC2NodeClass's
+3. InstanceTypeNotFound: the claim's instance type is no longer among its node class's instance types
+   (judged only for claims launched at least an hour ago, as in Karpenter).
+4. NodeClassDrift: the claim's `karpenter.k8s.aws/ec2nodeclass-hash` differs from the EC2NodeClass's
    static hash (same version rule as the NodePool's).
-4. AMIDrift: the claim's image is not among the node class's resolved AMIs.
-5. SubnetDrift: the instance's subnet is not among the node class's resolved subnets.
-6. SecurityGroupDrift: the instance's security groups differ from the resolved ones.
+5. AMIDrift: the claim's image is not among the node class's resolved AMIs.
+6. SubnetDrift: the instance's subnet is not among the node class's resolved subnets.
+7. SecurityGroupDrift: the instance's security groups differ from the resolved ones.
 
 Facts that are unknown (an empty resolved list, an instance whose subnet is not known) never make a claim
 drifted: drift replaces nodes, so it must be certain. Detecting drift only marks the claim; replacing
@@ -32,9 +34,11 @@ AMI_DRIFTED = "AMIDrift"  # the AWS provider's reasons end in "Drift", the core'
 SUBNET_DRIFTED = "SubnetDrift"
 SECURITY_GROUP_DRIFTED = "SecurityGroupDrift"
 NODECLASS_DRIFTED = "NodeClassDrift"
+INSTANCE_TYPE_NOT_FOUND = "InstanceTypeNotFound"
 REASONS = (
     NODEPOOL_DRIFTED,
     REQUIREMENTS_DRIFTED,
+    INSTANCE_TYPE_NOT_FOUND,
     NODECLASS_DRIFTED,
     AMI_DRIFTED,
     SUBNET_DRIFTED,
@@ -60,6 +64,8 @@ class DriftFacts:
     pool_hash_version: str = ""
     pool_requirements: Sequence[NodeSelectorRequirement] = ()
     claim_labels: Mapping[str, str] = field(default_factory=dict)
+    instance_type: str = ""  # the claim's, when it launched long enough ago to judge
+    offered_instance_types: frozenset[str] = frozenset()  # its node class's instance types now
     class_hash: str = ""  # the claim's EC2NodeClass static hash, and its version
     class_hash_version: str = ""
     node_class_hash: str = ""  # the EC2NodeClass's now
@@ -77,6 +83,13 @@ def nodepool_drift(claim_hash: str, claim_version: str, pool_hash: str, pool_ver
     if not claim_hash or not pool_hash or claim_version != pool_version or claim_hash == pool_hash:
         return None
     return Drift(NODEPOOL_DRIFTED, f"NodePool template hash is {pool_hash}, the node was launched from {claim_hash}")
+
+
+def instance_type_not_found(instance_type: str, offered: frozenset[str]) -> Drift | None:
+    """The claim's instance type is not one its node class offers now."""
+    if not instance_type or not offered or instance_type in offered:
+        return None
+    return Drift(INSTANCE_TYPE_NOT_FOUND, f"instance type {instance_type} is no longer offered for the node class")
 
 
 def node_class_drift(claim_hash: str, claim_version: str, class_hash: str, class_version: str) -> Drift | None:
@@ -137,6 +150,7 @@ def find_drift(facts: DriftFacts) -> Drift | None:
     return (
         nodepool_drift(facts.claim_hash, facts.claim_hash_version, facts.pool_hash, facts.pool_hash_version)
         or requirements_drift(facts.pool_requirements, facts.claim_labels)
+        or instance_type_not_found(facts.instance_type, facts.offered_instance_types)
         or node_class_drift(
             facts.class_hash, facts.class_hash_version, facts.node_class_hash, facts.node_class_hash_version
         )

@@ -120,7 +120,7 @@ def test_a_changed_template_marks_then_a_reverted_one_clears_drifted(
     assert (result.drifted, result.reason) == (True, "NodePoolDrifted")
     marked = condition(kube, "Drifted")
     assert marked and marked["status"] == "True" and marked["reason"] == "NodePoolDrifted"
-    assert "drift check v1" in marked["message"]
+    assert "drift check v2" in marked["message"]
     acts.check_drift(DriftCheckInput(name="default-abcde"))
     assert [reason for reason, _ in events.recorded] == ["Drifted"]  # one event, not one per check
 
@@ -173,6 +173,32 @@ def test_a_claim_without_a_node_class_hash_is_stamped_not_drifted(acts: NodeClai
     assert node_class_annotations(kube) == (None, None)  # launched before node class hashes were recorded
     assert not acts.check_drift(DriftCheckInput(name="default-abcde")).drifted
     assert node_class_annotations(kube)[1] == STATIC_HASH_VERSION
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "launched_ago", "reason"),
+    [
+        ("x9.retired", timedelta(hours=2), "InstanceTypeNotFound"),
+        ("x9.retired", timedelta(minutes=30), ""),  # too recent to judge, as in Karpenter
+        ("m5.large", timedelta(hours=2), ""),
+    ],
+)
+def test_an_instance_type_the_node_class_no_longer_offers_is_drift_after_an_hour(
+    acts: NodeClaimActivities, kube: MemKube, instance_type: str, launched_ago: timedelta, reason: str
+) -> None:
+    launched_at = (datetime.now(UTC) - launched_ago).strftime("%Y-%m-%dT%H:%M:%SZ")
+    launched = {
+        "type": "Launched",
+        "status": "True",
+        "reason": "Launched",
+        "message": "",
+        "lastTransitionTime": launched_at,
+    }
+    kube.patch(
+        r.NODECLAIM, "default-abcde", {"metadata": {"labels": {"node.kubernetes.io/instance-type": instance_type}}}
+    )
+    kube.patch(r.NODECLAIM, "default-abcde", {"status": {"conditions": [launched]}}, subresource="status")
+    assert acts.check_drift(DriftCheckInput(name="default-abcde")).reason == reason
 
 
 def test_an_image_the_node_class_no_longer_resolves_is_ami_drift(acts: NodeClaimActivities, kube: MemKube) -> None:

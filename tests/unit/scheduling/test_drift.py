@@ -10,6 +10,7 @@ import pytest
 from apis.requirements import NodeSelectorRequirement
 from scheduling.drift import (
     AMI_DRIFTED,
+    INSTANCE_TYPE_NOT_FOUND,
     NODECLASS_DRIFTED,
     NODEPOOL_DRIFTED,
     REQUIREMENTS_DRIFTED,
@@ -18,6 +19,7 @@ from scheduling.drift import (
     DriftFacts,
     ami_drift,
     find_drift,
+    instance_type_not_found,
     node_class_drift,
     nodepool_drift,
     requirements_drift,
@@ -65,6 +67,22 @@ def test_node_class_hash(
     if found:
         assert found.reason == NODECLASS_DRIFTED == "NodeClassDrift"
         assert "222" in found.message and "111" in found.message
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "offered", "drifted"),
+    [
+        ("m5.large", frozenset({"m5.large", "c5.large"}), False),
+        ("m4.large", frozenset({"m5.large", "c5.large"}), True),
+        ("", frozenset({"m5.large"}), False),  # not judged (launched less than an hour ago, or no label)
+        ("m4.large", frozenset(), False),  # the offered types are not known
+    ],
+)
+def test_instance_type_not_found(instance_type: str, offered: frozenset[str], drifted: bool) -> None:
+    found = instance_type_not_found(instance_type, offered)
+    assert (found is not None) == drifted
+    if found:
+        assert found.reason == INSTANCE_TYPE_NOT_FOUND == "InstanceTypeNotFound" and "m4.large" in found.message
 
 
 @pytest.mark.parametrize(
@@ -145,6 +163,8 @@ def test_find_drift_reports_the_first_reason_in_karpenters_order() -> None:
         pool_hash_version="v3",
         pool_requirements=[req("team", "In", "b")],
         claim_labels={"team": "a"},
+        instance_type="m4.large",
+        offered_instance_types=frozenset({"m5.large"}),
         class_hash="1",
         class_hash_version="nodeflow-v1",
         node_class_hash="2",
@@ -161,6 +181,7 @@ def test_find_drift_reports_the_first_reason_in_karpenters_order() -> None:
     resets: tuple[dict[str, Any], ...] = (
         {"pool_hash": "1"},
         {"pool_requirements": []},
+        {"offered_instance_types": frozenset({"m4.large"})},
         {"node_class_hash": "1"},
         {"ami_ids": ["ami-0"]},
         {"subnet_ids": ["subnet-x"]},
@@ -174,6 +195,7 @@ def test_find_drift_reports_the_first_reason_in_karpenters_order() -> None:
     assert order == [
         NODEPOOL_DRIFTED,
         REQUIREMENTS_DRIFTED,
+        INSTANCE_TYPE_NOT_FOUND,
         NODECLASS_DRIFTED,
         AMI_DRIFTED,
         SUBNET_DRIFTED,
