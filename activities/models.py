@@ -139,9 +139,13 @@ class LaunchFailedInput(BaseModel):
 
 
 class DriftCheckInput(BaseModel):
+    """`fresh`: read the NodePool and EC2NodeClass from the API, not the worker's shared reads (the check
+    was asked for because one of them changed)."""
+
     name: str
     node_name: str = ""
     instance_id: str = ""
+    fresh: bool = False
 
 
 class DriftResult(BaseModel):

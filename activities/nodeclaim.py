@@ -365,8 +365,9 @@ class NodeClaimActivities:
         except ValidationError:
             return DriftResult(message="the NodeClaim does not validate; drift not checked")
         pool_name = claim.metadata.labels.get(labels.NODEPOOL, "")
-        pool = self.shared_reads.get(NodePool, r.NODEPOOL, pool_name) if pool_name else None
-        node_class = self.shared_reads.get(EC2NodeClass, r.EC2NODECLASS, claim.spec.node_class_ref.name)
+        reads = self.shared_reads
+        pool = reads.get(NodePool, r.NODEPOOL, pool_name, fresh=inp.fresh) if pool_name else None
+        node_class = reads.get(EC2NodeClass, r.EC2NODECLASS, claim.spec.node_class_ref.name, fresh=inp.fresh)
         self._restamp_foreign_hashes(claim, pool, node_class)
         drift = find_drift(
             drift_facts(

@@ -36,12 +36,18 @@ class SharedReads:
         self._lock = threading.Lock()
         self._entries: dict[tuple[str, str], tuple[float, BaseModel | None]] = {}
 
-    def get(self, model: type[M], resource: r.Resource, name: str) -> M | None:
+    def get(self, model: type[M], resource: r.Resource, name: str, fresh: bool = False) -> M | None:
+        """`fresh`: read from the API whatever is remembered (and remember that)."""
         key = (resource.plural, name)
         now = self.clock()
         with self._lock:
             entry = self._entries.get(key)
-        if entry is not None and now - entry[0] < self.ttl and (entry[1] is None or isinstance(entry[1], model)):
+        if (
+            not fresh
+            and entry is not None
+            and now - entry[0] < self.ttl
+            and (entry[1] is None or isinstance(entry[1], model))
+        ):
             return entry[1]  # type: ignore[return-value]
         value: M | None
         try:

@@ -6,6 +6,9 @@
   after a failed launch.
 - DeletionWatcher: a NodeClaim or a Node (holding our finalizer) being deleted -> `delete` signal to
   the claim's workflow.
+- DriftTrigger: a NodePool's or EC2NodeClass's spec changed (its generation rose) -> `check_drift`
+  signal to each of its claims' workflows (at most SIGNALS_PER_SECOND), so drift is marked within
+  seconds rather than at the next periodic check.
 
 Watchers run in threads (the Kubernetes client is synchronous) and hand signals to the event loop.
 Errors are logged and the watch restarts after a short pause: the worker keeps running.
@@ -30,6 +33,7 @@ WATCH_SECONDS = 15
 MAX_KEYS_PER_SIGNAL = 500
 FLUSH_SECONDS = 0.2
 RETRY_PAUSE_SECONDS = 1.0
+SIGNALS_PER_SECOND = 100.0
 
 
 class _Watcher:
@@ -122,6 +126,75 @@ class DeletionWatcher(_Watcher):
                 self._signalled.add(name)
         except Exception:
             log.exception("signalling nodeclaim-%s failed; the workflow's own liveness check catches up", name)
+
+
+class DriftTrigger(_Watcher):
+    """Signals `check_drift` to the claims of a NodePool or EC2NodeClass whose spec changed. The first
+    sight of an object (the worker starting) only records its generation; a change seen later, also across
+    watch restarts, signals. Signals are paced (`signals_per_second`) so a change of a pool of thousands of
+    nodes does not burst thousands of checks at once; a missed signal is caught by the periodic check."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        starter: TemporalStarter,
+        loop: asyncio.AbstractEventLoop,
+        signals_per_second: float = SIGNALS_PER_SECOND,
+    ) -> None:
+        super().__init__(kube, starter, loop)
+        self.pause = 1.0 / signals_per_second
+        self._generations: dict[tuple[str, str], int] = {}
+        self._stop = threading.Event()
+
+    def run(self, stop: threading.Event) -> None:
+        self._stop = stop
+        classes = threading.Thread(
+            target=self._watch_forever,
+            args=(r.EC2NODECLASS, self._on_node_class, stop),
+            name="nodeclass-drift-watch",
+            daemon=True,
+        )
+        classes.start()
+        self._watch_forever(r.NODEPOOL, self._on_node_pool, stop)
+        classes.join(timeout=5)
+
+    def _changed(self, resource: r.Resource, event_type: str, obj: Obj) -> bool:
+        """The object's spec changed since it was last seen (never on first sight or deletion)."""
+        key = (resource.plural, obj["metadata"]["name"])
+        if event_type == "DELETED":
+            self._generations.pop(key, None)
+            return False
+        generation = int(obj["metadata"].get("generation", 0))
+        previous = self._generations.get(key)
+        self._generations[key] = generation
+        return previous is not None and generation > previous
+
+    def _on_node_pool(self, event_type: str, pool: Obj) -> None:
+        if self._changed(r.NODEPOOL, event_type, pool):
+            name = pool["metadata"]["name"]
+            claims = self.kube.list(r.NODECLAIM, label_selector=f"{labels.NODEPOOL}={name}")
+            self._signal_all([c["metadata"]["name"] for c in claims], f"NodePool {name} changed")
+
+    def _on_node_class(self, event_type: str, node_class: Obj) -> None:
+        if self._changed(r.EC2NODECLASS, event_type, node_class):
+            name = node_class["metadata"]["name"]
+            claims = [
+                c["metadata"]["name"]
+                for c in self.kube.list(r.NODECLAIM)
+                if ((c.get("spec") or {}).get("nodeClassRef") or {}).get("name") == name
+            ]
+            self._signal_all(claims, f"EC2NodeClass {name} changed")
+
+    def _signal_all(self, names: list[str], reason: str) -> None:
+        log.info("%s: checking drift of %d NodeClaims", reason, len(names))
+        for name in names:
+            if self._stop.is_set():
+                return
+            try:
+                self._call(self.starter.signal_node_claim(name, "check_drift", reason))
+            except Exception:
+                log.exception("signalling nodeclaim-%s failed; its periodic check catches up", name)
+            self._stop.wait(self.pause)
 
 
 async def adopt_node_claims(kube: Kube, starter: TemporalStarter) -> int:

@@ -21,7 +21,7 @@ from kube.events import EventRecorder
 from workers.settings import Settings
 from workers.starter import TemporalStarter
 from workers.temporal_client import connect
-from workers.watchers import DeletionWatcher, PodWatcher, Resync, adopt_node_claims
+from workers.watchers import DeletionWatcher, DriftTrigger, PodWatcher, Resync, adopt_node_claims
 from workflows.garbage_collection import GarbageCollectorSettings, GarbageCollectorWorkflow, start_garbage_collector
 from workflows.nodeclaim import NodeClaimWorkflow
 from workflows.provisioner import ProvisionerWorkflow
@@ -111,7 +111,12 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
             )
             threads = [
                 threading.Thread(target=w.run, args=(watch_stop,), name=type(w).__name__, daemon=True)
-                for w in (PodWatcher(kube, starter, loop), DeletionWatcher(kube, starter, loop), Resync(starter, loop))
+                for w in (
+                    PodWatcher(kube, starter, loop),
+                    DeletionWatcher(kube, starter, loop),
+                    DriftTrigger(kube, starter, loop),
+                    Resync(starter, loop),
+                )
             ]
             for thread in threads:
                 thread.start()

@@ -88,6 +88,7 @@ class NodeClaimWorkflow:
         self.replace_requested = ""
         self._published: dict[str, str] = {}
         self._continue = False  # a phase asks for continue-as-new (the running phase's run is full)
+        self.check_requested = False  # the `check_drift` signal: run the running check now
 
     # -- messages ----------------------------------------------------------------------------------------
 
@@ -113,6 +114,13 @@ class NodeClaimWorkflow:
         """Launch a replacement NodeClaim, then drain this node once the replacement is Initialized.
         Acted on in the running phase (a claim not yet running waits until it is)."""
         self.replace_requested = self.replace_requested or reason or "manual replace"
+
+    @workflow.signal(name="check_drift")
+    def check_drift(self, reason: str = "") -> None:
+        """Run the running phase's check now instead of at its next interval: the worker sends it when the
+        claim's NodePool or EC2NodeClass changes. Ignored before the running phase and by runs without
+        drift checks."""
+        self.check_requested = True
 
     @workflow.query(name="status")
     def status(self) -> NodeClaimState:
@@ -271,10 +279,13 @@ class NodeClaimWorkflow:
             wait = interval  # the liveness backstop (claim_state) runs on the same cadence
             if self.s.expires_at is not None:
                 wait = min(wait, self.s.expires_at - now)
-            await self._sleep_until(lambda: bool(self.terminate_requested or self.replace_requested), wait)
+            await self._sleep_until(
+                lambda: bool(self.terminate_requested or self.replace_requested or self.check_requested), wait
+            )
             if self.terminate_requested or self.replace_requested:
                 continue
-            if not await self._running_check():
+            fresh, self.check_requested = self.check_requested, False
+            if not await self._running_check(fresh):
                 self.terminate_requested = "the NodeClaim or its Node was deleted"
                 break
             checks += 1
@@ -285,9 +296,10 @@ class NodeClaimWorkflow:
                 return
         self.s.phase = DRAINING
 
-    async def _running_check(self) -> bool:
+    async def _running_check(self, fresh: bool = False) -> bool:
         """One cycle's liveness and drift check; False when the claim or its node is going away. Revision-1
-        runs do both in one activity, older runs in two (`claim_state`, then `check_drift`)."""
+        runs do both in one activity, older runs in two (`claim_state`, then `check_drift`). `fresh`: asked
+        for by `check_drift`, so the NodePool and EC2NodeClass are read fresh."""
         if self._revision() < 1:
             state = await self._act(
                 NodeClaimActivities.claim_state, FinalizeInput(name=self.s.name, node_name=self.s.node_name)
@@ -303,7 +315,7 @@ class NodeClaimWorkflow:
             return True
         check = await self._act(
             NodeClaimActivities.running_check,
-            DriftCheckInput(name=self.s.name, node_name=self.s.node_name, instance_id=self.s.instance_id),
+            DriftCheckInput(name=self.s.name, node_name=self.s.node_name, instance_id=self.s.instance_id, fresh=fresh),
         )
         if check.gone:
             return False

@@ -194,3 +194,39 @@ def test_should_drain_and_terminate_a_node_deleted_with_kubectl(stack: DevStack)
     summary = stack.wait_settled(timeout=120)
     assert summary["settled"], summary
     assert_one_instance_per_claim(stack)
+
+
+def watched_pool(team: str) -> str:
+    return f"""
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: watched}}
+spec:
+  template:
+    metadata: {{labels: {{pool: watched, team: {team}}}}}
+    spec:
+      requirements:
+        - {{key: karpenter.sh/capacity-type, operator: In, values: ["on-demand"]}}
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+"""
+
+
+def test_should_mark_drift_within_seconds_of_a_nodepool_change(stack: DevStack) -> None:
+    """The worker's periodic drift check runs every 5 minutes here; a NodePool change triggers one at once."""
+    stack.apply_text(watched_pool("a"))
+    stack.apply_text(
+        deployment("watched", 1, cpu="250m", memory="256Mi", extra_spec="      nodeSelector: {pool: watched}")
+    )
+    assert stack.wait_settled(timeout=90)["settled"]
+    node_name = pods_of(stack, "watched")[0]["spec"]["nodeName"]
+    claim = next(c for c in stack.kube.list(r.NODECLAIM) if c.get("status", {}).get("nodeName") == node_name)
+    name = claim["metadata"]["name"]
+
+    stack.apply_text(watched_pool("b"))
+
+    def drifted() -> dict[str, Any] | None:
+        conditions = stack.kube.get(r.NODECLAIM, name).get("status", {}).get("conditions") or []
+        return next((c for c in conditions if c["type"] == "Drifted" and c["status"] == "True"), None)
+
+    marked = eventually(drifted, timeout=60, what=f"NodeClaim {name} marked Drifted after its NodePool changed")
+    assert marked["reason"] == "NodePoolDrifted"

@@ -79,6 +79,24 @@ async def test_a_running_claim_continues_as_new_every_few_checks_without_republi
     assert (await handle.result()).phase == DELETED
 
 
+async def test_a_check_drift_signal_runs_the_check_at_once(
+    time_env: WorkflowEnvironment, worker: str, world: World
+) -> None:
+    """The worker signals `check_drift` when a claim's NodePool or EC2NodeClass changes: the check runs
+    then, not at the next interval (an hour here)."""
+    handle = await start(time_env, worker, state=running_state(), drift_check_interval="1h")
+    started = await time_env.get_current_time()
+    await wait_until(handle, time_env, lambda s: s.phase == RUNNING, "Running")
+    world.drift_after_checks = 1
+    await handle.signal(NodeClaimWorkflow.check_drift, "NodePool default changed")
+    drifted = await wait_until(handle, time_env, lambda s: bool(s.drift_reason), "Drifted")
+    assert drifted.drift_checks == 1
+    assert await time_env.get_current_time() - started < timedelta(minutes=30)
+    await save_history(handle, "nodeclaim-check-drift-signal")
+    await handle.signal(NodeClaimWorkflow.delete, "NodeClaim deleted")
+    assert (await handle.result()).phase == DELETED
+
+
 async def test_should_set_expired_before_draining_on_a_manual_expire(
     time_env: WorkflowEnvironment, worker: str, world: World
 ) -> None:

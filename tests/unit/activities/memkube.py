@@ -53,11 +53,13 @@ class MemKube:
     def list(self, resource: Resource, namespace: str | None = None, label_selector: str | None = None,
              field_selector: str | None = None) -> list[Obj]:  # fmt: skip
         node = field_selector.removeprefix("spec.nodeName=") if field_selector else None
+        wanted = dict(term.split("=", 1) for term in label_selector.split(",")) if label_selector else {}
         out = [
             copy.deepcopy(obj)
             for (plural, ns, _), obj in sorted(self.objects.items())
             if plural == resource.plural and (namespace is None or ns == namespace)
             and (node is None or obj.get("spec", {}).get("nodeName") == node)
+            and all((obj["metadata"].get("labels") or {}).get(k) == v for k, v in wanted.items())
         ]  # fmt: skip
         return out
 

@@ -56,3 +56,15 @@ def test_an_invalid_object_reads_as_none_and_an_api_error_is_raised_uncached() -
     kube.fail = False
     kube.create(r.NODEPOOL, {**POOL, "metadata": {"name": "other"}})
     assert reads.get(NodePool, r.NODEPOOL, "other") is not None
+
+
+def test_a_fresh_read_goes_to_the_api_and_refreshes_what_is_remembered() -> None:
+    kube = CountingKube()
+    kube.create(r.NODEPOOL, POOL)
+    reads = SharedReads(kube, ttl=10, clock=lambda: 0.0)  # type: ignore[arg-type]
+    reads.get(NodePool, r.NODEPOOL, "default")
+    kube.delete(r.NODEPOOL, "default")
+    assert reads.get(NodePool, r.NODEPOOL, "default") is not None  # remembered
+    assert reads.get(NodePool, r.NODEPOOL, "default", fresh=True) is None
+    assert reads.get(NodePool, r.NODEPOOL, "default") is None  # the fresh read is remembered
+    assert kube.gets == 2

@@ -1,0 +1,78 @@
+"""workers.watchers.DriftTrigger: which NodePool and EC2NodeClass events signal which claims."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kube import resources as r
+from tests.unit.activities.memkube import MemKube
+from workers.watchers import DriftTrigger
+
+
+class Signals:
+    """A stand-in for TemporalStarter.signal_node_claim that records what was sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str]] = []
+
+    async def signal_node_claim(self, name: str, signal: str, reason: str) -> bool:
+        self.sent.append((name, signal))
+        return True
+
+
+@pytest.fixture
+def loop() -> Iterator[asyncio.AbstractEventLoop]:
+    running = asyncio.new_event_loop()
+    thread = threading.Thread(target=running.run_forever, daemon=True)
+    thread.start()
+    yield running
+    running.call_soon_threadsafe(running.stop)
+    thread.join(timeout=5)
+    running.close()
+
+
+def claim(name: str, pool: str, node_class: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": pool}},
+        "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": node_class}},
+    }
+
+
+def obj(name: str, generation: int) -> dict[str, Any]:
+    return {"metadata": {"name": name, "generation": generation}}
+
+
+@pytest.fixture
+def kube() -> MemKube:
+    kube = MemKube()
+    kube.create(r.NODECLAIM, claim("default-a", "default", "default"))
+    kube.create(r.NODECLAIM, claim("gpu-b", "gpu", "default"))
+    kube.create(r.NODECLAIM, claim("gpu-c", "gpu", "other"))
+    return kube
+
+
+def test_a_spec_change_signals_the_claims_of_that_pool_or_class(kube: MemKube, loop: asyncio.AbstractEventLoop) -> None:
+    signals = Signals()
+    trigger = DriftTrigger(kube, signals, loop, signals_per_second=1e6)  # type: ignore[arg-type]
+
+    trigger._on_node_pool("ADDED", obj("gpu", 1))  # first sight (the worker starting): nothing
+    trigger._on_node_class("ADDED", obj("default", 1))  # the same name as a NodePool: tracked apart
+    trigger._on_node_pool("MODIFIED", obj("gpu", 1))  # a status update: the spec did not change
+    assert signals.sent == []
+
+    trigger._on_node_pool("MODIFIED", obj("gpu", 2))
+    assert signals.sent == [("gpu-b", "check_drift"), ("gpu-c", "check_drift")]
+
+    signals.sent.clear()
+    trigger._on_node_class("ADDED", obj("default", 2))  # changed while the watch was restarting
+    assert signals.sent == [("default-a", "check_drift"), ("gpu-b", "check_drift")]
+
+    signals.sent.clear()
+    trigger._on_node_pool("DELETED", obj("gpu", 2))
+    trigger._on_node_pool("ADDED", obj("gpu", 1))  # a new pool of the same name: first sight again
+    assert signals.sent == []
