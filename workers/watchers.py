@@ -192,8 +192,9 @@ class DriftTrigger(_Watcher):
                 return
             try:
                 self._call(self.starter.signal_node_claim(name, "check_drift", reason))
-            except Exception:
-                log.exception("signalling nodeclaim-%s failed; its periodic check catches up", name)
+            except Exception:  # Temporal unreachable: do not wait out a timeout per claim
+                log.exception("signalling nodeclaim-%s failed; the rest wait for their periodic check", name)
+                return
             self._stop.wait(self.pause)
 
 

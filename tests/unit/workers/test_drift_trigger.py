@@ -76,3 +76,17 @@ def test_a_spec_change_signals_the_claims_of_that_pool_or_class(kube: MemKube, l
     trigger._on_node_pool("DELETED", obj("gpu", 2))
     trigger._on_node_pool("ADDED", obj("gpu", 1))  # a new pool of the same name: first sight again
     assert signals.sent == []
+
+
+class Unreachable(Signals):
+    async def signal_node_claim(self, name: str, signal: str, reason: str) -> bool:
+        self.sent.append((name, signal))
+        raise ConnectionError("Temporal is unreachable")
+
+
+def test_an_unreachable_temporal_stops_the_round_after_one_try(kube: MemKube, loop: asyncio.AbstractEventLoop) -> None:
+    signals = Unreachable()
+    trigger = DriftTrigger(kube, signals, loop, signals_per_second=1e6)  # type: ignore[arg-type]
+    trigger._on_node_class("ADDED", obj("default", 1))
+    trigger._on_node_class("MODIFIED", obj("default", 2))
+    assert signals.sent == [("default-a", "check_drift")]  # not one timeout per claim
