@@ -11,8 +11,8 @@ reason of the claim's `Drifted` condition:
 4. NodeClassDrift: the claim's `karpenter.k8s.aws/ec2nodeclass-hash` differs from the EC2NodeClass's
    static hash (same version rule as the NodePool's).
 5. AMIDrift: the claim's image is not among the node class's resolved AMIs.
-6. SubnetDrift: the instance's subnet is not among the node class's resolved subnets.
-7. SecurityGroupDrift: the instance's security groups differ from the resolved ones.
+6. SecurityGroupDrift: the instance's security groups differ from the resolved ones.
+7. SubnetDrift: the instance's subnet is not among the node class's resolved subnets.
 
 Facts that are unknown (an empty resolved list, an instance whose subnet is not known) never make a claim
 drifted: drift replaces nodes, so it must be certain. Detecting drift only marks the claim; replacing
@@ -155,6 +155,6 @@ def find_drift(facts: DriftFacts) -> Drift | None:
             facts.class_hash, facts.class_hash_version, facts.node_class_hash, facts.node_class_hash_version
         )
         or ami_drift(facts.image_id, facts.ami_ids)
-        or subnet_drift(facts.subnet_id, facts.subnet_ids)
         or security_group_drift(facts.security_group_ids, facts.resolved_security_group_ids)
+        or subnet_drift(facts.subnet_id, facts.subnet_ids)
     )

@@ -184,8 +184,8 @@ def test_find_drift_reports_the_first_reason_in_karpenters_order() -> None:
         {"offered_instance_types": frozenset({"m4.large"})},
         {"node_class_hash": "1"},
         {"ami_ids": ["ami-0"]},
-        {"subnet_ids": ["subnet-x"]},
         {"resolved_security_group_ids": ["sg-9"]},
+        {"subnet_ids": ["subnet-x"]},
     )
     for reset in resets:
         found = find_drift(facts)
@@ -198,8 +198,8 @@ def test_find_drift_reports_the_first_reason_in_karpenters_order() -> None:
         INSTANCE_TYPE_NOT_FOUND,
         NODECLASS_DRIFTED,
         AMI_DRIFTED,
-        SUBNET_DRIFTED,
         SECURITY_GROUP_DRIFTED,
+        SUBNET_DRIFTED,
     ]
     assert find_drift(facts) is None
 
