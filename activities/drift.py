@@ -1,12 +1,15 @@
 """Gathering the facts a drift check compares (scheduling.drift holds the comparison).
 
-One check reads the NodeClaim, its NodePool and its EC2NodeClass from the API (three GETs), cheap enough to
-run every few minutes for every node. The node class's AMIs, subnets and security groups come from its
-status when a controller has resolved them there, else from the cloud provider's resolver through
-`ResolvedNodeClasses`, which asks the cloud at most once per node class version and TTL for the whole
-worker. The instance's subnet and security groups come from `InstanceNetworks`, one listing of the cluster's live
-instances shared by the worker's checks and refreshed at most once per TTL: N nodes' checks cost about one
-paginated DescribeInstances a minute, not N calls (at 10,000 nodes checked every 5 minutes, 33 single
+A check reads the NodeClaim from the API; its NodePool and EC2NodeClass come from the worker's shared
+reads (activities.shared_reads), or fresh when the check was triggered by a change to one of them. The
+node class's AMIs, subnets and security groups come from its status when a controller has resolved them
+there, else from the cloud provider's resolver through `ResolvedNodeClasses`; the instance types it
+offers through `OfferedInstanceTypes`. Both ask the cloud at most once per node class version and TTL
+for the whole worker.
+
+The instance's subnet and security groups come from `InstanceNetworks`: one listing of the cluster's live
+instances, shared by the worker's checks and refreshed at most once per TTL. N nodes' checks cost about
+one paginated DescribeInstances a minute, not N calls (at 10,000 nodes checked every 5 minutes, 33 single
 DescribeInstances a second would exceed EC2's refill rate for the whole account). They are known only
 when the cloud provider reports them (cloudprovider.Instance with `subnet_id` and `security_group_ids`);
 until then subnet and security group drift stay undetected rather than guessed.
@@ -31,7 +34,7 @@ from cloudprovider.types import CloudProvider, Instance, ResolvedNodeClass
 from scheduling.drift import DriftFacts
 
 # Bump when what the check compares changes; the Drifted condition's message carries it, so a node marked
-# by an older check is recognisable (and the workflow's `patched` guard versions the command sequence).
+# by an older check is recognisable.
 DRIFT_CHECK_VERSION = "v2"  # v2: InstanceTypeNotFound and NodeClassDrift
 RESOLVED_TTL_SECONDS = 60.0
 # Karpenter judges InstanceTypeNotFound only for claims launched at least this long ago.
