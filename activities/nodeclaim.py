@@ -214,7 +214,7 @@ class NodeClaimActivities:
         claim = self._claim(inp.name)
         if claim is None:
             return
-        node_class = self._node_class_or_none(claim)
+        node_class = self.shared_reads.get(EC2NodeClass, r.EC2NODECLASS, claim.spec.node_class_ref.name, fresh=True)
         type_info = next((t for t in self.cloud.instance_types(node_class) if t.name == launch.instance_type), None)
         instance = Instance(
             id=launch.instance_id,
@@ -248,12 +248,6 @@ class NodeClaimActivities:
             capacity=capacity,
             allocatable=allocatable,
         )
-
-    def _node_class_or_none(self, claim: NodeClaim) -> EC2NodeClass | None:
-        try:
-            return EC2NodeClass.model_validate(self.kube.get(r.EC2NODECLASS, claim.spec.node_class_ref.name))
-        except (NotFoundError, ValueError):
-            return None
 
     @activity.defn(name="launch_failed")
     def launch_failed(self, inp: LaunchFailedInput) -> None:
@@ -426,7 +420,7 @@ class NodeClaimActivities:
             return ReplacementResult(message=f"NodeClaim {inp.name} is gone or being deleted")
         node_pool = inp.node_pool or (original["metadata"].get("labels") or {}).get(labels.NODEPOOL, "")
         name = replace.replacement_name(inp.name, node_pool, inp.attempt)
-        pool = self._pool_or_none(node_pool)
+        pool = self.shared_reads.get(NodePool, r.NODEPOOL, node_pool, fresh=True) if node_pool else None
         body = replace.replacement_body(original, name, pool)
         try:
             self.kube.create(r.NODECLAIM, body)
@@ -440,15 +434,6 @@ class NodeClaimActivities:
             termination_grace_period=body["spec"].get("terminationGracePeriod"),
             from_template=pool is not None,
         )
-
-    def _pool_or_none(self, name: str) -> NodePool | None:
-        """The NodePool read fresh; None when it is gone or does not validate."""
-        if not name:
-            return None
-        try:
-            return NodePool.model_validate(self.kube.get(r.NODEPOOL, name))
-        except (NotFoundError, ValidationError):
-            return None
 
     @activity.defn(name="replacement_state")
     def replacement_state(self, ref: ClaimRef) -> ReplacementState:
