@@ -46,7 +46,20 @@ class ApplyPlanResult(BaseModel):
 
 
 class ClaimRef(BaseModel):
+    """A NodeClaim by name and, when the workflow recorded it at start, `metadata.uid`: a NodeClaim with
+    the name and another uid is not this claim (activities.ownership)."""
+
     name: str
+    uid: str = ""
+
+
+class ClaimIdentity(ClaimRef):
+    """The claim an activity acts for and how to recognise its Node: `spec.providerID` is the claim's
+    instance, and `node_uid` the Node's uid recorded at registration (activities.ownership)."""
+
+    provider_id: str = ""
+    node_name: str = ""
+    node_uid: str = ""
 
 
 class LaunchOutcome(BaseModel):
@@ -65,29 +78,35 @@ class LaunchOutcome(BaseModel):
     message: str = ""
 
 
-class MarkLaunchedInput(BaseModel):
-    name: str
+class MarkLaunchedInput(ClaimRef):
     launch: LaunchOutcome
 
 
-class RegistrationCheck(BaseModel):
-    name: str
+class RegistrationCheck(ClaimRef):
     provider_id: str
 
 
 class NodeRef(BaseModel):
-    """The Node of a claim, once registered ('' before)."""
+    """The Node of a claim, once registered ('' before), with its uid; `claim_gone` when the NodeClaim no
+    longer exists (or the name is another claim's): the workflow ends without waiting for a Node."""
 
     node_name: str = ""
+    node_uid: str = ""
+    claim_gone: bool = False
 
 
 class InitializationResult(BaseModel):
+    """`gone`: the NodeClaim or its Node no longer exists (or the name is now another object's); the
+    workflow stops waiting and terminates what is still its own."""
+
     initialized: bool = False
     waiting_for: str = ""
+    gone: bool = False
 
 
 class ClaimState(BaseModel):
-    """What the running phase needs to know about the claim and its node, read fresh."""
+    """What the running phase needs to know about the claim and its node, read fresh. An object with the
+    claim's (or node's) name and another identity counts as not existing."""
 
     exists: bool = True
     deleting: bool = False
@@ -100,9 +119,7 @@ class ClaimState(BaseModel):
         return self.deleting or self.node_deleting or not self.node_exists
 
 
-class DrainInput(BaseModel):
-    name: str
-    node_name: str
+class DrainInput(ClaimIdentity):
     force: bool = False  # terminationGracePeriod passed: delete the pods instead of evicting
     # drain start + terminationGracePeriod: each pod is deleted at deadline - its own grace period (DS-16)
     deadline: datetime | None = None
@@ -116,34 +133,35 @@ class DrainProgress(BaseModel):
     message: str = ""
 
 
-class TerminateInput(BaseModel):
-    name: str
+class TerminateInput(ClaimRef):
+    """The claim's instance (or, when '', whichever instance is tagged for the claim). An instance tagged
+    for another NodeClaim is never terminated."""
+
     instance_id: str
 
 
 class TerminateResult(BaseModel):
+    """`gone` once the instance no longer runs for this claim: terminated, unknown, or (`message` says)
+    tagged for another NodeClaim, in which case it was not touched."""
+
     gone: bool = False
+    message: str = ""
 
 
-class FinalizeInput(BaseModel):
-    name: str
-    node_name: str = ""
+class FinalizeInput(ClaimIdentity):
     reason: str = ""
     expired: bool = False  # begin_termination: set condition Expired=True first (expireAfter or `expire`)
 
 
-class LaunchFailedInput(BaseModel):
-    name: str
+class LaunchFailedInput(ClaimRef):
     failure: str
     message: str
 
 
-class DriftCheckInput(BaseModel):
+class DriftCheckInput(ClaimIdentity):
     """`fresh`: read the NodePool and EC2NodeClass from the API, not the worker's shared reads (the check
     was asked for because one of them changed)."""
 
-    name: str
-    node_name: str = ""
     instance_id: str = ""
     fresh: bool = False
 
@@ -169,8 +187,7 @@ class RunningCheck(BaseModel):
         return self.state.gone
 
 
-class ReplacementInput(BaseModel):
-    name: str  # the NodeClaim being replaced
+class ReplacementInput(ClaimRef):  # the NodeClaim being replaced
     node_pool: str = ""
     attempt: int = 0
 
@@ -181,6 +198,7 @@ class ReplacementResult(BaseModel):
     the replacement's workflow); without, the original's apply."""
 
     name: str = ""
+    uid: str = ""
     message: str = ""
     expire_after: str | None = None
     termination_grace_period: str | None = None

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import claims, drain, kubeops, replace
+from activities import claims, drain, kubeops, ownership, replace
 from activities.drift import (
     DRIFT_CHECK_VERSION,
     InstanceNetworks,
@@ -25,6 +25,7 @@ from activities.drift import (
 )
 from activities.heartbeat import heartbeating
 from activities.models import (
+    ClaimIdentity,
     ClaimRef,
     ClaimState,
     DrainInput,
@@ -117,13 +118,30 @@ class NodeClaimActivities:
 
     # -- reading -----------------------------------------------------------------------------------------
 
-    def _claim(self, name: str) -> NodeClaim | None:
-        try:
-            return NodeClaim.model_validate(self.kube.get(r.NODECLAIM, name))
-        except NotFoundError:
-            return None
+    @staticmethod
+    def _own_claim(ref: ClaimRef) -> ownership.Owned:
+        return ownership.node_claim(ref.name, ref.uid)
 
-    def _set_conditions(self, name: str, *updates: tuple[str, str, str, str], **status: Any) -> None:
+    @staticmethod
+    def _own_node(ident: ClaimIdentity, node_name: str = "") -> ownership.Owned:
+        return ownership.node(node_name or ident.node_name, ident.provider_id, ident.node_uid)
+
+    def _claim_obj(self, ref: ClaimRef) -> Obj | None:
+        """The claim's NodeClaim, or None when it is gone or the name is another claim's."""
+        return ownership.get(self.kube, self._own_claim(ref))
+
+    def _foreign_claim(self, ref: ClaimRef) -> str:
+        """Why the NodeClaim named `ref.name` is another claim's (same name, other uid); '' when it is this
+        claim's or gone. Instances tagged with the name then belong to that other claim."""
+        obj = kubeops.get_or_none(self.kube, r.NODECLAIM, ref.name)
+        mismatch = self._own_claim(ref).mismatch(obj) if obj is not None else ""
+        return f"{mismatch}: another NodeClaim with this name; this one no longer exists" if mismatch else ""
+
+    def _claim(self, ref: ClaimRef) -> NodeClaim | None:
+        obj = self._claim_obj(ref)
+        return NodeClaim.model_validate(obj) if obj is not None else None
+
+    def _set_conditions(self, ref: ClaimRef, *updates: tuple[str, str, str, str], **status: Any) -> None:
         """Set status conditions (type, status, reason, message) and other status fields on the claim."""
         stamp = now_rfc3339()
 
@@ -139,9 +157,9 @@ class NodeClaimActivities:
             obj["status"] = new
             return True
 
-        kubeops.update(self.kube, r.NODECLAIM, name, mutate, subresource="status")
+        ownership.update(self.kube, self._own_claim(ref), mutate, subresource="status")
 
-    def _drop_condition(self, name: str, type_: str) -> None:
+    def _drop_condition(self, ref: ClaimRef, type_: str) -> None:
         def mutate(obj: Obj) -> bool:
             conditions = (obj.get("status") or {}).get("conditions") or []
             kept = [c for c in conditions if c.get("type") != type_]
@@ -150,7 +168,7 @@ class NodeClaimActivities:
             obj["status"]["conditions"] = kept
             return True
 
-        kubeops.update(self.kube, r.NODECLAIM, name, mutate, subresource="status")
+        ownership.update(self.kube, self._own_claim(ref), mutate, subresource="status")
 
     # -- launch ------------------------------------------------------------------------------------------
 
@@ -162,8 +180,11 @@ class NodeClaimActivities:
             return self._launch(ref)
 
     def _launch(self, ref: ClaimRef) -> LaunchOutcome:
+        foreign = self._foreign_claim(ref)
+        if foreign:
+            return LaunchOutcome(failure="NodeClaimGone", message=foreign)
         try:
-            claim = self._claim(ref.name)
+            claim = self._claim(ref)
         except ValidationError as err:
             return LaunchOutcome(
                 failure="InvalidNodeClaim",
@@ -211,7 +232,7 @@ class NodeClaimActivities:
         """Record the instance on the claim: labels of the chosen type and offering, the EC2NodeClass static
         hash (NodeClassDrift), providerID, imageID, capacity and allocatable, condition Launched."""
         launch = inp.launch
-        claim = self._claim(inp.name)
+        claim = self._claim(inp)
         if claim is None:
             return
         node_class = self.shared_reads.get(EC2NodeClass, r.EC2NODECLASS, claim.spec.node_class_ref.name, fresh=True)
@@ -237,11 +258,11 @@ class NodeClaimActivities:
             meta["labels"], meta["annotations"] = {**current, **new_labels}, {**annotations, **stamp}
             return True
 
-        kubeops.update(self.kube, r.NODECLAIM, inp.name, add_labels_and_stamp)
+        ownership.update(self.kube, self._own_claim(inp), add_labels_and_stamp)
         capacity = dict(type_info.capacity) if type_info else {}
         allocatable = format_resource_list(type_info.allocatable()) if type_info else {}
         self._set_conditions(
-            inp.name,
+            inp,
             (LAUNCHED, "True", "Launched", f"launched {launch.instance_type} in {launch.zone} ({launch.instance_id})"),
             provider_id=launch.provider_id,
             image_id=launch.image_id or None,
@@ -253,49 +274,55 @@ class NodeClaimActivities:
     def launch_failed(self, inp: LaunchFailedInput) -> None:
         """The claim cannot launch: say why (event and condition) and delete it, so its pods go back to the
         provisioner. Any instance that did start for it is terminated first."""
-        claim_obj = kubeops.get_or_none(self.kube, r.NODECLAIM, inp.name)
+        if self._foreign_claim(inp):
+            return  # the name is another claim's now: its instance and object are not ours to touch
+        claim_obj = self._claim_obj(inp)
         if claim_obj is not None:
             self.recorder.record(claim_obj, "Warning", inp.failure, inp.message)
-            self._set_conditions(inp.name, (LAUNCHED, "False", inp.failure, inp.message))
+            self._set_conditions(inp, (LAUNCHED, "False", inp.failure, inp.message))
         leftover = self.cloud.find_by_node_claim(inp.name)
         if leftover is not None:
             try:
                 self.cloud.delete(leftover.id)
             except InstanceNotFoundError:
                 pass
-        kubeops.delete_quietly(self.kube, r.NODECLAIM, inp.name)
-        kubeops.remove_finalizer(self.kube, r.NODECLAIM, inp.name, labels.TERMINATION_FINALIZER)
+        ownership.delete(self.kube, self._own_claim(inp))
+        ownership.remove_finalizer(self.kube, self._own_claim(inp), labels.TERMINATION_FINALIZER)
 
     # -- registration and initialization -----------------------------------------------------------------
 
     @activity.defn(name="find_node")
     def find_node(self, check: RegistrationCheck) -> NodeRef:
-        """The Node whose spec.providerID is the claim's instance, or '' if it has not registered yet."""
+        """The Node whose spec.providerID is the claim's instance (name and uid), or '' if it has not
+        registered yet; `claim_gone` when the claim itself no longer exists."""
+        if self._claim_obj(check) is None:
+            return NodeRef(claim_gone=True)
         for node in self.kube.list(r.NODE):
             if node.get("spec", {}).get("providerID") == check.provider_id:
-                return NodeRef(node_name=node["metadata"]["name"])
+                return NodeRef(node_name=node["metadata"]["name"], node_uid=node["metadata"].get("uid", ""))
         return NodeRef()
 
     @activity.defn(name="register_node")
     def register_node(self, inp: FinalizeInput) -> None:
         """Sync the claim's labels, annotations and taints onto the Node, add the termination finalizer and
         the registered label, drop the unregistered taint; set nodeName and Registered on the claim."""
-        claim = self._claim(inp.name)
+        claim = self._claim(inp)
         if claim is None:
             return
-        kubeops.update(self.kube, r.NODE, inp.node_name, lambda node: claims.sync_node(node, claim))
+        ownership.update(self.kube, self._own_node(inp), lambda node: claims.sync_node(node, claim))
         self._set_conditions(
-            inp.name, (REGISTERED, "True", "Registered", f"node {inp.node_name} registered"), node_name=inp.node_name
+            inp, (REGISTERED, "True", "Registered", f"node {inp.node_name} registered"), node_name=inp.node_name
         )
 
     @activity.defn(name="check_initialized")
     def check_initialized(self, inp: FinalizeInput) -> InitializationResult:
         """Initialized = Ready, startup and ephemeral taints gone, requested extended resources present.
         When it is, label the Node and set Initialized and Ready on the claim."""
-        claim = self._claim(inp.name)
-        node = kubeops.get_or_none(self.kube, r.NODE, inp.node_name)
+        claim = self._claim(inp)
+        node = ownership.get(self.kube, self._own_node(inp))
         if claim is None or node is None:
-            return InitializationResult(waiting_for="the NodeClaim or its Node is gone")
+            gone = self._own_claim(inp).describe() if claim is None else self._own_node(inp).describe()
+            return InitializationResult(gone=True, waiting_for=f"{gone} is gone")
         blocker = claims.initialization_blocker(node, claim)
         if blocker:
             return InitializationResult(waiting_for=blocker)
@@ -307,9 +334,9 @@ class NodeClaimActivities:
             obj["metadata"]["labels"] = {**node_labels, labels.INITIALIZED: "true"}
             return True
 
-        kubeops.update(self.kube, r.NODE, inp.node_name, label)
+        ownership.update(self.kube, self._own_node(inp), label)
         self._set_conditions(
-            inp.name,
+            inp,
             (INITIALIZED, "True", "Initialized", "node is ready and its startup taints are gone"),
             (READY, "True", "Ready", ""),
         )
@@ -320,10 +347,10 @@ class NodeClaimActivities:
     @activity.defn(name="claim_state")
     def claim_state(self, inp: FinalizeInput) -> ClaimState:
         """Whether the claim or its node is gone or being deleted (a backstop for missed signals)."""
-        return self._claim_state(kubeops.get_or_none(self.kube, r.NODECLAIM, inp.name), inp.node_name)
+        return self._claim_state(self._claim_obj(inp), inp)
 
-    def _claim_state(self, claim: Obj | None, node_name: str) -> ClaimState:
-        node = kubeops.get_or_none(self.kube, r.NODE, node_name) if node_name else None
+    def _claim_state(self, claim: Obj | None, ident: ClaimIdentity) -> ClaimState:
+        node = ownership.get(self.kube, self._own_node(ident)) if ident.node_name else None
         return ClaimState(
             exists=claim is not None,
             deleting=claim is None or bool(claim["metadata"].get("deletionTimestamp")),
@@ -336,8 +363,8 @@ class NodeClaimActivities:
         """One cycle of the running phase in one activity (one command in the workflow's history and
         cache): `claim_state`, then `check_drift` unless the claim or its node is going away. Reads the
         claim and the node once each; the NodePool and EC2NodeClass come from the worker's shared reads."""
-        claim = kubeops.get_or_none(self.kube, r.NODECLAIM, inp.name)
-        result = RunningCheck(state=self._claim_state(claim, inp.node_name))
+        claim = self._claim_obj(inp)
+        result = RunningCheck(state=self._claim_state(claim, inp))
         if not result.gone and claim is not None:
             result.drift = self._check_drift(inp, claim)
         return result
@@ -348,7 +375,7 @@ class NodeClaimActivities:
         claim's `Drifted` condition in step: True with the reason and message while drifted, removed once
         not. Drift only marks the claim: replacing drifted nodes is the disruption controller's job. The
         NodePool and EC2NodeClass may be up to SHARED_READ_TTL_SECONDS old (activities.shared_reads)."""
-        claim = kubeops.get_or_none(self.kube, r.NODECLAIM, inp.name)
+        claim = self._claim_obj(inp)
         if claim is None:
             return DriftResult(claim_exists=False)
         return self._check_drift(inp, claim)
@@ -362,7 +389,7 @@ class NodeClaimActivities:
         reads = self.shared_reads
         pool = reads.get(NodePool, r.NODEPOOL, pool_name, fresh=inp.fresh) if pool_name else None
         node_class = reads.get(EC2NodeClass, r.EC2NODECLASS, claim.spec.node_class_ref.name, fresh=inp.fresh)
-        self._restamp_foreign_hashes(claim, pool, node_class)
+        self._restamp_foreign_hashes(inp, claim, pool, node_class)
         drift = find_drift(
             drift_facts(
                 claim,
@@ -378,15 +405,17 @@ class NodeClaimActivities:
         )
         if drift is None:
             if any(c.type == DRIFTED for c in claim.status.conditions):
-                self._drop_condition(inp.name, DRIFTED)
+                self._drop_condition(inp, DRIFTED)
             return DriftResult()
         message = f"{drift.message} (drift check {DRIFT_CHECK_VERSION})"
         if not is_true(claim.status.conditions, DRIFTED):
-            self.recorder.record(self.kube.get(r.NODECLAIM, inp.name), "Normal", "Drifted", message)
-        self._set_conditions(inp.name, (DRIFTED, "True", drift.reason, message))
+            self.recorder.record(claim_obj, "Normal", "Drifted", message)
+        self._set_conditions(inp, (DRIFTED, "True", drift.reason, message))
         return DriftResult(drifted=True, reason=drift.reason, message=message)
 
-    def _restamp_foreign_hashes(self, claim: NodeClaim, pool: NodePool | None, node_class: EC2NodeClass | None) -> None:
+    def _restamp_foreign_hashes(
+        self, ref: ClaimRef, claim: NodeClaim, pool: NodePool | None, node_class: EC2NodeClass | None
+    ) -> None:
         """Stamp the claim with the current NodePool template hash and EC2NodeClass static hash where its
         stamp has another version (Karpenter's, an older nodeflow's, or none): such a hash cannot be
         compared, so, as in Karpenter, the claim is re-stamped and not found drifted."""
@@ -397,9 +426,9 @@ class NodeClaimActivities:
         if node_class is not None and annotations.get(labels.NODECLASS_HASH_VERSION_ANNOTATION) != STATIC_HASH_VERSION:
             stamp |= node_class.hash_annotations()
         if stamp:
-            self._annotate(claim.name, stamp)
+            self._annotate(ref, stamp)
 
-    def _annotate(self, name: str, stamp: dict[str, str]) -> None:
+    def _annotate(self, ref: ClaimRef, stamp: dict[str, str]) -> None:
         def mutate(obj: Obj) -> bool:
             annotations = obj["metadata"].get("annotations") or {}
             if all(annotations.get(k) == v for k, v in stamp.items()):
@@ -407,7 +436,7 @@ class NodeClaimActivities:
             obj["metadata"]["annotations"] = {**annotations, **stamp}
             return True
 
-        kubeops.update(self.kube, r.NODECLAIM, name, mutate)
+        ownership.update(self.kube, self._own_claim(ref), mutate)
 
     @activity.defn(name="create_replacement")
     def create_replacement(self, inp: ReplacementInput) -> ReplacementResult:
@@ -415,7 +444,7 @@ class NodeClaimActivities:
         and resources, the rest from its NodePool's template as it is now; a name derived from the original
         and the attempt). Idempotent: an existing replacement is kept. The result carries the expireAfter
         and terminationGracePeriod the replacement's workflow must use (`from_template`)."""
-        original = kubeops.get_or_none(self.kube, r.NODECLAIM, inp.name)
+        original = self._claim_obj(inp)
         if original is None or original["metadata"].get("deletionTimestamp"):
             return ReplacementResult(message=f"NodeClaim {inp.name} is gone or being deleted")
         node_pool = inp.node_pool or (original["metadata"].get("labels") or {}).get(labels.NODEPOOL, "")
@@ -423,12 +452,14 @@ class NodeClaimActivities:
         pool = self.shared_reads.get(NodePool, r.NODEPOOL, node_pool, fresh=True) if node_pool else None
         body = replace.replacement_body(original, name, pool)
         try:
-            self.kube.create(r.NODECLAIM, body)
+            uid = self.kube.create(r.NODECLAIM, body)["metadata"].get("uid", "")
             self.recorder.record(original, "Normal", "Replacing", f"launching replacement NodeClaim {name}")
         except AlreadyExistsError:
-            pass
+            existing = kubeops.get_or_none(self.kube, r.NODECLAIM, name)  # None: gone already (failed)
+            uid = existing["metadata"].get("uid", "") if existing else ""
         return ReplacementResult(
             name=name,
+            uid=uid,
             message=f"replacement {name} created",
             expire_after=body["spec"].get("expireAfter"),
             termination_grace_period=body["spec"].get("terminationGracePeriod"),
@@ -451,15 +482,15 @@ class NodeClaimActivities:
     @activity.defn(name="begin_termination")
     def begin_termination(self, inp: FinalizeInput) -> None:
         """Mark the claim as being deleted (deletionTimestamp; its finalizer keeps it) and say why."""
-        claim_obj = kubeops.get_or_none(self.kube, r.NODECLAIM, inp.name)
+        claim_obj = self._claim_obj(inp)
         if claim_obj is None:
             return
         if inp.expired and not is_true(NodeClaim.model_validate(claim_obj).status.conditions, EXPIRED):
-            self._set_conditions(inp.name, (EXPIRED, "True", "Expired", inp.reason or "expired"))
+            self._set_conditions(inp, (EXPIRED, "True", "Expired", inp.reason or "expired"))
         if not claim_obj["metadata"].get("deletionTimestamp"):
             if inp.reason:
                 self.recorder.record(claim_obj, "Normal", "DisruptionTerminating", inp.reason)
-            kubeops.delete_quietly(self.kube, r.NODECLAIM, inp.name)
+            ownership.delete(self.kube, self._own_claim(inp))
 
     @activity.defn(name="drain_step")
     def drain_step(self, inp: DrainInput) -> DrainProgress:
@@ -473,13 +504,15 @@ class NodeClaimActivities:
             return self._drain_step(inp)
 
     def _drain_step(self, inp: DrainInput) -> DrainProgress:
-        node = kubeops.get_or_none(self.kube, r.NODE, inp.node_name)
+        owned = self._own_node(inp)
+        node = ownership.get(self.kube, owned)
         if node is None:
-            return DrainProgress(remaining=0, message="node is gone")
-        self._taint_disrupted(inp.node_name)
+            return DrainProgress(remaining=0, message=f"{owned.describe()} is gone; nothing drained")
+        if self._taint_disrupted(owned) is None:  # replaced by another Node since the read above
+            return DrainProgress(remaining=0, message=f"{owned.describe()} is gone; nothing drained")
         deadline = as_utc(inp.deadline) if inp.deadline else None
         if deadline is not None:
-            self._annotate_termination_timestamp(inp.name, node, deadline)
+            self._annotate_termination_timestamp(inp, node, deadline)
         pods = self.kube.list(r.POD, field_selector=f"spec.nodeName={inp.node_name}")
         now = datetime.now(UTC)
         plan = drain.plan_step(pods, inp.force, deadline=deadline, now=now)
@@ -491,9 +524,9 @@ class NodeClaimActivities:
         if deleted:
             message += f", {deleted} deleted for terminationGracePeriod"
         if remaining == 0:
-            self._set_conditions(inp.name, (DRAINED, "True", "Drained", "all drainable pods are gone"))
+            self._set_conditions(inp, (DRAINED, "True", "Drained", "all drainable pods are gone"))
         else:
-            self._set_conditions(inp.name, (DRAINED, "False", "Draining", message))
+            self._set_conditions(inp, (DRAINED, "False", "Draining", message))
         return DrainProgress(
             remaining=remaining, evicted=evicted, deleted=deleted, blocked_by_pdb=refused + held, message=message
         )
@@ -527,7 +560,7 @@ class NodeClaimActivities:
             self.recorder.record(pod, "Normal", "Disrupted", disrupted_message(pod, deadline, grace))
         return deleted
 
-    def _annotate_termination_timestamp(self, name: str, node: Obj, deadline: datetime) -> None:
+    def _annotate_termination_timestamp(self, ref: ClaimRef, node: Obj, deadline: datetime) -> None:
         """Record the deadline on the NodeClaim (`karpenter.sh/nodeclaim-termination-timestamp`, RFC3339)
         unless already there, and announce it once on the Node (`TerminationGracePeriodExpiring`)."""
         stamp = rfc3339(deadline)
@@ -542,11 +575,13 @@ class NodeClaimActivities:
                 obj["metadata"]["annotations"] = {**annotations, key: stamp}
             return written
 
-        if kubeops.update(self.kube, r.NODECLAIM, name, mutate) is not None and written:
+        if ownership.update(self.kube, self._own_claim(ref), mutate) is not None and written:
             message = f"all pods are deleted by {stamp}, each at that time minus its terminationGracePeriodSeconds"
             self.recorder.record(node, "Warning", "TerminationGracePeriodExpiring", message)
 
-    def _taint_disrupted(self, node_name: str) -> None:
+    def _taint_disrupted(self, owned: ownership.Owned) -> Obj | None:
+        """Taint the Node `karpenter.sh/disrupted:NoSchedule`; None when it is gone or not ours."""
+
         def mutate(node: Obj) -> bool:
             if kubeops.has_taint(node, labels.DISRUPTED_TAINT_KEY, "NoSchedule"):
                 return False
@@ -554,21 +589,28 @@ class NodeClaimActivities:
             spec["taints"] = [*(spec.get("taints") or []), {"key": labels.DISRUPTED_TAINT_KEY, "effect": "NoSchedule"}]
             return True
 
-        kubeops.update(self.kube, r.NODE, node_name, mutate)
+        return ownership.update(self.kube, owned, mutate)
 
     @activity.defn(name="terminate_instance")
     def terminate_instance(self, inp: TerminateInput) -> TerminateResult:
         """Ask the cloud to terminate the claim's instance; `gone` once it no longer exists (not-found is
         success). With no instance id, whatever instance is tagged with the claim is terminated."""
-        instance_id = inp.instance_id
-        if not instance_id:
-            found = self.cloud.find_by_node_claim(inp.name)
-            if found is None:
-                return TerminateResult(gone=True)
-            instance_id = found.id
-        self._set_conditions(inp.name, (INSTANCE_TERMINATING, "True", "InstanceTerminating", instance_id))
+        foreign = self._foreign_claim(inp)
+        if foreign and not inp.instance_id:  # instances tagged with the name are the other claim's
+            return TerminateResult(gone=True, message=foreign)
         try:
-            self.cloud.delete(instance_id)
+            instance = self.cloud.get(inp.instance_id) if inp.instance_id else self.cloud.find_by_node_claim(inp.name)
+        except InstanceNotFoundError:
+            instance = None
+        if instance is None:
+            return TerminateResult(gone=True)
+        if instance.node_claim != inp.name:
+            owner = instance.node_claim or "no NodeClaim"
+            message = f"instance {instance.id} is tagged for {owner}, not {inp.name}; not terminated"
+            return TerminateResult(gone=True, message=message)
+        self._set_conditions(inp, (INSTANCE_TERMINATING, "True", "InstanceTerminating", instance.id))
+        try:
+            self.cloud.delete(instance.id)
         except InstanceNotFoundError:
             return TerminateResult(gone=True)
         return TerminateResult(gone=False)
@@ -577,7 +619,9 @@ class NodeClaimActivities:
     def finalize(self, inp: FinalizeInput) -> None:
         """The instance is gone: delete the Node (dropping our finalizer) and let the NodeClaim go."""
         if inp.node_name:
-            kubeops.delete_quietly(self.kube, r.NODE, inp.node_name)
-            kubeops.remove_finalizer(self.kube, r.NODE, inp.node_name, labels.TERMINATION_FINALIZER)
-        kubeops.delete_quietly(self.kube, r.NODECLAIM, inp.name)
-        kubeops.remove_finalizer(self.kube, r.NODECLAIM, inp.name, labels.TERMINATION_FINALIZER)
+            node = self._own_node(inp)
+            ownership.delete(self.kube, node)
+            ownership.remove_finalizer(self.kube, node, labels.TERMINATION_FINALIZER)
+        claim = self._own_claim(inp)
+        ownership.delete(self.kube, claim)
+        ownership.remove_finalizer(self.kube, claim, labels.TERMINATION_FINALIZER)

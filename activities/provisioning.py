@@ -37,10 +37,11 @@ log = logging.getLogger(__name__)
 
 
 class WorkflowStarter(Protocol):
-    """Starts (or finds running) the NodeClaim workflow of a claim. Idempotent."""
+    """Starts (or finds running) the NodeClaim workflow of a claim. Idempotent. `uid` is the NodeClaim's
+    metadata.uid: the workflow acts only on the NodeClaim with that uid."""
 
     def start_node_claim(
-        self, name: str, node_pool: str, expire_after: str, termination_grace_period: str | None
+        self, name: str, uid: str, node_pool: str, expire_after: str, termination_grace_period: str | None
     ) -> None: ...
 
 
@@ -196,9 +197,11 @@ class ProvisioningActivities:
             pools[planned.node_pool] = pool_obj
             name = node_claim_name(planned.node_pool, inp.round.run_id, inp.round.round, planned.pods)
             pool = NodePool.model_validate(pool_obj)
-            self._create_claim(name, planned, pool)
+            uid = self._create_claim(name, planned, pool)
+            if not uid:
+                continue
             spec = pool.spec.template.spec
-            self.starter.start_node_claim(name, pool.name, spec.expire_after, spec.termination_grace_period)
+            self.starter.start_node_claim(name, uid, pool.name, spec.expire_after, spec.termination_grace_period)
             created.append(name)
         self._report_node_pools(inp.plan.invalid)
         for pod in inp.plan.unschedulable[:200]:
@@ -208,7 +211,9 @@ class ProvisioningActivities:
                 self.recorder.record(pod_obj, "Warning", "FailedScheduling", f"Failed to schedule pod, {pod.reason}")
         return ApplyPlanResult(created=created)
 
-    def _create_claim(self, name: str, planned: PlannedNodeClaim, pool: NodePool) -> None:
+    def _create_claim(self, name: str, planned: PlannedNodeClaim, pool: NodePool) -> str:
+        """Create the claim (or find it from an earlier try of this round); its uid, '' when it was
+        created and is gone already."""
         template = pool.spec.template
         # A claim may only carry keys a NodePool could (hostname and restricted domains are the
         # scheduler's business, not the node's); instance types come last, in the plan's price order.
@@ -252,9 +257,10 @@ class ProvisioningActivities:
         body: dict[str, Any] = claim.to_kube()
         body.pop("status", None)
         try:
-            self.kube.create(r.NODECLAIM, body)
+            return str(self.kube.create(r.NODECLAIM, body)["metadata"].get("uid", ""))
         except AlreadyExistsError:
-            pass
+            existing = kubeops.get_or_none(self.kube, r.NODECLAIM, name)
+            return str(existing["metadata"].get("uid", "")) if existing else ""
 
     def _report_node_pools(self, invalid: list[InvalidObject]) -> None:
         """Ready=False with the validation message on invalid NodePools; Ready=True on the others."""

@@ -75,7 +75,7 @@ def wait_for_provisioner(stack: DevStack, timeout: float = 60) -> None:
 
 
 def measure(pods: int, cpu: str, memory: str, timeout: float) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as state, DevStack(DevStackConfig(state_dir=Path(state), fresh=True)) as stack:
+    with tempfile.TemporaryDirectory() as state, DevStack(DevStackConfig(state_dir=Path(state))) as stack:
         wait_for_provisioner(stack)
         start = time.monotonic()
         stack.apply_text(deployment(pods, cpu, memory))

@@ -229,7 +229,7 @@ def run_pods(opts: PodsOptions) -> dict[str, Any]:
     from kube import resources as r
 
     with state_directory(opts.state_dir) as state:
-        config = DevStackConfig(state_dir=state, fresh=True, persistent_temporal=opts.persistent_temporal)
+        config = DevStackConfig(state_dir=state, persistent_temporal=opts.persistent_temporal)
         with DevStack(config) as stack:
             if not poll(lambda: _worker_warm(stack), 120.0, 0.2):
                 raise SystemExit(f"the worker did not start and warm up in 120 s; see {config.logs_dir}")
@@ -432,7 +432,7 @@ async def _start_claims(
     async def lane() -> None:
         for i in names:
             name = f"scale-{i:06d}"
-            await starter.start_node_claim_async(name, "default")
+            await starter.start_node_claim_async(name, "", "default")
             report.seconds_to_start_all = time.monotonic() - began
             handle = client.get_workflow_handle(workflow_id(name))
             while (await handle.describe()).typed_search_attributes.get(sa.PHASE) != RUNNING:

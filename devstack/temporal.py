@@ -86,7 +86,7 @@ def nodeflow_search_attributes() -> list[tuple[str, str]]:
 
 
 def delete_db(db_path: Path) -> None:
-    """Remove the SQLite db and its WAL side files (for `--fresh`)."""
+    """Remove the SQLite db and its WAL side files (every stack start begins with an empty one)."""
     for suffix in ("", "-wal", "-shm", "-journal"):
         Path(f"{db_path}{suffix}").unlink(missing_ok=True)
 

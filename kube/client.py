@@ -243,11 +243,20 @@ class KubeClient:
         return replaced
 
     def delete(
-        self, resource: Resource, name: str, namespace: str | None = None, grace_period_seconds: int | None = None
+        self,
+        resource: Resource,
+        name: str,
+        namespace: str | None = None,
+        grace_period_seconds: int | None = None,
+        preconditions: dict[str, str] | None = None,
     ) -> None:
-        options = None
-        if grace_period_seconds is not None:
-            options = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": grace_period_seconds}
+        options: Obj | None = None
+        if grace_period_seconds is not None or preconditions:
+            options = {"apiVersion": "v1", "kind": "DeleteOptions"}
+            if grace_period_seconds is not None:
+                options["gracePeriodSeconds"] = grace_period_seconds
+            if preconditions:
+                options["preconditions"] = dict(preconditions)
         self._call("DELETE", resource.path(namespace, name), body=options)
 
     def evict(self, namespace: str, name: str) -> None:

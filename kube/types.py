@@ -59,10 +59,17 @@ class Kube(Protocol):
         ...
 
     def delete(
-        self, resource: Resource, name: str, namespace: str | None = None, grace_period_seconds: int | None = None
+        self,
+        resource: Resource,
+        name: str,
+        namespace: str | None = None,
+        grace_period_seconds: int | None = None,
+        preconditions: dict[str, str] | None = None,
     ) -> None:
         """Delete (sets deletionTimestamp when finalizers remain). NotFoundError when already gone.
-        `grace_period_seconds` overrides a pod's spec.terminationGracePeriodSeconds."""
+        `grace_period_seconds` overrides a pod's spec.terminationGracePeriodSeconds. `preconditions`
+        (`uid`, `resourceVersion`: DeleteOptions.preconditions) that the object does not match give
+        ConflictError, so a same-named replacement object is never deleted."""
         ...
 
     def evict(self, namespace: str, name: str) -> None:

@@ -50,7 +50,6 @@ def add_parser(subparsers: Any) -> None:
         help="kubeconfig, Temporal db and logs/ (default .nodeflow)",
     )
     p.add_argument("--no-ui", action="store_true", help="run the Temporal server without its web UI")
-    p.add_argument("--fresh", action="store_true", help="delete the previous Temporal db first")
     p.add_argument("--no-worker", action="store_true", help="start the stack without the nodeflow worker")
     p.add_argument(
         "--apply",
@@ -104,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         config = DevStackConfig(
             state_dir=args.state_dir, temporal_port=args.temporal_port, ui_port=args.ui_port,
             kube_port=args.kube_port, moto_port=args.moto_port, cluster_name=args.cluster_name,
-            ui=not args.no_ui, start_worker=not args.no_worker, fresh=args.fresh,
+            ui=not args.no_ui, start_worker=not args.no_worker,
         )  # fmt: skip
     except (ManifestError, ValueError) as exc:
         print(f"nodeflow dev: {exc}", file=sys.stderr)

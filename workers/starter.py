@@ -36,13 +36,19 @@ class TemporalStarter:
         self.drift_check_interval = drift_check_interval
 
     async def start_node_claim_async(
-        self, name: str, node_pool: str, expire_after: str = "720h", termination_grace_period: str | None = None
+        self,
+        name: str,
+        uid: str,
+        node_pool: str,
+        expire_after: str = "720h",
+        termination_grace_period: str | None = None,
     ) -> None:
         """Start the claim's workflow, or leave the running one alone (id conflict policy USE_EXISTING)."""
         await self.client.start_workflow(
             NodeClaimWorkflow.run,
             NodeClaimInput(
                 name=name,
+                claim_uid=uid,
                 node_pool=node_pool,
                 expire_after=expire_after,
                 termination_grace_period=termination_grace_period,
@@ -59,10 +65,10 @@ class TemporalStarter:
         )
 
     def start_node_claim(
-        self, name: str, node_pool: str, expire_after: str, termination_grace_period: str | None
+        self, name: str, uid: str, node_pool: str, expire_after: str, termination_grace_period: str | None
     ) -> None:
         """Thread-safe, blocking form for activities running in the worker's thread pool."""
-        coro = self.start_node_claim_async(name, node_pool, expire_after, termination_grace_period)
+        coro = self.start_node_claim_async(name, uid, node_pool, expire_after, termination_grace_period)
         asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=START_TIMEOUT_SECONDS)
 
     async def signal_provisioner(self, keys: Sequence[str]) -> None:

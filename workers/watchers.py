@@ -198,21 +198,6 @@ class DriftTrigger(_Watcher):
             self._stop.wait(self.pause)
 
 
-async def adopt_node_claims(kube: Kube, starter: TemporalStarter) -> int:
-    """Start a workflow for every NodeClaim that has none running (USE_EXISTING leaves running ones alone):
-    a lost Temporal namespace or a restored cluster converges. Returns how many claims were seen."""
-    claims = await asyncio.to_thread(kube.list, r.NODECLAIM)
-    for claim in claims:
-        spec = claim.get("spec", {})
-        await starter.start_node_claim_async(
-            claim["metadata"]["name"],
-            claim["metadata"].get("labels", {}).get(labels.NODEPOOL, ""),
-            spec.get("expireAfter", "720h"),
-            spec.get("terminationGracePeriod"),
-        )
-    return len(claims)
-
-
 class Resync:
     """Asks the provisioner for a round every `interval` seconds even when no pod is pending, so NodePool
     and EC2NodeClass status (validation, what selectors resolve to) follows changes that no pod event

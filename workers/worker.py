@@ -18,10 +18,11 @@ from cloudprovider.aws.factory import new_aws_cloud_provider
 from cloudprovider.types import CloudProvider
 from kube.client import KubeClient
 from kube.events import EventRecorder
+from workers.reconcile import adopt_node_claims, end_orphaned_workflows
 from workers.settings import Settings
 from workers.starter import TemporalStarter
 from workers.temporal_client import connect
-from workers.watchers import DeletionWatcher, DriftTrigger, PodWatcher, Resync, adopt_node_claims
+from workers.watchers import DeletionWatcher, DriftTrigger, PodWatcher, Resync
 from workflows.garbage_collection import GarbageCollectorSettings, GarbageCollectorWorkflow, start_garbage_collector
 from workflows.nodeclaim import NodeClaimWorkflow
 from workflows.provisioner import ProvisionerWorkflow
@@ -43,7 +44,8 @@ def build_kube(settings: Settings) -> KubeClient:
 
 
 async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
-    """Run until `stop` is set. Adopts existing NodeClaims first, then serves workflows and activities."""
+    """Run until `stop` is set. First ends NodeClaim workflows whose NodeClaim is gone and adopts NodeClaims
+    without a workflow (workers.reconcile), then serves workflows and activities."""
     client = await connect(settings)
     kube = build_kube(settings)
     cloud = new_aws_cloud_provider(
@@ -98,6 +100,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
             # The first catalog read (DescribeInstanceTypes, offerings, spot prices) takes seconds; pay it
             # now rather than in the first provisioning round.
             warm_catalog = asyncio.create_task(asyncio.to_thread(_warm_catalog, cloud))
+            await end_orphaned_workflows(client, kube, cloud)
             adopted = await adopt_node_claims(kube, starter)
             log.info("worker up on task queue %r; %d NodeClaims adopted", settings.task_queue, adopted)
             await starter.signal_provisioner([])

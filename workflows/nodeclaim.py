@@ -34,6 +34,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
 
 from activities.models import (
+    ClaimIdentity,
     ClaimRef,
     DrainInput,
     DriftCheckInput,
@@ -182,7 +183,7 @@ class NodeClaimWorkflow:
         try:
             outcome = await workflow.execute_activity_method(
                 NodeClaimActivities.launch,
-                ClaimRef(name=self.s.name),
+                self._ref(),
                 start_to_close_timeout=timing.LAUNCH_ATTEMPT,
                 schedule_to_close_timeout=timing.LAUNCH_TIMEOUT,
                 heartbeat_timeout=timing.HEARTBEAT,
@@ -203,7 +204,7 @@ class NodeClaimWorkflow:
         self.s.node_pool = outcome.node_pool or self.s.node_pool
         if outcome.claim_deleting:
             self.terminate_requested = self.terminate_requested or "NodeClaim deleted while launching"
-        await self._act(NodeClaimActivities.mark_launched, MarkLaunchedInput(name=self.s.name, launch=outcome))
+        await self._act(NodeClaimActivities.mark_launched, MarkLaunchedInput(**self._ref_fields(), launch=outcome))
         self.s.conditions["Launched"] = "True"
         now = workflow.now()
         self.s.launched_at = now
@@ -215,7 +216,8 @@ class NodeClaimWorkflow:
     async def _launch_failed(self, failure: str, message: str) -> None:
         self.s.failure = f"{failure}: {message}"
         await self._act(
-            NodeClaimActivities.launch_failed, LaunchFailedInput(name=self.s.name, failure=failure, message=message)
+            NodeClaimActivities.launch_failed,
+            LaunchFailedInput(**self._ref_fields(), failure=failure, message=message),
         )
         await self._kick_provisioner()
         self.s.phase = DELETED
@@ -224,13 +226,15 @@ class NodeClaimWorkflow:
         interval = timing.REGISTRATION_POLL_FIRST
         while True:
             found = await self._act(
-                NodeClaimActivities.find_node, RegistrationCheck(name=self.s.name, provider_id=self.s.provider_id)
+                NodeClaimActivities.find_node, RegistrationCheck(**self._ref_fields(), provider_id=self.s.provider_id)
             )
+            if found.claim_gone:
+                self.terminate_requested = self.terminate_requested or self._claim_gone()
+                self.s.phase = TERMINATING
+                return
             if found.node_name:
-                self.s.node_name = found.node_name
-                await self._act(
-                    NodeClaimActivities.register_node, FinalizeInput(name=self.s.name, node_name=found.node_name)
-                )
+                self.s.node_name, self.s.node_uid = found.node_name, found.node_uid
+                await self._act(NodeClaimActivities.register_node, FinalizeInput(**self._identity()))
                 self.s.conditions["Registered"] = "True"
                 self.s.phase = DRAINING if self.terminate_requested else INITIALIZING
                 return
@@ -249,9 +253,10 @@ class NodeClaimWorkflow:
     async def initialize(self) -> None:
         interval = timing.REGISTRATION_POLL_FIRST
         while not self.terminate_requested:
-            result = await self._act(
-                NodeClaimActivities.check_initialized, FinalizeInput(name=self.s.name, node_name=self.s.node_name)
-            )
+            result = await self._act(NodeClaimActivities.check_initialized, FinalizeInput(**self._identity()))
+            if result.gone:
+                self.terminate_requested = self.terminate_requested or result.waiting_for
+                break
             if result.initialized:
                 self.s.conditions["Initialized"] = "True"
                 self.s.waiting_for = ""
@@ -301,21 +306,19 @@ class NodeClaimWorkflow:
         runs do both in one activity, older runs in two (`claim_state`, then `check_drift`). `fresh`: asked
         for by `check_drift`, so the NodePool and EC2NodeClass are read fresh."""
         if self._revision() < 1:
-            state = await self._act(
-                NodeClaimActivities.claim_state, FinalizeInput(name=self.s.name, node_name=self.s.node_name)
-            )
+            state = await self._act(NodeClaimActivities.claim_state, FinalizeInput(**self._identity()))
             if state.gone:
                 return False
             self._record_drift(
                 await self._act(
                     NodeClaimActivities.check_drift,
-                    DriftCheckInput(name=self.s.name, node_name=self.s.node_name, instance_id=self.s.instance_id),
+                    DriftCheckInput(**self._identity(), instance_id=self.s.instance_id),
                 )
             )
             return True
         check = await self._act(
             NodeClaimActivities.running_check,
-            DriftCheckInput(name=self.s.name, node_name=self.s.node_name, instance_id=self.s.instance_id, fresh=fresh),
+            DriftCheckInput(**self._identity(), instance_id=self.s.instance_id, fresh=fresh),
         )
         if check.gone:
             return False
@@ -335,9 +338,7 @@ class NodeClaimWorkflow:
             await self._sleep_unless_terminating(wait)
             if self.terminate_requested:
                 break
-            state = await self._act(
-                NodeClaimActivities.claim_state, FinalizeInput(name=self.s.name, node_name=self.s.node_name)
-            )
+            state = await self._act(NodeClaimActivities.claim_state, FinalizeInput(**self._identity()))
             if state.gone:
                 self.terminate_requested = "the NodeClaim or its Node was deleted"
             if self._history_too_long():
@@ -371,7 +372,7 @@ class NodeClaimWorkflow:
         self.s.replace_attempts += 1
         created = await self._act(
             NodeClaimActivities.create_replacement,
-            ReplacementInput(name=self.s.name, node_pool=self.s.node_pool, attempt=self.s.replace_attempts),
+            ReplacementInput(**self._ref_fields(), node_pool=self.s.node_pool, attempt=self.s.replace_attempts),
         )
         if not created.name:
             self.terminate_requested = self.terminate_requested or created.message
@@ -379,6 +380,7 @@ class NodeClaimWorkflow:
         self.s.replacement = created.name
         child: dict[str, object] = {
             "name": created.name,
+            "claim_uid": created.uid,
             "state": None,
             "terminate_requested": "",
             "replace_requested": "",
@@ -414,9 +416,7 @@ class NodeClaimWorkflow:
         self.replace_requested = ""
 
     async def drain_node(self) -> None:
-        ref = FinalizeInput(
-            name=self.s.name, node_name=self.s.node_name, reason=self.terminate_requested, expired=self.s.expired
-        )
+        ref = FinalizeInput(**self._identity(), reason=self.terminate_requested, expired=self.s.expired)
         await self._act(NodeClaimActivities.begin_termination, ref)
         self.s.termination_reason = self.terminate_requested
         if self.s.expired:
@@ -429,7 +429,7 @@ class NodeClaimWorkflow:
             force = self.s.drain_deadline is not None and workflow.now() >= self.s.drain_deadline
             progress = await workflow.execute_activity_method(
                 NodeClaimActivities.drain_step,
-                DrainInput(name=self.s.name, node_name=self.s.node_name, force=force, deadline=self.s.drain_deadline),
+                DrainInput(**self._identity(), force=force, deadline=self.s.drain_deadline),
                 start_to_close_timeout=timing.DRAIN_STEP,
                 heartbeat_timeout=timing.HEARTBEAT,
                 retry_policy=timing.ACTIVITY_RETRY,
@@ -446,25 +446,44 @@ class NodeClaimWorkflow:
 
     async def terminate(self) -> None:
         if not self.s.termination_reason:
-            ref = FinalizeInput(
-                name=self.s.name, node_name=self.s.node_name, reason=self.terminate_requested, expired=self.s.expired
-            )
+            ref = FinalizeInput(**self._identity(), reason=self.terminate_requested, expired=self.s.expired)
             await self._act(NodeClaimActivities.begin_termination, ref)
             self.s.termination_reason = self.terminate_requested
         while True:
             result = await self._act(
-                NodeClaimActivities.terminate_instance, TerminateInput(name=self.s.name, instance_id=self.s.instance_id)
+                NodeClaimActivities.terminate_instance,
+                TerminateInput(**self._ref_fields(), instance_id=self.s.instance_id),
             )
             if result.gone:
+                if result.message:
+                    self.s.failure = result.message
                 break
             self.s.waiting_for = f"instance {self.s.instance_id} to terminate"
             await workflow.sleep(timing.TERMINATE_POLL)
-        await self._act(NodeClaimActivities.finalize, FinalizeInput(name=self.s.name, node_name=self.s.node_name))
+        await self._act(NodeClaimActivities.finalize, FinalizeInput(**self._identity()))
         self.s.waiting_for = ""
         self.s.phase = DELETED
         await self._kick_provisioner()
 
     # -- helpers -----------------------------------------------------------------------------------------
+
+    def _ref_fields(self) -> dict[str, str]:
+        """The claim's name and the NodeClaim uid recorded at start (activities act on that object only)."""
+        return {"name": self.s.name, "uid": self.inp.claim_uid}
+
+    def _ref(self) -> ClaimRef:
+        return ClaimRef(**self._ref_fields())
+
+    def _identity(self) -> dict[str, str]:
+        """The fields of ClaimIdentity: the claim, and its Node by providerID and the uid recorded at
+        registration (activities never touch a Node that does not match)."""
+        return ClaimIdentity(
+            **self._ref_fields(), provider_id=self.s.provider_id, node_name=self.s.node_name, node_uid=self.s.node_uid
+        ).model_dump()
+
+    def _claim_gone(self) -> str:
+        uid = f" (uid {self.inp.claim_uid})" if self.inp.claim_uid else ""
+        return f"the NodeClaim {self.s.name}{uid} no longer exists"
 
     async def _act(self, fn, arg):  # type: ignore[no-untyped-def]
         return await workflow.execute_activity_method(

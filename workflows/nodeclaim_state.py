@@ -37,6 +37,7 @@ class NodeClaimState(BaseModel):
     capacity_type: str = ""
     provider_id: str = ""
     node_name: str = ""
+    node_uid: str = ""  # the Node's metadata.uid, recorded at registration
     launched_at: datetime | None = None
     registration_deadline: datetime | None = None
     expires_at: datetime | None = None
@@ -67,7 +68,11 @@ class NodeClaimState(BaseModel):
 
 
 class NodeClaimInput(BaseModel):
+    """`claim_uid`: the NodeClaim's metadata.uid when the workflow was started; a NodeClaim with the name
+    and another uid is not this workflow's (it ends instead of acting on it)."""
+
     name: str
+    claim_uid: str = ""
     node_pool: str = ""
     expire_after: str = "720h"
     termination_grace_period: str | None = None

@@ -22,8 +22,9 @@ class DevStackConfig:
     state_dir: holds `kubeconfig`, `temporal.db` (when `persistent_temporal`), `services.json` and
       `logs/<child>.log`.
     ui: serve the Temporal UI on `ui_port`.
-    persistent_temporal: keep Temporal's state in `<state_dir>/temporal.db`, so `restart_temporal()`
-      and a new run keep the workflows; `fresh` deletes that db first.
+    persistent_temporal: keep Temporal's state in `<state_dir>/temporal.db` while the stack runs, so
+      `restart_temporal()` keeps the workflows. Every start deletes that db first: the Kubernetes
+      emulator and moto start empty, and workflows of an earlier run must never meet a new cluster.
     start_worker: run the nodeflow worker as a child; `worker_args` are appended to its command line.
     apply_defaults: apply `devstack/defaults.yaml` (NodePool and EC2NodeClass `default`) at start.
     """
@@ -38,7 +39,6 @@ class DevStackConfig:
     persistent_temporal: bool = True
     start_worker: bool = True
     worker_args: list[str] = field(default_factory=list)
-    fresh: bool = False
     apply_defaults: bool = True
     region: str = DEFAULT_REGION
     start_timeout: float = 60.0

@@ -144,7 +144,7 @@ class DevStack:
         """Start the server. A port picked here as free can be taken before the server binds it (by
         the services child, or the server's own internal listeners); then it retries on new picks."""
         cfg = self.config
-        if cfg.fresh and cfg.temporal_db is not None:
+        if cfg.temporal_db is not None:  # a new cluster: no workflow of an earlier run may act on it
             temporal.delete_db(cfg.temporal_db)
         for attempt in range(1, TEMPORAL_PORT_ATTEMPTS + 1):
             server = temporal.TemporalDevServer(ports, cfg.temporal_db, cfg.ui, cfg.logs_dir / "temporal.log")

@@ -75,6 +75,6 @@ def assert_one_instance_per_claim(stack: DevStack) -> None:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
-    config = DevStackConfig(state_dir=tmp_path_factory.mktemp("stack"), ui=True, fresh=True)
+    config = DevStackConfig(state_dir=tmp_path_factory.mktemp("stack"), ui=True)
     with DevStack(config) as running:
         yield running

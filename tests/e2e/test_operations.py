@@ -47,7 +47,6 @@ spec:
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
     config = DevStackConfig(
         state_dir=tmp_path_factory.mktemp("ops-stack"),
-        fresh=True,
         worker_args=["--drift-check-interval", DRIFT_INTERVAL],
     )
     with DevStack(config) as running:

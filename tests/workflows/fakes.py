@@ -61,6 +61,9 @@ class World:
     replacements: list[str] = field(default_factory=list)
     # (expireAfter, terminationGracePeriod) of the NodePool's template when create_replacement reads it
     replacement_template: tuple[str, str | None] | None = None
+    # The phase whose activity first finds the NodeClaim gone (deleted, finalizer removed by hand, or its
+    # name now another claim's): "launch", "registration", "initialization" or "running"; "" never.
+    claim_gone_in: str = ""
     drain_inputs: list[DrainInput] = field(default_factory=list)
     begin_inputs: list[FinalizeInput] = field(default_factory=list)
 
@@ -70,6 +73,8 @@ class World:
         @activity.defn(name="launch")
         def launch(ref: ClaimRef) -> LaunchOutcome:
             world.calls.append("launch")
+            if world.claim_gone_in == "launch":
+                return LaunchOutcome(failure="NodeClaimGone", message="the NodeClaim was deleted before launch")
             if world.ice:
                 return LaunchOutcome(failure="InsufficientCapacity", message="no m5.large in us-west-2a")
             world.launched += 1
@@ -93,6 +98,8 @@ class World:
         @activity.defn(name="find_node")
         def find_node(check: RegistrationCheck) -> NodeRef:
             world.find_calls += 1
+            if world.claim_gone_in == "registration":
+                return NodeRef(claim_gone=True)
             if world.node_after_polls >= 0 and world.find_calls >= world.node_after_polls:
                 return NodeRef(node_name="ip-10-0-0-1.us-west-2.compute.internal")
             return NodeRef()
@@ -104,6 +111,8 @@ class World:
         @activity.defn(name="check_initialized")
         def check_initialized(inp: FinalizeInput) -> InitializationResult:
             world.init_calls += 1
+            if world.claim_gone_in == "initialization":
+                return InitializationResult(gone=True, waiting_for=f"NodeClaim {inp.name} (uid {inp.uid}) is gone")
             if world.init_calls >= world.ready_after_polls:
                 world.calls.append("initialized")
                 return InitializationResult(initialized=True)
@@ -123,6 +132,8 @@ class World:
 
         @activity.defn(name="running_check")
         def running_check(inp: DriftCheckInput) -> RunningCheck:
+            if world.claim_gone_in == "running":
+                return RunningCheck(state=ClaimState(exists=False, deleting=True))
             return RunningCheck(state=ClaimState(), drift=check_drift(inp))
 
         @activity.defn(name="create_replacement")

@@ -1,17 +1,30 @@
 """An in-memory stand-in for the Kube boundary, just enough for the NodeClaim activities: get, list (with a
 spec.nodeName field selector), create, merge patch with resourceVersion checks, delete with finalizers,
-and evict (PodDisruptionBudget refusals by pod name)."""
+and evict (PodDisruptionBudget refusals by pod name).
+
+Every Node and NodeClaim write an activity makes must prove it is writing the object it checked: a patch
+carries the resourceVersion it read, a delete carries a `uid` precondition (activities.ownership). MemKube
+raises UnguardedWrite otherwise, so every activity test also checks that rule."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import itertools
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 from kube.errors import AlreadyExistsError, ConflictError, NotFoundError, TooManyRequestsError
-from kube.resources import POD, Resource
+from kube.resources import NODE, NODECLAIM, POD, Resource
 
 Obj = dict[str, Any]
+GUARDED = (NODE.plural, NODECLAIM.plural)
+_uids = itertools.count(1)
+
+
+class UnguardedWrite(AssertionError):
+    """A Node or NodeClaim was written without a resourceVersion or uid precondition."""
 
 
 def merge(target: Obj, patch: Obj) -> Obj:
@@ -35,6 +48,16 @@ class MemKube:
         self.evicted: list[str] = []
         self.deleted: list[str] = []
         self.grace_periods: dict[str, int] = {}  # "Kind/name" -> grace_period_seconds of its delete
+        self.guarded = True  # Node and NodeClaim writes must carry a resourceVersion or uid precondition
+
+    @contextlib.contextmanager
+    def as_admin(self) -> Iterator[MemKube]:
+        """Writes by the test itself (arranging the world), which the ownership rule does not apply to."""
+        self.guarded = False
+        try:
+            yield self
+        finally:
+            self.guarded = True
 
     def _key(self, resource: Resource, name: str, namespace: str | None) -> tuple[str, str, str]:
         return (resource.plural, (namespace or "default") if resource.namespaced else "", name)
@@ -68,7 +91,9 @@ class MemKube:
         key = self._key(resource, meta["name"], namespace or meta.get("namespace"))
         if key in self.objects:
             raise AlreadyExistsError(f"{resource.kind} {meta['name']} already exists")
-        self.objects[key] = self._stamp(copy.deepcopy(obj))
+        stored = self._stamp(copy.deepcopy(obj))
+        stored["metadata"].setdefault("uid", f"uid-{next(_uids)}")
+        self.objects[key] = stored
         return copy.deepcopy(self.objects[key])
 
     def patch(self, resource: Resource, name: str, patch: Any, namespace: str | None = None,
@@ -78,6 +103,8 @@ class MemKube:
         if current is None:
             raise NotFoundError(f"{resource.kind} {name} not found")
         expected = (patch.get("metadata") or {}).get("resourceVersion")
+        if self.guarded and resource.plural in GUARDED and expected is None:
+            raise UnguardedWrite(f"patch of {resource.kind} {name} without the resourceVersion it read")
         if expected is not None and expected != current["metadata"]["resourceVersion"]:
             raise ConflictError(f"{resource.kind} {name}: stale resourceVersion")
         if subresource == "status":
@@ -90,12 +117,23 @@ class MemKube:
         return copy.deepcopy(self.objects[key])
 
     def delete(
-        self, resource: Resource, name: str, namespace: str | None = None, grace_period_seconds: int | None = None
+        self,
+        resource: Resource,
+        name: str,
+        namespace: str | None = None,
+        grace_period_seconds: int | None = None,
+        preconditions: dict[str, str] | None = None,
     ) -> None:
         key = self._key(resource, name, namespace)
         current = self.objects.get(key)
         if current is None:
             raise NotFoundError(f"{resource.kind} {name} not found")
+        if self.guarded and resource.plural in GUARDED and not (preconditions or {}).get("uid"):
+            raise UnguardedWrite(f"delete of {resource.kind} {name} without a uid precondition")
+        for field in ("uid", "resourceVersion"):
+            wanted = (preconditions or {}).get(field)
+            if wanted and wanted != current["metadata"].get(field):
+                raise ConflictError(f"{resource.kind} {name}: precondition {field} {wanted} failed")
         self.deleted.append(f"{resource.kind}/{name}")
         if grace_period_seconds is not None:
             self.grace_periods[f"{resource.kind}/{name}"] = grace_period_seconds

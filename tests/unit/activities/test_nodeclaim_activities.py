@@ -133,7 +133,8 @@ def test_a_changed_template_marks_then_a_reverted_one_clears_drifted(
 
 def test_a_claim_stamped_by_karpenter_is_restamped_not_drifted(acts: NodeClaimActivities, kube: MemKube) -> None:
     karpenter_stamp = {"karpenter.sh/nodepool-hash": "6315716386361946539", "karpenter.sh/nodepool-hash-version": "v3"}
-    kube.patch(r.NODECLAIM, "default-abcde", {"metadata": {"annotations": karpenter_stamp}})
+    with kube.as_admin():
+        kube.patch(r.NODECLAIM, "default-abcde", {"metadata": {"annotations": karpenter_stamp}})
     kube.patch(r.NODEPOOL, "default", {"metadata": {"annotations": {"karpenter.sh/nodepool-hash-version": "v3"}}})
 
     assert not acts.check_drift(DriftCheckInput(name="default-abcde")).drifted
@@ -194,15 +195,16 @@ def test_an_instance_type_the_node_class_no_longer_offers_is_drift_after_an_hour
         "message": "",
         "lastTransitionTime": launched_at,
     }
-    kube.patch(
-        r.NODECLAIM, "default-abcde", {"metadata": {"labels": {"node.kubernetes.io/instance-type": instance_type}}}
-    )
-    kube.patch(r.NODECLAIM, "default-abcde", {"status": {"conditions": [launched]}}, subresource="status")
+    with kube.as_admin():
+        labelled = {"metadata": {"labels": {"node.kubernetes.io/instance-type": instance_type}}}
+        kube.patch(r.NODECLAIM, "default-abcde", labelled)
+        kube.patch(r.NODECLAIM, "default-abcde", {"status": {"conditions": [launched]}}, subresource="status")
     assert acts.check_drift(DriftCheckInput(name="default-abcde")).reason == reason
 
 
 def test_an_image_the_node_class_no_longer_resolves_is_ami_drift(acts: NodeClaimActivities, kube: MemKube) -> None:
-    kube.patch(r.NODECLAIM, "default-abcde", {"status": {"imageID": "ami-old"}}, subresource="status")
+    with kube.as_admin():
+        kube.patch(r.NODECLAIM, "default-abcde", {"status": {"imageID": "ami-old"}}, subresource="status")
     result = acts.check_drift(DriftCheckInput(name="default-abcde"))
     assert (result.drifted, result.reason) == (True, "AMIDrift")
     assert "ami-old" in result.message
@@ -215,15 +217,18 @@ def test_a_gone_claim_is_reported(acts: NodeClaimActivities) -> None:
 def test_a_running_check_reports_drift_while_the_claim_and_its_node_live(
     acts: NodeClaimActivities, kube: MemKube
 ) -> None:
-    kube.patch(r.NODECLAIM, "default-abcde", {"status": {"imageID": "ami-old"}}, subresource="status")
+    with kube.as_admin():
+        kube.patch(r.NODECLAIM, "default-abcde", {"status": {"imageID": "ami-old"}}, subresource="status")
     check = acts.running_check(DriftCheckInput(name="default-abcde", node_name="node-1"))
     assert not check.gone
     assert (check.drift.drifted, check.drift.reason) == (True, "AMIDrift")
 
 
 def test_a_running_check_skips_drift_once_the_node_is_gone(acts: NodeClaimActivities, kube: MemKube) -> None:
-    kube.patch(r.NODECLAIM, "default-abcde", {"status": {"imageID": "ami-old"}}, subresource="status")
-    kube.delete(r.NODE, "node-1")
+    with kube.as_admin():
+        kube.patch(r.NODECLAIM, "default-abcde", {"status": {"imageID": "ami-old"}}, subresource="status")
+    with kube.as_admin():
+        kube.delete(r.NODE, "node-1")
     check = acts.running_check(DriftCheckInput(name="default-abcde", node_name="node-1"))
     assert check.gone and not check.state.node_exists
     assert not check.drift.drifted and condition(kube, "Drifted") is None
@@ -334,10 +339,15 @@ def test_a_replacement_is_created_once_and_reported_until_initialized(acts: Node
     assert (first.from_template, first.expire_after) == (True, "720h")  # the NodePool's template, read now
 
     assert not acts.replacement_state(ClaimRef(name=first.name)).initialized
-    kube.patch(r.NODECLAIM, first.name,
-               {"status": {"conditions": [{"type": "Initialized", "status": "True", "reason": "Initialized",
-                                           "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}},
-               subresource="status")  # fmt: skip
+    initialized = {
+        "type": "Initialized",
+        "status": "True",
+        "reason": "Initialized",
+        "message": "",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+    with kube.as_admin():
+        kube.patch(r.NODECLAIM, first.name, {"status": {"conditions": [initialized]}}, subresource="status")
     assert acts.replacement_state(ClaimRef(name=first.name)).initialized
     assert acts.replacement_state(ClaimRef(name="gone")).gone
 
@@ -353,6 +363,7 @@ def test_a_replacement_of_a_claim_whose_nodepool_is_gone_copies_the_original(
 
 
 def test_no_replacement_for_a_claim_being_deleted(acts: NodeClaimActivities, kube: MemKube) -> None:
-    kube.delete(r.NODECLAIM, "default-abcde")
+    with kube.as_admin():
+        kube.delete(r.NODECLAIM, "default-abcde")
     result = acts.create_replacement(ReplacementInput(name="default-abcde", attempt=1))
     assert result.name == "" and "being deleted" in result.message

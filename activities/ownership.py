@@ -1,0 +1,121 @@
+"""Writes to a claim's own NodeClaim and Node, and nothing else: the one way activities change them.
+
+A workflow can outlive its NodeClaim (a finalizer removed by hand, a cluster restored from backup, a
+local stack restarted with the old Temporal database), and node names repeat (they come from private IPs).
+So a claim's objects are identified as Karpenter does, not by name alone:
+
+- its NodeClaim by `metadata.uid`, recorded when the workflow started;
+- its Node by `spec.providerID` (the claim's instance) and, once registered, `metadata.uid`.
+
+An object with the same name and another identity is "not mine": it is never labelled, tainted, drained,
+finalized or deleted. Every patch goes through `kubeops.update`, which carries the resourceVersion of the
+object whose identity was checked (a same-named object created since is a conflict, never a write), and
+every delete carries a `uid` precondition. `tests/unit/activities/test_ownership.py` checks that no
+activity writes a Node or NodeClaim any other way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from activities import kubeops
+from kube import resources as r
+from kube.errors import ConflictError, NotFoundError
+from kube.resources import Resource
+from kube.types import Kube, Obj
+
+
+@dataclass(frozen=True)
+class Owned:
+    """The identity of one object a claim owns. Empty fields are not yet known and not checked (a Node's
+    uid before registration); `name` is always set."""
+
+    resource: Resource
+    name: str
+    uid: str = ""
+    provider_id: str = ""
+
+    def mismatch(self, obj: Obj) -> str:
+        """Why `obj` (an object named `self.name`) is not this one; '' when it is."""
+        meta = obj.get("metadata") or {}
+        if self.uid and meta.get("uid") != self.uid:
+            return f"{self.resource.kind} {self.name} has uid {meta.get('uid')}, not {self.uid}"
+        if self.provider_id:
+            found = _provider_id(self.resource, obj)
+            if found and found != self.provider_id:
+                return f"{self.resource.kind} {self.name} has providerID {found}, not {self.provider_id}"
+            if not found and self.resource is r.NODE:
+                return f"Node {self.name} has no providerID, not {self.provider_id}"
+        return ""
+
+    def describe(self) -> str:
+        ids = ", ".join(f"{k} {v}" for k, v in (("uid", self.uid), ("providerID", self.provider_id)) if v)
+        return f"{self.resource.kind} {self.name}" + (f" ({ids})" if ids else "")
+
+
+def _provider_id(resource: Resource, obj: Obj) -> str:
+    if resource is r.NODE:
+        return str((obj.get("spec") or {}).get("providerID") or "")
+    return str((obj.get("status") or {}).get("providerID") or "")
+
+
+def node_claim(name: str, uid: str) -> Owned:
+    return Owned(r.NODECLAIM, name, uid=uid)
+
+
+def node(name: str, provider_id: str, uid: str = "") -> Owned:
+    return Owned(r.NODE, name, uid=uid, provider_id=provider_id)
+
+
+def get(kube: Kube, owned: Owned) -> Obj | None:
+    """The object, or None when it is gone or is not the one `owned` identifies."""
+    obj = kubeops.get_or_none(kube, owned.resource, owned.name)
+    if obj is None or owned.mismatch(obj):
+        return None
+    return obj
+
+
+def update(kube: Kube, owned: Owned, mutate: Callable[[Obj], bool], subresource: str | None = None) -> Obj | None:
+    """`kubeops.update` of the object `owned` identifies: `mutate` sees it only when its identity matches
+    (the patch carries the resourceVersion of the object checked). None when it is gone or not ours."""
+    mine = True
+
+    def checked(obj: Obj) -> bool:
+        nonlocal mine
+        mine = not owned.mismatch(obj)
+        return mutate(obj) if mine else False
+
+    result = kubeops.update(kube, owned.resource, owned.name, checked, subresource=subresource)
+    return result if mine else None
+
+
+def delete(kube: Kube, owned: Owned) -> bool:
+    """Delete the object `owned` identifies, with a `uid` precondition (its recorded uid, or the uid of the
+    object read and checked when none is recorded). False when it is gone or not ours."""
+    uid = owned.uid
+    if not uid:
+        obj = get(kube, owned)
+        if obj is None:
+            return False
+        uid = obj["metadata"].get("uid", "")
+    try:
+        kube.delete(owned.resource, owned.name, preconditions={"uid": uid})
+    except (NotFoundError, ConflictError):
+        return False
+    return True
+
+
+def remove_finalizer(kube: Kube, owned: Owned, finalizer: str) -> None:
+    """Remove one finalizer from the object `owned` identifies (no-op when absent, gone or not ours)."""
+
+    def mutate(obj: Obj) -> bool:
+        finalizers = obj["metadata"].get("finalizers") or []
+        if finalizer not in finalizers:
+            return False
+        obj["metadata"]["finalizers"] = [f for f in finalizers if f != finalizer]
+        return True
+
+    with contextlib.suppress(NotFoundError):
+        update(kube, owned, mutate)

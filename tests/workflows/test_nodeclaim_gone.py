@@ -1,0 +1,34 @@
+"""A NodeClaim that is gone ends its workflow in every phase: no phase waits on a claim that no longer exists
+(a workflow that outlived its claim must not poll forever, nor act on a same-named successor)."""
+
+from __future__ import annotations
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from tests.workflows.fakes import World
+from tests.workflows.test_nodeclaim_workflow import start
+from workflows.nodeclaim_state import DELETED, NodeClaimState
+
+
+@pytest.mark.parametrize(
+    ("phase", "says", "terminates"),
+    [
+        ("launch", "NodeClaimGone", False),
+        ("registration", "the NodeClaim default-abcde (uid uid-1) no longer exists", True),
+        ("initialization", "NodeClaim default-abcde (uid uid-1) is gone", True),
+        ("running", "the NodeClaim or its Node was deleted", True),
+    ],
+)
+async def test_a_claim_gone_in_any_phase_ends_its_workflow_and_says_why(
+    time_env: WorkflowEnvironment, worker: str, world: World, phase: str, says: str, terminates: bool
+) -> None:
+    world.claim_gone_in = phase
+    handle = await start(time_env, worker, claim_uid="uid-1")
+    final: NodeClaimState = await handle.result()
+    assert final.phase == DELETED
+    assert says in (final.failure if phase == "launch" else final.termination_reason)
+    assert world.find_calls <= 1 and world.init_calls <= 1  # found gone once, not polled again
+    assert (world.terminate_calls > 0) == terminates  # its own instance (the activity checks the tag)
+    if terminates:
+        assert world.calls[-1] == "finalize"
