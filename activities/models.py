@@ -21,9 +21,14 @@ class ProvisionRound(BaseModel):
 
 
 class InvalidObject(BaseModel):
+    """A NodePool or EC2NodeClass left out of a round, and why. `reason` is the status condition reason:
+    '' (in older histories) means ValidationFailed; NodeClassNotReady / NodeClassNotFound mark a NodePool
+    whose EC2NodeClass cannot be used."""
+
     kind: str
     name: str
     message: str
+    reason: str = ""
 
 
 class ProvisionPlan(BaseModel):

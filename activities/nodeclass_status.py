@@ -23,10 +23,14 @@ def ami_status(ami: dict[str, str]) -> dict[str, Any]:
 
 
 def desired_status(
-    current: dict[str, Any], resolved: ResolvedNodeClass | None, problem: str, now: str
+    current: dict[str, Any],
+    resolved: ResolvedNodeClass | None,
+    problem: str,
+    now: str,
+    reason: str = "NodeClassNotReady",
 ) -> dict[str, Any]:
     """The status to write: resolution results (kept as they were when resolution failed) and a Ready
-    condition, True or False with the problem naming the field and the fix."""
+    condition, True or False with `reason` and the problem naming the field and the fix."""
     merged = dict(current or {})
     if resolved is not None:
         merged.update(
@@ -41,6 +45,6 @@ def desired_status(
             instanceProfile=resolved.instance_profile or None,
         )
     status = EC2NodeClassStatus.model_validate(merged)
-    ready, reason = ("False", "NodeClassNotReady") if problem else ("True", "Ready")
-    conditions: list[Condition] = set_condition(status.conditions, "Ready", ready, reason, problem, now)  # type: ignore[arg-type]
+    ready, why = ("False", reason) if problem else ("True", "Ready")
+    conditions: list[Condition] = set_condition(status.conditions, "Ready", ready, why, problem, now)  # type: ignore[arg-type]
     return status.model_copy(update={"conditions": conditions}).to_kube()

@@ -18,14 +18,14 @@ from activities.heartbeat import heartbeating
 from activities.models import ApplyPlanInput, ApplyPlanResult, InvalidObject, ProvisionPlan, ProvisionRound
 from activities.nodeclaim import now_rfc3339
 from apis import labels
-from apis.ec2nodeclass import EC2NodeClass
+from apis.ec2nodeclass import EC2NodeClass, EC2NodeClassStatus
 from apis.errors import describe_validation_error, format_problems
 from apis.instancetype import InstanceType
 from apis.meta import Condition, ObjectMeta, OwnerReference, get_condition, set_condition
 from apis.nodeclaim import NodeClaim, NodeClaimSpec, ResourceRequirements
 from apis.nodepool import NodePool
 from apis.requirements import NodeSelectorRequirement
-from cloudprovider.errors import NodeClassNotReadyError
+from cloudprovider.errors import CloudProviderError, NodeClassNotReadyError
 from cloudprovider.types import CloudProvider, ResolvedNodeClass
 from kube import resources as r
 from kube.errors import AlreadyExistsError, NotFoundError
@@ -65,15 +65,18 @@ class ProvisioningActivities:
 
     @activity.defn(name="solve")
     def solve(self, rnd: ProvisionRound) -> ProvisionPlan:
-        """Snapshot the cluster and run the scheduler. Invalid NodePools and unready EC2NodeClasses are
-        left out (and reported), so the others still provision. Heartbeats throughout."""
+        """Snapshot the cluster and run the scheduler. A NodePool or EC2NodeClass that is invalid,
+        unsupported or does not resolve is reported (on its status, with an Event, and in `plan.invalid`)
+        and left out, so the others still provision in this round; pods that only it could take stay
+        pending with a reason naming it. Raises only for infrastructure failures (a retryable cloud error,
+        the Kubernetes API), which Temporal retries. Heartbeats throughout."""
         with heartbeating():
             return self._solve()
 
     def _solve(self) -> ProvisionPlan:
         invalid: list[InvalidObject] = []
-        node_classes, zones = self._ready_node_classes(invalid)
-        node_pools = self._valid_node_pools(invalid, {nc.name for nc in node_classes})
+        node_classes, zones, class_problems = self._ready_node_classes(invalid)
+        node_pools = self._node_pools(invalid, {nc.name for nc in node_classes}, class_problems)
         pods = self.kube.list(r.POD)
         pending = [p for p in pods if is_provisionable(p)]
         if not pending:
@@ -104,46 +107,72 @@ class ProvisioningActivities:
             placed_on_existing=placed,
         )
 
-    def _ready_node_classes(self, invalid: list[InvalidObject]) -> tuple[list[EC2NodeClass], set[str]]:
+    def _ready_node_classes(self, invalid: list[InvalidObject]) -> tuple[list[EC2NodeClass], set[str], dict[str, str]]:
         """Validate and resolve every EC2NodeClass, keeping its status current (what its selectors resolve
-        to, and Ready). Returns the ready ones and the zones where they have subnets."""
+        to, and Ready). Returns the ready ones (carrying the status just written), the zones where they
+        have subnets, and the problem of each one that is not ready, by name."""
         ready: list[EC2NodeClass] = []
         zones: set[str] = set()
+        problems: dict[str, str] = {}
         for obj in self.kube.list(r.EC2NODECLASS):
             name = obj.get("metadata", {}).get("name", "")
-            resolved = None
-            try:
-                node_class = EC2NodeClass.model_validate(obj)
-                resolved = self.cloud.resolve_node_class(node_class)
-                problem = ""
-            except ValidationError as err:
-                problem = _problems("EC2NodeClass", name, err)
-            except NodeClassNotReadyError as err:
-                problem = str(err)
-            self._report_node_class(obj, resolved, problem)
-            if resolved is None:
-                invalid.append(InvalidObject(kind="EC2NodeClass", name=name, message=problem))
+            node_class, resolved, problem, reason = self._resolve_node_class(obj)
+            desired = self._report_node_class(obj, resolved, problem, reason)
+            if node_class is None or resolved is None:
+                problems[name] = problem
+                invalid.append(InvalidObject(kind="EC2NodeClass", name=name, message=problem, reason=reason))
                 continue
             zones.update(s["zone"] for s in resolved.subnets if s.get("zone"))
-            ready.append(node_class)
-        return ready, zones
+            ready.append(node_class.model_copy(update={"status": EC2NodeClassStatus.model_validate(desired)}))
+        return ready, zones, problems
 
-    def _report_node_class(self, obj: Obj, resolved: ResolvedNodeClass | None, problem: str) -> None:
-        """Patch the EC2NodeClass status when it changed; an event when it turns not ready."""
+    def _resolve_node_class(self, obj: Obj) -> tuple[EC2NodeClass | None, ResolvedNodeClass | None, str, str]:
+        """(model, resolution, problem, reason) of one EC2NodeClass; problem is '' when it is ready. Any
+        failure of this one object becomes its problem, except a retryable cloud error, which is raised."""
+        name = obj.get("metadata", {}).get("name", "")
+        try:
+            node_class = EC2NodeClass.model_validate(obj)
+        except ValidationError as err:
+            return None, None, _problems("EC2NodeClass", name, err), "ValidationFailed"
+        try:
+            return node_class, self.cloud.resolve_node_class(node_class), "", ""
+        except NodeClassNotReadyError as err:
+            return node_class, None, str(err), "NodeClassNotReady"
+        except CloudProviderError as err:
+            if err.retryable:
+                raise
+            return node_class, None, f"EC2NodeClass {name}: {err}", "NodeClassNotReady"
+        except Exception as err:  # a defect resolving one node class must not stop the others
+            log.exception("resolving EC2NodeClass %s failed", name)
+            return node_class, None, f"EC2NodeClass {name}: cannot be resolved: {err}", "NodeClassNotReady"
+
+    def _report_node_class(self, obj: Obj, resolved: ResolvedNodeClass | None, problem: str, reason: str) -> Obj:
+        """Patch the EC2NodeClass status when it changed; a Warning Event when it turns not ready or its
+        problem changes. Returns the status as it now should be."""
         current = obj.get("status") or {}
-        desired = nodeclass_status.desired_status(current, resolved, problem, now_rfc3339())
+        desired = nodeclass_status.desired_status(
+            current, resolved, problem, now_rfc3339(), reason or "NodeClassNotReady"
+        )
         if desired == current:
-            return
-        was_ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in current.get("conditions") or [])
-        if problem and (was_ready or not current.get("conditions")):
-            self.recorder.record(obj, "Warning", "NodeClassNotReady", problem)
+            return desired
+        before: dict[str, Any] = next((c for c in current.get("conditions") or [] if c.get("type") == "Ready"), {})
+        if problem and (before.get("status") != "False" or before.get("message") != problem):
+            self.recorder.record(obj, "Warning", reason, problem)
         try:
             self.kube.patch(r.EC2NODECLASS, obj["metadata"]["name"], {"status": desired}, subresource="status")
         except NotFoundError:
             pass
+        return desired
 
-    def _valid_node_pools(self, invalid: list[InvalidObject], ready_classes: set[str]) -> list[NodePool]:
+    def _node_pools(
+        self, invalid: list[InvalidObject], ready_classes: set[str], class_problems: dict[str, str]
+    ) -> list[NodePool]:
+        """The NodePools the scheduler sees, each with a Ready condition as of now: valid ones whose node
+        class is ready (Ready=True), and those whose node class is not ready or missing (Ready=False, so the
+        scheduler names them in the reasons of pods only they could take; they launch nothing). Invalid
+        NodePools are left out. Both kinds of problem go to `invalid` for `apply_plan` to report."""
         pools: list[NodePool] = []
+        stamp = now_rfc3339()
         for obj in self.kube.list(r.NODEPOOL):
             name = obj.get("metadata", {}).get("name", "")
             if obj.get("metadata", {}).get("deletionTimestamp"):
@@ -153,13 +182,23 @@ class ProvisioningActivities:
             except ValidationError as err:
                 invalid.append(InvalidObject(kind="NodePool", name=name, message=_problems("NodePool", name, err)))
                 continue
-            if pool.spec.template.spec.node_class_ref.name not in ready_classes:
-                ref = pool.spec.template.spec.node_class_ref.name
-                invalid.append(
-                    InvalidObject(kind="NodePool", name=name, message=f'EC2NodeClass "{ref}" is not ready or missing')
+            ref = pool.spec.template.spec.node_class_ref.name
+            message, reason = "", "Ready"
+            if ref in class_problems:
+                reason = "NodeClassNotReady"
+                detail = class_problems[ref].removeprefix(f"EC2NodeClass {ref}: ")
+                message = f'spec.template.spec.nodeClassRef: EC2NodeClass "{ref}" is not ready: {detail}'
+            elif ref not in ready_classes:
+                reason = "NodeClassNotFound"
+                message = (
+                    f'spec.template.spec.nodeClassRef: EC2NodeClass "{ref}" not found; apply it or fix '
+                    "nodeClassRef.name"
                 )
-                continue
-            pools.append(pool)
+            if message:
+                invalid.append(InvalidObject(kind="NodePool", name=name, message=message, reason=reason))
+            status = "False" if message else "True"
+            conditions = set_condition(pool.status.conditions, "Ready", status, reason, message, stamp)  # type: ignore[arg-type]
+            pools.append(pool.model_copy(update={"status": pool.status.model_copy(update={"conditions": conditions})}))
         return pools
 
     def _node_claims(self) -> list[NodeClaim]:
@@ -263,27 +302,48 @@ class ProvisioningActivities:
             return str(existing["metadata"].get("uid", "")) if existing else ""
 
     def _report_node_pools(self, invalid: list[InvalidObject]) -> None:
-        """Ready=False with the validation message on invalid NodePools; Ready=True on the others."""
-        problems = {i.name: i.message for i in invalid if i.kind == "NodePool"}
+        """NodePool conditions as Karpenter sets them, with an Event when a problem appears or changes:
+        an invalid NodePool gets ValidationSucceeded=False and Ready=False (ValidationFailed); one whose
+        EC2NodeClass is not ready or missing gets NodeClassReady=False and Ready=False with that reason;
+        the others get all three True."""
+        problems = {i.name: i for i in invalid if i.kind == "NodePool"}
         stamp = now_rfc3339()
         for obj in self.kube.list(r.NODEPOOL):
             name = obj["metadata"]["name"]
-            message = problems.get(name, "")
-            status, reason = ("False", "ValidationFailed") if message else ("True", "Ready")
+            problem = problems.get(name)
+            message = problem.message if problem else ""
+            reason = (problem.reason or "ValidationFailed") if problem else "Ready"
+            if reason == "ValidationFailed":  # the node class is not looked at: NodeClassReady stays as it was
+                wanted = [("ValidationSucceeded", "False", reason, message)]
+            else:
+                wanted = [
+                    ("ValidationSucceeded", "True", "Ready", ""),
+                    ("NodeClassReady", "False" if problem else "True", reason, message),
+                ]
+            wanted.append(("Ready", "False" if problem else "True", reason, message))
             conditions = [Condition.model_validate(c) for c in obj.get("status", {}).get("conditions") or []]
-            current = get_condition(conditions, "Ready")
-            if current and current.status == status and current.message == message:
+            if all(_has(conditions, *want) for want in wanted):
                 continue
-            if message:
-                self.recorder.record(obj, "Warning", "ValidationFailed", message)
-            new = set_condition(conditions, "Ready", status, reason, message, stamp)  # type: ignore[arg-type]
-            new = set_condition(new, "ValidationSucceeded", status, reason, message, stamp)  # type: ignore[arg-type]
+            current = get_condition(conditions, "Ready")
+            if message and not (current and current.status == "False" and current.message == message):
+                self.recorder.record(obj, "Warning", reason, message)
+            for type_, status, why, text in wanted:
+                conditions = set_condition(conditions, type_, status, why, text, stamp)  # type: ignore[arg-type]
             try:
                 self.kube.patch(
-                    r.NODEPOOL, name, {"status": {"conditions": [c.to_kube() for c in new]}}, subresource="status"
+                    r.NODEPOOL,
+                    name,
+                    {"status": {"conditions": [c.to_kube() for c in conditions]}},
+                    subresource="status",
                 )
             except NotFoundError:
                 pass
+
+
+def _has(conditions: list[Condition], type_: str, status: str, reason: str, message: str) -> bool:
+    """Whether the condition is already set to exactly this."""
+    current = get_condition(conditions, type_)
+    return current is not None and (current.status, current.reason, current.message) == (status, reason, message)
 
 
 def _problems(kind: str, name: str, err: ValidationError) -> str:

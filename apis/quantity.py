@@ -2,6 +2,10 @@
 
 Canonical units: `cpu` in millicores; every other resource (memory, ephemeral-storage, pods, extended
 resources) in its base unit (bytes, counts). Values are rounded up, as the scheduler does.
+
+Quantities are bounded before any arithmetic: at most MAX_MANTISSA_CHARS characters of digits, a decimal
+exponent within +-MAX_EXPONENT, and a magnitude below MAX_MAGNITUDE base units (Kubernetes keeps quantities
+in an int64). So "1e30000000" is rejected in microseconds instead of computing a 30-million-digit number.
 """
 
 from __future__ import annotations
@@ -44,18 +48,55 @@ QUANTITY_PATTERN = (
 )
 
 
+# Bounds that no real cluster comes near; they keep parsing a constant-time operation.
+MAX_MANTISSA_CHARS = 40
+MAX_EXPONENT = 40
+MAX_MAGNITUDE = 2**63  # exclusive, in base units (cores, bytes, counts), as Kubernetes' int64
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= 40 else f"{text[:20]}...{text[-10:]} ({len(text)} characters)"
+
+
+def _bounded(value: Fraction, text: str) -> Fraction:
+    if abs(value) >= MAX_MAGNITUDE:
+        raise ValueError(
+            f'quantity "{_shown(text)}" is out of range: its magnitude must be below 2^63 (about 9.2e18) '
+            "base units; use a realistic value"
+        )
+    return value
+
+
 def parse_quantity(text: str | int | float) -> Fraction:
-    """The exact value of a quantity. Raises ValueError naming the accepted forms."""
-    if isinstance(text, int | float):
-        return Fraction(str(text))
+    """The exact value of a quantity, bounded as the module docstring says. Raises ValueError naming the
+    accepted forms, or the bound exceeded; never does work proportional to an exponent's value."""
+    if isinstance(text, bool):
+        raise ValueError(f"expected a quantity such as 100, 500m or 2Gi, got {text!r}")
+    if isinstance(text, int):
+        return _bounded(Fraction(text), str(text))
+    if isinstance(text, float):
+        if not math.isfinite(text):
+            raise ValueError(f'invalid quantity "{text}": use a finite number with an optional suffix, e.g. "500m"')
+        return _bounded(Fraction(text), repr(text))
     match = _QUANTITY.match(text.strip())
     if not match:
-        raise ValueError(f'invalid quantity "{text}": use a number with an optional suffix, e.g. "500m", "2Gi"')
+        raise ValueError(f'invalid quantity "{_shown(text)}": use a number with an optional suffix, e.g. "500m", "2Gi"')
     number, exponent, suffix = match.groups()
+    if len(number) > MAX_MANTISSA_CHARS:
+        raise ValueError(
+            f'quantity "{_shown(text)}" has too many digits: at most {MAX_MANTISSA_CHARS} before the suffix or '
+            'exponent; use a suffix or an exponent ("2Gi", "1e9")'
+        )
     value = Fraction(number)
     if exponent:
+        digits = exponent[1:].lstrip("+-").lstrip("0")
+        if len(digits) > 3 or int(digits or "0") > MAX_EXPONENT:
+            raise ValueError(
+                f'quantity "{_shown(text)}" is out of range: the exponent must be between -{MAX_EXPONENT} and '
+                f"{MAX_EXPONENT}; use a realistic value"
+            )
         value *= Fraction(10) ** int(exponent[1:])
-    return value * _SUFFIX[suffix or ""]
+    return _bounded(value * _SUFFIX[suffix or ""], text)
 
 
 def to_units(resource: str, text: str | int | float) -> int:

@@ -112,5 +112,8 @@ class CloudProvider(Protocol):
         ...
 
     def resolve_node_class(self, node_class: EC2NodeClass) -> ResolvedNodeClass:
-        """Resolve subnets, security groups and AMIs. Raises NodeClassNotReadyError naming what is missing."""
+        """Resolve subnets, security groups, AMIs and the instance profile. Raises NodeClassNotReadyError
+        naming the field and the fix when the node class cannot be used (nothing matches a selector, an AMI
+        family nodeflow does not support, a role that does not exist); other CloudProviderErrors are the
+        cloud's (`retryable` says whether to try again)."""
         ...

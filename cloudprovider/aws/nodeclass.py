@@ -1,8 +1,9 @@
 """Resolve an EC2NodeClass's selector terms into subnets, security groups, AMIs and an instance profile.
 
 Terms are ORed; inside a term, tags are ANDed, and a tag value of "*" means "any value". Results are
-deduplicated and sorted (subnets by zone, then most free addresses, then id). Anything that matches nothing
-raises NodeClassNotReadyError naming the field.
+deduplicated and sorted (subnets by zone, then most free addresses, then id). Anything that matches nothing,
+and an AMI family nodeflow cannot run (the Windows families, which the API accepts), raises
+NodeClassNotReadyError naming the field and the fix.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apis.ec2nodeclass import EC2NodeClass
-from cloudprovider.aws.amis import alias_parameters, parse_alias
+from cloudprovider.aws.amis import ALIAS_FAMILIES, alias_parameters, parse_alias
 from cloudprovider.aws.errors import call, has_code
 from cloudprovider.aws.sdk import EC2API, SSMAPI
 from cloudprovider.errors import CloudProviderError, NodeClassNotReadyError
@@ -41,16 +42,48 @@ def tag_filters(tags: dict[str, str]) -> Filters:
     ]
 
 
+# amiFamily values nodeflow can bootstrap (user data, AMI aliases).
+SUPPORTED_AMI_FAMILIES = ("AL2023", "AL2", "Bottlerocket", "Custom")
+
+
+def _one_of(names: list[str]) -> str:
+    """`a, b or c`."""
+    return f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else "".join(names)
+
+
+def _alias_family(node_class: EC2NodeClass, index: int, alias: str) -> str:
+    """The family of the alias in amiSelectorTerms[index]; NodeClassNotReadyError when nodeflow cannot run it."""
+    try:
+        return parse_alias(alias)[0]
+    except ValueError as error:
+        family = alias.partition("@")[0]
+        field = f"spec.amiSelectorTerms[{index}].alias"
+        if family.lower() not in ALIAS_FAMILIES:
+            detail = f'"{alias}" is not supported by nodeflow yet; use {_one_of(list(ALIAS_FAMILIES))}'
+            raise NodeClassNotReadyError(f"EC2NodeClass {node_class.name}: {field}: {detail}") from error
+        raise NodeClassNotReadyError(f"EC2NodeClass {node_class.name}: {field}: {error}") from error
+
+
 def ami_family(node_class: EC2NodeClass) -> str:
-    """The AMI family that decides the user-data format: from the alias, else spec.amiFamily."""
-    for term in node_class.spec.ami_selector_terms:
+    """The AMI family that decides the user-data format: from the alias, else spec.amiFamily. Raises
+    NodeClassNotReadyError naming the field when nodeflow cannot run that family (Windows) or has none."""
+    for index, term in enumerate(node_class.spec.ami_selector_terms):
         if term.alias:
-            return parse_alias(term.alias)[0]
-    if node_class.spec.ami_family:
-        return node_class.spec.ami_family
-    raise NodeClassNotReadyError(
-        f"EC2NodeClass {node_class.name}: spec.amiFamily is required when amiSelectorTerms has no alias"
-    )
+            family = _alias_family(node_class, index, term.alias)
+            break
+    else:
+        if not node_class.spec.ami_family:
+            raise NodeClassNotReadyError(
+                f"EC2NodeClass {node_class.name}: spec.amiFamily is required when amiSelectorTerms has no alias"
+            )
+        family = node_class.spec.ami_family
+    declared = node_class.spec.ami_family
+    if declared and declared not in SUPPORTED_AMI_FAMILIES:
+        raise NodeClassNotReadyError(
+            f'EC2NodeClass {node_class.name}: spec.amiFamily: "{declared}" is not supported by nodeflow yet; '
+            f"use {_one_of(list(SUPPORTED_AMI_FAMILIES))}"
+        )
+    return family
 
 
 def instance_profile_name(cluster_name: str, region: str, node_class: EC2NodeClass) -> str:
@@ -72,7 +105,9 @@ class NodeClassResolver:
         self._k8s = kubernetes_version
 
     def resolve(self, node_class: EC2NodeClass) -> ResolvedNodeClass:
-        """Everything the launch needs. Raises NodeClassNotReadyError naming what matched nothing."""
+        """Everything the launch needs. Raises NodeClassNotReadyError naming what matched nothing, or the
+        field nodeflow cannot support (checked first, before any call)."""
+        ami_family(node_class)
         return ResolvedNodeClass(
             subnets=self.subnets(node_class),
             security_groups=self.security_groups(node_class),
@@ -120,6 +155,7 @@ class NodeClassResolver:
         """The newest AMI per (arch, variant) matched by the terms."""
         if not node_class.spec.ami_selector_terms:
             raise self._not_ready(node_class, "amiSelectorTerms", "AMI")
+        ami_family(node_class)
         candidates: list[ResolvedAMI] = []
         for term in node_class.spec.ami_selector_terms:
             if term.alias:

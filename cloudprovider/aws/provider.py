@@ -54,12 +54,13 @@ class AWSCloudProvider:
             ec2, prices or load_price_table(), self.unavailable, clock, catalog_ttl_seconds
         )
         self._instances = InstanceQueries(ec2, cluster_name)
+        self._profiles = InstanceProfiles(iam, cluster_name)
         self._launcher = Launcher(
             ec2,
             ClusterInfo(cluster_name, cluster_endpoint, region),
             self.resolver,
             LaunchTemplates(ec2),
-            InstanceProfiles(iam, cluster_name),
+            self._profiles,
             self._instances,
             self.unavailable,
             self.instance_types,
@@ -101,4 +102,16 @@ class AWSCloudProvider:
         return self.catalog.instance_types(settings, zones)
 
     def resolve_node_class(self, node_class: EC2NodeClass) -> ResolvedNodeClass:
-        return self.resolver.resolve(node_class)
+        """The selectors resolved, then the instance profile ensured (created for `spec.role`, as
+        Karpenter's node class controller does), so a role that does not exist makes the node class not
+        ready rather than failing every launch. Profiles are ensured once per process."""
+        resolved = self.resolver.resolve(node_class)
+        try:
+            self._profiles.ensure(resolved.instance_profile, node_class.spec.role)
+        except NodeClassNotReadyError as error:
+            raise NodeClassNotReadyError(
+                f"EC2NodeClass {node_class.name}: {error}; create the role or fix spec.role"
+                if node_class.spec.role
+                else f"EC2NodeClass {node_class.name}: {error}"
+            ) from error
+        return resolved

@@ -86,3 +86,34 @@ def test_quantity_field_accepts_integers_and_keeps_strings() -> None:
 def test_quantity_field_rejects_non_quantities(value: object) -> None:
     with pytest.raises(pydantic.ValidationError):
         Limits.model_validate({"cpu": value})
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("1e30000000", "the exponent must be between -40 and 40"),
+        ("1e-30000000", "the exponent must be between -40 and 40"),
+        ("1e" + "9" * 5000, "the exponent must be between -40 and 40"),
+        ("1" + "0" * 60, "has too many digits"),
+        ("1e19", "its magnitude must be below 2^63"),
+        ("8Ei", "its magnitude must be below 2^63"),
+        (1e300, "its magnitude must be below 2^63"),
+        (10**30, "its magnitude must be below 2^63"),
+    ],
+)
+def test_parse_quantity_rejects_absurd_magnitudes_without_computing_them(text: str | float, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_quantity(text)
+
+
+@pytest.mark.parametrize("text", ["7Ei", "9e18", "1e-9", "0.000000001", "1e+3", 2**62])
+def test_parse_quantity_accepts_everything_below_the_bounds(text: str | int) -> None:
+    assert parse_quantity(text) >= 0
+
+
+def test_an_absurd_quantity_field_is_a_validation_error_naming_the_field() -> None:
+    class Limits(pydantic.BaseModel):
+        limits: dict[str, Quantity]
+
+    with pytest.raises(pydantic.ValidationError, match=r"limits\.cpu[\s\S]*out of range"):
+        Limits.model_validate({"limits": {"cpu": "1e30000000"}})

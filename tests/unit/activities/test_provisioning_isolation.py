@@ -1,0 +1,283 @@
+"""One bad NodePool or EC2NodeClass never stops the others: `solve` reports it (status, Event, plan) and
+plans every valid pool in the same round. Runs the provisioning activities over an in-memory API and the
+real AWS node class resolution over in-memory EC2/SSM/IAM clients."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from temporalio.testing import ActivityEnvironment
+
+from activities.models import ApplyPlanInput, ProvisionPlan, ProvisionRound
+from activities.provisioning import ProvisioningActivities
+from cloudprovider.errors import CloudProviderError, ThrottledError
+from kube import resources as r
+from kube.types import Obj
+from tests.unit.activities.awsstub import DISCOVERY, ROLE, StubbedCloud
+from tests.unit.activities.memkube import Events, MemKube
+
+ROUND = ProvisionRound(run_id="run-1", round=1)
+UNSUPPORTED = 'spec.amiSelectorTerms[0].alias: "windows2022@latest" is not supported by nodeflow yet'
+FIX = "use al2023, al2 or bottlerocket"
+
+
+class Starter:
+    def __init__(self) -> None:
+        self.started: list[str] = []
+
+    def start_node_claim(
+        self, name: str, uid: str, node_pool: str, expire_after: str, termination_grace_period: str | None
+    ) -> None:
+        self.started.append(name)
+
+
+def node_class(name: str, alias: str = "al2023@latest", subnet_tags: dict[str, str] | None = None, **spec: Any) -> Obj:
+    selector = [{"tags": subnet_tags or DISCOVERY}]
+    return {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": name},
+        "spec": {
+            "role": ROLE,
+            "amiSelectorTerms": [{"alias": alias}],
+            "subnetSelectorTerms": selector,
+            "securityGroupSelectorTerms": [{"tags": DISCOVERY}],
+            **spec,
+        },
+    }
+
+
+def node_pool(
+    name: str, node_class_name: str, weight: int = 0, os: str = "", limits: dict[str, str] | None = None
+) -> Obj:
+    requirements = [{"key": "kubernetes.io/os", "operator": "In", "values": [os]}] if os else []
+    spec: Obj = {
+        "template": {
+            "spec": {
+                "requirements": requirements,
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": node_class_name},
+            }
+        },
+        "limits": limits or {},
+    }
+    if weight:
+        spec["weight"] = weight
+    return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": name}, "spec": spec}
+
+
+def pending_pod(name: str, node_selector: dict[str, str] | None = None) -> Obj:
+    container = {"name": "app", "image": "app", "resources": {"requests": {"cpu": "500m", "memory": "256Mi"}}}
+    unschedulable = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"containers": [container], **({"nodeSelector": node_selector} if node_selector else {})},
+        "status": {"phase": "Pending", "conditions": [unschedulable]},
+    }
+
+
+class World:
+    def __init__(self, objects: list[Obj]) -> None:
+        self.kube = MemKube()
+        self.cloud = StubbedCloud()
+        self.events = Events()
+        self.starter = Starter()
+        self.activities = ProvisioningActivities(self.kube, self.cloud, self.events, self.starter)
+        kinds = {"NodePool": r.NODEPOOL, "EC2NodeClass": r.EC2NODECLASS, "Pod": r.POD}
+        for obj in objects:
+            self.kube.create(kinds[obj["kind"]], obj)
+
+    def solve(self) -> ProvisionPlan:
+        return ActivityEnvironment().run(self.activities.solve, ROUND)
+
+    def apply(self, plan: ProvisionPlan) -> None:
+        ActivityEnvironment().run(self.activities.apply_plan, ApplyPlanInput(round=ROUND, plan=plan))
+
+    def condition(self, resource: r.Resource, name: str, type_: str) -> Obj:
+        conditions = self.kube.get(resource, name).get("status", {}).get("conditions") or []
+        return next(c for c in conditions if c["type"] == type_)
+
+
+def windows_and_general_purpose() -> World:
+    return World(
+        [
+            node_class("default"),
+            node_pool("general-purpose", "default"),
+            node_class("windows2022", alias="windows2022@latest"),
+            node_pool("windows2022", "windows2022", weight=50, os="windows"),
+            *(pending_pod(f"web-{i}") for i in range(5)),
+            *(pending_pod(f"iis-{i}", {"kubernetes.io/os": "windows"}) for i in range(2)),
+        ]
+    )
+
+
+def test_a_windows_alias_is_reported_on_its_node_class_and_the_valid_pool_still_plans() -> None:
+    world = windows_and_general_purpose()
+
+    plan = world.solve()
+
+    assert {c.node_pool for c in plan.node_claims} == {"general-purpose"}
+    assert sorted(p for c in plan.node_claims for p in c.pods) == [f"default/web-{i}" for i in range(5)]
+    bad = next(i for i in plan.invalid if i.kind == "EC2NodeClass")
+    assert (bad.name, bad.reason) == ("windows2022", "NodeClassNotReady")
+    assert UNSUPPORTED in bad.message and FIX in bad.message
+    ready = world.condition(r.EC2NODECLASS, "windows2022", "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "NodeClassNotReady")
+    assert UNSUPPORTED in ready["message"] and FIX in ready["message"]
+    assert world.condition(r.EC2NODECLASS, "default", "Ready")["status"] == "True"
+    assert [reason for reason, message in world.events.recorded if UNSUPPORTED in message] == ["NodeClassNotReady"]
+    # pods only the Windows pool could take say which pool and node class keep them pending, and why
+    reasons = {u.pod: u.reason for u in plan.unschedulable}
+    assert sorted(reasons) == ["default/iis-0", "default/iis-1"]
+    assert all("NodePool windows2022" in why and 'EC2NodeClass "windows2022"' in why for why in reasons.values())
+    assert all(UNSUPPORTED in why for why in reasons.values())
+
+
+def test_apply_marks_the_node_pools_of_an_unready_node_class_as_karpenter_does() -> None:
+    world = windows_and_general_purpose()
+    plan = world.solve()
+
+    world.apply(plan)
+
+    ready = world.condition(r.NODEPOOL, "windows2022", "Ready")
+    node_class_ready = world.condition(r.NODEPOOL, "windows2022", "NodeClassReady")
+    assert (ready["status"], ready["reason"]) == ("False", "NodeClassNotReady")
+    assert (node_class_ready["status"], node_class_ready["reason"]) == ("False", "NodeClassNotReady")
+    assert UNSUPPORTED in node_class_ready["message"]
+    assert world.condition(r.NODEPOOL, "windows2022", "ValidationSucceeded")["status"] == "True"
+    for type_ in ("Ready", "NodeClassReady", "ValidationSucceeded"):
+        assert world.condition(r.NODEPOOL, "general-purpose", type_)["status"] == "True"
+    assert world.starter.started and all(n.startswith("general-purpose-") for n in world.starter.started)
+    assert any(reason == "FailedScheduling" and "NodePool windows2022" in m for reason, m in world.events.recorded)
+
+    # a second round changes nothing and repeats no Event
+    before = len(world.events.recorded)
+    world.apply(world.solve())
+    assert [e for e in world.events.recorded[before:] if e[0] != "FailedScheduling"] == []
+
+
+def test_a_role_that_does_not_exist_makes_its_node_class_not_ready() -> None:
+    world = World(
+        [
+            node_class("default"),
+            node_pool("default", "default"),
+            node_class("norole", role="KarpenterNodeRole-missing"),
+            node_pool("norole", "norole", weight=10),
+            pending_pod("web-0"),
+        ]
+    )
+
+    plan = world.solve()
+
+    assert [c.node_pool for c in plan.node_claims] == ["default"]
+    message = world.condition(r.EC2NODECLASS, "norole", "Ready")["message"]
+    assert 'spec.role "KarpenterNodeRole-missing"' in message and "create the role or fix spec.role" in message
+
+
+def test_a_throttled_cloud_fails_the_round_so_temporal_retries_it() -> None:
+    world = windows_and_general_purpose()
+    world.cloud.fail_next("resolve_node_class", ThrottledError("DescribeSubnets: RequestLimitExceeded"))
+
+    with pytest.raises(ThrottledError):
+        world.solve()
+
+
+def test_a_non_retryable_cloud_error_is_one_node_class_problem() -> None:
+    world = windows_and_general_purpose()
+    denied = CloudProviderError("DescribeSubnets: UnauthorizedOperation: denied", retryable=False)
+    world.cloud.fail_next("resolve_node_class", denied)  # the first node class listed: "default"
+
+    plan = world.solve()
+
+    message = world.condition(r.EC2NODECLASS, "default", "Ready")["message"]
+    assert "UnauthorizedOperation" in message
+    assert {i.name for i in plan.invalid if i.kind == "EC2NodeClass"} == {"default", "windows2022"}
+
+
+def test_an_absurd_quantity_is_reported_on_its_node_pool_and_the_others_plan() -> None:
+    world = World(
+        [
+            node_class("default"),
+            node_pool("default", "default"),
+            node_pool("huge", "default", weight=100, limits={"cpu": "1e30000000"}),
+            pending_pod("web-0"),
+        ]
+    )
+
+    plan = world.solve()
+    world.apply(plan)
+
+    assert [c.node_pool for c in plan.node_claims] == ["default"]
+    ready = world.condition(r.NODEPOOL, "huge", "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "ValidationFailed")
+    assert "spec.limits.cpu" in ready["message"] and "out of range" in ready["message"]
+
+
+# --- property: any mix of broken objects leaves the valid pools planning ------------------------------
+
+
+def _broken(rng: random.Random, kind: str, name: str, valid_class: str) -> tuple[list[Obj], str]:
+    """One broken object of `kind` (with the NodePool that uses it) and the text its report must contain."""
+    weight = rng.randint(0, 100)
+    if kind == "unsupported-alias":
+        family = rng.choice(["windows2019", "windows2022", "windows2025"])
+        return [node_class(name, alias=f"{family}@latest"), node_pool(name, name, weight)], (
+            "spec.amiSelectorTerms[0].alias"
+        )
+    if kind == "unknown-alias":
+        family = rng.choice(["ubuntu", "rhel", "flatcar"])
+        return [node_class(name, alias=f"{family}@latest"), node_pool(name, name, weight)], (
+            "spec.amiSelectorTerms[0].alias"
+        )
+    if kind == "no-subnets":
+        tags = {"karpenter.sh/discovery": f"other-{rng.randint(0, 999)}"}
+        return [node_class(name, subnet_tags=tags), node_pool(name, name, weight)], "subnetSelectorTerms"
+    if kind == "absurd-quantity":
+        resource = rng.choice(["cpu", "memory", "nodes"])
+        value = rng.choice(["1e30000000", "9e99", "1" + "0" * 60, "1e-400", f"{rng.randint(10, 99)}Ei"])
+        return [node_pool(name, valid_class, weight, limits={resource: value})], f"spec.limits.{resource}"
+    assert kind == "missing-node-class"
+    return [node_pool(name, f"{name}-absent", weight)], "nodeClassRef"
+
+
+KINDS = ["unsupported-alias", "unknown-alias", "no-subnets", "absurd-quantity", "missing-node-class"]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_valid_pools_plan_whatever_broken_objects_are_mixed_in(seed: int) -> None:
+    rng = random.Random(seed)
+    objects: list[Obj] = []
+    valid: set[str] = set()
+    for i in range(rng.randint(1, 3)):
+        name = f"{rng.choice('abcxyz')}{i}-valid"
+        objects += [node_class(name, alias=rng.choice(["al2023@latest", "al2@latest", "bottlerocket@latest"]))]
+        objects += [node_pool(name, name, rng.randint(0, 100))]
+        valid.add(name)
+    expected: dict[str, str] = {}
+    for i, kind in enumerate(rng.sample(KINDS, k=len(KINDS))):
+        name = f"{rng.choice('abcxyz')}{i}-{kind}"
+        broken, text = _broken(rng, kind, name, rng.choice(sorted(valid)))
+        objects += broken
+        expected[name] = text
+    pods = [pending_pod(f"web-{i}") for i in range(rng.randint(1, 8))]
+    world = World(objects + pods)
+
+    plan = world.solve()
+
+    assert plan.node_claims, plan.unschedulable
+    assert {c.node_pool for c in plan.node_claims} <= valid
+    assert sorted(p for c in plan.node_claims for p in c.pods) == sorted(
+        f"default/{p['metadata']['name']}" for p in pods
+    )
+    reported = {(i.kind, i.name): i.message for i in plan.invalid}
+    for name, text in expected.items():
+        messages = [m for (kind, n), m in reported.items() if n == name]
+        assert messages and any(text in m for m in messages), (name, text, messages)
+    world.apply(plan)
+    for name in expected:
+        assert world.condition(r.NODEPOOL, name, "Ready")["status"] == "False"
+    for name in valid:
+        assert world.condition(r.NODEPOOL, name, "Ready")["status"] == "True"
