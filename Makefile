@@ -7,16 +7,22 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test lint typecheck imports unit e2e crds lock clean
 
-# Pinned versions from requirements-dev.lock (refresh with `make lock`), then nodeflow itself, editable.
-$(STAMP): pyproject.toml requirements-dev.lock
+# Pinned versions from requirements-dev.lock (refresh with `make lock`), then nodeflow itself and the
+# dev stack's own distribution (devstack/, `nodeflow-devstack`), both editable.
+$(STAMP): pyproject.toml devstack/pyproject.toml requirements-dev.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check uv
 	$(BIN)/uv pip install -q -p $(BIN)/python -r requirements-dev.lock
-	$(BIN)/uv pip install -q -p $(BIN)/python --no-deps -e .
+	$(BIN)/uv pip install -q -p $(BIN)/python --no-deps -e . -e devstack
 	touch $(STAMP)
 
+# requirements-dev.lock: the product's dependencies, the dev tools and the dev stack's dependencies;
+# requirements.lock: the product's runtime dependencies only, at the same versions (the worker image
+# installs from it). Existing pins are kept unless a pyproject.toml asks otherwise.
 lock: $(STAMP)
-	$(BIN)/uv pip compile -q pyproject.toml --extra dev --python-version 3.11 -o requirements-dev.lock
+	$(BIN)/uv pip compile -q pyproject.toml devstack/pyproject.toml --extra dev --python-version 3.11 \
+		-o requirements-dev.lock
+	$(BIN)/uv pip compile -q pyproject.toml -c requirements-dev.lock --python-version 3.11 -o requirements.lock
 
 run: $(STAMP)
 	$(BIN)/nodeflow dev $(ARGS)
@@ -29,7 +35,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy apis scheduling cloudprovider kube activities workflows workers devstack
+	$(BIN)/mypy apis scheduling cloudprovider kube activities workflows workers devstack/src/devstack
 
 imports: $(STAMP)
 	$(BIN)/lint-imports
@@ -41,7 +47,7 @@ e2e: $(STAMP)
 	$(BIN)/pytest -q -m e2e
 
 crds: $(STAMP)
-	$(BIN)/python -m apis.crds deploy/crds
+	$(BIN)/nodeflow crds deploy/crds
 
 clean:
 	rm -rf $(VENV) .nodeflow .mypy_cache .ruff_cache

@@ -1,8 +1,11 @@
 """Reading Karpenter manifests: multi-document YAML with `${NAME}` placeholders (as upstream examples use
 with envsubst), and turning each document into its API model.
 
-    docs = load_files(["nodepool.yaml"], {"CLUSTER_NAME": "dev"})
+    docs = load_documents(text, {"CLUSTER_NAME": "dev"}, source="nodepool.yaml")
     objects = [parse_api_object(d) for d in docs if is_api_object(d)]
+
+Pure: it parses text it is given. Reading files (and expanding directories) is the callers' I/O, e.g.
+`workers.manifest_files.load_files`.
 
 Syntax problems raise `ManifestError` naming the file and line; invalid objects raise `ApiValidationError`
 with one `ValidationProblem` per field.
@@ -11,8 +14,7 @@ with one `ValidationProblem` per field.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import pydantic
@@ -29,7 +31,7 @@ KINDS: dict[tuple[str, str], type[ApiObject]] = {
     (ec2nodeclass.API_VERSION, ec2nodeclass.KIND): ec2nodeclass.EC2NodeClass,
 }
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")  # what a directory of manifests holds
 
 
 class ManifestError(ValueError):
@@ -96,30 +98,6 @@ def load_documents(
         raise ManifestError(f"invalid YAML: {err}", source) from err
     finally:
         loader.dispose()
-    return documents
-
-
-def manifest_files(paths: Iterable[str | Path]) -> list[Path]:
-    """The files named, with directories expanded to their .yaml/.yml/.json files (sorted, not recursive)."""
-    files: list[Path] = []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            files.extend(sorted(p for p in path.iterdir() if p.is_file() and p.suffix in MANIFEST_SUFFIXES))
-        else:
-            files.append(path)
-    return files
-
-
-def load_files(paths: Iterable[str | Path], variables: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
-    """The documents of every file in order (see `load_documents`); a missing file raises ManifestError."""
-    documents: list[dict[str, Any]] = []
-    for path in manifest_files(paths):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as err:
-            raise ManifestError(f"cannot read the file: {err.strerror or err}", str(path)) from err
-        documents.extend(load_documents(text, variables, source=str(path)))
     return documents
 
 

@@ -23,8 +23,9 @@ from typing import Any
 
 from temporalio.client import Client
 
-from devstack.stack import DevStack, DevStackConfig
+from devstack.stack import DevStack
 from kube import resources as r
+from workers.dev_cmd import stack_config
 
 POLL = 0.02
 
@@ -75,7 +76,7 @@ def wait_for_provisioner(stack: DevStack, timeout: float = 60) -> None:
 
 
 def measure(pods: int, cpu: str, memory: str, timeout: float) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as state, DevStack(DevStackConfig(state_dir=Path(state))) as stack:
+    with tempfile.TemporaryDirectory() as state, DevStack(stack_config(state_dir=Path(state))) as stack:
         wait_for_provisioner(stack)
         start = time.monotonic()
         stack.apply_text(deployment(pods, cpu, memory))

@@ -225,11 +225,12 @@ def _worker_warm(stack: Any) -> bool:
 
 def run_pods(opts: PodsOptions) -> dict[str, Any]:
     """Run the scale-out workload once; see the module docstring for what is measured."""
-    from devstack.stack import DevStack, DevStackConfig
+    from devstack.stack import DevStack
     from kube import resources as r
+    from workers.dev_cmd import stack_config
 
     with state_directory(opts.state_dir) as state:
-        config = DevStackConfig(state_dir=state, persistent_temporal=opts.persistent_temporal)
+        config = stack_config(state_dir=state, persistent_temporal=opts.persistent_temporal)
         with DevStack(config) as stack:
             if not poll(lambda: _worker_warm(stack), 120.0, 0.2):
                 raise SystemExit(f"the worker did not start and warm up in 120 s; see {config.logs_dir}")
@@ -471,10 +472,12 @@ def run_claims(opts: ClaimsOptions) -> dict[str, Any]:
     from devstack.stack.children import ChildProcess
     from devstack.stack.core import child_env
     from devstack.stack.ports import free_port
+    from workers.dev_cmd import stack_config
 
     with state_directory(opts.state_dir) as state:
         ports = temporal.TemporalPorts(grpc=free_port(), ui=free_port(), http=free_port(), metrics=free_port())
-        server = temporal.TemporalDevServer(ports, None, False, state / "temporal.log")
+        server = temporal.TemporalDevServer(ports, None, False, state / "temporal.log",
+                                          stack_config(start_worker=False).search_attributes)  # fmt: skip
         server.start()
         ready = state / "claims-worker.json"
         for stale in (ready, ready.with_suffix(".trimmed")):  # left by an earlier run in --state-dir

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 DESCRIPTION = (
     "nodeflow: Karpenter-compatible node autoscaling for Kubernetes on AWS, every node a durable Temporal "
-    "workflow. Commands: dev (the local stack), worker, simulate (dry run), drain|expire|replace|status."
+    "workflow. Commands: dev (the local stack), worker, simulate (dry run), drain|expire|replace|status, "
+    "crds (write the CRDs)."
 )
 
 # subcommand -> module; imported lazily so `nodeflow simulate` never loads Temporal or the dev stack.
@@ -22,6 +23,7 @@ SUBCOMMANDS: dict[str, str] = {
     "expire": "workers.ops_cmd",
     "replace": "workers.ops_cmd",
     "status": "workers.ops_cmd",
+    "crds": "workers.crds_cmd",
 }
 
 

@@ -4,7 +4,13 @@ moto, the Kubernetes API emulator, simulated kubelet and pod binder, and the wor
 Interactive (the default): start, print where everything is, run until Ctrl-C or SIGTERM.
 Headless: `--apply FILE ... --until-settled --timeout S -o json` applies the files, waits until the
 cluster settles, prints a summary on stdout and exits 0 (settled), 1 (not settled by the timeout,
-or a component died) or 2 (bad usage, unreadable or unappliable files, a port already taken).
+or a component died) or 2 (bad usage, unreadable or unappliable files, a port already taken, or the
+dev stack not installed).
+
+This module is the composition root that wires the product into the dev stack, the separate
+distribution `nodeflow-devstack` (devstack/ in the repository, never in the product's wheel or image):
+the only product module that imports `devstack`, and the one that gives it the product's inputs
+(`stack_config`: the search attributes and the worker's command line).
 """
 
 from __future__ import annotations
@@ -19,8 +25,10 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from workflows import search_attributes as sa
+
 if TYPE_CHECKING:
-    from devstack.stack import DevStack
+    from devstack.stack import DevStack, DevStackConfig
 
 EXIT_SETTLED = 0
 EXIT_NOT_SETTLED = 1
@@ -29,11 +37,36 @@ EXIT_USAGE = 2
 log = logging.getLogger("nodeflow.dev")
 
 
-def add_parser(subparsers: Any) -> None:
-    from devstack.stack import config as c
+NOT_INSTALLED = (
+    "the dev stack is not installed in this environment: `make` installs it into .venv/, "
+    "or `pip install ./devstack` from a nodeflow checkout"
+)
 
+
+def stack_config(**settings: Any) -> DevStackConfig:
+    """A `DevStackConfig` that runs this product: its custom search attributes (every Keyword of
+    `workflows.search_attributes.ALL`) and its worker (`python -m workers.cli worker` on this
+    interpreter), with `settings` (any other DevStackConfig field) as given. For `nodeflow dev`,
+    tests and benchmarks alike."""
+    from devstack.stack import DevStackConfig
+
+    return DevStackConfig(
+        search_attributes=[(key.name, "Keyword") for key in sa.ALL],
+        worker_command=[sys.executable, "-m", "workers.cli", "worker"],
+        **settings,
+    )
+
+
+def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("dev", help="run nodeflow on the embedded local stack", description=__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    try:
+        from devstack.stack import config as c
+    except ModuleNotFoundError as exc:  # the product installed without the dev stack (e.g. the worker image)
+        if exc.name not in ("devstack", "devstack.stack"):
+            raise
+        p.set_defaults(func=_not_installed)
+        return
     p.add_argument("--temporal-port", type=int, default=c.DEFAULT_TEMPORAL_PORT, help="Temporal gRPC (0 = free)")
     p.add_argument("--ui-port", type=int, default=c.DEFAULT_UI_PORT, help="Temporal UI (0 = free)")
     p.add_argument("--kube-port", type=int, default=c.DEFAULT_KUBE_PORT, help="Kubernetes API, plain HTTP (0 = free)")
@@ -68,6 +101,11 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _not_installed(args: argparse.Namespace) -> int:
+    print(f"nodeflow dev: {NOT_INSTALLED}", file=sys.stderr)
+    return EXIT_USAGE
+
+
 class _Stop(Exception):
     """Raised in the main thread by SIGTERM/SIGINT so every `finally` runs."""
 
@@ -95,12 +133,12 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
 
     from devstack.apply import ManifestError, load_file
-    from devstack.stack import DevStack, DevStackConfig, PortInUseError
+    from devstack.stack import DevStack, PortInUseError
 
     try:  # fail on unreadable files before spending seconds on start-up
         for path in args.apply:
             load_file(path, {"CLUSTER_NAME": args.cluster_name})
-        config = DevStackConfig(
+        config = stack_config(
             state_dir=args.state_dir, temporal_port=args.temporal_port, ui_port=args.ui_port,
             kube_port=args.kube_port, moto_port=args.moto_port, cluster_name=args.cluster_name,
             ui=not args.no_ui, start_worker=not args.no_worker,

@@ -25,6 +25,7 @@ from apis import manifests
 from apis.instancetype import InstanceType
 from scheduling import Plan, solve
 from scheduling.manifests import expand
+from workers import manifest_files
 
 
 class InputError(Exception):
@@ -61,7 +62,7 @@ def load_documents(paths: list[str], variables: Mapping[str, str]) -> list[Any]:
             if path == "-":
                 docs.extend(manifests.load_documents(sys.stdin.read(), variables, source="<stdin>"))
             else:
-                docs.extend(manifests.load_files([path], variables))
+                docs.extend(manifest_files.load_files([path], variables))
     except manifests.ManifestError as err:
         raise InputError(str(err)) from None
     return docs

@@ -18,8 +18,9 @@ from typing import TypeVar
 import pytest
 from temporalio.client import Client
 
-from devstack.stack import DevStack, DevStackConfig
+from devstack.stack import DevStack
 from kube.resources import EC2NODECLASS, NODEPOOL, POD
+from workers.dev_cmd import stack_config
 
 CLUSTER = "stack-test"
 T = TypeVar("T")
@@ -82,7 +83,7 @@ def process_groups() -> dict[int, int]:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
     state = tmp_path_factory.mktemp("devstack")
-    config = DevStackConfig(state_dir=state, cluster_name=CLUSTER, ui=True, start_worker=False)
+    config = stack_config(state_dir=state, cluster_name=CLUSTER, ui=True, start_worker=False)
     with DevStack(config) as running:
         yield running
 

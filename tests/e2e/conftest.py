@@ -10,8 +10,9 @@ from typing import Any, TypeVar
 
 import pytest
 
-from devstack.stack import DevStack, DevStackConfig
+from devstack.stack import DevStack
 from kube.resources import NODECLAIM
+from workers.dev_cmd import stack_config
 
 T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[2]
@@ -75,6 +76,6 @@ def assert_one_instance_per_claim(stack: DevStack) -> None:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
-    config = DevStackConfig(state_dir=tmp_path_factory.mktemp("stack"), ui=True)
+    config = stack_config(state_dir=tmp_path_factory.mktemp("stack"), ui=True)
     with DevStack(config) as running:
         yield running

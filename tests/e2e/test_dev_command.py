@@ -17,10 +17,12 @@ from pathlib import Path
 import psutil
 import pytest
 
+import devstack
 from tests.e2e.conftest import REPO, deployment, eventually
 
 pytestmark = pytest.mark.e2e
 NODEFLOW = [sys.executable, "-m", "workers.cli"]
+DEVSTACK_DEFAULTS = Path(devstack.__file__).parent / "defaults.yaml"
 EXAMPLES = REPO.parent / "shared" / "karpenter-reference" / "karpenter-examples"
 
 
@@ -122,7 +124,7 @@ def test_headless_general_purpose_nodepool_binds_ten_pods(tmp_path: Path) -> Non
 
     # The dry run, given what the stack was given (its defaults included), plans the same nodes.
     simulated = subprocess.run(
-        [*NODEFLOW, "simulate", "-f", str(REPO / "devstack" / "defaults.yaml"),
+        [*NODEFLOW, "simulate", "-f", str(DEVSTACK_DEFAULTS),
          "-f", str(EXAMPLES / "general-purpose.yaml"), "-f", str(manifest), "-o", "json"],
         capture_output=True, text=True, cwd=REPO, check=True,
     )  # fmt: skip

@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 
 from activities.replace import REPLACEMENT_OF_ANNOTATION
-from devstack.stack import DevStack, DevStackConfig
+from devstack.stack import DevStack
 from kube import resources as r
 from kube.errors import NotFoundError
 from tests.e2e.conftest import REPO, assert_one_instance_per_claim, deployment, eventually
+from workers.dev_cmd import stack_config
 
 pytestmark = pytest.mark.e2e
 
@@ -45,7 +46,7 @@ spec:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
-    config = DevStackConfig(
+    config = stack_config(
         state_dir=tmp_path_factory.mktemp("ops-stack"),
         worker_args=["--drift-check-interval", DRIFT_INTERVAL],
     )

@@ -20,6 +20,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from devstack.stack import DevStack, DevStackConfig
 from kube import resources as r
 from tests.e2e.conftest import claim_tag, deployment, eventually, live_instances
+from workers.dev_cmd import stack_config
 from workflows.nodeclaim_state import NodeClaimState
 
 pytestmark = pytest.mark.e2e
@@ -29,7 +30,7 @@ APP = deployment("web", 2, cpu="250m", memory="256Mi")
 
 
 def config(state_dir: Any) -> DevStackConfig:
-    return DevStackConfig(state_dir=state_dir, worker_args=["--drift-check-interval", CHECK_INTERVAL])
+    return stack_config(state_dir=state_dir, worker_args=["--drift-check-interval", CHECK_INTERVAL])
 
 
 def bound(stack: DevStack) -> list[dict[str, Any]] | None:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
 
 from apis.ec2nodeclass import EC2NodeClass
 from apis.errors import ApiValidationError
-from apis.manifests import ManifestError, UnknownKindError, is_api_object, load_documents, load_files, parse_api_object
+from apis.manifests import ManifestError, UnknownKindError, is_api_object, load_documents, parse_api_object
 from apis.nodeclaim import NodeClaim
 from apis.nodepool import NodePool
 from tests.unit.apis.builders import ec2nodeclass_doc, nodeclaim_doc, nodepool_doc, with_value
@@ -48,21 +46,6 @@ def test_a_yaml_syntax_error_names_the_file_and_line() -> None:
 def test_a_document_that_is_not_a_mapping_is_an_error() -> None:
     with pytest.raises(ManifestError, match=r"<string>:3: expected a Kubernetes object .* got a list"):
         load_documents("a: 1\n---\n- item\n")
-
-
-def test_load_files_reads_files_and_directories_in_order(tmp_path: Path) -> None:
-    (tmp_path / "b.yaml").write_text("name: b\n")
-    (tmp_path / "a.yml").write_text("name: a\n---\nname: a2\n")
-    (tmp_path / "notes.txt").write_text("not a manifest")
-    single = tmp_path / "single.json"
-    single.write_text('{"name": "json"}')
-    docs = load_files([tmp_path, single], {})
-    assert [d["name"] for d in docs] == ["a", "a2", "b", "json", "json"]
-
-
-def test_load_files_reports_a_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(ManifestError, match="cannot read the file"):
-        load_files([tmp_path / "missing.yaml"])
 
 
 @pytest.mark.parametrize(

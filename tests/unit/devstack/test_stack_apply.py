@@ -7,12 +7,13 @@ from typing import Any
 
 import pytest
 
+import devstack
 from devstack.apply import ManifestError, apply_manifest, load_file, load_text
 from kube.errors import AlreadyExistsError
 from kube.resources import DEPLOYMENT, NODEPOOL, Resource
 
 VARS = {"CLUSTER_NAME": "demo"}
-DEFAULTS = Path(__file__).resolve().parents[3] / "devstack" / "defaults.yaml"
+DEFAULTS = Path(devstack.__file__).parent / "defaults.yaml"
 
 NODEPOOL_YAML = """
 apiVersion: karpenter.sh/v1

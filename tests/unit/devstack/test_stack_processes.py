@@ -11,7 +11,8 @@ import pytest
 
 from devstack.stack.children import ChildProcess, stop_all
 from devstack.stack.ports import PortInUseError, check_free, free_port, resolve, wait_for
-from devstack.temporal import TemporalPorts, nodeflow_search_attributes, server_args
+from devstack.temporal import TemporalPorts, server_args
+from workers.dev_cmd import stack_config
 
 
 def alive(pid: int) -> bool:
@@ -106,7 +107,7 @@ def test_wait_for_fails_fast_when_the_process_is_gone() -> None:
 
 def test_temporal_command_line_has_every_port_the_db_and_search_attributes(tmp_path: Path) -> None:
     argv = server_args(Path("/bin/temporal"), TemporalPorts(1, 2, 3, 4), tmp_path / "t.db", False,
-                       nodeflow_search_attributes())  # fmt: skip
+                       stack_config(start_worker=False).search_attributes)  # fmt: skip
     text = " ".join(argv)
     assert "--ip 127.0.0.1 --port 1 --ui-port 2 --http-port 3 --metrics-port 4" in text
     assert f"--db-filename {tmp_path / 't.db'}" in text

@@ -25,7 +25,13 @@ class DevStackConfig:
     persistent_temporal: keep Temporal's state in `<state_dir>/temporal.db` while the stack runs, so
       `restart_temporal()` keeps the workflows. Every start deletes that db first: the Kubernetes
       emulator and moto start empty, and workflows of an earlier run must never meet a new cluster.
-    start_worker: run the nodeflow worker as a child; `worker_args` are appended to its command line.
+    search_attributes: (name, type) of the custom search attributes Temporal registers at start (see
+      `devstack.temporal.TemporalDevServer`). The product's composition root passes its own.
+    start_worker: run the worker as a child: `worker_command` (required then) followed by
+      `--temporal-address`, `--kubeconfig`, `--aws-endpoint-url`, `--region`, `--cluster-name` and
+      `--cluster-endpoint` (each with its value: the stack's endpoints), then `worker_args`. The worker
+      runs with fake AWS credentials in its environment. The product's composition root passes its
+      worker command; the dev stack does not know the product.
     apply_defaults: apply `devstack/defaults.yaml` (NodePool and EC2NodeClass `default`) at start.
     """
 
@@ -37,7 +43,9 @@ class DevStackConfig:
     cluster_name: str = DEFAULT_CLUSTER_NAME
     ui: bool = False
     persistent_temporal: bool = True
+    search_attributes: list[tuple[str, str]] = field(default_factory=list)
     start_worker: bool = True
+    worker_command: list[str] = field(default_factory=list)
     worker_args: list[str] = field(default_factory=list)
     apply_defaults: bool = True
     region: str = DEFAULT_REGION
@@ -47,6 +55,8 @@ class DevStackConfig:
         self.state_dir = Path(self.state_dir)
         if not self.cluster_name or any(c.isspace() for c in self.cluster_name):
             raise ValueError(f"cluster_name {self.cluster_name!r} must be a non-empty name without spaces")
+        if self.start_worker and not self.worker_command:
+            raise ValueError("start_worker needs worker_command (the command line that runs the worker)")
 
     @property
     def logs_dir(self) -> Path:

