@@ -4,6 +4,9 @@
 tenancy) for us-east-1. nodeflow uses it as the fallback price table for *every* region until a refresh
 from the AWS Pricing API is wired in; prices differ by a few percent between regions, which only matters
 for ordering near-equal offerings. Spot prices come from DescribeSpotPriceHistory, not from here.
+
+A public input of the local stack (devstack prices its emulated EC2 from this table, see devstack/README.md):
+keep `load_price_table()` and `PriceTable.on_demand` stable.
 """
 
 from __future__ import annotations
