@@ -4,6 +4,8 @@ that lock pins what the tests run with. The dev stack is its own distribution in
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
 import re
 import shutil
 import subprocess
@@ -90,3 +92,29 @@ def test_the_worker_image_builds_the_product_from_the_lock_without_the_dev_stack
     installs = [line for line in lines if "pip install" in line and line.startswith("RUN")]
     assert any("-r requirements.lock" in i for i in installs), installs
     assert [i for i in installs if i.endswith(" .")] and all("--no-deps" in i for i in installs if i.endswith(" ."))
+
+
+def _third_party_imports(package: Path) -> set[str]:
+    """Top-level names of the absolute imports in `package` that are neither stdlib nor nodeflow's own."""
+    names: set[str] = set()
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    return names - set(sys.stdlib_module_names) - PRODUCT_PACKAGES - {"__future__", "devstack"}
+
+
+def test_every_library_the_product_imports_is_in_the_runtime_lock() -> None:
+    """The worker image installs requirements.lock only: a library imported by the product but pulled in
+    by a dev tool alone would be missing there."""
+    runtime = {_canonical(n) for n in _pins(ROOT / "requirements.lock")}
+    owners = importlib.metadata.packages_distributions()
+    imported = set().union(*(_third_party_imports(ROOT / p) for p in PRODUCT_PACKAGES))
+    missing = {m: owners.get(m) for m in imported if not {_canonical(d) for d in owners.get(m, [])} & runtime}
+    assert missing == {}, "add these to [project] dependencies in pyproject.toml, then `make lock`"
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
