@@ -53,8 +53,10 @@ from scheduling.disruption.model import (
     Rejection,
 )
 from scheduling.disruption.simulate import Simulator, allowed_values, narrowed, option_prices
+from scheduling.types import PlannedNodeClaim
 
 SPOT_TO_SPOT_MIN_TYPES = 15
+PRICE_EPSILON = 1e-9  # $/h
 SPOT, ON_DEMAND = L.CAPACITY_TYPE_SPOT, L.CAPACITY_TYPE_ON_DEMAND
 
 
@@ -247,75 +249,80 @@ class _Pass:
 
     def consolidate(self, states: Sequence[NodeState], method: Method) -> tuple[Command | None, str, str]:
         """Delete or replace these nodes, or (None, code, why not)."""
+        hopeless = self.simulator.hopeless(states)
+        if hopeless:
+            return None, "TooManyReplacements", f"more than one new node would be needed: {hopeless}"
         plan = self.simulator.run(states)
         if plan.unschedulable:
             first = plan.unschedulable[0]
             return None, "Unschedulable", f"pod {first.pod} would fit nowhere else: {first.reason}"
-        refs = [candidate_ref(s) for s in states]
         total = _total_price(states)
-        names = ", ".join(s.name for s in states)
         if not plan.node_claims:
-            message = f"delete {names}: their pods fit on other nodes"
-            return Command(method=method, reason="Underutilized", action="Delete", candidates=refs, price=total,
-                           message=message), "", ""  # fmt: skip
+            message = f"delete {', '.join(s.name for s in states)}: their pods fit on other nodes"
+            command = Command(
+                method=method,
+                reason="Underutilized",
+                action="Delete",
+                candidates=[candidate_ref(s) for s in states],
+                price=total,
+                message=message,
+            )
+            return command, "", ""
         if len(plan.node_claims) > 1:
             return None, "TooManyReplacements", f"its pods need {len(plan.node_claims)} new nodes; at most 1 replaces"
-        claim = plan.node_claims[0]
         if total is None:
             return None, "UnknownPrice", "the price of the current node(s) is unknown: cannot judge a replacement"
+        return self.replace(states, plan.node_claims[0], total, method)
+
+    def replace(
+        self, states: Sequence[NodeState], claim: PlannedNodeClaim, total: float, method: Method
+    ) -> tuple[Command | None, str, str]:
+        """Replace the nodes (costing `total` per hour) with the planned claim, narrowed to cheaper options
+        under Karpenter's capacity-type rules, or (None, code, why not)."""
         capacity_types = allowed_values(claim, L.CAPACITY_TYPE) or {ON_DEMAND, SPOT}
         all_spot = all(s.capacity_type == SPOT for s in states)
         if all_spot and SPOT in capacity_types:
             if not self.inp.spot_to_spot_consolidation:
-                return (
-                    None,
-                    "SpotToSpotDisabled",
-                    ("replacing spot with spot needs the SpotToSpotConsolidation feature gate (off)"),
-                )
+                why = "replacing spot with spot needs the SpotToSpotConsolidation feature gate (off)"
+                return None, "SpotToSpotDisabled", why
             capacity_types = {SPOT}
         elif SPOT in capacity_types and ON_DEMAND in capacity_types:
             capacity_types = {SPOT}
+        kinds = "/".join(sorted(capacity_types))
         options = option_prices(claim, self.catalog, capacity_types)
         if not options:
-            return None, "NoReplacement", f"no {'/'.join(sorted(capacity_types))} offering for the replacement"
-        cheaper = [o for o in options if o[0] < total]
+            return None, "NoReplacement", f"no {kinds} offering for the replacement"
+        cheaper = [o for o in options if _cheaper(o[0], total)]
         if not cheaper:
-            cheapest_price, cheapest = options[0]
-            return (
-                None,
-                "NotCheaper",
-                (
-                    f"no cheaper replacement: cheapest option {cheapest} at ${cheapest_price:.4f}/h vs current "
-                    f"${total:.4f}/h"
-                ),
-            )
+            price, name = options[0]
+            why = f"no cheaper replacement: cheapest option {name} at ${price:.4f}/h vs current ${total:.4f}/h"
+            return None, "NotCheaper", why
         if all_spot and capacity_types == {SPOT} and method == "SingleNodeConsolidation":
             if len(cheaper) < SPOT_TO_SPOT_MIN_TYPES:
-                return (
-                    None,
-                    "SpotToSpotFlexibility",
-                    (
-                        f"spot-to-spot consolidation needs at least {SPOT_TO_SPOT_MIN_TYPES} cheaper instance types; "
-                        f"{len(cheaper)} are cheaper than ${total:.4f}/h"
-                    ),
+                why = (
+                    f"spot-to-spot consolidation needs at least {SPOT_TO_SPOT_MIN_TYPES} cheaper instance types; "
+                    f"{len(cheaper)} are cheaper than ${total:.4f}/h"
                 )
+                return None, "SpotToSpotFlexibility", why
             cheaper = cheaper[:SPOT_TO_SPOT_MIN_TYPES]
-        replacement = narrowed(claim, cheaper, capacity_types)
-        message = (
-            f"replace {names} (${total:.4f}/h) with one {'/'.join(sorted(capacity_types))} node from "
-            f"{cheaper[0][1]} at ${cheaper[0][0]:.4f}/h"
-        )
+        names = ", ".join(s.name for s in states)
         command = Command(
             method=method,
             reason="Underutilized",
             action="Replace",
-            candidates=refs,
-            replacements=[replacement],
+            candidates=[candidate_ref(s) for s in states],
+            replacements=[narrowed(claim, cheaper, capacity_types)],
             price=total,
             replacement_price=cheaper[0][0],
-            message=message,
+            message=f"replace {names} (${total:.4f}/h) with one {kinds} node from {cheaper[0][1]} at "
+            f"${cheaper[0][0]:.4f}/h",
         )
         return command, "", ""
+
+
+def _cheaper(price: float, than: float) -> bool:
+    """Strictly cheaper, beyond float noise (a sum of 11 prices may exceed the same total by 1e-16)."""
+    return price < than - PRICE_EPSILON
 
 
 def _drifted_at(state: NodeState) -> str:

@@ -9,6 +9,11 @@ Speed: the solver is given the remaining nodes with their bound pods' requests a
 allocatable, and only the bound pods that matter to placement kept as pods (those with required pod
 anti-affinity, which repel newcomers). When a pod to place has affinity, topology spread or host ports,
 every bound pod is passed instead, so counts per domain and ports stay exact.
+
+Before a simulation, `hopeless` checks a necessary condition in O(resources): the pods to move must fit in
+the free capacity of the other nodes plus one instance type of the largest catalog size, per resource
+(cpu, memory, pods). Multi-node consolidation's binary search starts with large prefixes, which usually
+fail this check, so it spends its simulations where an answer is possible.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from collections.abc import Sequence
 
 from apis import labels as L
 from apis.instancetype import InstanceType
-from apis.quantity import ResourceList, add, format_resource_list, subtract, to_resource_list
+from apis.quantity import ResourceList, add, format_resource_list, format_units, subtract, to_resource_list
 from apis.requirements import NodeSelectorRequirement
 from scheduling.disruption.candidates import NodeState, is_reschedulable, pod_key
 from scheduling.disruption.model import Obj
@@ -45,20 +50,27 @@ class Simulator:
         self.cluster = cluster
         self.runs = 0
         used: dict[str, ResourceList] = {}
+        all_used: dict[str, ResourceList] = {}
+        self.moving: dict[str, ResourceList] = {}  # requests of each node's reschedulable pods
         self.kept: dict[str, list[Obj]] = {}  # bound pods passed as pods in the fast path, by node
         for pod in cluster.bound_pods:
             spec = pod.get("spec") or {}
             host = str(spec.get("nodeName") or "")
             if not host or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
                 continue
-            if bound_anti_terms(pod):
-                self.kept.setdefault(host, []).append(pod)
-                continue
             try:
-                used[host] = add(used.get(host, {}), pod_requests(spec))
+                requests = pod_requests(spec)
             except ValueError:
                 continue
+            all_used[host] = add(all_used.get(host, {}), requests)
+            if is_reschedulable(pod):
+                self.moving[host] = add(self.moving.get(host, {}), requests)
+            if bound_anti_terms(pod):
+                self.kept.setdefault(host, []).append(pod)
+            else:
+                used[host] = add(used.get(host, {}), requests)
         self.reduced: dict[str, Obj] = {}
+        self.free: dict[str, ResourceList] = {}
         for node in cluster.nodes:
             name = str((node.get("metadata") or {}).get("name", ""))
             status = node.get("status") or {}
@@ -68,6 +80,36 @@ class Simulator:
             if not format_resource_list(free):
                 reduced["status"]["allocatable"] = {"pods": "0"}
             self.reduced[name] = reduced
+            self.free[name] = {k: max(0, v) for k, v in subtract(allocatable, all_used.get(name, {})).items()}
+        self.free_total: ResourceList = {}
+        for free_here in self.free.values():
+            self.free_total = add(self.free_total, free_here)
+        self.largest: ResourceList = {}
+        for it in cluster.instance_types:
+            for key, value in it.allocatable().items():
+                self.largest[key] = max(self.largest.get(key, 0), value)
+        # NodeClaims without a Node are capacity the check cannot see: then it never rules anything out.
+        self.exact_check = all(c.status.node_name in self.free for c in cluster.node_claims)
+
+    def hopeless(self, removed: Sequence[NodeState]) -> str:
+        """Why the removed nodes' pods cannot fit on the other nodes plus one new node, by resource totals
+        alone; "" when they might (a simulation decides)."""
+        if not self.exact_check:
+            return ""
+        names = {s.name for s in removed}
+        need: ResourceList = {}
+        for name in names:
+            need = add(need, self.moving.get(name, {}))
+        for resource in ("cpu", "memory", "pods"):
+            free = self.free_total.get(resource, 0) - sum(self.free.get(n, {}).get(resource, 0) for n in names)
+            room = free + self.largest.get(resource, 0)
+            if need.get(resource, 0) > room:
+                return (
+                    f"their pods request {format_units(resource, need[resource])} {resource}; the other nodes have "
+                    f"{format_units(resource, free)} free and the largest instance type "
+                    f"{format_units(resource, self.largest.get(resource, 0))}"
+                )
+        return ""
 
     def run(self, removed: Sequence[NodeState]) -> Plan:
         """Where the removed nodes' reschedulable pods would go if those nodes were gone."""

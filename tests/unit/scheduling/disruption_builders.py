@@ -134,7 +134,9 @@ def run(
         daemonsets=kwargs.pop("daemonsets", []),
     )
     limits = kwargs.pop("limits", Limits())
-    return decide(DisruptionInput(cluster=cluster, now=kwargs.pop("now", NOW), limits=limits, **kwargs))
+    clock = kwargs.pop("clock", None)
+    inp = DisruptionInput(cluster=cluster, now=kwargs.pop("now", NOW), limits=limits, **kwargs)
+    return decide(inp, clock) if clock else decide(inp)
 
 
 def codes(decision: Decision, node: str) -> list[str]:

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from apis.instancetype import InstanceType
-from scheduling.disruption import Decision
+from scheduling.disruption import Decision, Limits
 from tests.unit.scheduling.builders import instance_type, node_pool
 from tests.unit.scheduling.disruption_builders import (
     bound,
@@ -172,3 +172,32 @@ def test_static_pool_is_never_consolidated() -> None:
     decision = run([karpenter_node("idle", "m5.xlarge")], [], pools=[pool])
     assert decision.command is None
     assert codes(decision, "idle") == ["StaticNodePool"]
+
+
+def test_single_node_evaluates_a_bounded_number_of_candidates() -> None:
+    machines = [karpenter_node(f"n{i}", "c5.large") for i in range(3)]
+    pods = [bound(f"p{i}", f"n{i}", cpu="1500m") for i in range(3)]
+    decision = run(machines, pods, pools=[budget_pool()], limits=Limits(single_node_candidates=1))
+    assert decision.command is None
+    assert [r.code for r in decision.rejections if r.method == "SingleNodeConsolidation"] == [
+        "NotCheaper",
+        "NotEvaluated",
+        "NotEvaluated",
+    ]
+
+
+def test_time_budget_stops_the_pass_and_says_so() -> None:
+    ticks = iter(range(100))
+    machines = [karpenter_node(f"n{i}", "c5.large") for i in range(3)]
+    pods = [bound(f"p{i}", f"n{i}", cpu="1500m") for i in range(3)]
+    decision = run(machines, pods, pools=[budget_pool()], limits=Limits(seconds=0.5), clock=lambda: next(ticks))
+    assert decision.command is None and decision.timed_out
+    assert "time budget spent" in decision.why("n0")[-1].message
+
+
+def test_equal_price_within_float_noise_is_not_cheaper() -> None:
+    types = [instance_type("one", 1, 4, 0.197, spot=False), instance_type("eleven", 11, 44, 2.167, spot=False)]
+    machines = [karpenter_node(f"n{i:02d}", "one", types=types) for i in range(11)]
+    pods = [bound(f"p{i:02d}", f"n{i:02d}", cpu="1", memory="1Gi") for i in range(11)]
+    decision = run(machines, pods, pools=[budget_pool()], types=types)
+    assert decision.command is None
