@@ -69,19 +69,20 @@ def is_reschedulable(pod: Obj) -> bool:
 
 
 def do_not_disrupt_until(pod: Obj) -> tuple[bool, datetime | None]:
-    """(blocked forever, blocked until): "true" blocks with no end; a duration blocks until the pod's
-    start (else creation) time plus it; other values, and a missing annotation, do not block."""
+    """(blocked forever, blocked until): "true" blocks with no end; a Go duration ("30m", "1h30m") blocks
+    until the pod's start (else creation) time plus it; other values, and a missing annotation, do not
+    block."""
     value = ((pod.get("metadata") or {}).get("annotations") or {}).get(L.DO_NOT_DISRUPT_ANNOTATION)
     if value is None:
         return False, None
     if value == "true":
         return True, None
     try:
-        length = parse_duration(value)
+        length = parse_duration(value) if value != "Never" else None
     except ValueError:
+        length = None
+    if length is None:  # not "true" and not a Go duration: ignored, as Karpenter does
         return False, None
-    if length is None:  # "Never": never expires
-        return True, None
     started = parse_time((pod.get("status") or {}).get("startTime")) or parse_time(
         (pod.get("metadata") or {}).get("creationTimestamp")
     )

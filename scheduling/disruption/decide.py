@@ -23,6 +23,11 @@ replacement that could be on-demand or spot is launched as spot (so a shortage o
 to a dearer on-demand node); replacing spot nodes with spot needs the `SpotToSpotConsolidation` feature
 gate, and, for a single node, at least 15 cheaper instance types (the replacement launches with the 15
 cheapest) so that it is not replaced again at once by the next cheapest.
+
+Not (yet) done as Karpenter does: the `Balanced` consolidation policy is treated as
+`WhenEmptyOrUnderutilized` (its savings-versus-disruption score is not computed); pending pods are not
+added to consolidation simulations; multi-node consolidation does not drop the candidates' own instance
+type from the replacement's options; static NodePools' drift (StaticDrift) is left to a later change.
 """
 
 from __future__ import annotations
@@ -116,8 +121,7 @@ class _Pass:
                 continue
             rejection = consolidation_rejection(state, self.now, empty_only=state.empty)
             if rejection is None:
-                self.consolidatable.append(rejection_free := state)
-                del rejection_free
+                self.consolidatable.append(state)
             else:
                 rejection.method = "Emptiness" if state.empty else "Consolidation"
                 self.rejections.append(rejection)

@@ -25,7 +25,7 @@ from apis import labels as L
 from apis.instancetype import InstanceType
 from apis.quantity import ResourceList, add, format_resource_list, format_units, subtract, to_resource_list
 from apis.requirements import NodeSelectorRequirement
-from scheduling.disruption.candidates import NodeState, is_reschedulable, pod_key
+from scheduling.disruption.candidates import NodeState, is_reschedulable
 from scheduling.disruption.model import Obj
 from scheduling.resources import pod_requests
 from scheduling.solver import solve
@@ -136,10 +136,6 @@ class Simulator:
             update={"pods": pending, "bound_pods": bound, "nodes": nodes, "node_claims": claims}
         )
         return solve(inp)
-
-
-def reschedulable_keys(states: Sequence[NodeState]) -> list[str]:
-    return sorted(pod_key(p) for s in states for p in s.pods if is_reschedulable(p))
 
 
 def allowed_values(claim: PlannedNodeClaim, key: str) -> set[str] | None:

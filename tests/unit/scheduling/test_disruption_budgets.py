@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -14,12 +15,12 @@ from tests.unit.scheduling.builders import node_pool
 from tests.unit.scheduling.disruption_builders import NOW, bound, budget_pool, codes, karpenter_node, run
 
 
-def pool_with(*budgets: dict) -> NodePool:
+def pool_with(*budgets: dict[str, Any]) -> NodePool:
     return node_pool(disruption={"budgets": list(budgets)})
 
 
-def nodes(count: int, **kwargs: object) -> list[dict]:
-    return [karpenter_node(f"n{i}", "m5.large", **kwargs)[0] for i in range(count)]  # type: ignore[arg-type]
+def nodes(count: int, **kwargs: Any) -> list[dict[str, Any]]:
+    return [karpenter_node(f"n{i}", "m5.large", **kwargs)[0] for i in range(count)]
 
 
 def test_nodepool_defaults_are_karpenters() -> None:

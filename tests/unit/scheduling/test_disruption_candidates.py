@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
+from apis.nodeclaim import NodeClaim
 from tests.unit.scheduling.disruption_builders import (
     NOW,
+    Obj,
     bound,
     budget_pool,
     codes,
@@ -19,9 +22,10 @@ from tests.unit.scheduling.disruption_builders import (
 DND = "karpenter.sh/do-not-disrupt"
 
 
-def _one_underutilized(pods_kwargs: dict, **node_kwargs: object):  # type: ignore[no-untyped-def]
-    machines = [karpenter_node("big", "m5.4xlarge", **node_kwargs)]  # type: ignore[arg-type]
-    return machines, [bound("a", "big", cpu="500m", labels={"app": "web"}, **pods_kwargs)]
+def _one_underutilized(pod_kwargs: dict[str, Any], **node_kwargs: Any) -> tuple[list[tuple[Obj, NodeClaim]], list[Obj]]:
+    """One 16-vCPU node running one small pod labelled app=web: consolidation replaces it unless blocked."""
+    machines = [karpenter_node("big", "m5.4xlarge", **node_kwargs)]
+    return machines, [bound("a", "big", cpu="500m", labels={"app": "web"}, **pod_kwargs)]
 
 
 @pytest.mark.parametrize(
@@ -33,6 +37,7 @@ def _one_underutilized(pods_kwargs: dict, **node_kwargs: object):  # type: ignor
         # started 40 minutes ago: expired, consolidated
         ({"annotations": {DND: "30m"}, "started": NOW - timedelta(minutes=40)}, {}, None),
         ({"annotations": {DND: "not-a-duration"}}, {}, None),  # invalid values are ignored
+        ({"annotations": {DND: "Never"}}, {}, None),  # not a Go duration either
         ({}, {"node_annotations": {DND: "true"}}, "DoNotDisrupt"),
         ({}, {"claim_annotations": {DND: "true"}}, "DoNotDisrupt"),
         ({}, {"initialized": False}, "NotInitialized"),
@@ -41,7 +46,7 @@ def _one_underutilized(pods_kwargs: dict, **node_kwargs: object):  # type: ignor
         ({}, {}, None),
     ],
 )
-def test_blockers(pod_kwargs: dict, node_kwargs: dict, blocked_code: str | None) -> None:
+def test_blockers(pod_kwargs: dict[str, Any], node_kwargs: dict[str, Any], blocked_code: str | None) -> None:
     machines, pods = _one_underutilized(pod_kwargs, **node_kwargs)
     decision = run(machines, pods, pools=[budget_pool()])
     if blocked_code is None:
@@ -68,7 +73,7 @@ def test_do_not_disrupt_duration_says_until_when() -> None:
         ([pdb("web", {"app": "web"}, 1), pdb("web2", {"app": "web"}, 1)], True),  # two PDBs: eviction refused
     ],
 )
-def test_pdb_blocking(pdbs: list, blocked: bool) -> None:
+def test_pdb_blocking(pdbs: list[Obj], blocked: bool) -> None:
     machines, pods = _one_underutilized({})
     decision = run(machines, pods, pools=[budget_pool()], pod_disruption_budgets=pdbs)
     assert (decision.command is None) == blocked
