@@ -158,3 +158,18 @@ class Decision(_Model):
     def why(self, node: str) -> list[Rejection]:
         """Every reason recorded for that node (empty when it was chosen or never looked at)."""
         return [r for r in self.rejections if r.node == node]
+
+    def describe(self, node: str | None = None) -> str:
+        """The decision as text for people (`nodeflow explain`): the command, each pool's allowances, then
+        one line per rejection (only `node`'s when given)."""
+        lines = [f"command: {self.command.method} {self.command.action}: {self.command.message}" if self.command
+                 else "command: none"]  # fmt: skip
+        if self.timed_out:
+            lines.append("the pass ran out of time; some candidates were not evaluated")
+        for budget in self.budgets:
+            lines.append(f"NodePool {budget.node_pool}: {budget.total} node(s), {budget.disrupting} disrupting")
+            lines.extend(f"  {limit.describe(budget.node_pool)}" for limit in budget.limits)
+        for rejection in self.rejections if node is None else self.why(node):
+            where = rejection.method or "candidate"
+            lines.append(f"{rejection.node} [{where}] {rejection.code}: {rejection.message}")
+        return "\n".join(lines)

@@ -143,3 +143,9 @@ def test_cron_last_fire(expression: str, now: datetime, window: timedelta, fired
 def test_cron_rejects(expression: str) -> None:
     with pytest.raises(ValueError):
         parse_cron(expression)
+
+
+def test_a_schedule_cron_cannot_read_fails_closed() -> None:
+    # The CRD pattern accepts any five fields; a minute of 99 is caught only when evaluated: allow nothing.
+    budget = pool_budget(pool_with({"nodes": "100%", "schedule": "99 * * * *", "duration": "1h"}), nodes(4), NOW)
+    assert budget.allowed("Empty") == 0

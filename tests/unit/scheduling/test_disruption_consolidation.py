@@ -201,3 +201,12 @@ def test_equal_price_within_float_noise_is_not_cheaper() -> None:
     pods = [bound(f"p{i:02d}", f"n{i:02d}", cpu="1", memory="1Gi") for i in range(11)]
     decision = run(machines, pods, pools=[budget_pool()], types=types)
     assert decision.command is None
+
+
+def test_describe_prints_the_command_budgets_and_rejections() -> None:
+    decision = run([karpenter_node("small", "c5.large")], [bound("a", "small", cpu="1500m")])
+    text = decision.describe("small")
+    assert text.splitlines()[0] == "command: none"
+    assert "NodePool default: 1 node(s), 0 disrupting" in text
+    assert 'budget #0 nodes "10%" allows 1 more Underutilized disruption(s)' in text
+    assert "small [SingleNodeConsolidation] NotCheaper: no cheaper replacement" in text
