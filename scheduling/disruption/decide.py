@@ -16,7 +16,9 @@ command ends the pass:
    that can be deleted, or replaced by one node cheaper than the prefix's total price.
 4. Single-node consolidation: candidates in the same order, one at a time (at most
    `Limits.single_node_candidates` simulations): delete it if its pods fit elsewhere, else replace it with
-   one cheaper node.
+   one cheaper node. The candidates a pass did not reach are returned (`Decision.single_node_skipped`);
+   passed back as `DisruptionInput.single_node_first`, they go first next time, so every candidate is
+   evaluated in turn however many there are.
 
 Replacement prices follow Karpenter: only options cheaper than the candidates' total price are kept; a
 replacement that could be on-demand or spot is launched as spot (so a shortage of spot does not fall back
@@ -92,6 +94,7 @@ class _Pass:
         self.clock = clock
         self.deadline = clock() + inp.limits.seconds
         self.timed_out = False
+        self.single_node_skipped: list[str] = []
         cluster = inp.cluster
         self.states = build_states(
             cluster.nodes, cluster.node_claims, cluster.node_pools, cluster.bound_pods, cluster.instance_types, self.now
@@ -224,13 +227,16 @@ class _Pass:
         return best
 
     def single_node(self) -> Command | None:
-        candidates = self.within_budget(self.consolidatable, "Underutilized", "SingleNodeConsolidation")
+        first = {name: index for index, name in enumerate(self.inp.single_node_first)}
+        ordered = sorted(self.consolidatable, key=lambda s: first.get(s.name, len(first)))  # stable: cost order
+        candidates = self.within_budget(ordered, "Underutilized", "SingleNodeConsolidation")
         limit = self.inp.limits.single_node_candidates
         for index, state in enumerate(candidates):
             if index >= limit or self.out_of_time():
                 why = "time budget spent" if self.timed_out else f"at most {limit} candidates are simulated per pass"
                 for rest in candidates[index:]:
                     self.reject(rest, "SingleNodeConsolidation", "NotEvaluated", f"not evaluated this pass: {why}")
+                self.single_node_skipped = [s.name for s in candidates[index:]]
                 return None
             command, code, message = self.consolidate([state], "SingleNodeConsolidation")
             if command is not None:
@@ -358,4 +364,5 @@ def decide(inp: DisruptionInput, clock: Callable[[], float] = time.perf_counter)
         budgets=list(run.budgets.values()),
         simulations=run.simulator.runs,
         timed_out=run.timed_out,
+        single_node_skipped=run.single_node_skipped,
     )

@@ -51,6 +51,8 @@ class DisruptionInput(_Model):
     - pod_disruption_budgets: policy/v1 PodDisruptionBudgets as the API serves them (status included).
     - now: the decision time (UTC); every duration and budget window is judged against it.
     - spot_to_spot_consolidation: the `SpotToSpotConsolidation` feature gate.
+    - single_node_first: nodes single-node consolidation evaluates first (the previous decision's
+      `single_node_skipped`), so a bounded pass does not starve the candidates at the end of the order.
     """
 
     cluster: SchedulingInput
@@ -58,6 +60,7 @@ class DisruptionInput(_Model):
     now: datetime
     spot_to_spot_consolidation: bool = False
     limits: Limits = Field(default_factory=Limits)
+    single_node_first: list[str] = Field(default_factory=list)
 
 
 class BudgetLimit(_Model):
@@ -154,6 +157,7 @@ class Decision(_Model):
     budgets: list[PoolBudget] = Field(default_factory=list)
     simulations: int = 0
     timed_out: bool = False
+    single_node_skipped: list[str] = Field(default_factory=list)  # pass as the next input's single_node_first
 
     def why(self, node: str) -> list[Rejection]:
         """Every reason recorded for that node (empty when it was chosen or never looked at)."""

@@ -184,6 +184,14 @@ def test_single_node_evaluates_a_bounded_number_of_candidates() -> None:
         "NotEvaluated",
         "NotEvaluated",
     ]
+    assert decision.single_node_skipped == ["n1", "n2"]
+    resumed = run(machines, pods, pools=[budget_pool()], limits=Limits(single_node_candidates=1),
+                  single_node_first=decision.single_node_skipped)  # fmt: skip
+    assert [(r.node, r.code) for r in resumed.rejections if r.method == "SingleNodeConsolidation"] == [
+        ("n1", "NotCheaper"),
+        ("n2", "NotEvaluated"),
+        ("n0", "NotEvaluated"),
+    ]
 
 
 def test_time_budget_stops_the_pass_and_says_so() -> None:
