@@ -191,13 +191,22 @@ class _Pass:
                 price=_total_price(empty),
                 message=f"delete {len(empty)} empty drifted node(s)",
             )
-        for state in drifted:
+        for index, state in enumerate(drifted):
+            if self.out_of_time():
+                for rest in drifted[index:]:
+                    self.reject(rest, "Drift", "NotEvaluated", "not evaluated this pass: time budget spent")
+                return None
             plan = self.simulator.run([state])
             if plan.unschedulable:
                 first = plan.unschedulable[0]
                 self.reject(state, "Drift", "Unschedulable", f"pod {first.pod} would not schedule: {first.reason}")
                 continue
             prices = [c.price for c in plan.node_claims]
+            message = (
+                f"replace drifted node {state.name} with {len(plan.node_claims)} new node(s)"
+                if plan.node_claims
+                else f"delete drifted node {state.name}: its pods fit on other nodes"
+            )
             return Command(
                 method="Drift",
                 reason="Drifted",
@@ -206,13 +215,12 @@ class _Pass:
                 replacements=plan.node_claims,
                 price=state.price,
                 replacement_price=sum(prices) if prices else None,
-                message=f"replace drifted node {state.name} with {len(plan.node_claims)} new node(s)",
+                message=message,
             )
         return None
 
     def multi_node(self) -> Command | None:
-        candidates = [s for s in self.consolidatable if self.budgets[s.pool_name or ""].allowed("Underutilized") > 0]
-        candidates = self._quiet_budget(candidates)[: self.inp.limits.multi_node_candidates]
+        candidates = self._quiet_budget(self.consolidatable)[: self.inp.limits.multi_node_candidates]
         if len(candidates) < 2:
             return None
         best: Command | None = None
