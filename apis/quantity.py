@@ -10,6 +10,7 @@ in an int64). So "1e30000000" is rejected in microseconds instead of computing a
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -99,8 +100,10 @@ def parse_quantity(text: str | int | float) -> Fraction:
     return _bounded(value * _SUFFIX[suffix or ""], text)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def to_units(resource: str, text: str | int | float) -> int:
-    """The quantity in canonical integer units for that resource (cpu: millicores), rounded up."""
+    """The quantity in canonical integer units for that resource (cpu: millicores), rounded up. Cached: the
+    same few quantity strings recur across nodes, pods and scheduling simulations."""
     value = parse_quantity(text)
     if resource == "cpu":
         value *= 1000

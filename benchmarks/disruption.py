@@ -1,0 +1,186 @@
+"""Disruption benchmark: the consolidation decision at 1,000 nodes and 10,000 pods.
+
+    python benchmarks/disruption.py --nodes 1000 --pods 10000
+
+Builds a snapshot of `--nodes` initialized on-demand Karpenter nodes in one on-demand NodePool (budget
+100%, consolidateAfter 0s) from a 400-type catalog (four memory-per-cpu ratios x 1..100 vCPUs, on-demand
+and spot in three zones, as `benchmarks/scheduling.py`), each running `--pods / --nodes` pods drawn with a
+fixed seed from cpu {100, 250, 500, 1000}m x memory {128Mi, 256Mi, 512Mi, 1Gi} (about 4.6 vCPU per node),
+then times `scheduling.disruption.decide` (its candidate filtering, budgets and every simulation) on:
+
+- full: 5-vCPU nodes whose cpu is fully requested: nothing to consolidate, so every method runs to its
+  limit (the multi-node binary search, then every single-node simulation allowed): the worst case.
+- packed: 5-vCPU nodes, ~92% of cpu requested on average (some nodes far less).
+- underutilized: 10-vCPU nodes, ~46% of cpu requested: multi-node consolidation deletes 100 nodes.
+
+Prints one JSON object: nodes, pods, and per shape the seconds, the command (method, action, candidates),
+the number of scheduling simulations and whether the time budget ran out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from apis.ec2nodeclass import EC2NodeClass
+from apis.instancetype import InstanceType
+from apis.nodeclaim import NodeClaim
+from apis.nodepool import NodePool
+from scheduling.disruption import DisruptionInput, decide
+from scheduling.types import SchedulingInput
+
+SEED = 42
+ZONES = ("test-zone-a", "test-zone-b", "test-zone-c")
+CPUS = (100, 250, 500, 1000)
+MEMORIES_MI = (128, 256, 512, 1024)
+MEMORY_PER_CPU_GI = (2, 4, 8, 16)
+NOW = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
+STARTED = "2026-01-05T10:00:00Z"
+Obj = dict[str, Any]
+
+
+def instance_types(count: int = 400) -> list[InstanceType]:
+    out = []
+    sizes = count // len(MEMORY_PER_CPU_GI)
+    for family, ratio in enumerate(MEMORY_PER_CPU_GI):
+        for size in range(1, sizes + 1):
+            price = round((0.031 * size + 0.0042 * size * ratio) * (1 - 0.02 * family), 5)
+            offerings = [
+                {"zone": z, "capacityType": ct, "price": price if ct == "on-demand" else round(price * 0.45, 5)}
+                for z in ZONES
+                for ct in ("on-demand", "spot")
+            ]
+            capacity = {"cpu": str(size), "memory": f"{size * ratio}Gi", "pods": "110"}
+            out.append(
+                InstanceType.model_validate(
+                    {"name": f"fake-{family}-{size:03d}", "capacity": capacity, "offerings": offerings}
+                )
+            )
+    return out
+
+
+def _pool() -> NodePool:
+    return NodePool.model_validate(
+        {
+            "metadata": {"name": "default"},
+            "spec": {
+                "template": {"spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                                       "name": "default"},
+                                      "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In",
+                                                        "values": ["on-demand"]}]}},
+                "disruption": {"budgets": [{"nodes": "100%"}]},
+            },
+        }
+    )  # fmt: skip
+
+
+def _node_class() -> EC2NodeClass:
+    terms = [{"tags": {"karpenter.sh/discovery": "bench"}}]
+    spec = {"role": "R", "subnetSelectorTerms": terms, "securityGroupSelectorTerms": terms,
+            "amiSelectorTerms": [{"alias": "al2023@latest"}]}  # fmt: skip
+    return EC2NodeClass.model_validate({"metadata": {"name": "default"}, "spec": spec})
+
+
+def _machine(name: str, it: InstanceType, zone: str) -> tuple[Obj, NodeClaim]:
+    capacity = {k: str(v) for k, v in it.capacity.items()}
+    labels = {
+        "kubernetes.io/hostname": name,
+        "topology.kubernetes.io/zone": zone,
+        "node.kubernetes.io/instance-type": it.name,
+        "karpenter.sh/capacity-type": "on-demand",
+        "karpenter.sh/nodepool": "default",
+        "karpenter.sh/initialized": "true",
+    }
+    node = {"metadata": {"name": name, "labels": labels}, "spec": {}, "status": {"allocatable": capacity}}
+    claim = NodeClaim.model_validate(
+        {
+            "metadata": {"name": f"claim-{name}", "labels": {"karpenter.sh/nodepool": "default"},
+                         "creationTimestamp": STARTED},
+            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}},
+            "status": {"nodeName": name, "conditions": [{"type": "Initialized", "status": "True",
+                                                          "lastTransitionTime": STARTED}]},
+        }
+    )  # fmt: skip
+    return node, claim
+
+
+def _pod(name: str, node: str, cpu: int, memory: int) -> Obj:
+    container = {"name": "app", "image": "app", "resources": {"requests": {"cpu": f"{cpu}m", "memory": f"{memory}Mi"}}}
+    return {
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": name.split("-", 1)[0]}},
+        "spec": {"nodeName": node, "containers": [container]},
+        "status": {"phase": "Running", "startTime": STARTED},
+    }
+
+
+def snapshot(nodes: int, pods: int, node_cpu: int, full: bool = False) -> DisruptionInput:
+    """`nodes` on-demand nodes of the 2 GiB/vCPU type (the cheapest per vCPU) with `node_cpu` vCPUs, and
+    `pods / nodes` pods on each (16 pod shapes, as Deployments repeat one spec; with `full`, one shape
+    sized to fill the node's cpu exactly)."""
+    rng = random.Random(SEED)
+    types = instance_types()
+    it = next(t for t in types if t.name == f"fake-0-{node_cpu:03d}")
+    machines = [_machine(f"node-{i:05d}", it, ZONES[i % len(ZONES)]) for i in range(nodes)]
+    per_node = pods // nodes
+    bound = []
+    for i in range(nodes):
+        for j in range(per_node):
+            cpu, memory = rng.choice(CPUS), rng.choice(MEMORIES_MI)
+            if full:
+                cpu, memory = node_cpu * 1000 // per_node, 512
+            bound.append(_pod(f"app{cpu}x{memory}-{i:05d}-{j:03d}", f"node-{i:05d}", cpu, memory))
+    cluster = SchedulingInput(
+        bound_pods=bound,
+        nodes=[n for n, _ in machines],
+        node_claims=[c for _, c in machines],
+        node_pools=[_pool()],
+        node_classes=[_node_class()],
+        instance_types=types,
+    )
+    return DisruptionInput(cluster=cluster, now=NOW)
+
+
+def measure(inp: DisruptionInput) -> dict[str, Any]:
+    started = time.perf_counter()
+    decision = decide(inp)
+    seconds = time.perf_counter() - started
+    command = decision.command
+    return {
+        "seconds": round(seconds, 3),
+        "method": command.method if command else None,
+        "action": command.action if command else None,
+        "candidates": len(command.candidates) if command else 0,
+        "simulations": decision.simulations,
+        "timed_out": decision.timed_out,
+    }
+
+
+def run(nodes: int, pods: int) -> dict[str, Any]:
+    return {
+        "nodes": nodes,
+        "pods": pods,
+        "full": measure(snapshot(nodes, pods, node_cpu=5, full=True)),
+        "packed": measure(snapshot(nodes, pods, node_cpu=5)),
+        "underutilized": measure(snapshot(nodes, pods, node_cpu=10)),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nodes", type=int, default=1000, help="number of nodes (default 1000)")
+    parser.add_argument("--pods", type=int, default=10000, help="number of bound pods (default 10000)")
+    args = parser.parse_args()
+    print(json.dumps(run(args.nodes, args.pods)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,376 @@
+"""The disruption decision: one command per pass, from the first method that finds one. Pure.
+
+Methods run in Karpenter v1's order (its disruption controller, see
+https://karpenter.sh/docs/concepts/disruption/#automated-graceful-methods), and the first that yields a
+command ends the pass:
+
+1. Emptiness: delete empty consolidatable nodes (no reschedulable pods), as many as the pools' `Empty`
+   budgets allow, in one command.
+2. Drift: replace a node whose NodeClaim has `Drifted=True`. Empty drifted nodes go first, all at once;
+   otherwise the earliest drifted node whose pods all schedule is replaced by whatever new nodes they
+   need (drift does not ask for a cheaper replacement). With `terminationGracePeriod` set on the
+   NodeClaim, pods with do-not-disrupt or a blocking PDB do not stop drift (the drain waits for them
+   until the grace period ends).
+3. Multi-node consolidation: among consolidation candidates sorted by disruption cost (at most
+   `Limits.multi_node_candidates`, within the `Underutilized` budgets), binary-search the largest prefix
+   that can be deleted, or replaced by one node cheaper than the prefix's total price.
+4. Single-node consolidation: candidates in the same order, one at a time (at most
+   `Limits.single_node_candidates` simulations): delete it if its pods fit elsewhere, else replace it with
+   one cheaper node. The candidates a pass did not reach are returned (`Decision.single_node_skipped`);
+   passed back as `DisruptionInput.single_node_first`, they go first next time, so every candidate is
+   evaluated in turn however many there are.
+
+Replacement prices follow Karpenter: only options cheaper than the candidates' total price are kept; a
+replacement that could be on-demand or spot is launched as spot (so a shortage of spot does not fall back
+to a dearer on-demand node); replacing spot nodes with spot needs the `SpotToSpotConsolidation` feature
+gate, and, for a single node, at least 15 cheaper instance types (the replacement launches with the 15
+cheapest) so that it is not replaced again at once by the next cheapest.
+
+Not (yet) done as Karpenter does: the `Balanced` consolidation policy is treated as
+`WhenEmptyOrUnderutilized` (its savings-versus-disruption score is not computed); pending pods are not
+added to consolidation simulations; multi-node consolidation does not drop the candidates' own instance
+type from the replacement's options; static NodePools' drift (StaticDrift) is left to a later change.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from apis import labels as L
+from apis.meta import get_condition
+from scheduling.disruption.budgets import pool_budget
+from scheduling.disruption.candidates import (
+    NodeState,
+    PdbIndex,
+    build_states,
+    consolidation_rejection,
+    node_rejection,
+    pod_key,
+    pod_rejection,
+)
+from scheduling.disruption.model import (
+    CandidateRef,
+    Command,
+    Decision,
+    DisruptionInput,
+    Method,
+    PoolBudget,
+    Reason,
+    Rejection,
+)
+from scheduling.disruption.simulate import Simulator, allowed_values, narrowed, option_prices
+from scheduling.types import PlannedNodeClaim
+
+SPOT_TO_SPOT_MIN_TYPES = 15
+PRICE_EPSILON = 1e-9  # $/h
+SPOT, ON_DEMAND = L.CAPACITY_TYPE_SPOT, L.CAPACITY_TYPE_ON_DEMAND
+
+
+def candidate_ref(state: NodeState) -> CandidateRef:
+    return CandidateRef(
+        node=state.name,
+        node_claim=state.claim.name if state.claim else "",
+        node_pool=state.pool_name or "",
+        instance_type=state.instance_type,
+        capacity_type=state.capacity_type,
+        zone=state.zone,
+        price=state.price,
+        reschedulable_pods=sorted(pod_key(p) for p in state.reschedulable),
+    )
+
+
+def _total_price(states: Sequence[NodeState]) -> float | None:
+    prices = [s.price for s in states]
+    return None if any(p is None for p in prices) else sum(p for p in prices if p is not None)
+
+
+class _Pass:
+    """One decision over one snapshot: candidates, budgets, rejections, the simulator and the clock."""
+
+    def __init__(self, inp: DisruptionInput, clock: Callable[[], float]) -> None:
+        self.inp = inp
+        self.now = inp.now
+        self.clock = clock
+        self.deadline = clock() + inp.limits.seconds
+        self.timed_out = False
+        self.single_node_skipped: list[str] = []
+        cluster = inp.cluster
+        self.states = build_states(
+            cluster.nodes, cluster.node_claims, cluster.node_pools, cluster.bound_pods, cluster.instance_types, self.now
+        )
+        self.catalog = {it.name: it for it in cluster.instance_types}
+        self.budgets: dict[str, PoolBudget] = {
+            p.name: pool_budget(p, cluster.nodes, self.now) for p in sorted(cluster.node_pools, key=lambda p: p.name)
+        }
+        self.rejections: list[Rejection] = []
+        self.simulator = Simulator(cluster)
+        pdbs = PdbIndex(inp.pod_disruption_budgets)
+        self.eligible: list[NodeState] = []
+        self.blocked: dict[str, Rejection] = {}
+        for state in self.states:
+            rejection = node_rejection(state)
+            if rejection is not None:
+                self.rejections.append(rejection)
+                continue
+            self.eligible.append(state)
+            blocker = pod_rejection(state, pdbs, self.now)
+            if blocker is not None:
+                self.blocked[state.name] = blocker
+                self.rejections.append(blocker)
+        self.consolidatable: list[NodeState] = []
+        for state in self.eligible:
+            if state.name in self.blocked:
+                continue
+            rejection = consolidation_rejection(state, self.now, empty_only=state.empty)
+            if rejection is None:
+                self.consolidatable.append(state)
+            else:
+                rejection.method = "Emptiness" if state.empty else "Consolidation"
+                self.rejections.append(rejection)
+        self.consolidatable.sort(key=lambda s: (s.cost, s.name))
+
+    def out_of_time(self) -> bool:
+        if self.clock() > self.deadline:
+            self.timed_out = True
+        return self.timed_out
+
+    def reject(self, state: NodeState, method: Method, code: str, message: str) -> None:
+        self.rejections.append(
+            Rejection(node=state.name, node_pool=state.pool_name, method=method, code=code, message=message)
+        )
+
+    def within_budget(self, states: Sequence[NodeState], reason: Reason, method: Method) -> list[NodeState]:
+        """The states, in order, that their pools' budgets for `reason` allow; the rest are rejected."""
+        left = {name: budget.allowed(reason) for name, budget in self.budgets.items()}
+        kept = []
+        for state in states:
+            pool = state.pool_name or ""
+            if left.get(pool, 0) > 0:
+                left[pool] -= 1
+                kept.append(state)
+            else:
+                limit = self.budgets[pool].limit(reason)
+                self.reject(state, method, "Budget", limit.describe(pool))
+        return kept
+
+    # --- the methods ----------------------------------------------------------------------------------
+
+    def emptiness(self) -> Command | None:
+        empty = self.within_budget([s for s in self.consolidatable if s.empty], "Empty", "Emptiness")
+        if not empty:
+            return None
+        return Command(
+            method="Emptiness",
+            reason="Empty",
+            action="Delete",
+            candidates=[candidate_ref(s) for s in empty],
+            price=_total_price(empty),
+            message=f"delete {len(empty)} empty node(s)",
+        )
+
+    def drift(self) -> Command | None:
+        drifted = []
+        for state in self.eligible:
+            if not state.drifted:
+                continue
+            assert state.claim is not None
+            if state.name in self.blocked and state.claim.spec.termination_grace_period is None:
+                continue  # the pod blocker is recorded already
+            drifted.append(state)
+        since = {s.name: _drifted_at(s) for s in drifted}
+        drifted.sort(key=lambda s: (not s.empty, since[s.name], s.name))
+        drifted = self.within_budget(drifted, "Drifted", "Drift")
+        empty = [s for s in drifted if s.empty]
+        if empty:
+            return Command(
+                method="Drift",
+                reason="Drifted",
+                action="Delete",
+                candidates=[candidate_ref(s) for s in empty],
+                price=_total_price(empty),
+                message=f"delete {len(empty)} empty drifted node(s)",
+            )
+        for index, state in enumerate(drifted):
+            if self.out_of_time():
+                for rest in drifted[index:]:
+                    self.reject(rest, "Drift", "NotEvaluated", "not evaluated this pass: time budget spent")
+                return None
+            plan = self.simulator.run([state])
+            if plan.unschedulable:
+                first = plan.unschedulable[0]
+                self.reject(state, "Drift", "Unschedulable", f"pod {first.pod} would not schedule: {first.reason}")
+                continue
+            prices = [c.price for c in plan.node_claims]
+            message = (
+                f"replace drifted node {state.name} with {len(plan.node_claims)} new node(s)"
+                if plan.node_claims
+                else f"delete drifted node {state.name}: its pods fit on other nodes"
+            )
+            return Command(
+                method="Drift",
+                reason="Drifted",
+                action="Replace" if plan.node_claims else "Delete",
+                candidates=[candidate_ref(state)],
+                replacements=plan.node_claims,
+                price=state.price,
+                replacement_price=sum(prices) if prices else None,
+                message=message,
+            )
+        return None
+
+    def multi_node(self) -> Command | None:
+        candidates = self._quiet_budget(self.consolidatable)[: self.inp.limits.multi_node_candidates]
+        if len(candidates) < 2:
+            return None
+        best: Command | None = None
+        low, high = 2, len(candidates)
+        while low <= high and not self.out_of_time():
+            size = (low + high) // 2
+            command, _, _ = self.consolidate(candidates[:size], "MultiNodeConsolidation")
+            if command is not None:
+                best, low = command, size + 1
+            else:
+                high = size - 1
+        return best
+
+    def single_node(self) -> Command | None:
+        first = {name: index for index, name in enumerate(self.inp.single_node_first)}
+        ordered = sorted(self.consolidatable, key=lambda s: first.get(s.name, len(first)))  # stable: cost order
+        candidates = self.within_budget(ordered, "Underutilized", "SingleNodeConsolidation")
+        limit = self.inp.limits.single_node_candidates
+        for index, state in enumerate(candidates):
+            if index >= limit or self.out_of_time():
+                why = "time budget spent" if self.timed_out else f"at most {limit} candidates are simulated per pass"
+                for rest in candidates[index:]:
+                    self.reject(rest, "SingleNodeConsolidation", "NotEvaluated", f"not evaluated this pass: {why}")
+                self.single_node_skipped = [s.name for s in candidates[index:]]
+                return None
+            command, code, message = self.consolidate([state], "SingleNodeConsolidation")
+            if command is not None:
+                return command
+            self.reject(state, "SingleNodeConsolidation", code, message)
+        return None
+
+    def _quiet_budget(self, states: list[NodeState]) -> list[NodeState]:
+        """`within_budget` without recording rejections (multi-node failing is not a per-node fact)."""
+        left = {name: budget.allowed("Underutilized") for name, budget in self.budgets.items()}
+        kept = []
+        for state in states:
+            pool = state.pool_name or ""
+            if left.get(pool, 0) > 0:
+                left[pool] -= 1
+                kept.append(state)
+        return kept
+
+    # --- one consolidation ----------------------------------------------------------------------------
+
+    def consolidate(self, states: Sequence[NodeState], method: Method) -> tuple[Command | None, str, str]:
+        """Delete or replace these nodes, or (None, code, why not)."""
+        hopeless = self.simulator.hopeless(states)
+        if hopeless:
+            return None, "TooManyReplacements", f"more than one new node would be needed: {hopeless}"
+        plan = self.simulator.run(states)
+        if plan.unschedulable:
+            first = plan.unschedulable[0]
+            return None, "Unschedulable", f"pod {first.pod} would fit nowhere else: {first.reason}"
+        total = _total_price(states)
+        if not plan.node_claims:
+            message = f"delete {', '.join(s.name for s in states)}: their pods fit on other nodes"
+            command = Command(
+                method=method,
+                reason="Underutilized",
+                action="Delete",
+                candidates=[candidate_ref(s) for s in states],
+                price=total,
+                message=message,
+            )
+            return command, "", ""
+        if len(plan.node_claims) > 1:
+            return None, "TooManyReplacements", f"its pods need {len(plan.node_claims)} new nodes; at most 1 replaces"
+        if total is None:
+            return None, "UnknownPrice", "the price of the current node(s) is unknown: cannot judge a replacement"
+        return self.replace(states, plan.node_claims[0], total, method)
+
+    def replace(
+        self, states: Sequence[NodeState], claim: PlannedNodeClaim, total: float, method: Method
+    ) -> tuple[Command | None, str, str]:
+        """Replace the nodes (costing `total` per hour) with the planned claim, narrowed to cheaper options
+        under Karpenter's capacity-type rules, or (None, code, why not)."""
+        capacity_types = allowed_values(claim, L.CAPACITY_TYPE) or {ON_DEMAND, SPOT}
+        all_spot = all(s.capacity_type == SPOT for s in states)
+        if all_spot and SPOT in capacity_types:
+            if not self.inp.spot_to_spot_consolidation:
+                why = "replacing spot with spot needs the SpotToSpotConsolidation feature gate (off)"
+                return None, "SpotToSpotDisabled", why
+            capacity_types = {SPOT}
+        elif SPOT in capacity_types and ON_DEMAND in capacity_types:
+            capacity_types = {SPOT}
+        kinds = "/".join(sorted(capacity_types))
+        options = option_prices(claim, self.catalog, capacity_types)
+        if not options:
+            return None, "NoReplacement", f"no {kinds} offering for the replacement"
+        cheaper = [o for o in options if _cheaper(o[0], total)]
+        if not cheaper:
+            price, name = options[0]
+            why = f"no cheaper replacement: cheapest option {name} at ${price:.4f}/h vs current ${total:.4f}/h"
+            return None, "NotCheaper", why
+        if all_spot and capacity_types == {SPOT} and method == "SingleNodeConsolidation":
+            if len(cheaper) < SPOT_TO_SPOT_MIN_TYPES:
+                why = (
+                    f"spot-to-spot consolidation needs at least {SPOT_TO_SPOT_MIN_TYPES} cheaper instance types; "
+                    f"{len(cheaper)} are cheaper than ${total:.4f}/h"
+                )
+                return None, "SpotToSpotFlexibility", why
+            cheaper = cheaper[:SPOT_TO_SPOT_MIN_TYPES]
+        names = ", ".join(s.name for s in states)
+        command = Command(
+            method=method,
+            reason="Underutilized",
+            action="Replace",
+            candidates=[candidate_ref(s) for s in states],
+            replacements=[narrowed(claim, cheaper, capacity_types)],
+            price=total,
+            replacement_price=cheaper[0][0],
+            message=f"replace {names} (${total:.4f}/h) with one {kinds} node from {cheaper[0][1]} at "
+            f"${cheaper[0][0]:.4f}/h",
+        )
+        return command, "", ""
+
+
+def _cheaper(price: float, than: float) -> bool:
+    """Strictly cheaper, beyond float noise (a sum of 11 prices may exceed the same total by 1e-16)."""
+    return price < than - PRICE_EPSILON
+
+
+def _drifted_at(state: NodeState) -> str:
+    condition = get_condition(state.claim.status.conditions, "Drifted") if state.claim else None
+    return condition.last_transition_time if condition else ""
+
+
+METHODS: tuple[Callable[[_Pass], Command | None], ...] = (
+    _Pass.emptiness,
+    _Pass.drift,
+    _Pass.multi_node,
+    _Pass.single_node,
+)
+
+
+def decide(inp: DisruptionInput, clock: Callable[[], float] = time.perf_counter) -> Decision:
+    """The one disruption command to execute now, if any, with every rejected node's reason and the
+    pools' budgets. Deterministic for a given input unless the `Limits.seconds` budget runs out
+    (`clock` measures it; the decision then says `timedOut`)."""
+    run = _Pass(inp, clock)
+    command = None
+    for method in METHODS:
+        command = method(run)
+        if command is not None:
+            break
+    return Decision(
+        command=command,
+        rejections=run.rejections,
+        budgets=list(run.budgets.values()),
+        simulations=run.simulator.runs,
+        timed_out=run.timed_out,
+        single_node_skipped=run.single_node_skipped,
+    )

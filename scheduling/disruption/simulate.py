@@ -1,0 +1,181 @@
+"""Consolidation by simulation: remove candidates, schedule their pods with the provisioning solver. Pure.
+
+Karpenter decides consolidation with the same scheduler that provisions: the candidates' reschedulable
+pods are scheduled against the rest of the cluster (existing nodes, NodeClaims in flight) plus new
+NodeClaims. If they all fit without a new node, the candidates can be deleted; if they need exactly one
+new node, they can be replaced by it when it is cheaper (https://karpenter.sh/docs/concepts/disruption/#consolidation).
+
+Speed: the solver is given the remaining nodes with their bound pods' requests already subtracted from
+allocatable, and only the bound pods that matter to placement kept as pods (those with required pod
+anti-affinity, which repel newcomers). When a pod to place has affinity, topology spread or host ports,
+every bound pod is passed instead, so counts per domain and ports stay exact.
+
+Before a simulation, `hopeless` checks a necessary condition in O(resources): the pods to move must fit in
+the free capacity of the other nodes plus one instance type of the largest catalog size, per resource
+(cpu, memory, pods). Multi-node consolidation's binary search starts with large prefixes, which usually
+fail this check, so it spends its simulations where an answer is possible.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+
+from apis import labels as L
+from apis.instancetype import InstanceType
+from apis.quantity import ResourceList, add, format_resource_list, format_units, subtract, to_resource_list
+from apis.requirements import NodeSelectorRequirement
+from scheduling.disruption.candidates import NodeState, is_reschedulable
+from scheduling.disruption.model import Obj
+from scheduling.resources import pod_requests
+from scheduling.solver import solve
+from scheduling.state import bound_anti_terms
+from scheduling.types import Plan, PlannedNodeClaim, SchedulingInput
+
+
+def _needs_exact(pod: Obj) -> bool:
+    spec = pod.get("spec") or {}
+    if spec.get("topologySpreadConstraints"):
+        return True
+    affinity = spec.get("affinity") or {}
+    if affinity.get("podAffinity") or affinity.get("podAntiAffinity"):
+        return True
+    return any(port.get("hostPort") for c in spec.get("containers") or [] for port in c.get("ports") or [])
+
+
+class Simulator:
+    """Schedules the pods of removed nodes over one snapshot; counts its runs."""
+
+    def __init__(self, cluster: SchedulingInput) -> None:
+        self.cluster = cluster
+        self.runs = 0
+        used: dict[str, ResourceList] = {}
+        all_used: dict[str, ResourceList] = {}
+        self.moving: dict[str, ResourceList] = {}  # requests of each node's reschedulable pods
+        self.kept: dict[str, list[Obj]] = {}  # bound pods passed as pods in the fast path, by node
+        for pod in cluster.bound_pods:
+            spec = pod.get("spec") or {}
+            host = str(spec.get("nodeName") or "")
+            if not host or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            try:
+                requests = pod_requests(spec)
+            except ValueError:
+                continue
+            all_used[host] = add(all_used.get(host, {}), requests)
+            if is_reschedulable(pod):
+                self.moving[host] = add(self.moving.get(host, {}), requests)
+            if bound_anti_terms(pod):
+                self.kept.setdefault(host, []).append(pod)
+            else:
+                used[host] = add(used.get(host, {}), requests)
+        self.reduced: dict[str, Obj] = {}
+        self.free: dict[str, ResourceList] = {}
+        for node in cluster.nodes:
+            name = str((node.get("metadata") or {}).get("name", ""))
+            status = node.get("status") or {}
+            allocatable = to_resource_list(status.get("allocatable") or status.get("capacity") or {})
+            free = {k: max(0, v) for k, v in subtract(allocatable, used.get(name, {})).items()}
+            reduced = {**node, "status": {**status, "allocatable": format_resource_list(free)}}
+            if not format_resource_list(free):
+                reduced["status"]["allocatable"] = {"pods": "0"}
+            self.reduced[name] = reduced
+            self.free[name] = {k: max(0, v) for k, v in subtract(allocatable, all_used.get(name, {})).items()}
+        self.free_total: ResourceList = {}
+        for free_here in self.free.values():
+            self.free_total = add(self.free_total, free_here)
+        self.largest: ResourceList = {}
+        for it in cluster.instance_types:
+            for key, value in it.allocatable().items():
+                self.largest[key] = max(self.largest.get(key, 0), value)
+        # NodeClaims without a Node are capacity the check cannot see: then it never rules anything out.
+        self.exact_check = all(c.status.node_name in self.free for c in cluster.node_claims)
+
+    def hopeless(self, removed: Sequence[NodeState]) -> str:
+        """Why the removed nodes' pods cannot fit on the other nodes plus one new node, by resource totals
+        alone; "" when they might (a simulation decides)."""
+        if not self.exact_check:
+            return ""
+        names = {s.name for s in removed}
+        need: ResourceList = {}
+        for name in names:
+            need = add(need, self.moving.get(name, {}))
+        for resource in ("cpu", "memory", "pods"):
+            free = self.free_total.get(resource, 0) - sum(self.free.get(n, {}).get(resource, 0) for n in names)
+            room = free + self.largest.get(resource, 0)
+            if need.get(resource, 0) > room:
+                return (
+                    f"their pods request {format_units(resource, need[resource])} {resource}; the other nodes have "
+                    f"{format_units(resource, free)} free and the largest instance type "
+                    f"{format_units(resource, self.largest.get(resource, 0))}"
+                )
+        return ""
+
+    def run(self, removed: Sequence[NodeState]) -> Plan:
+        """Where the removed nodes' reschedulable pods would go if those nodes were gone."""
+        self.runs += 1
+        names = {s.name for s in removed}
+        pending = []
+        for state in removed:
+            for pod in state.reschedulable:
+                moved = copy.copy(pod)
+                moved["spec"] = {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}
+                pending.append(moved)
+        exact = any(_needs_exact(p) for p in pending)
+        remaining = [n for n in self.cluster.nodes if str((n.get("metadata") or {}).get("name", "")) not in names]
+        if exact:
+            nodes = remaining
+            bound = [
+                p for p in self.cluster.bound_pods if str((p.get("spec") or {}).get("nodeName") or "") not in names
+            ]
+        else:
+            nodes = [self.reduced[str((n.get("metadata") or {}).get("name", ""))] for n in remaining]
+            bound = [p for node, pods in self.kept.items() if node not in names for p in pods]
+        claims = [c for c in self.cluster.node_claims if not (c.status.node_name and c.status.node_name in names)]
+        inp = self.cluster.model_copy(
+            update={"pods": pending, "bound_pods": bound, "nodes": nodes, "node_claims": claims}
+        )
+        return solve(inp)
+
+
+def allowed_values(claim: PlannedNodeClaim, key: str) -> set[str] | None:
+    """The values an `In` requirement on `key` allows, None when unconstrained."""
+    for req in claim.requirements:
+        if req.key == key and req.operator == "In":
+            return set(req.values)
+    return None
+
+
+def option_prices(
+    claim: PlannedNodeClaim, catalog: dict[str, InstanceType], capacity_types: set[str]
+) -> list[tuple[float, str]]:
+    """(price, instance type) of the claim's options, each at its cheapest offering in the claim's zones
+    and the given capacity types, cheapest first; options without such an offering are left out."""
+    zones = allowed_values(claim, L.ZONE)
+    out = []
+    for name in claim.instance_types:
+        it = catalog.get(name)
+        if it is None:
+            continue
+        prices = [
+            o.price
+            for o in it.offerings
+            if o.available and o.capacity_type in capacity_types and (zones is None or o.zone in zones)
+        ]
+        if prices:
+            out.append((min(prices), name))
+    return sorted(out)
+
+
+def narrowed(claim: PlannedNodeClaim, options: list[tuple[float, str]], capacity_types: set[str]) -> PlannedNodeClaim:
+    """The claim restricted to these options and capacity types, priced at the cheapest."""
+    names = [name for _, name in options]
+    requirements = [r for r in claim.requirements if r.key not in (L.INSTANCE_TYPE, L.CAPACITY_TYPE)]
+    requirements.append(NodeSelectorRequirement(key=L.INSTANCE_TYPE, operator="In", values=names))
+    requirements.append(NodeSelectorRequirement(key=L.CAPACITY_TYPE, operator="In", values=sorted(capacity_types)))
+    labels = dict(claim.labels)
+    if len(capacity_types) == 1:
+        labels[L.CAPACITY_TYPE] = next(iter(capacity_types))
+    return claim.model_copy(
+        update={"instance_types": names, "requirements": requirements, "price": options[0][0], "labels": labels}
+    )
