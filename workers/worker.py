@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from temporalio.worker import Worker
 
+from activities.disruption import DisruptionActivities
 from activities.garbage_collection import GarbageCollectionActivities
 from activities.nodeclaim import NodeClaimActivities
 from activities.provisioning import ProvisioningActivities
@@ -23,6 +24,7 @@ from workers.settings import Settings
 from workers.starter import TemporalStarter
 from workers.temporal_client import connect
 from workers.watchers import DeletionWatcher, DriftTrigger, PodWatcher, Resync
+from workflows.disruption import DisruptionControllerWorkflow, DisruptionSettings, start_disruption_controller
 from workflows.garbage_collection import GarbageCollectorSettings, GarbageCollectorWorkflow, start_garbage_collector
 from workflows.nodeclaim import NodeClaimWorkflow
 from workflows.provisioner import ProvisionerWorkflow
@@ -63,12 +65,13 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
     claims = NodeClaimActivities(kube, cloud, recorder, settings.cluster_name)
     provisioning = ProvisioningActivities(kube, cloud, recorder, starter)
     collector = GarbageCollectionActivities(kube, cloud)
+    disruption = DisruptionActivities(kube, cloud, recorder)
     watch_stop = threading.Event()
     with ThreadPoolExecutor(max_workers=ACTIVITY_THREADS, thread_name_prefix="activity") as executor:
         worker = Worker(
             client,
             task_queue=settings.task_queue,
-            workflows=[ProvisionerWorkflow, NodeClaimWorkflow, GarbageCollectorWorkflow],
+            workflows=[ProvisionerWorkflow, NodeClaimWorkflow, GarbageCollectorWorkflow, DisruptionControllerWorkflow],
             activities=[
                 claims.launch,
                 claims.mark_launched,
@@ -88,6 +91,8 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
                 provisioning.solve,
                 provisioning.apply_plan,
                 collector.collect,
+                disruption.decide_disruption,
+                disruption.start_disruption,
             ],
             activity_executor=executor,
             max_concurrent_activities=ACTIVITY_THREADS,
@@ -112,6 +117,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
                     min_age_seconds=settings.seconds("garbage_collection_min_age"),
                 ),
             )
+            await start_disruption_controller(client, settings.task_queue, DisruptionSettings())
             threads = [
                 threading.Thread(target=w.run, args=(watch_stop,), name=type(w).__name__, daemon=True)
                 for w in (

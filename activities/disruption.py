@@ -1,0 +1,184 @@
+"""Disruption activities: read the cluster fresh, decide (scheduling.disruption), and start a command.
+
+`decide_disruption` snapshots Nodes, NodeClaims, bound pods, PodDisruptionBudgets, NodePools and the
+instance-type catalog, and runs Karpenter's decision (the same scheduler as provisioning simulates where
+pods would go). What it returns is recorded in the controller workflow's history: the command, if any, and
+a count of rejections by code (the full per-node reasons are what `nodeflow explain` prints).
+
+`start_disruption` executes the start of a command: it taints each candidate Node
+`karpenter.sh/disrupted:NoSchedule` (only a Node whose providerID is its NodeClaim's, through
+activities.ownership), sets the NodeClaim condition `DisruptionReason` and records the event
+`DisruptionTerminating`. The workflow then signals each candidate's NodeClaim workflow to drain and
+terminate it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, Field, ValidationError
+from temporalio import activity
+
+from activities import kubeops, ownership
+from activities.heartbeat import heartbeating
+from apis import labels
+from apis.ec2nodeclass import EC2NodeClass
+from apis.meta import set_condition
+from apis.nodeclaim import NodeClaim
+from apis.nodepool import NodePool
+from cloudprovider.types import CloudProvider
+from kube import resources as r
+from kube.types import Kube, Obj
+from scheduling.disruption import Command, DisruptionInput, decide
+from scheduling.types import SchedulingInput
+
+log = logging.getLogger(__name__)
+DISRUPTION_REASON = "DisruptionReason"
+
+
+class DecideInput(BaseModel):
+    """`executable_methods`: the methods whose commands the controller executes; a command of another
+    method is returned with `executable=False` (recorded, not acted on). `single_node_first`: the previous
+    pass's skipped single-node candidates."""
+
+    executable_methods: list[str] = Field(default_factory=lambda: ["Emptiness"])
+    spot_to_spot_consolidation: bool = False
+    single_node_first: list[str] = Field(default_factory=list)
+
+
+class DisruptionRound(BaseModel):
+    """One decision as the workflow records it."""
+
+    command: Command | None = None
+    executable: bool = False
+    rejections: dict[str, int] = Field(default_factory=dict)  # rejection code -> how many nodes
+    candidates_seen: int = 0
+    single_node_skipped: list[str] = Field(default_factory=list)
+    timed_out: bool = False
+
+    def candidate_names(self) -> list[str]:
+        return sorted(c.node_claim for c in self.command.candidates) if self.command else []
+
+    def summary(self) -> str:
+        if self.command is None:
+            return f"no command; rejected: {self.rejections or 'none'}"
+        verb = "executing" if self.executable else "decided, not executed (method not enabled)"
+        names = ", ".join(self.candidate_names())
+        return f"{self.command.method} {self.command.action} of {names}: {verb}; {self.command.message}"
+
+
+class StartInput(BaseModel):
+    command: Command
+
+
+def _parse_all(objs: list[Obj], model: type[NodePool] | type[EC2NodeClass] | type[NodeClaim]) -> list:  # type: ignore[type-arg]
+    out = []
+    for obj in objs:
+        try:
+            out.append(model.model_validate(obj))
+        except ValidationError:
+            log.info("disruption: skipping invalid %s %s", model.__name__, obj.get("metadata", {}).get("name"))
+    return out
+
+
+class DisruptionActivities:
+    """Constructed by the composition root with the boundaries."""
+
+    def __init__(self, kube: Kube, cloud: CloudProvider, recorder: kubeops.Recorder) -> None:
+        self.kube = kube
+        self.cloud = cloud
+        self.recorder = recorder
+
+    def snapshot(self, inp: DecideInput) -> DisruptionInput:
+        """The cluster as the decision takes it, read now."""
+        pods = self.kube.list(r.POD)
+        bound = [
+            p
+            for p in pods
+            if p.get("spec", {}).get("nodeName") and p.get("status", {}).get("phase") not in ("Succeeded", "Failed")
+        ]
+        cluster = SchedulingInput(
+            pods=[],
+            bound_pods=bound,
+            nodes=self.kube.list(r.NODE),
+            node_claims=_parse_all(self.kube.list(r.NODECLAIM), NodeClaim),
+            node_pools=_parse_all(self.kube.list(r.NODEPOOL), NodePool),
+            node_classes=_parse_all(self.kube.list(r.EC2NODECLASS), EC2NodeClass),
+            instance_types=self.cloud.instance_types(None),
+            daemonsets=self.kube.list(r.DAEMONSET),
+            persistent_volume_claims=self.kube.list(r.PVC),
+            persistent_volumes=self.kube.list(r.PV),
+            storage_classes=self.kube.list(r.STORAGECLASS),
+            runtime_classes=self.kube.list(r.RUNTIMECLASS),
+        )
+        return DisruptionInput(
+            cluster=cluster,
+            pod_disruption_budgets=self.kube.list(r.PDB),
+            now=datetime.now(UTC),
+            spot_to_spot_consolidation=inp.spot_to_spot_consolidation,
+            single_node_first=inp.single_node_first,
+        )
+
+    @activity.defn(name="decide_disruption")
+    def decide_disruption(self, inp: DecideInput) -> DisruptionRound:
+        """Decide on a fresh snapshot. Heartbeats."""
+        with heartbeating():
+            decision = decide(self.snapshot(inp))
+        command = decision.command
+        chosen = command.candidates if command else []
+        return DisruptionRound(
+            command=command,
+            executable=command is not None and command.method in inp.executable_methods,
+            rejections=dict(sorted(Counter(rej.code for rej in decision.rejections).items())),
+            candidates_seen=len({rej.node for rej in decision.rejections} | {c.node for c in chosen}),
+            single_node_skipped=decision.single_node_skipped,
+            timed_out=decision.timed_out,
+        )
+
+    @activity.defn(name="start_disruption")
+    def start_disruption(self, inp: StartInput) -> list[str]:
+        """Taint each candidate's Node, mark its NodeClaim with `DisruptionReason` and an event. Returns the
+        NodeClaims it marked (a candidate whose NodeClaim or Node is gone, or not the one decided on, is
+        left out). Idempotent."""
+        marked = []
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        message = f"{inp.command.method}: {inp.command.message}"
+        for candidate in inp.command.candidates:
+            claim = kubeops.get_or_none(self.kube, r.NODECLAIM, candidate.node_claim)
+            if claim is None or claim["metadata"].get("deletionTimestamp"):
+                continue
+            owned_claim = ownership.node_claim(candidate.node_claim, claim["metadata"].get("uid", ""))
+            provider_id = (claim.get("status") or {}).get("providerID", "")
+            if (
+                not provider_id
+                or ownership.update(self.kube, ownership.node(candidate.node, provider_id), _taint) is None
+            ):
+                continue
+
+            def mark(obj: Obj) -> bool:
+                model = NodeClaim.model_validate(obj)
+                conditions = set_condition(
+                    model.status.conditions,
+                    DISRUPTION_REASON,
+                    "True",
+                    inp.command.reason,
+                    message,
+                    stamp,  # type: ignore[arg-type]
+                )
+                obj["status"] = model.status.model_copy(update={"conditions": conditions}).to_kube()
+                return True
+
+            ownership.update(self.kube, owned_claim, mark, subresource="status")
+            self.recorder.record(claim, "Normal", "DisruptionTerminating", message)
+            marked.append(candidate.node_claim)
+        return marked
+
+
+def _taint(node: Obj) -> bool:
+    if kubeops.has_taint(node, labels.DISRUPTED_TAINT_KEY, "NoSchedule"):
+        return False
+    spec = node.setdefault("spec", {})
+    spec["taints"] = [*(spec.get("taints") or []), {"key": labels.DISRUPTED_TAINT_KEY, "effect": "NoSchedule"}]
+    return True
