@@ -36,6 +36,7 @@ from scheduling.types import SchedulingInput
 
 log = logging.getLogger(__name__)
 DISRUPTION_REASON = "DisruptionReason"
+DISRUPTED_TAINT = kubeops.adding_taint(labels.DISRUPTED_TAINT_KEY, "NoSchedule")
 
 
 class DecideInput(BaseModel):
@@ -151,10 +152,8 @@ class DisruptionActivities:
                 continue
             owned_claim = ownership.node_claim(candidate.node_claim, claim["metadata"].get("uid", ""))
             provider_id = (claim.get("status") or {}).get("providerID", "")
-            if (
-                not provider_id
-                or ownership.update(self.kube, ownership.node(candidate.node, provider_id), _taint) is None
-            ):
+            node = ownership.node(candidate.node, provider_id)
+            if not provider_id or ownership.update(self.kube, node, DISRUPTED_TAINT) is None:
                 continue
 
             def mark(obj: Obj) -> bool:
@@ -174,11 +173,3 @@ class DisruptionActivities:
             self.recorder.record(claim, "Normal", "DisruptionTerminating", message)
             marked.append(candidate.node_claim)
         return marked
-
-
-def _taint(node: Obj) -> bool:
-    if kubeops.has_taint(node, labels.DISRUPTED_TAINT_KEY, "NoSchedule"):
-        return False
-    spec = node.setdefault("spec", {})
-    spec["taints"] = [*(spec.get("taints") or []), {"key": labels.DISRUPTED_TAINT_KEY, "effect": "NoSchedule"}]
-    return True

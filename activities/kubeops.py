@@ -74,8 +74,8 @@ def without_taint(taints: list[dict[str, Any]], key: str, effect: str | None = N
     return [t for t in taints if not (t.get("key") == key and (effect is None or t.get("effect") == effect))]
 
 
-def remove_finalizer(kube: Kube, resource: Resource, name: str, finalizer: str) -> None:
-    """Remove one finalizer (no-op when absent or the object is gone)."""
+def dropping_finalizer(finalizer: str) -> Callable[[Obj], bool]:
+    """A mutation for `update` that removes one finalizer (False when it is absent)."""
 
     def mutate(obj: Obj) -> bool:
         finalizers = obj["metadata"].get("finalizers") or []
@@ -84,7 +84,25 @@ def remove_finalizer(kube: Kube, resource: Resource, name: str, finalizer: str) 
         obj["metadata"]["finalizers"] = [f for f in finalizers if f != finalizer]
         return True
 
-    update(kube, resource, name, mutate)
+    return mutate
+
+
+def adding_taint(key: str, effect: str) -> Callable[[Obj], bool]:
+    """A mutation for `update` that adds the taint `key:effect` (False when the object has it)."""
+
+    def mutate(obj: Obj) -> bool:
+        if has_taint(obj, key, effect):
+            return False
+        spec = obj.setdefault("spec", {})
+        spec["taints"] = [*(spec.get("taints") or []), {"key": key, "effect": effect}]
+        return True
+
+    return mutate
+
+
+def remove_finalizer(kube: Kube, resource: Resource, name: str, finalizer: str) -> None:
+    """Remove one finalizer (no-op when absent or the object is gone)."""
+    update(kube, resource, name, dropping_finalizer(finalizer))
 
 
 def delete_quietly(kube: Kube, resource: Resource, name: str, namespace: str | None = None) -> None:

@@ -109,13 +109,5 @@ def delete(kube: Kube, owned: Owned) -> bool:
 
 def remove_finalizer(kube: Kube, owned: Owned, finalizer: str) -> None:
     """Remove one finalizer from the object `owned` identifies (no-op when absent, gone or not ours)."""
-
-    def mutate(obj: Obj) -> bool:
-        finalizers = obj["metadata"].get("finalizers") or []
-        if finalizer not in finalizers:
-            return False
-        obj["metadata"]["finalizers"] = [f for f in finalizers if f != finalizer]
-        return True
-
     with contextlib.suppress(NotFoundError):
-        update(kube, owned, mutate)
+        update(kube, owned, kubeops.dropping_finalizer(finalizer))

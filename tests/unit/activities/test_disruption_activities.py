@@ -1,0 +1,108 @@
+"""Disruption activities over the in-memory API and the fake cloud: an empty node is decided on, and
+starting a command taints only the candidate's own Node and marks its NodeClaim."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from activities.disruption import DecideInput, DisruptionActivities, StartInput
+from cloudprovider.fake import FakeCloudProvider
+from kube import resources as r
+from scheduling.disruption import CandidateRef, Command
+from tests.unit.activities.memkube import Events, MemKube
+from tests.unit.activities.test_nodeclaim_activities import NODE_CLASS, POOL, claim_body
+
+PROVIDER_ID = "aws:///us-west-2a/i-1"
+
+
+@pytest.fixture
+def kube() -> MemKube:
+    kube = MemKube()
+    kube.create(r.NODEPOOL, POOL)
+    kube.create(r.EC2NODECLASS, NODE_CLASS)
+    claim = claim_body()
+    claim["metadata"]["labels"] |= {
+        "node.kubernetes.io/instance-type": "m5.large",
+        "topology.kubernetes.io/zone": "us-west-2a",
+    }
+    claim["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    claim["status"] |= {
+        "providerID": PROVIDER_ID,
+        "conditions": [
+            {"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+            for t in ("Launched", "Registered", "Initialized")
+        ],
+    }
+    kube.create(r.NODECLAIM, claim)
+    node_labels = {**claim["metadata"]["labels"], "karpenter.sh/initialized": "true", "karpenter.sh/registered": "true"}
+    node = {
+        "metadata": {"name": "node-1", "labels": node_labels},
+        "spec": {"providerID": PROVIDER_ID},
+        "status": {
+            "capacity": {"cpu": "2", "memory": "8Gi", "pods": "110"},
+            "allocatable": {"cpu": "1930m", "memory": "7Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+    kube.create(r.NODE, node)
+    return kube
+
+
+@pytest.fixture
+def events() -> Events:
+    return Events()
+
+
+@pytest.fixture
+def acts(kube: MemKube, events: Events) -> DisruptionActivities:
+    return DisruptionActivities(kube, FakeCloudProvider(), events)  # type: ignore[arg-type]
+
+
+def command(node: str = "node-1") -> Command:
+    candidate = CandidateRef(node=node, node_claim="default-abcde", node_pool="default")
+    return Command(method="Emptiness", reason="Empty", action="Delete", candidates=[candidate], message="empty")
+
+
+def taints(kube: MemKube) -> list[dict[str, Any]]:
+    return kube.get(r.NODE, "node-1")["spec"].get("taints") or []
+
+
+def test_an_empty_node_is_an_executable_emptiness_command(acts: DisruptionActivities) -> None:
+    decided = acts.decide_disruption(DecideInput())
+    assert decided.command is not None and decided.executable
+    assert (decided.command.method, decided.command.action) == ("Emptiness", "Delete")
+    assert decided.candidate_names() == ["default-abcde"]
+
+
+def test_a_node_with_a_pod_is_not_empty(acts: DisruptionActivities, kube: MemKube) -> None:
+    pod = {
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"nodeName": "node-1", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+        "status": {"phase": "Running"},
+    }
+    kube.create(r.POD, pod)
+    decided = acts.decide_disruption(DecideInput())
+    assert decided.command is None or decided.command.method != "Emptiness"
+
+
+def test_starting_a_command_taints_the_node_and_marks_the_claim(
+    acts: DisruptionActivities, kube: MemKube, events: Events
+) -> None:
+    assert acts.start_disruption(StartInput(command=command())) == ["default-abcde"]
+    assert taints(kube) == [{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]
+    conditions = kube.get(r.NODECLAIM, "default-abcde")["status"]["conditions"]
+    assert any(c["type"] == "DisruptionReason" and c["reason"] == "Empty" for c in conditions)
+    assert events.recorded[0][0] == "DisruptionTerminating"
+    assert acts.start_disruption(StartInput(command=command())) == ["default-abcde"]  # idempotent
+    assert len(taints(kube)) == 1
+
+
+def test_a_same_named_node_of_another_instance_is_not_tainted(acts: DisruptionActivities, kube: MemKube) -> None:
+    with kube.as_admin():
+        kube.patch(r.NODE, "node-1", {"spec": {"providerID": "aws:///us-west-2a/i-other"}})
+    before = copy.deepcopy(kube.get(r.NODE, "node-1"))
+    assert acts.start_disruption(StartInput(command=command())) == []
+    assert kube.get(r.NODE, "node-1") == before
