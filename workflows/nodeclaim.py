@@ -59,6 +59,9 @@ RUNNING_CHECKS_PER_RUN = 2
 
 @workflow.defn(name="NodeClaim", sandboxed=False)
 class NodeClaimWorkflow(NodeClaimWorkflowBase):
+    """One NodeClaim's lifecycle (see the module docstring). Start it with an input from
+    workflows.nodeclaim_state.node_claim_input; it returns the final state (phase Deleted)."""
+
     # -- messages ----------------------------------------------------------------------------------------
 
     @workflow.signal(name="delete")
@@ -88,7 +91,7 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
     def check_drift(self, reason: str = "") -> None:
         """Run the running phase's check now instead of at its next interval: the worker sends it when the
         claim's NodePool or EC2NodeClass changes. Ignored before the running phase."""
-        self.check_requested = True
+        self.drift_check_requested = True
 
     @workflow.query(name="status")
     def status(self) -> NodeClaimState:
@@ -231,11 +234,11 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
             if self.state.expires_at is not None:
                 wait = min(wait, self.state.expires_at - now)
             await self._sleep_until(
-                lambda: bool(self.pending_termination or self.pending_replacement or self.check_requested), wait
+                lambda: bool(self.pending_termination or self.pending_replacement or self.drift_check_requested), wait
             )
             if self.pending_termination or self.pending_replacement:
                 continue
-            fresh, self.check_requested = self.check_requested, False
+            fresh, self.drift_check_requested = self.drift_check_requested, False
             if not await self._running_check(fresh):
                 self.pending_termination = "the NodeClaim or its Node was deleted"
                 break

@@ -41,7 +41,7 @@ class NodeClaimWorkflowBase:
         self.pending_replacement = ""  # why the claim is to be replaced (the `replace` signal); '' = no
         self._published: dict[str, str] = {}
         self._continue = False  # a phase asks for continue-as-new (the running phase's run is full)
-        self.check_requested = False  # the `check_drift` signal: run the running check now
+        self.drift_check_requested = False  # the `check_drift` signal: run the running check now
 
     def _continued_input(self) -> NodeClaimInput:
         """The next run's input: the state, and any signalled request not acted on yet."""
@@ -108,15 +108,15 @@ class NodeClaimWorkflowBase:
             pass  # started already (by the adopter after a crash, or an earlier attempt)
         interval = timing.REPLACEMENT_POLL_FIRST
         while not self.pending_termination:
-            state = await self._run_activity(ReplacementActivities.replacement_state, ClaimRef(name=created.name))
-            if state.initialized:
+            progress = await self._run_activity(ReplacementActivities.replacement_state, ClaimRef(name=created.name))
+            if progress.initialized:
                 self.pending_termination = f"replaced by {created.name} ({self.pending_replacement})"
                 break
-            if state.gone:
-                self.state.failure = f"replace: {state.message}; this node keeps running"
+            if progress.gone:
+                self.state.failure = f"replace: {progress.message}; this node keeps running"
                 self.state.replacement = ""
                 break
-            self.state.waiting_for = state.message
+            self.state.waiting_for = progress.message
             await self._sleep_unless_terminating(interval)
             interval = min(interval * 2, timing.REPLACEMENT_POLL_MAX)
         self.state.waiting_for = ""
