@@ -1,5 +1,5 @@
-"""Which pods a drain evicts, and in what order (Karpenter v1's termination, FEATURES.md TM-02..TM-04,
-DS-16). Pure.
+"""Which pods a drain evicts, and in what order (as Karpenter v1's termination controller drains a node:
+waves by priority, PodDisruptionBudgets through the Eviction API, terminationGracePeriod). Pure.
 
 A drain step sees the pods on the node and decides (`plan_step`): evict the current wave (non-critical
 pods first, system-critical ones once those are gone; DaemonSet, static and finished pods never), hold back
@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from apis import labels
+from apis.meta import rfc3339
 
 CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
@@ -159,3 +160,14 @@ def plan_step(
     held = [p for p in rest if blocks_voluntary_disruption(p)]
     evict = [p for p in rest if not blocks_voluntary_disruption(p)]
     return StepPlan(evict=evict, delete=delete, held=held, remaining=remaining)
+
+
+def disrupted_message(pod: Any, deadline: datetime | None, clamped_grace: int | None = None) -> str:
+    """The message of the `Disrupted` event on a pod deleted for terminationGracePeriod (Karpenter records
+    the same event when it deletes a pod past its node's termination deadline); `clamped_grace` is the
+    shortened grace period it was deleted with, if any."""
+    own = grace_seconds(pod)
+    cut = f", cut to {clamped_grace}s" if clamped_grace is not None else ""
+    grace = f"terminationGracePeriodSeconds {own}s{cut}"
+    by = f"by the node's termination time {rfc3339(deadline)}" if deadline else "now the node's grace period is over"
+    return f"deleting the pod ({grace}) to end {by}, bypassing PodDisruptionBudgets and karpenter.sh/do-not-disrupt"

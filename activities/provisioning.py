@@ -15,13 +15,12 @@ from temporalio import activity
 import scheduling
 from activities import kubeops, nodeclass_status
 from activities.heartbeat import heartbeating
-from activities.models import ApplyPlanInput, ApplyPlanResult, InvalidObject, ProvisionPlan, ProvisionRound
-from activities.nodeclaim import now_rfc3339
+from activities.provisioning_models import ApplyPlanInput, ApplyPlanResult, InvalidObject, ProvisionPlan, ProvisionRound
 from apis import labels
 from apis.ec2nodeclass import EC2NodeClass, EC2NodeClassStatus
 from apis.errors import describe_validation_error, format_problems
 from apis.instancetype import InstanceType
-from apis.meta import Condition, ObjectMeta, OwnerReference, get_condition, set_condition
+from apis.meta import Condition, ObjectMeta, OwnerReference, get_condition, now_rfc3339, set_condition
 from apis.nodeclaim import NodeClaim, NodeClaimSpec, ResourceRequirements
 from apis.nodepool import NodePool
 from apis.requirements import NodeSelectorRequirement
@@ -37,12 +36,11 @@ log = logging.getLogger(__name__)
 
 
 class WorkflowStarter(Protocol):
-    """Starts (or finds running) the NodeClaim workflow of a claim. Idempotent. `uid` is the NodeClaim's
-    metadata.uid: the workflow acts only on the NodeClaim with that uid."""
+    """Starts (or finds running) the NodeClaim workflow of a claim. Idempotent. `claim` is the NodeClaim
+    as the API returned it (its metadata.uid set): the workflow's input is built from it, and the workflow
+    acts only on the NodeClaim with that uid."""
 
-    def start_node_claim(
-        self, name: str, uid: str, node_pool: str, expire_after: str, termination_grace_period: str | None
-    ) -> None: ...
+    def start_node_claim(self, claim: Obj) -> None: ...
 
 
 def node_claim_name(node_pool: str, run_id: str, round_: int, pods: list[str]) -> str:
@@ -236,11 +234,10 @@ class ProvisioningActivities:
             pools[planned.node_pool] = pool_obj
             name = node_claim_name(planned.node_pool, inp.round.run_id, inp.round.round, planned.pods)
             pool = NodePool.model_validate(pool_obj)
-            uid = self._create_claim(name, planned, pool)
-            if not uid:
+            claim = self._create_claim(name, planned, pool)
+            if claim is None:
                 continue
-            spec = pool.spec.template.spec
-            self.starter.start_node_claim(name, uid, pool.name, spec.expire_after, spec.termination_grace_period)
+            self.starter.start_node_claim(claim)
             created.append(name)
         self._report_node_pools(inp.plan.invalid)
         for pod in inp.plan.unschedulable[:200]:
@@ -250,9 +247,9 @@ class ProvisioningActivities:
                 self.recorder.record(pod_obj, "Warning", "FailedScheduling", f"Failed to schedule pod, {pod.reason}")
         return ApplyPlanResult(created=created)
 
-    def _create_claim(self, name: str, planned: PlannedNodeClaim, pool: NodePool) -> str:
-        """Create the claim (or find it from an earlier try of this round); its uid, '' when it was
-        created and is gone already."""
+    def _create_claim(self, name: str, planned: PlannedNodeClaim, pool: NodePool) -> Obj | None:
+        """Create the claim (or find it from an earlier try of this round) and return it as the API does;
+        None when it was created and is gone already."""
         template = pool.spec.template
         # A claim may only carry keys a NodePool could (hostname and restricted domains are the
         # scheduler's business, not the node's); instance types come last, in the plan's price order.
@@ -296,10 +293,9 @@ class ProvisioningActivities:
         body: dict[str, Any] = claim.to_kube()
         body.pop("status", None)
         try:
-            return str(self.kube.create(r.NODECLAIM, body)["metadata"].get("uid", ""))
+            return self.kube.create(r.NODECLAIM, body)
         except AlreadyExistsError:
-            existing = kubeops.get_or_none(self.kube, r.NODECLAIM, name)
-            return str(existing["metadata"].get("uid", "")) if existing else ""
+            return kubeops.get_or_none(self.kube, r.NODECLAIM, name)
 
     def _report_node_pools(self, invalid: list[InvalidObject]) -> None:
         """NodePool conditions as Karpenter sets them, with an Event when a problem appears or changes:

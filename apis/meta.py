@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import Field
@@ -100,3 +101,18 @@ def set_condition(
             )
         )
     return out
+
+
+def as_utc(moment: datetime) -> datetime:
+    """The moment as a timezone-aware UTC datetime (a naive one is taken to be UTC already)."""
+    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def rfc3339(moment: datetime) -> str:
+    """RFC3339 in UTC to the second, as Kubernetes writes timestamps."""
+    return as_utc(moment).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def now_rfc3339() -> str:
+    """The current time as Kubernetes writes timestamps (condition lastTransitionTime, annotations)."""
+    return rfc3339(datetime.now(UTC))

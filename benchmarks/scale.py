@@ -332,9 +332,9 @@ def _default_result(activity_name: str) -> Any:
 
     from pydantic import BaseModel
 
-    from activities.nodeclaim import NodeClaimActivities
+    from activities.lifecycle import PHASES
 
-    method = getattr(NodeClaimActivities, activity_name, None)
+    method = next((getattr(phase, activity_name) for phase in PHASES if hasattr(phase, activity_name)), None)
     if method is None:
         return None
     returns = typing.get_type_hints(method).get("return")
@@ -421,7 +421,7 @@ async def _start_claims(
     from workers.temporal_client import connect, register_search_attributes
     from workflows import search_attributes as sa
     from workflows.nodeclaim import workflow_id
-    from workflows.nodeclaim_state import RUNNING
+    from workflows.nodeclaim_state import RUNNING, node_claim_input
 
     client = await connect(Settings(temporal_address=address))
     await register_search_attributes(client)
@@ -433,7 +433,7 @@ async def _start_claims(
     async def lane() -> None:
         for i in names:
             name = f"scale-{i:06d}"
-            await starter.start_node_claim_async(name, "", "default")
+            await starter.start_node_claim_async(node_claim_input(name, "", "default", None, None, starter.settings))
             report.seconds_to_start_all = time.monotonic() - began
             handle = client.get_workflow_handle(workflow_id(name))
             while (await handle.describe()).typed_search_attributes.get(sa.PHASE) != RUNNING:

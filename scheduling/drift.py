@@ -1,7 +1,7 @@
 """Drift: has a running NodeClaim stopped matching what its NodePool and EC2NodeClass ask for? Pure.
 
-The checks follow Karpenter v1 (FEATURES.md DS-11), in its order; the first that finds drift names the
-reason of the claim's `Drifted` condition:
+The checks are those of Karpenter v1's drift controller, in its order; the first that finds drift names
+the reason of the claim's `Drifted` condition:
 
 1. NodePoolDrifted: the claim's `karpenter.sh/nodepool-hash` differs from the NodePool's template hash
    (only when both carry the same hash version; a version bump re-stamps claims, it is not drift).

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from apis import labels
 from cloudprovider.types import CloudProvider
 from kube import resources as r
 from kube.types import Kube
@@ -35,14 +34,7 @@ async def adopt_node_claims(kube: Kube, starter: TemporalStarter) -> int:
     recording the claim's uid. Returns how many claims were seen."""
     claims = await asyncio.to_thread(kube.list, r.NODECLAIM)
     for claim in claims:
-        spec, meta = claim.get("spec", {}), claim["metadata"]
-        await starter.start_node_claim_async(
-            meta["name"],
-            meta.get("uid", ""),
-            (meta.get("labels") or {}).get(labels.NODEPOOL, ""),
-            spec.get("expireAfter", "720h"),
-            spec.get("terminationGracePeriod"),
-        )
+        await starter.start_node_claim_async(starter.claim_input(claim))
     return len(claims)
 
 

@@ -4,15 +4,21 @@ a thread) and signal-with-start of the singleton provisioner (from the watchers)
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 
 from temporalio.client import Client
 from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDConflictPolicy
 from temporalio.service import RPCError, RPCStatusCode
 
+from kube.types import Obj
 from workflows import search_attributes as sa
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
-from workflows.nodeclaim_state import CURRENT_REVISION, DEFAULT_DRIFT_CHECK_INTERVAL, LAUNCHING, NodeClaimInput
+from workflows.nodeclaim_state import (
+    DEFAULT_DRIFT_CHECK_INTERVAL,
+    LAUNCHING,
+    ClaimSettings,
+    NodeClaimInput,
+    node_claim_input_from_object,
+)
 from workflows.provisioner import SIGNAL, WORKFLOW_ID, ProvisionerState, ProvisionerWorkflow
 
 START_TIMEOUT_SECONDS = 30.0
@@ -32,47 +38,35 @@ class TemporalStarter:
         self.client = client
         self.task_queue = task_queue
         self.loop = loop
-        self.registration_ttl = registration_ttl
-        self.drift_check_interval = drift_check_interval
+        self.settings = ClaimSettings(registration_ttl=registration_ttl, drift_check_interval=drift_check_interval)
 
-    async def start_node_claim_async(
-        self,
-        name: str,
-        uid: str,
-        node_pool: str,
-        expire_after: str = "720h",
-        termination_grace_period: str | None = None,
-    ) -> None:
+    def claim_input(self, claim: Obj) -> NodeClaimInput:
+        """The workflow input of this NodeClaim object (workflows.nodeclaim_state.node_claim_input) with
+        this worker's settings."""
+        return node_claim_input_from_object(claim, self.settings)
+
+    async def start_node_claim_async(self, claim_input: NodeClaimInput) -> None:
         """Start the claim's workflow, or leave the running one alone (id conflict policy USE_EXISTING)."""
         await self.client.start_workflow(
             NodeClaimWorkflow.run,
-            NodeClaimInput(
-                name=name,
-                claim_uid=uid,
-                node_pool=node_pool,
-                expire_after=expire_after,
-                termination_grace_period=termination_grace_period,
-                registration_ttl=self.registration_ttl,
-                drift_check_interval=self.drift_check_interval,
-                revision=CURRENT_REVISION,
-            ),
-            id=workflow_id(name),
+            claim_input,
+            id=workflow_id(claim_input.name),
             task_queue=self.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             search_attributes=TypedSearchAttributes(
-                [SearchAttributePair(sa.NODE_POOL, node_pool), SearchAttributePair(sa.PHASE, LAUNCHING)]
+                [SearchAttributePair(sa.NODE_POOL, claim_input.node_pool), SearchAttributePair(sa.PHASE, LAUNCHING)]
             ),
         )
 
-    def start_node_claim(
-        self, name: str, uid: str, node_pool: str, expire_after: str, termination_grace_period: str | None
-    ) -> None:
-        """Thread-safe, blocking form for activities running in the worker's thread pool."""
-        coro = self.start_node_claim_async(name, uid, node_pool, expire_after, termination_grace_period)
+    def start_node_claim(self, claim: Obj) -> None:
+        """activities.provisioning.WorkflowStarter: thread-safe, blocking, for activities running in the
+        worker's thread pool."""
+        coro = self.start_node_claim_async(self.claim_input(claim))
         asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=START_TIMEOUT_SECONDS)
 
-    async def signal_provisioner(self, keys: Sequence[str]) -> None:
-        """Signal-with-start of the singleton provisioner: atomic, so concurrent callers never race."""
+    async def signal_provisioner(self, pending_pods: int = 0) -> None:
+        """Ask the singleton provisioner for a round (signal-with-start: atomic, so concurrent callers never
+        race); `pending_pods` is how many pending pods the caller saw (0: unknown, just run a round)."""
         await self.client.start_workflow(
             ProvisionerWorkflow.run,
             ProvisionerState(),
@@ -80,7 +74,7 @@ class TemporalStarter:
             task_queue=self.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             start_signal=SIGNAL,
-            start_signal_args=[list(keys)],
+            start_signal_args=[pending_pods],
         )
 
     async def signal_node_claim(self, name: str, signal: str, reason: str) -> bool:

@@ -1,9 +1,10 @@
 """Kubernetes watchers in the worker process: they turn cluster events into Temporal signals.
 
-- PodWatcher: pending, unschedulable pods -> `pods_pending` signals to the provisioner (keys batched,
-  at most MAX_KEYS_PER_SIGNAL per signal). Each watch ends after WATCH_SECONDS and restarts from a
-  fresh list, which re-signals pods still pending: that periodic nudge is what retries provisioning
-  after a failed launch.
+- PodWatcher: pending, unschedulable pods -> one `pods_pending` signal to the provisioner per
+  FLUSH_SECONDS with events, carrying how many distinct pods were seen (the provisioner's solver reads
+  the pods itself, so the signal carries nothing more into the workflow's history). Each watch ends
+  after WATCH_SECONDS and restarts from a fresh list, which re-signals pods still pending: that periodic
+  nudge is what retries provisioning after a failed launch.
 - DeletionWatcher: a NodeClaim or a Node (holding our finalizer) being deleted -> `delete` signal to
   the claim's workflow.
 - DriftTrigger: a NodePool's or EC2NodeClass's spec changed (its generation rose) -> `check_drift`
@@ -30,7 +31,6 @@ from workers.starter import TemporalStarter
 
 log = logging.getLogger(__name__)
 WATCH_SECONDS = 15
-MAX_KEYS_PER_SIGNAL = 500
 FLUSH_SECONDS = 0.2
 RETRY_PAUSE_SECONDS = 1.0
 SIGNALS_PER_SECOND = 100.0
@@ -78,12 +78,13 @@ class PodWatcher(_Watcher):
     def _flush_forever(self, stop: threading.Event) -> None:
         while not stop.wait(FLUSH_SECONDS):
             with self._lock:
-                keys, self._keys = sorted(self._keys), set()
-            for start in range(0, len(keys), MAX_KEYS_PER_SIGNAL):
-                try:
-                    self._call(self.starter.signal_provisioner(keys[start : start + MAX_KEYS_PER_SIGNAL]))
-                except Exception:
-                    log.exception("signalling the provisioner failed; the next watch cycle retries")
+                seen, self._keys = len(self._keys), set()
+            if not seen:
+                continue
+            try:
+                self._call(self.starter.signal_provisioner(seen))
+            except Exception:
+                log.exception("signalling the provisioner failed; the next watch cycle retries")
 
 
 class DeletionWatcher(_Watcher):
@@ -211,6 +212,6 @@ class Resync:
     def run(self, stop: threading.Event) -> None:
         while not stop.wait(self.interval):
             try:
-                asyncio.run_coroutine_threadsafe(self.starter.signal_provisioner([]), self.loop).result(timeout=30)
+                asyncio.run_coroutine_threadsafe(self.starter.signal_provisioner(), self.loop).result(timeout=30)
             except Exception:
                 log.exception("resync signal to the provisioner failed; retrying next interval")

@@ -13,7 +13,7 @@ from temporalio.worker import Worker
 
 from activities.disruption import DisruptionActivities
 from activities.garbage_collection import GarbageCollectionActivities
-from activities.nodeclaim import NodeClaimActivities
+from activities.lifecycle import node_claim_activities
 from activities.provisioning import ProvisioningActivities
 from cloudprovider.aws.factory import new_aws_cloud_provider
 from cloudprovider.types import CloudProvider
@@ -62,7 +62,6 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
     starter = TemporalStarter(
         client, settings.task_queue, loop, settings.registration_ttl, settings.drift_check_interval
     )
-    claims = NodeClaimActivities(kube, cloud, recorder, settings.cluster_name)
     provisioning = ProvisioningActivities(kube, cloud, recorder, starter)
     collector = GarbageCollectionActivities(kube, cloud)
     disruption = DisruptionActivities(kube, cloud, recorder)
@@ -73,21 +72,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
             task_queue=settings.task_queue,
             workflows=[ProvisionerWorkflow, NodeClaimWorkflow, GarbageCollectorWorkflow, DisruptionControllerWorkflow],
             activities=[
-                claims.launch,
-                claims.mark_launched,
-                claims.launch_failed,
-                claims.find_node,
-                claims.register_node,
-                claims.check_initialized,
-                claims.claim_state,
-                claims.begin_termination,
-                claims.drain_step,
-                claims.terminate_instance,
-                claims.finalize,
-                claims.check_drift,
-                claims.running_check,
-                claims.create_replacement,
-                claims.replacement_state,
+                *node_claim_activities(kube, cloud, recorder, settings.cluster_name),
                 provisioning.solve,
                 provisioning.apply_plan,
                 collector.collect,
@@ -108,7 +93,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
             await end_orphaned_workflows(client, kube, cloud)
             adopted = await adopt_node_claims(kube, starter)
             log.info("worker up on task queue %r; %d NodeClaims adopted", settings.task_queue, adopted)
-            await starter.signal_provisioner([])
+            await starter.signal_provisioner()
             await start_garbage_collector(
                 client,
                 settings.task_queue,

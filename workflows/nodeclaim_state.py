@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, Field
+
+from apis import labels
 
 LAUNCHING = "Launching"
 REGISTERING = "Registering"
@@ -18,13 +22,6 @@ PHASES = (LAUNCHING, REGISTERING, INITIALIZING, RUNNING, DRAINING, TERMINATING, 
 # The drift check interval of a claim whose starter does not say (the worker passes its setting
 # `drift_check_interval`); recorded in the workflow's input, so replay never depends on configuration.
 DEFAULT_DRIFT_CHECK_INTERVAL = "5m"
-
-# The workflow code revision a run was started for, recorded in its input (so replay never depends on
-# it changing). 0: inputs written before the field existed; such runs take `workflow.patched` branches.
-# 1: every patch of workflows.nodeclaim up to PATCH_PUBLISH_CHANGES_ONLY is in effect without its marker,
-# a continued run does not re-publish what continue-as-new carried over, and the running phase does one
-# `running_check` per cycle and continues as new every few cycles (memory per cached run stays flat).
-CURRENT_REVISION = 1
 
 
 class NodeClaimState(BaseModel):
@@ -67,9 +64,18 @@ class NodeClaimState(BaseModel):
         return f"{self.phase}: {self.name} from {self.node_pool or '?'}, {where}, {node}"
 
 
+class ClaimSettings(BaseModel):
+    """What the worker's settings decide for every claim whose workflow it starts (recorded in the input,
+    so replay never depends on configuration)."""
+
+    registration_ttl: str = "15m"
+    drift_check_interval: str = DEFAULT_DRIFT_CHECK_INTERVAL
+
+
 class NodeClaimInput(BaseModel):
-    """`claim_uid`: the NodeClaim's metadata.uid when the workflow was started; a NodeClaim with the name
-    and another uid is not this workflow's (it ends instead of acting on it)."""
+    """A NodeClaim workflow's input; build it with `node_claim_input` (or `node_claim_input_from_object`).
+    `claim_uid`: the NodeClaim's metadata.uid when the workflow was started; a NodeClaim with the name and
+    another uid is not this workflow's (it ends instead of acting on it)."""
 
     name: str
     claim_uid: str = ""
@@ -77,10 +83,49 @@ class NodeClaimInput(BaseModel):
     expire_after: str = "720h"
     termination_grace_period: str | None = None
     registration_ttl: str = "15m"
-    state: NodeClaimState | None = None  # set by continue-as-new
     drift_check_interval: str = DEFAULT_DRIFT_CHECK_INTERVAL
-    revision: int = 0  # see CURRENT_REVISION; starters and continue-as-new set CURRENT_REVISION
+    state: NodeClaimState | None = None  # set by continue-as-new
     # Set by continue-as-new: a termination or replacement that signals asked for and the run had not
     # acted on yet (a signal can arrive in the very workflow task that continues as new).
-    terminate_requested: str = ""
-    replace_requested: str = ""
+    pending_termination: str = ""
+    pending_replacement: str = ""
+
+    def settings(self) -> ClaimSettings:
+        """The worker settings this run was started with (a replacement's workflow gets the same)."""
+        return ClaimSettings(registration_ttl=self.registration_ttl, drift_check_interval=self.drift_check_interval)
+
+
+def node_claim_input(
+    name: str,
+    uid: str,
+    node_pool: str,
+    expire_after: str | None,
+    termination_grace_period: str | None,
+    settings: ClaimSettings,
+) -> NodeClaimInput:
+    """The input of a new NodeClaim workflow, from the claim's name, metadata.uid, NodePool and spec
+    (expireAfter: None means Karpenter's default 720h) and the worker's settings. The one place such an
+    input is made: the provisioner's claims, replacements and adopted claims all start this way. Pure."""
+    return NodeClaimInput(
+        name=name,
+        claim_uid=uid,
+        node_pool=node_pool,
+        expire_after=expire_after or "720h",
+        termination_grace_period=termination_grace_period,
+        registration_ttl=settings.registration_ttl,
+        drift_check_interval=settings.drift_check_interval,
+    )
+
+
+def node_claim_input_from_object(claim: Mapping[str, Any], settings: ClaimSettings) -> NodeClaimInput:
+    """`node_claim_input` for a NodeClaim object as the API serves it (metadata.name and uid, the
+    karpenter.sh/nodepool label, spec.expireAfter and spec.terminationGracePeriod). Pure."""
+    meta, spec = claim["metadata"], claim.get("spec") or {}
+    return node_claim_input(
+        meta["name"],
+        meta.get("uid", ""),
+        (meta.get("labels") or {}).get(labels.NODEPOOL, ""),
+        spec.get("expireAfter"),
+        spec.get("terminationGracePeriod"),
+        settings,
+    )

@@ -1,21 +1,23 @@
 """The provisioner: a singleton workflow (id "provisioner") that batches pending pods into rounds.
 
-Pod keys arrive by signal (`pods_pending`, many keys per signal; an empty list just asks for a round).
-A round starts once no signal came for 1 s, or 10 s after the first key, whichever is sooner (durable
-timers). Each round solves on a fresh snapshot in an activity and applies the plan in another. The
-keys are only triggers: the solver reads every pending pod itself, so a lost or duplicate key is
-harmless. Continue-as-new keeps each run far below Temporal's limits (10,000 signals per execution).
+A round is asked for by signal (`pods_pending`, carrying only how many pending pods the sender saw; 0
+just asks for a round): the solver reads every pending pod itself, so the signal carries nothing else and
+a lost or duplicate one is harmless. A round starts once no signal came for 1 s, or 10 s after the first,
+whichever is sooner (durable timers). Each round solves on a fresh snapshot in an activity and applies
+the plan in another: what a round decided is the `solve` activity's result in the Temporal UI (and the
+`status` query's `last_plan`). Continue-as-new keeps each run far below Temporal's limits (10,000
+signals per execution).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 from temporalio import workflow
 
-from activities.models import ApplyPlanInput, ProvisionPlan, ProvisionRound
 from activities.provisioning import ProvisioningActivities
+from activities.provisioning_models import ApplyPlanInput, ProvisionPlan, ProvisionRound
 from workflows import timing
 
 WORKFLOW_ID = "provisioner"
@@ -23,51 +25,54 @@ SIGNAL = "pods_pending"
 
 
 class ProvisionerState(BaseModel):
-    pending: list[str] = Field(default_factory=list)
+    """What continue-as-new carries: the round count, and a round asked for but not run yet with the
+    pending pods its signals reported."""
+
     round: int = 0
-    kick: bool = False
+    requested: bool = False
+    pending_pods: int = 0
 
 
 class ProvisionerStatus(BaseModel):
     round: int
-    pending: int
+    pending: int  # pending pods reported by the signals since the last round started
     last_plan: ProvisionPlan | None = None
 
 
 @workflow.defn(name="Provisioner", sandboxed=False)
 class ProvisionerWorkflow:
     def __init__(self) -> None:
-        self.pending: set[str] = set()
-        self.kick = False
+        self.requested = False  # a round is asked for
+        self.pending_pods = 0  # what the signals since the last round started reported
         self.round = 0
         self.signals = 0
         self.last_signal: datetime | None = None
         self.last_plan: ProvisionPlan | None = None
 
     @workflow.signal(name=SIGNAL)
-    def pods_pending(self, keys: list[str]) -> None:
-        """Pods that may need capacity (namespace/name). Idempotent; an empty list requests a round."""
-        self.pending.update(keys)
-        self.kick = self.kick or not keys
+    def pods_pending(self, count: int = 0) -> None:
+        """Ask for a provisioning round; `count` is how many pending pods the sender saw (0 when it does not
+        know or just wants a round, e.g. a NodeClaim gone). Idempotent."""
+        self.requested = True
+        self.pending_pods += max(count, 0)
         self.signals += 1
         self.last_signal = workflow.now()
 
     @workflow.query(name="status")
     def status(self) -> ProvisionerStatus:
-        return ProvisionerStatus(round=self.round, pending=len(self.pending), last_plan=self.last_plan)
+        return ProvisionerStatus(round=self.round, pending=self.pending_pods, last_plan=self.last_plan)
 
     @workflow.run
     async def run(self, state: ProvisionerState | None = None) -> None:
         state = state or ProvisionerState()
-        self.pending.update(state.pending)
         self.round = state.round
-        self.kick = self.kick or state.kick
+        self.requested = self.requested or state.requested
+        self.pending_pods += state.pending_pods
         while True:
-            await workflow.wait_condition(lambda: bool(self.pending) or self.kick)
+            await workflow.wait_condition(lambda: self.requested)
             await self._batch_window()
-            triggers = len(self.pending)
-            self.pending.clear()
-            self.kick = False
+            triggers, self.pending_pods = self.pending_pods, 0
+            self.requested = False
             self.round += 1
             rnd = ProvisionRound(run_id=workflow.info().first_execution_run_id, round=self.round, trigger_pods=triggers)
             plan = await workflow.execute_activity_method(
@@ -89,7 +94,7 @@ class ProvisionerWorkflow:
             if self._should_continue_as_new():
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(
-                    ProvisionerState(pending=sorted(self.pending), round=self.round, kick=self.kick)
+                    ProvisionerState(round=self.round, requested=self.requested, pending_pods=self.pending_pods)
                 )
 
     async def _batch_window(self) -> None:

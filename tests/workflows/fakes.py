@@ -8,28 +8,17 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.models import (
-    ApplyPlanInput,
-    ApplyPlanResult,
-    ClaimRef,
-    ClaimState,
+from activities.initialization import InitializationResult
+from activities.launch import LaunchFailedInput, LaunchOutcome, MarkLaunchedInput
+from activities.models import ClaimIdentity, ClaimRef
+from activities.provisioning_models import ApplyPlanInput, ApplyPlanResult, ProvisionPlan, ProvisionRound
+from activities.registration import FindNodeInput, NodeRef
+from activities.replacement import ReplacementInput, ReplacementResult, ReplacementState
+from activities.running import ClaimLiveness, DriftCheckInput, DriftResult, RunningCheck
+from activities.termination import (
+    BeginTerminationInput,
     DrainInput,
     DrainProgress,
-    DriftCheckInput,
-    DriftResult,
-    FinalizeInput,
-    InitializationResult,
-    LaunchFailedInput,
-    LaunchOutcome,
-    MarkLaunchedInput,
-    NodeRef,
-    ProvisionPlan,
-    ProvisionRound,
-    RegistrationCheck,
-    ReplacementInput,
-    ReplacementResult,
-    ReplacementState,
-    RunningCheck,
     TerminateInput,
     TerminateResult,
 )
@@ -49,11 +38,12 @@ class World:
     init_calls: int = 0
     terminate_calls: int = 0
     solve_rounds: list[int] = field(default_factory=list)
+    solve_triggers: list[int] = field(default_factory=list)  # each round's trigger_pods
     launched: int = 0
     launch_node_pool: str = "default"  # what launch reports ('' keeps the workflow input's pool)
-    drift_after_checks: int = -1  # check_drift reports AMIDrift from this call on (-1: never)
+    drift_after_checks: int = -1  # refresh_drift reports AMIDrift from this call on (-1: never)
     drift_checks: int = 0
-    claim_state_calls: int = 0  # the two-activity cycle of revision-0 runs
+    claim_liveness_calls: int = 0  # the separate liveness activity (the running phase does not call it)
     pdb_refusals: int = 0  # drain_step answers "refused by a PDB" this many times first
     replacement_ready_after_polls: int = 2
     replacement_gone: bool = False
@@ -65,7 +55,7 @@ class World:
     # name now another claim's): "launch", "registration", "initialization" or "running"; "" never.
     claim_gone_in: str = ""
     drain_inputs: list[DrainInput] = field(default_factory=list)
-    begin_inputs: list[FinalizeInput] = field(default_factory=list)
+    begin_inputs: list[BeginTerminationInput] = field(default_factory=list)
 
     def activities(self) -> list[Callable[..., Any]]:
         world = self
@@ -96,7 +86,7 @@ class World:
             world.calls.append(f"launch_failed:{inp.failure}")
 
         @activity.defn(name="find_node")
-        def find_node(check: RegistrationCheck) -> NodeRef:
+        def find_node(check: FindNodeInput) -> NodeRef:
             world.find_calls += 1
             if world.claim_gone_in == "registration":
                 return NodeRef(claim_gone=True)
@@ -105,11 +95,11 @@ class World:
             return NodeRef()
 
         @activity.defn(name="register_node")
-        def register_node(inp: FinalizeInput) -> None:
+        def register_node(inp: ClaimIdentity) -> None:
             world.calls.append("register_node")
 
         @activity.defn(name="check_initialized")
-        def check_initialized(inp: FinalizeInput) -> InitializationResult:
+        def check_initialized(inp: ClaimIdentity) -> InitializationResult:
             world.init_calls += 1
             if world.claim_gone_in == "initialization":
                 return InitializationResult(gone=True, waiting_for=f"NodeClaim {inp.name} (uid {inp.uid}) is gone")
@@ -118,13 +108,13 @@ class World:
                 return InitializationResult(initialized=True)
             return InitializationResult(waiting_for="node is not Ready")
 
-        @activity.defn(name="claim_state")
-        def claim_state(inp: FinalizeInput) -> ClaimState:
-            world.claim_state_calls += 1
-            return ClaimState()
+        @activity.defn(name="claim_liveness")
+        def claim_liveness(inp: ClaimIdentity) -> ClaimLiveness:
+            world.claim_liveness_calls += 1
+            return ClaimLiveness()
 
-        @activity.defn(name="check_drift")
-        def check_drift(inp: DriftCheckInput) -> DriftResult:
+        @activity.defn(name="refresh_drift")
+        def refresh_drift(inp: DriftCheckInput) -> DriftResult:
             world.drift_checks += 1
             if world.drift_after_checks >= 0 and world.drift_checks >= world.drift_after_checks:
                 return DriftResult(drifted=True, reason="AMIDrift", message="image ami-old is not among ...")
@@ -133,8 +123,8 @@ class World:
         @activity.defn(name="running_check")
         def running_check(inp: DriftCheckInput) -> RunningCheck:
             if world.claim_gone_in == "running":
-                return RunningCheck(state=ClaimState(exists=False, deleting=True))
-            return RunningCheck(state=ClaimState(), drift=check_drift(inp))
+                return RunningCheck(liveness=ClaimLiveness(exists=False, deleting=True))
+            return RunningCheck(liveness=ClaimLiveness(), drift=refresh_drift(inp))
 
         @activity.defn(name="create_replacement")
         def create_replacement(inp: ReplacementInput) -> ReplacementResult:
@@ -144,9 +134,7 @@ class World:
             if world.replacement_template is None:
                 return ReplacementResult(name=name)
             expire_after, grace = world.replacement_template
-            return ReplacementResult(
-                name=name, expire_after=expire_after, termination_grace_period=grace, from_template=True
-            )
+            return ReplacementResult(name=name, expire_after=expire_after, termination_grace_period=grace)
 
         @activity.defn(name="replacement_state")
         def replacement_state(ref: ClaimRef) -> ReplacementState:
@@ -159,7 +147,7 @@ class World:
             return ReplacementState(message=f"replacement {ref.name} to initialize")
 
         @activity.defn(name="begin_termination")
-        def begin_termination(inp: FinalizeInput) -> None:
+        def begin_termination(inp: BeginTerminationInput) -> None:
             world.calls.append("begin_termination")
             world.begin_inputs.append(inp)
 
@@ -179,12 +167,13 @@ class World:
             return TerminateResult(gone=world.terminate_calls >= world.terminate_polls)
 
         @activity.defn(name="finalize")
-        def finalize(inp: FinalizeInput) -> None:
+        def finalize(inp: ClaimIdentity) -> None:
             world.calls.append("finalize")
 
         @activity.defn(name="solve")
         def solve(rnd: ProvisionRound) -> ProvisionPlan:
             world.solve_rounds.append(rnd.round)
+            world.solve_triggers.append(rnd.trigger_pods)
             return ProvisionPlan()
 
         @activity.defn(name="apply_plan")
@@ -192,7 +181,7 @@ class World:
             return ApplyPlanResult()
 
         return [
-            launch, mark_launched, launch_failed, find_node, register_node, check_initialized, claim_state,
-            begin_termination, drain_step, terminate_instance, finalize, solve, apply_plan, check_drift,
+            launch, mark_launched, launch_failed, find_node, register_node, check_initialized, claim_liveness,
+            begin_termination, drain_step, terminate_instance, finalize, solve, apply_plan, refresh_drift,
             create_replacement, replacement_state, running_check,
         ]  # fmt: skip

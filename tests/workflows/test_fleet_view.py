@@ -24,7 +24,7 @@ from tests.workflows.fakes import World
 from workers.ops_cmd import ClaimRow, OpsError, list_claims, query_claim, signal_claim
 from workflows import search_attributes as sa
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
-from workflows.nodeclaim_state import CURRENT_REVISION, DELETED, RUNNING, NodeClaimInput, NodeClaimState
+from workflows.nodeclaim_state import DELETED, RUNNING, NodeClaimInput, NodeClaimState
 
 T = TypeVar("T")
 DEADLINE_SECONDS = 20.0
@@ -68,7 +68,7 @@ async def temporal_cli(client: Client, *args: str) -> str:
 
 
 async def start(client: Client, task_queue: str, name: str, pool: str) -> None:
-    inp = NodeClaimInput(name=name, node_pool=pool, drift_check_interval="1h", revision=CURRENT_REVISION)
+    inp = NodeClaimInput(name=name, node_pool=pool, drift_check_interval="1h")
     await client.start_workflow(NodeClaimWorkflow.run, inp, id=workflow_id(name), task_queue=task_queue)
 
 

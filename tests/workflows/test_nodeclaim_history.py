@@ -17,7 +17,7 @@ from temporalio.testing import WorkflowEnvironment
 from apis.duration import parse_duration
 from tests.workflows.fakes import World
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
-from workflows.nodeclaim_state import CURRENT_REVISION, DELETED, NodeClaimInput, NodeClaimState
+from workflows.nodeclaim_state import DELETED, NodeClaimInput, NodeClaimState
 
 MAX_EVENTS_PER_RUN = 2500
 DRIFT_INTERVAL = os.environ.get("NODEFLOW_TEST_30D_DRIFT_INTERVAL", "1h")
@@ -42,7 +42,7 @@ async def test_a_node_living_30_days_continues_as_new_and_ends_deleted(
 ) -> None:
     started = time.monotonic()
     inp = NodeClaimInput(name="default-month", node_pool="default", expire_after="720h",
-                         drift_check_interval=DRIFT_INTERVAL, revision=CURRENT_REVISION)  # fmt: skip
+                         drift_check_interval=DRIFT_INTERVAL)  # fmt: skip
     handle = await time_env.client.start_workflow(
         NodeClaimWorkflow.run, inp, id=workflow_id(inp.name), task_queue=worker
     )

@@ -14,11 +14,10 @@ from temporalio.testing import WorkflowEnvironment
 from tests.workflows.fakes import World
 from tests.workflows.histories import save_history
 from workflows.nodeclaim import RUNNING_CHECKS_PER_RUN, NodeClaimWorkflow, workflow_id
-from workflows.nodeclaim_state import CURRENT_REVISION, DELETED, RUNNING, NodeClaimInput, NodeClaimState
+from workflows.nodeclaim_state import DELETED, RUNNING, NodeClaimInput, NodeClaimState
 
 
 async def start(env: WorkflowEnvironment, task_queue: str, **kwargs: object) -> WorkflowHandle:
-    kwargs.setdefault("revision", CURRENT_REVISION)  # as the worker's starter does
     inp = NodeClaimInput(name="default-abcde", node_pool="default", **kwargs)  # type: ignore[arg-type]
     return await env.client.start_workflow(NodeClaimWorkflow.run, inp, id=workflow_id(inp.name), task_queue=task_queue)
 
@@ -54,14 +53,14 @@ async def test_should_mark_the_claim_drifted_by_a_periodic_check(
 
     await handle.signal(NodeClaimWorkflow.delete, "NodeClaim deleted")
     final: NodeClaimState = await handle.result()
-    await save_history(handle, "nodeclaim-running-drift-v4")
+    await save_history(handle, "nodeclaim-running-drift")
     assert final.phase == DELETED
 
 
 async def test_a_running_claim_continues_as_new_every_few_checks_without_republishing(
     time_env: WorkflowEnvironment, worker: str, world: World
 ) -> None:
-    """Memory per cached node stays flat: a revision-1 running run holds at most RUNNING_CHECKS_PER_RUN
+    """Memory per cached node stays flat: a running run holds at most RUNNING_CHECKS_PER_RUN
     cycles, one timer and one `running_check` each, and records no patch marker and no upsert (the search
     attributes and memo it would publish were carried over by continue-as-new)."""
     handle = await start(time_env, worker, drift_check_interval="1m")
@@ -74,7 +73,7 @@ async def test_a_running_claim_continues_as_new_every_few_checks_without_republi
     assert EventType.EVENT_TYPE_MARKER_RECORDED not in kinds
     assert EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES not in kinds
     assert EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED not in kinds
-    assert world.claim_state_calls == 0  # one activity per cycle, not two
+    assert world.claim_liveness_calls == 0  # one activity per cycle, not two
     await handle.signal(NodeClaimWorkflow.delete, "NodeClaim deleted")
     assert (await handle.result()).phase == DELETED
 
@@ -118,7 +117,7 @@ async def test_should_wait_out_pdb_refusals_and_record_drained(
     await wait_until(handle, time_env, lambda s: s.phase == RUNNING, "Running")
     await handle.signal(NodeClaimWorkflow.drain, "maintenance")
     final: NodeClaimState = await handle.result()
-    await save_history(handle, "nodeclaim-drain-pdb-v4")
+    await save_history(handle, "nodeclaim-drain-pdb")
     assert final.phase == DELETED
     assert final.termination_reason == "maintenance"
     assert final.conditions["Drained"] == "True"
@@ -147,7 +146,7 @@ async def test_should_launch_a_replacement_before_draining_on_replace(
     await wait_until(handle, time_env, lambda s: s.phase == RUNNING, "Running")
     await handle.signal(NodeClaimWorkflow.replace, "new AMI")
     final: NodeClaimState = await handle.result()
-    await save_history(handle, "nodeclaim-replace-v4")
+    await save_history(handle, "nodeclaim-replace")
 
     assert final.phase == DELETED
     assert final.replacement == "default-repl1"
@@ -188,7 +187,7 @@ async def test_a_signal_carried_over_by_continue_as_new_is_acted_on(
     time_env: WorkflowEnvironment, worker: str, world: World
 ) -> None:
     """A drain signalled in the workflow task that continues as new reaches the next run in its input."""
-    handle = await start(time_env, worker, state=running_state(), terminate_requested="manual drain")
+    handle = await start(time_env, worker, state=running_state(), pending_termination="manual drain")
     final: NodeClaimState = await handle.result()
     assert final.phase == DELETED
     assert final.termination_reason == "manual drain"
@@ -198,7 +197,7 @@ async def test_a_signal_carried_over_by_continue_as_new_is_acted_on(
 async def test_a_replacement_does_not_inherit_the_requests_carried_to_its_parent(
     time_env: WorkflowEnvironment, worker: str, world: World
 ) -> None:
-    handle = await start(time_env, worker, state=running_state(), replace_requested="new AMI")
+    handle = await start(time_env, worker, state=running_state(), pending_replacement="new AMI")
     final: NodeClaimState = await handle.result()
     assert final.termination_reason == "replaced by default-repl1 (new AMI)"
     child = time_env.client.get_workflow_handle(workflow_id("default-repl1"))
@@ -210,7 +209,7 @@ async def test_a_replacement_runs_with_the_nodepool_templates_expiry_and_grace_p
     time_env: WorkflowEnvironment, worker: str, world: World
 ) -> None:
     world.replacement_template = ("168h", "1h")
-    handle = await start(time_env, worker, state=running_state(), replace_requested="template changed")
+    handle = await start(time_env, worker, state=running_state(), pending_replacement="template changed")
     await handle.result()
     child = time_env.client.get_workflow_handle(workflow_id("default-repl1"))
     await wait_until(child, time_env, lambda s: s.phase == RUNNING, "the replacement Running")

@@ -10,11 +10,10 @@ from temporalio.testing import WorkflowEnvironment
 from tests.workflows.fakes import World
 from tests.workflows.histories import save_history
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
-from workflows.nodeclaim_state import CURRENT_REVISION, DELETED, RUNNING, NodeClaimInput, NodeClaimState
+from workflows.nodeclaim_state import DELETED, RUNNING, NodeClaimInput, NodeClaimState
 
 
 async def start(env: WorkflowEnvironment, task_queue: str, **kwargs: object) -> WorkflowHandle:
-    kwargs.setdefault("revision", CURRENT_REVISION)  # as the worker's starter does
     inp = NodeClaimInput(name="default-abcde", node_pool="default", **kwargs)  # type: ignore[arg-type]
     return await env.client.start_workflow(NodeClaimWorkflow.run, inp, id=workflow_id(inp.name), task_queue=task_queue)
 
@@ -40,7 +39,7 @@ async def test_should_run_the_whole_lifecycle_when_the_claim_is_deleted(
 
     await handle.signal(NodeClaimWorkflow.delete, "NodeClaim deleted")
     final: NodeClaimState = await handle.result()
-    await save_history(handle, "nodeclaim-lifecycle-v4")
+    await save_history(handle, "nodeclaim-lifecycle")
 
     assert final.phase == DELETED
     assert world.launched == 1
@@ -57,7 +56,7 @@ async def test_should_delete_the_claim_when_every_offering_is_out_of_capacity(
     world.ice = True
     handle = await start(time_env, worker)
     final: NodeClaimState = await handle.result()
-    await save_history(handle, "nodeclaim-insufficient-capacity-v4")
+    await save_history(handle, "nodeclaim-insufficient-capacity")
     assert final.phase == DELETED
     assert world.calls == ["launch", "launch_failed:InsufficientCapacity"]
     assert "InsufficientCapacity" in final.failure
@@ -69,7 +68,7 @@ async def test_should_terminate_the_instance_when_the_node_never_registers(
     world.node_after_polls = -1
     handle = await start(time_env, worker, registration_ttl="3m")
     final: NodeClaimState = await handle.result()
-    await save_history(handle, "nodeclaim-registration-timeout-v4")
+    await save_history(handle, "nodeclaim-registration-timeout")
     assert final.phase == DELETED
     assert "did not register within 3m" in final.termination_reason
     assert "register_node" not in world.calls
@@ -81,7 +80,7 @@ async def test_should_expire_the_node_after_expire_after(
 ) -> None:
     handle = await start(time_env, worker, expire_after="1h")
     final: NodeClaimState = await handle.result()
-    await save_history(handle, "nodeclaim-expired-v4")
+    await save_history(handle, "nodeclaim-expired")
     assert final.phase == DELETED
     assert final.termination_reason == "expired after 1h"
 

@@ -32,11 +32,12 @@ async def test_should_batch_signals_arriving_together_into_one_round(
     time_env: WorkflowEnvironment, worker: str, world: World
 ) -> None:
     handle = await start(time_env, worker)
-    for i in range(5):
-        await handle.signal(ProvisionerWorkflow.pods_pending, [f"default/p{i}", "default/shared"])
+    for _ in range(5):
+        await handle.signal(ProvisionerWorkflow.pods_pending, 2)
     await wait_rounds(time_env, world, 1)
     status: ProvisionerStatus = await handle.query(ProvisionerWorkflow.status)
     assert world.solve_rounds == [1]
+    assert world.solve_triggers == [10]  # the signals' counts, summed into the round's input
     assert status.pending == 0
     await handle.terminate("test over")
     await save_history(handle, "provisioner-batch")
@@ -44,7 +45,7 @@ async def test_should_batch_signals_arriving_together_into_one_round(
 
 async def test_should_start_a_round_on_an_empty_kick(time_env: WorkflowEnvironment, worker: str, world: World) -> None:
     handle = await start(time_env, worker)
-    await handle.signal(ProvisionerWorkflow.pods_pending, [])
+    await handle.signal(ProvisionerWorkflow.pods_pending)
     await wait_rounds(time_env, world, 1)
 
 
@@ -54,8 +55,8 @@ async def test_should_continue_as_new_after_many_signals_and_keep_counting_round
     monkeypatch.setattr(timing, "MAX_SIGNALS_PER_RUN", 3)
     handle = await start(time_env, worker)
     first_run = (await handle.describe()).run_id
-    for i in range(4):
-        await handle.signal(ProvisionerWorkflow.pods_pending, [f"default/p{i}"])
+    for _ in range(4):
+        await handle.signal(ProvisionerWorkflow.pods_pending, 1)
     await wait_rounds(time_env, world, 1)
     for _ in range(50):
         if (await time_env.client.get_workflow_handle("provisioner").describe()).run_id != first_run:
@@ -63,6 +64,6 @@ async def test_should_continue_as_new_after_many_signals_and_keep_counting_round
         await time_env.sleep(timedelta(milliseconds=200))
     new = time_env.client.get_workflow_handle("provisioner")
     assert (await new.describe()).run_id != first_run
-    await new.signal(ProvisionerWorkflow.pods_pending, ["default/later"])
+    await new.signal(ProvisionerWorkflow.pods_pending, 1)
     await wait_rounds(time_env, world, 2)
     assert world.solve_rounds == [1, 2]

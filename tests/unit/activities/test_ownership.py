@@ -13,28 +13,23 @@ from __future__ import annotations
 import ast
 import copy
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from activities.models import (
-    ClaimRef,
-    DrainInput,
-    DriftCheckInput,
-    FinalizeInput,
-    LaunchFailedInput,
-    LaunchOutcome,
-    MarkLaunchedInput,
-    RegistrationCheck,
-    ReplacementInput,
-    TerminateInput,
-)
-from activities.nodeclaim import NodeClaimActivities
+from activities.launch import LaunchFailedInput, LaunchOutcome, MarkLaunchedInput
+from activities.lifecycle import node_claim_activities
+from activities.models import ClaimIdentity, ClaimRef
+from activities.registration import FindNodeInput
+from activities.replacement import ReplacementInput
+from activities.running import DriftCheckInput
+from activities.termination import BeginTerminationInput, DrainInput, TerminateInput
 from cloudprovider.fake import FakeCloudProvider
 from cloudprovider.types import TAG_NODECLAIM, Instance
 from kube import resources as r
+from tests.unit.activities.claimworld import NODE_CLASS, POOL, claim_body, pod
 from tests.unit.activities.memkube import Events, MemKube
-from tests.unit.activities.test_nodeclaim_activities import NODE_CLASS, POOL, claim_body, pod
 
 NAME = "default-abcde"
 STALE_UID = "uid-of-the-claim-that-is-gone"
@@ -73,8 +68,10 @@ def cloud() -> FakeCloudProvider:
 
 
 @pytest.fixture
-def acts(kube: MemKube, cloud: FakeCloudProvider) -> NodeClaimActivities:
-    return NodeClaimActivities(kube, cloud, Events(), "test")  # type: ignore[arg-type]
+def acts(kube: MemKube, cloud: FakeCloudProvider) -> Any:
+    """Every lifecycle activity of every phase, by name, as the worker registers them."""
+    bound = node_claim_activities(kube, cloud, Events(), "test")  # type: ignore[arg-type]
+    return SimpleNamespace(**{fn.__name__: fn for fn in bound})
 
 
 @pytest.fixture
@@ -101,7 +98,7 @@ def unchanged(kube: MemKube, before: dict[Any, Any], cloud: FakeCloudProvider) -
 
 
 def test_launch_for_a_claim_whose_name_is_another_claims_launches_nothing(
-    acts: NodeClaimActivities, kube: MemKube, before: dict[Any, Any], cloud: FakeCloudProvider
+    acts: Any, kube: MemKube, before: dict[Any, Any], cloud: FakeCloudProvider
 ) -> None:
     outcome = acts.launch(ClaimRef(name=NAME, uid=STALE_UID))
     assert outcome.failure == "NodeClaimGone" and "another NodeClaim" in outcome.message
@@ -109,7 +106,7 @@ def test_launch_for_a_claim_whose_name_is_another_claims_launches_nothing(
 
 
 def test_mark_launched_and_launch_failed_leave_another_claim_and_its_instance_alone(
-    acts: NodeClaimActivities, kube: MemKube, before: dict[Any, Any], cloud: FakeCloudProvider
+    acts: Any, kube: MemKube, before: dict[Any, Any], cloud: FakeCloudProvider
 ) -> None:
     cloud.instances["i-new"] = cloud.instances["i-new"].model_copy(update={"tags": {TAG_NODECLAIM: NAME}})
     launch = LaunchOutcome(instance_id="i-old", instance_type="m5.large", zone="us-west-2a", provider_id="x")
@@ -118,69 +115,69 @@ def test_mark_launched_and_launch_failed_leave_another_claim_and_its_instance_al
     unchanged(kube, before, cloud)
 
 
-def test_registration_of_a_gone_claim_ends_instead_of_waiting(acts: NodeClaimActivities) -> None:
-    found = acts.find_node(RegistrationCheck(name=NAME, uid=STALE_UID, provider_id=NEW_PROVIDER_ID))
+def test_registration_of_a_gone_claim_ends_instead_of_waiting(acts: Any) -> None:
+    found = acts.find_node(FindNodeInput(name=NAME, uid=STALE_UID, provider_id=NEW_PROVIDER_ID))
     assert found.claim_gone and not found.node_name
 
 
 def test_register_node_leaves_a_same_named_node_with_another_provider_id_alone(
-    acts: NodeClaimActivities, kube: MemKube, before: dict[Any, Any], cloud: FakeCloudProvider
+    acts: Any, kube: MemKube, before: dict[Any, Any], cloud: FakeCloudProvider
 ) -> None:
     own_claim = kube.get(r.NODECLAIM, NAME)["metadata"]["uid"]  # the claim is ours, the Node is not
-    acts.register_node(FinalizeInput(**stale(uid=own_claim, node_uid="")))
+    acts.register_node(ClaimIdentity(**stale(uid=own_claim, node_uid="")))
     assert kube.get(r.NODE, "node-1") == before[("nodes", "", "node-1")]
 
 
 def test_initialization_of_a_claim_whose_node_is_another_reports_gone(
-    acts: NodeClaimActivities, kube: MemKube, before: dict[Any, Any], cloud: FakeCloudProvider
+    acts: Any, kube: MemKube, before: dict[Any, Any], cloud: FakeCloudProvider
 ) -> None:
     own_claim = kube.get(r.NODECLAIM, NAME)["metadata"]["uid"]
-    result = acts.check_initialized(FinalizeInput(**stale(uid=own_claim)))
+    result = acts.check_initialized(ClaimIdentity(**stale(uid=own_claim)))
     assert result.gone and not result.initialized and "Node node-1" in result.waiting_for
-    assert acts.check_initialized(FinalizeInput(**stale())).gone  # and the claim itself
+    assert acts.check_initialized(ClaimIdentity(**stale())).gone  # and the claim itself
     unchanged(kube, before, cloud)
 
 
 def test_running_checks_see_another_claim_and_another_node_as_gone(
-    acts: NodeClaimActivities, kube: MemKube, before: dict[Any, Any], cloud: FakeCloudProvider
+    acts: Any, kube: MemKube, before: dict[Any, Any], cloud: FakeCloudProvider
 ) -> None:
     check = acts.running_check(DriftCheckInput(**stale()))
-    assert check.gone and not check.state.exists and not check.state.node_exists
-    assert acts.claim_state(FinalizeInput(**stale())).gone
-    assert not acts.check_drift(DriftCheckInput(**stale())).claim_exists
+    assert check.gone and not check.liveness.exists and not check.liveness.node_exists
+    assert acts.claim_liveness(ClaimIdentity(**stale())).gone
+    assert not acts.refresh_drift(DriftCheckInput(**stale())).claim_exists
     unchanged(kube, before, cloud)
 
 
 def test_termination_never_drains_deletes_or_finalizes_what_is_not_ours(
-    acts: NodeClaimActivities, kube: MemKube, before: dict[Any, Any], cloud: FakeCloudProvider
+    acts: Any, kube: MemKube, before: dict[Any, Any], cloud: FakeCloudProvider
 ) -> None:
-    acts.begin_termination(FinalizeInput(**stale(), reason="the NodeClaim is gone", expired=True))
+    acts.begin_termination(BeginTerminationInput(**stale(), reason="the NodeClaim is gone", expired=True))
     progress = acts.drain_step(DrainInput(**stale(), force=True))
     assert progress.remaining == 0 and "nothing drained" in progress.message
     assert acts.terminate_instance(TerminateInput(name=NAME, uid=STALE_UID, instance_id="i-new")).gone
     assert acts.terminate_instance(TerminateInput(name=NAME, uid=STALE_UID, instance_id="")).gone
-    acts.finalize(FinalizeInput(**stale()))
+    acts.finalize(ClaimIdentity(**stale()))
     unchanged(kube, before, cloud)
 
 
 def test_a_node_with_our_provider_id_but_another_uid_is_not_ours(
-    acts: NodeClaimActivities, kube: MemKube, before: dict[Any, Any], cloud: FakeCloudProvider
+    acts: Any, kube: MemKube, before: dict[Any, Any], cloud: FakeCloudProvider
 ) -> None:
     progress = acts.drain_step(DrainInput(**stale(provider_id=NEW_PROVIDER_ID), force=True))
     assert progress.remaining == 0
-    acts.finalize(FinalizeInput(**stale(provider_id=NEW_PROVIDER_ID)))
+    acts.finalize(ClaimIdentity(**stale(provider_id=NEW_PROVIDER_ID)))
     unchanged(kube, before, cloud)
 
 
 def test_no_replacement_is_made_for_another_claim(
-    acts: NodeClaimActivities, kube: MemKube, before: dict[Any, Any], cloud: FakeCloudProvider
+    acts: Any, kube: MemKube, before: dict[Any, Any], cloud: FakeCloudProvider
 ) -> None:
     assert not acts.create_replacement(ReplacementInput(name=NAME, uid=STALE_UID, attempt=1)).name
     unchanged(kube, before, cloud)
 
 
 def test_our_own_node_and_claim_are_drained_finalized_and_deleted(
-    acts: NodeClaimActivities, kube: MemKube, cloud: FakeCloudProvider
+    acts: Any, kube: MemKube, cloud: FakeCloudProvider
 ) -> None:
     """The same calls with the right identity do act (the checks above are not vacuous)."""
     claim_uid = kube.get(r.NODECLAIM, NAME)["metadata"]["uid"]
@@ -191,7 +188,7 @@ def test_our_own_node_and_claim_are_drained_finalized_and_deleted(
     assert kube.evicted == ["web-1"]
     assert not acts.terminate_instance(TerminateInput(name=NAME, uid=claim_uid, instance_id="i-new")).gone
     assert cloud.deleted == ["i-new"]
-    acts.finalize(FinalizeInput(**mine))
+    acts.finalize(ClaimIdentity(**mine))
     assert not [key for key in kube.objects if key[0] in ("nodes", "nodeclaims")]
 
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.models import ApplyPlanInput, ProvisionPlan, ProvisionRound
 from activities.provisioning import ProvisioningActivities
+from activities.provisioning_models import ApplyPlanInput, ProvisionPlan, ProvisionRound
 from cloudprovider.errors import CloudProviderError, ThrottledError
 from kube import resources as r
 from kube.types import Obj
@@ -27,10 +27,9 @@ class Starter:
     def __init__(self) -> None:
         self.started: list[str] = []
 
-    def start_node_claim(
-        self, name: str, uid: str, node_pool: str, expire_after: str, termination_grace_period: str | None
-    ) -> None:
-        self.started.append(name)
+    def start_node_claim(self, claim: Obj) -> None:
+        assert claim["metadata"]["uid"], "the workflow must be started with the claim's uid"
+        self.started.append(claim["metadata"]["name"])
 
 
 def node_class(name: str, alias: str = "al2023@latest", subnet_tags: dict[str, str] | None = None, **spec: Any) -> Obj:

@@ -1,0 +1,112 @@
+"""What the NodeClaim lifecycle activities of every phase share: the boundaries they act through and the
+reads and writes of the claim's own NodeClaim and Node (always through activities.ownership, which
+refuses objects that are not the claim's).
+
+Every activity is idempotent (a retry after a crash at any line converges) and synchronous (run in the
+worker's thread pool). Expected outcomes (insufficient capacity, a PDB refusal, a node not there yet) are
+results, not exceptions; exceptions mean "retry me" unless they are non-retryable ApplicationErrors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from activities import kubeops, ownership
+from activities.models import ClaimIdentity, ClaimRef
+from activities.shared_reads import SharedReads
+from apis.meta import now_rfc3339, set_condition
+from apis.nodeclaim import NodeClaim
+from cloudprovider.types import CloudProvider
+from kube import resources as r
+from kube.types import Kube, Obj
+
+
+class ClaimActivities:
+    """Base of each phase's activity class. Construct with the boundaries (the composition root does, see
+    activities.lifecycle); `shared_reads` may be shared by the phases of one worker."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        cloud: CloudProvider,
+        recorder: kubeops.Recorder,
+        cluster_name: str,
+        shared_reads: SharedReads | None = None,
+    ) -> None:
+        self.kube = kube
+        self.cloud = cloud
+        self.recorder = recorder
+        self.cluster_name = cluster_name
+        self.shared_reads = shared_reads or SharedReads(kube)
+
+    @property
+    def activities(self) -> list[Callable[..., Any]]:
+        """This phase's activities, bound, for the worker to register."""
+        raise NotImplementedError
+
+    # -- the claim's own objects -------------------------------------------------------------------------
+
+    @staticmethod
+    def _own_claim(ref: ClaimRef) -> ownership.Owned:
+        return ownership.node_claim(ref.name, ref.uid)
+
+    @staticmethod
+    def _own_node(ident: ClaimIdentity, node_name: str = "") -> ownership.Owned:
+        return ownership.node(node_name or ident.node_name, ident.provider_id, ident.node_uid)
+
+    def _claim_obj(self, ref: ClaimRef) -> Obj | None:
+        """The claim's NodeClaim, or None when it is gone or the name is another claim's."""
+        return ownership.get(self.kube, self._own_claim(ref))
+
+    def _claim(self, ref: ClaimRef) -> NodeClaim | None:
+        obj = self._claim_obj(ref)
+        return NodeClaim.model_validate(obj) if obj is not None else None
+
+    def _foreign_claim(self, ref: ClaimRef) -> str:
+        """Why the NodeClaim named `ref.name` is another claim's (same name, other uid); '' when it is this
+        claim's or gone. Instances tagged with the name then belong to that other claim."""
+        obj = kubeops.get_or_none(self.kube, r.NODECLAIM, ref.name)
+        mismatch = self._own_claim(ref).mismatch(obj) if obj is not None else ""
+        return f"{mismatch}: another NodeClaim with this name; this one no longer exists" if mismatch else ""
+
+    def _set_conditions(self, ref: ClaimRef, *updates: tuple[str, str, str, str], **status: Any) -> None:
+        """Set status conditions (type, status, reason, message) and other status fields on the claim."""
+        stamp = now_rfc3339()
+
+        def mutate(obj: Obj) -> bool:
+            claim = NodeClaim.model_validate(obj)
+            conditions = claim.status.conditions
+            for type_, state, reason, message in updates:
+                conditions = set_condition(conditions, type_, state, reason, message, stamp)  # type: ignore[arg-type]
+            new_status = claim.status.model_copy(update={"conditions": conditions, **status})
+            new = new_status.to_kube()
+            if new == obj.get("status"):
+                return False
+            obj["status"] = new
+            return True
+
+        ownership.update(self.kube, self._own_claim(ref), mutate, subresource="status")
+
+    def _drop_condition(self, ref: ClaimRef, type_: str) -> None:
+        def mutate(obj: Obj) -> bool:
+            conditions = (obj.get("status") or {}).get("conditions") or []
+            kept = [c for c in conditions if c.get("type") != type_]
+            if len(kept) == len(conditions):
+                return False
+            obj["status"]["conditions"] = kept
+            return True
+
+        ownership.update(self.kube, self._own_claim(ref), mutate, subresource="status")
+
+    def _annotate(self, ref: ClaimRef, stamp: dict[str, str]) -> None:
+        """Add these annotations to the claim (a no-op when they are there already)."""
+
+        def mutate(obj: Obj) -> bool:
+            annotations = obj["metadata"].get("annotations") or {}
+            if all(annotations.get(k) == v for k, v in stamp.items()):
+                return False
+            obj["metadata"]["annotations"] = {**annotations, **stamp}
+            return True
+
+        ownership.update(self.kube, self._own_claim(ref), mutate)

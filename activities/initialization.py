@@ -1,0 +1,63 @@
+"""The initialization phase of a NodeClaim (Karpenter: nodeclaim/lifecycle/initialization.go): the claim
+is Initialized once its Node is Ready, its startup and ephemeral taints are gone and the extended
+resources it asked for are there."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel
+from temporalio import activity
+
+from activities import claims, ownership
+from activities.claim_base import ClaimActivities
+from activities.models import ClaimIdentity
+from apis import labels
+from apis.nodeclaim import INITIALIZED, READY
+from kube.types import Obj
+
+
+class InitializationResult(BaseModel):
+    """`initialized`, or what it waits for; `gone`: the NodeClaim or its Node no longer exists (or the name
+    is now another object's): the workflow stops waiting and terminates what is still its own."""
+
+    initialized: bool = False
+    waiting_for: str = ""
+    gone: bool = False
+
+
+class InitializationActivities(ClaimActivities):
+    """`check_initialized`."""
+
+    @property
+    def activities(self) -> list[Callable[..., Any]]:
+        return [self.check_initialized]
+
+    @activity.defn(name="check_initialized")
+    def check_initialized(self, ident: ClaimIdentity) -> InitializationResult:
+        """Initialized = Ready, startup and ephemeral taints gone, requested extended resources present.
+        When it is, label the Node and set Initialized and Ready on the claim."""
+        claim = self._claim(ident)
+        node = ownership.get(self.kube, self._own_node(ident))
+        if claim is None or node is None:
+            gone = self._own_claim(ident).describe() if claim is None else self._own_node(ident).describe()
+            return InitializationResult(gone=True, waiting_for=f"{gone} is gone")
+        blocker = claims.initialization_blocker(node, claim)
+        if blocker:
+            return InitializationResult(waiting_for=blocker)
+
+        def label(obj: Obj) -> bool:
+            node_labels = obj["metadata"].get("labels") or {}
+            if node_labels.get(labels.INITIALIZED) == "true":
+                return False
+            obj["metadata"]["labels"] = {**node_labels, labels.INITIALIZED: "true"}
+            return True
+
+        ownership.update(self.kube, self._own_node(ident), label)
+        self._set_conditions(
+            ident,
+            (INITIALIZED, "True", "Initialized", "node is ready and its startup taints are gone"),
+            (READY, "True", "Ready", ""),
+        )
+        return InitializationResult(initialized=True)

@@ -1,0 +1,183 @@
+"""The launch phase of a NodeClaim (Karpenter: nodeclaim/lifecycle/launch.go): create (or adopt) the
+claim's instance, record it on the claim, or say why it cannot launch and delete the claim."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities import claims, ownership
+from activities.claim_base import ClaimActivities
+from activities.heartbeat import heartbeating
+from activities.models import ClaimRef
+from apis import labels
+from apis.ec2nodeclass import EC2NodeClass
+from apis.errors import describe_validation_error, format_problems
+from apis.nodeclaim import LAUNCHED, NodeClaim
+from apis.quantity import format_resource_list
+from cloudprovider.errors import (
+    CloudProviderError,
+    InstanceNotFoundError,
+    InsufficientCapacityError,
+    NodeClassNotReadyError,
+)
+from cloudprovider.types import Instance
+from kube import resources as r
+from kube.errors import NotFoundError
+from kube.types import Obj
+
+
+class LaunchOutcome(BaseModel):
+    """Result of a launch attempt. `failure` is set (and `instance_id` empty) when the claim cannot launch:
+    'InsufficientCapacity', 'NodeClassNotReady', 'InvalidNodeClaim' or 'NodeClaimGone'."""
+
+    instance_id: str = ""
+    instance_type: str = ""
+    zone: str = ""
+    capacity_type: str = ""
+    provider_id: str = ""
+    image_id: str = ""
+    node_pool: str = ""
+    claim_deleting: bool = False  # the claim was deleted while launching: terminate what launched
+    failure: str = ""
+    message: str = ""
+
+
+class MarkLaunchedInput(ClaimRef):
+    launch: LaunchOutcome
+
+
+class LaunchFailedInput(ClaimRef):
+    """Why the claim cannot launch: `failure` is the event and condition reason, `message` says more."""
+
+    failure: str
+    message: str
+
+
+class LaunchActivities(ClaimActivities):
+    """`launch`, `mark_launched`, `launch_failed`."""
+
+    @property
+    def activities(self) -> list[Callable[..., Any]]:
+        return [self.launch, self.mark_launched, self.launch_failed]
+
+    @activity.defn(name="launch")
+    def launch(self, ref: ClaimRef) -> LaunchOutcome:
+        """Launch (or adopt) the claim's instance. Insufficient capacity and an unready node class are
+        outcomes; throttling and 5xx raise and are retried by Temporal. Heartbeats throughout."""
+        with heartbeating():
+            return self._launch(ref)
+
+    def _launch(self, ref: ClaimRef) -> LaunchOutcome:
+        foreign = self._foreign_claim(ref)
+        if foreign:
+            return LaunchOutcome(failure="NodeClaimGone", message=foreign)
+        try:
+            claim = self._claim(ref)
+        except ValidationError as err:
+            return LaunchOutcome(
+                failure="InvalidNodeClaim",
+                message=format_problems(describe_validation_error("NodeClaim", ref.name, err)),
+            )
+        if claim is None or claim.metadata.deletion_timestamp:
+            existing = self.cloud.find_by_node_claim(ref.name)
+            if existing is None:
+                return LaunchOutcome(failure="NodeClaimGone", message="the NodeClaim was deleted before launch")
+            return self._outcome(existing, claim).model_copy(update={"claim_deleting": True})
+        try:
+            node_class = EC2NodeClass.model_validate(self.kube.get(r.EC2NODECLASS, claim.spec.node_class_ref.name))
+        except NotFoundError:
+            return LaunchOutcome(
+                failure="NodeClassNotReady",
+                message=f'EC2NodeClass "{claim.spec.node_class_ref.name}" does not exist',
+            )
+        try:
+            instance = self.cloud.create(claims.launch_request(claim, node_class, self.cluster_name))
+        except InsufficientCapacityError as err:
+            return LaunchOutcome(failure="InsufficientCapacity", message=str(err))
+        except NodeClassNotReadyError as err:
+            return LaunchOutcome(failure="NodeClassNotReady", message=str(err))
+        except CloudProviderError as err:
+            if err.retryable:
+                raise
+            raise ApplicationError(str(err), type="LaunchFailed", non_retryable=True) from err
+        return self._outcome(instance, claim)
+
+    @staticmethod
+    def _outcome(instance: Instance, claim: NodeClaim | None) -> LaunchOutcome:
+        return LaunchOutcome(
+            instance_id=instance.id,
+            instance_type=instance.instance_type,
+            zone=instance.zone,
+            capacity_type=instance.capacity_type,
+            provider_id=instance.provider_id,
+            image_id=instance.image_id,
+            node_pool=(claim.metadata.labels.get(labels.NODEPOOL, "") if claim else "")
+            or instance.tags.get(labels.NODEPOOL, ""),
+        )
+
+    @activity.defn(name="mark_launched")
+    def mark_launched(self, inp: MarkLaunchedInput) -> None:
+        """Record the instance on the claim: labels of the chosen type and offering, the EC2NodeClass static
+        hash (NodeClassDrift), providerID, imageID, capacity and allocatable, condition Launched."""
+        launch = inp.launch
+        claim = self._claim(inp)
+        if claim is None:
+            return
+        node_class = self.shared_reads.get(EC2NodeClass, r.EC2NODECLASS, claim.spec.node_class_ref.name, fresh=True)
+        type_info = next((t for t in self.cloud.instance_types(node_class) if t.name == launch.instance_type), None)
+        instance = Instance(
+            id=launch.instance_id,
+            instance_type=launch.instance_type,
+            zone=launch.zone,
+            capacity_type=launch.capacity_type,
+            state="running",
+            provider_id=launch.provider_id,
+        )
+        new_labels = claims.launched_labels(instance, type_info.labels if type_info else {})
+        stamp = node_class.hash_annotations() if node_class is not None else {}
+
+        def add_labels_and_stamp(obj: Obj) -> bool:
+            meta = obj["metadata"]
+            current, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+            if all(current.get(k) == v for k, v in new_labels.items()) and all(
+                annotations.get(k) == v for k, v in stamp.items()
+            ):
+                return False
+            meta["labels"], meta["annotations"] = {**current, **new_labels}, {**annotations, **stamp}
+            return True
+
+        ownership.update(self.kube, self._own_claim(inp), add_labels_and_stamp)
+        capacity = dict(type_info.capacity) if type_info else {}
+        allocatable = format_resource_list(type_info.allocatable()) if type_info else {}
+        self._set_conditions(
+            inp,
+            (LAUNCHED, "True", "Launched", f"launched {launch.instance_type} in {launch.zone} ({launch.instance_id})"),
+            provider_id=launch.provider_id,
+            image_id=launch.image_id or None,
+            capacity=capacity,
+            allocatable=allocatable,
+        )
+
+    @activity.defn(name="launch_failed")
+    def launch_failed(self, inp: LaunchFailedInput) -> None:
+        """The claim cannot launch: say why (event and condition) and delete it, so its pods go back to the
+        provisioner. Any instance that did start for it is terminated first."""
+        if self._foreign_claim(inp):
+            return  # the name is another claim's now: its instance and object are not ours to touch
+        claim_obj = self._claim_obj(inp)
+        if claim_obj is not None:
+            self.recorder.record(claim_obj, "Warning", inp.failure, inp.message)
+            self._set_conditions(inp, (LAUNCHED, "False", inp.failure, inp.message))
+        leftover = self.cloud.find_by_node_claim(inp.name)
+        if leftover is not None:
+            try:
+                self.cloud.delete(leftover.id)
+            except InstanceNotFoundError:
+                pass
+        ownership.delete(self.kube, self._own_claim(inp))
+        ownership.remove_finalizer(self.kube, self._own_claim(inp), labels.TERMINATION_FINALIZER)

@@ -1,0 +1,37 @@
+"""Every NodeClaim lifecycle activity, phase by phase, over one set of boundaries: what a worker
+registers for the NodeClaim workflow."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from activities import kubeops
+from activities.claim_base import ClaimActivities
+from activities.initialization import InitializationActivities
+from activities.launch import LaunchActivities
+from activities.registration import RegistrationActivities
+from activities.replacement import ReplacementActivities
+from activities.running import RunningActivities
+from activities.shared_reads import SharedReads
+from activities.termination import TerminationActivities
+from cloudprovider.types import CloudProvider
+from kube.types import Kube
+
+PHASES: tuple[type[ClaimActivities], ...] = (
+    LaunchActivities,
+    RegistrationActivities,
+    InitializationActivities,
+    RunningActivities,
+    ReplacementActivities,
+    TerminationActivities,
+)
+
+
+def node_claim_activities(
+    kube: Kube, cloud: CloudProvider, recorder: kubeops.Recorder, cluster_name: str
+) -> list[Callable[..., Any]]:
+    """The bound activities of every phase (one SharedReads for all, so a NodePool or EC2NodeClass read by
+    one phase serves the others for its TTL)."""
+    shared_reads = SharedReads(kube)
+    return [fn for phase in PHASES for fn in phase(kube, cloud, recorder, cluster_name, shared_reads).activities]

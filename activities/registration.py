@@ -1,0 +1,63 @@
+"""The registration phase of a NodeClaim (Karpenter: nodeclaim/lifecycle/registration.go): find the Node
+whose providerID is the claim's instance, then sync the claim onto it and mark the claim Registered."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel
+from temporalio import activity
+
+from activities import claims, ownership
+from activities.claim_base import ClaimActivities
+from activities.models import ClaimIdentity, ClaimRef
+from apis.nodeclaim import REGISTERED
+from kube import resources as r
+
+
+class FindNodeInput(ClaimRef):
+    """The claim, and the providerID its Node will carry (the instance's)."""
+
+    provider_id: str
+
+
+class NodeRef(BaseModel):
+    """The Node of a claim, once registered ('' before), with its uid; `claim_gone` when the NodeClaim no
+    longer exists (or the name is another claim's): the workflow ends without waiting for a Node."""
+
+    node_name: str = ""
+    node_uid: str = ""
+    claim_gone: bool = False
+
+
+class RegistrationActivities(ClaimActivities):
+    """`find_node`, `register_node`."""
+
+    @property
+    def activities(self) -> list[Callable[..., Any]]:
+        return [self.find_node, self.register_node]
+
+    @activity.defn(name="find_node")
+    def find_node(self, inp: FindNodeInput) -> NodeRef:
+        """The Node whose spec.providerID is the claim's instance (name and uid), or '' if it has not
+        registered yet; `claim_gone` when the claim itself no longer exists."""
+        if self._claim_obj(inp) is None:
+            return NodeRef(claim_gone=True)
+        for node in self.kube.list(r.NODE):
+            if node.get("spec", {}).get("providerID") == inp.provider_id:
+                return NodeRef(node_name=node["metadata"]["name"], node_uid=node["metadata"].get("uid", ""))
+        return NodeRef()
+
+    @activity.defn(name="register_node")
+    def register_node(self, ident: ClaimIdentity) -> None:
+        """Sync the claim's labels, annotations and taints onto the Node, add the termination finalizer and
+        the registered label, drop the unregistered taint; set nodeName and Registered on the claim. A gone
+        claim, or a Node that is not the claim's, is left alone."""
+        claim = self._claim(ident)
+        if claim is None:
+            return
+        ownership.update(self.kube, self._own_node(ident), lambda node: claims.sync_node(node, claim))
+        self._set_conditions(
+            ident, (REGISTERED, "True", "Registered", f"node {ident.node_name} registered"), node_name=ident.node_name
+        )

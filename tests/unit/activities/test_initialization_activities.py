@@ -1,0 +1,54 @@
+"""The initialization phase's activity (activities.initialization), called directly over MemKube:
+check_initialized."""
+
+from __future__ import annotations
+
+import pytest
+
+from activities.initialization import InitializationActivities
+from activities.models import ClaimIdentity
+from cloudprovider.fake import FakeCloudProvider
+from kube import resources as r
+from tests.unit.activities.claimworld import NAME, NODE, as_admin_patch, condition
+from tests.unit.activities.memkube import Events, MemKube
+
+PROVIDER_ID = "aws:///us-west-2a/i-0123"
+READY = {"conditions": [{"type": "Ready", "status": "True"}]}
+
+
+@pytest.fixture
+def initialization(kube: MemKube, cloud: FakeCloudProvider, events: Events) -> InitializationActivities:
+    as_admin_patch(kube, r.NODE, NODE, {"spec": {"providerID": PROVIDER_ID}})
+    return InitializationActivities(kube, cloud, events, "test")  # type: ignore[arg-type]
+
+
+IDENT = ClaimIdentity(name=NAME, provider_id=PROVIDER_ID, node_name=NODE)
+
+
+def test_a_node_not_ready_is_waited_for(initialization: InitializationActivities) -> None:
+    result = initialization.check_initialized(IDENT)
+    assert (result.initialized, result.gone, result.waiting_for) == (False, False, "node is not Ready")
+
+
+def test_a_startup_taint_is_waited_for(initialization: InitializationActivities, kube: MemKube) -> None:
+    startup = {"key": "example.com/agent", "effect": "NoSchedule"}
+    as_admin_patch(kube, r.NODECLAIM, NAME, {"spec": {"startupTaints": [startup]}})
+    as_admin_patch(kube, r.NODE, NODE, {"spec": {"taints": [startup]}})
+    as_admin_patch(kube, r.NODE, NODE, {"status": READY}, subresource="status")
+    assert "startup taint example.com/agent" in initialization.check_initialized(IDENT).waiting_for
+
+
+def test_a_ready_node_initializes_the_claim(initialization: InitializationActivities, kube: MemKube) -> None:
+    as_admin_patch(kube, r.NODE, NODE, {"status": READY}, subresource="status")
+    assert initialization.check_initialized(IDENT).initialized
+    assert kube.get(r.NODE, NODE)["metadata"]["labels"]["karpenter.sh/initialized"] == "true"
+    for type_ in ("Initialized", "Ready"):
+        set_ = condition(kube, type_)
+        assert set_ and set_["status"] == "True"
+
+
+def test_a_gone_node_or_claim_ends_the_wait(initialization: InitializationActivities, kube: MemKube) -> None:
+    other_node = ClaimIdentity(name=NAME, provider_id="aws:///us-west-2a/i-other", node_name=NODE)
+    assert initialization.check_initialized(other_node).gone
+    result = initialization.check_initialized(ClaimIdentity(name=NAME, uid="another-uid", node_name=NODE))
+    assert result.gone and "is gone" in result.waiting_for

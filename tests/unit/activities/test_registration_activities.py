@@ -1,0 +1,60 @@
+"""The registration phase's activities (activities.registration), each called directly over MemKube:
+find_node and register_node."""
+
+from __future__ import annotations
+
+import pytest
+
+from activities.models import ClaimIdentity
+from activities.registration import FindNodeInput, RegistrationActivities
+from cloudprovider.fake import FakeCloudProvider
+from kube import resources as r
+from tests.unit.activities.claimworld import NAME, NODE, as_admin_patch, claim, condition, uid
+from tests.unit.activities.memkube import Events, MemKube
+
+PROVIDER_ID = "aws:///us-west-2a/i-0123"
+
+
+@pytest.fixture
+def registration(kube: MemKube, cloud: FakeCloudProvider, events: Events) -> RegistrationActivities:
+    return RegistrationActivities(kube, cloud, events, "test")  # type: ignore[arg-type]
+
+
+def test_find_node_waits_until_a_node_has_the_instances_provider_id(
+    registration: RegistrationActivities, kube: MemKube
+) -> None:
+    check = FindNodeInput(name=NAME, provider_id=PROVIDER_ID)
+    assert registration.find_node(check).node_name == ""
+    as_admin_patch(kube, r.NODE, NODE, {"spec": {"providerID": PROVIDER_ID}})
+    found = registration.find_node(check)
+    assert (found.node_name, found.node_uid, found.claim_gone) == (NODE, uid(kube, r.NODE, NODE), False)
+
+
+def test_find_node_of_a_gone_claim_says_so(registration: RegistrationActivities) -> None:
+    assert registration.find_node(FindNodeInput(name="gone", provider_id=PROVIDER_ID)).claim_gone
+    assert registration.find_node(FindNodeInput(name=NAME, uid="another-uid", provider_id=PROVIDER_ID)).claim_gone
+
+
+def test_register_node_syncs_the_claim_onto_its_node(registration: RegistrationActivities, kube: MemKube) -> None:
+    taint = {"key": "karpenter.sh/unregistered", "effect": "NoExecute"}
+    as_admin_patch(kube, r.NODE, NODE, {"spec": {"providerID": PROVIDER_ID, "taints": [taint]}})
+    registration.register_node(
+        ClaimIdentity(name=NAME, provider_id=PROVIDER_ID, node_name=NODE, node_uid=uid(kube, r.NODE, NODE))
+    )
+    node = kube.get(r.NODE, NODE)
+    assert node["metadata"]["labels"]["karpenter.sh/registered"] == "true"
+    assert node["metadata"]["labels"]["team"] == "a"
+    assert "karpenter.sh/termination" in node["metadata"]["finalizers"]
+    assert taint not in node["spec"]["taints"]
+    registered = condition(kube, "Registered")
+    assert registered and registered["status"] == "True"
+    assert claim(kube)["status"]["nodeName"] == NODE
+
+
+def test_register_node_leaves_a_node_with_another_provider_id_alone(
+    registration: RegistrationActivities, kube: MemKube
+) -> None:
+    as_admin_patch(kube, r.NODE, NODE, {"spec": {"providerID": "aws:///us-west-2a/i-other"}})
+    before = kube.get(r.NODE, NODE)
+    registration.register_node(ClaimIdentity(name=NAME, provider_id=PROVIDER_ID, node_name=NODE))
+    assert kube.get(r.NODE, NODE) == before

@@ -1,0 +1,193 @@
+"""The termination phase's activities (activities.termination), each called directly over MemKube and the
+fake cloud: begin_termination, drain steps (with terminationGracePeriod), terminate_instance, finalize."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from activities.models import ClaimIdentity
+from activities.termination import BeginTerminationInput, DrainInput, TerminateInput, TerminationActivities
+from cloudprovider.fake import FakeCloudProvider
+from cloudprovider.types import TAG_NODECLAIM, Instance
+from kube import resources as r
+from kube.errors import NotFoundError
+from tests.unit.activities.claimworld import NAME, NODE, claim, condition, pod
+from tests.unit.activities.memkube import Events, MemKube
+
+
+@pytest.fixture
+def termination(kube: MemKube, cloud: FakeCloudProvider, events: Events) -> TerminationActivities:
+    return TerminationActivities(kube, cloud, events, "test")  # type: ignore[arg-type]
+
+
+def instance(cloud: FakeCloudProvider, instance_id: str, node_claim: str = NAME) -> Instance:
+    made = Instance(
+        id=instance_id,
+        instance_type="m5.large",
+        zone="us-west-2a",
+        capacity_type="on-demand",
+        state="running",
+        provider_id=f"aws:///us-west-2a/{instance_id}",
+        tags={TAG_NODECLAIM: node_claim},
+    )
+    cloud.instances[instance_id] = made
+    return made
+
+
+def test_a_drain_step_evicts_waits_on_pdbs_and_holds_do_not_disrupt(
+    termination: TerminationActivities, kube: MemKube
+) -> None:
+    kube.create(r.POD, pod("web-1"))
+    kube.create(r.POD, pod("guarded"))
+    kube.create(r.POD, pod("precious", meta={"annotations": {"karpenter.sh/do-not-disrupt": "true"}}))
+    kube.refuse_eviction.add("guarded")
+
+    progress = termination.drain_step(DrainInput(name=NAME, node_name=NODE))
+    assert kube.evicted == ["web-1"]
+    assert progress.remaining == 2
+    assert "1 refused by disruption budgets, 1 held by do-not-disrupt" in progress.message
+    node = kube.get(r.NODE, NODE)
+    assert {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"} in node["spec"]["taints"]
+    drained = condition(kube, "Drained")
+    assert drained and drained["status"] == "False"
+
+    progress = termination.drain_step(DrainInput(name=NAME, node_name=NODE, force=True))
+    assert progress.remaining == 0
+    drained = condition(kube, "Drained")
+    assert drained and drained["status"] == "True"
+
+
+def termination_timestamp(kube: MemKube) -> str | None:
+    annotations = claim(kube)["metadata"].get("annotations") or {}
+    return annotations.get("karpenter.sh/nodeclaim-termination-timestamp")
+
+
+def test_a_drain_step_deletes_each_pod_at_the_deadline_minus_its_grace_period(
+    termination: TerminationActivities, kube: MemKube, events: Events
+) -> None:
+    kube.create(r.POD, pod("slow", terminationGracePeriodSeconds=600))
+    kube.create(r.POD, pod("web"))
+    kube.create(
+        r.POD,
+        pod(
+            "precious", terminationGracePeriodSeconds=10, meta={"annotations": {"karpenter.sh/do-not-disrupt": "true"}}
+        ),
+    )
+    kube.refuse_eviction.add("slow")  # a PDB does not save a pod whose time has come
+    deadline = datetime.now(UTC) + timedelta(minutes=2)
+
+    progress = termination.drain_step(DrainInput(name=NAME, node_name=NODE, deadline=deadline))
+    assert kube.deleted == ["Pod/slow", "Pod/web"]  # web: evicted (deleted through eviction)
+    assert kube.evicted == ["web"]
+    assert (progress.remaining, progress.evicted, progress.deleted, progress.blocked_by_pdb) == (1, 1, 1, 1)
+    assert "1 deleted for terminationGracePeriod" in progress.message
+    assert termination_timestamp(kube) == deadline.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert [reason for reason, _ in events.recorded] == ["TerminationGracePeriodExpiring", "Disrupted"]
+    assert "600s" in events.recorded[1][1] and "do-not-disrupt" in events.recorded[1][1]
+    assert 110 <= kube.grace_periods["Pod/slow"] <= 120  # 600 s would outlast the node: cut to what is left
+    assert "cut to" in events.recorded[1][1]
+
+    # later the do-not-disrupt pod's 10 s are all that is left: deleted; the annotation is written once
+    later = datetime.now(UTC) + timedelta(seconds=5)
+    progress = termination.drain_step(DrainInput(name=NAME, node_name=NODE, deadline=later))
+    assert kube.deleted[-1] == "Pod/precious"
+    assert 1 <= kube.grace_periods["Pod/precious"] <= 5
+    assert progress.remaining == 0 and progress.deleted == 1
+    assert termination_timestamp(kube) == deadline.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert [reason for reason, _ in events.recorded].count("TerminationGracePeriodExpiring") == 1
+    drained = condition(kube, "Drained")
+    assert drained and drained["status"] == "True"
+
+
+def test_a_pod_gone_before_its_grace_period_delete_is_fine(
+    termination: TerminationActivities, kube: MemKube, events: Events, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kube.create(r.POD, pod("slow", terminationGracePeriodSeconds=600))
+
+    def already_gone(
+        resource: r.Resource, name: str, namespace: str | None = None, grace_period_seconds: int | None = None
+    ) -> None:
+        raise NotFoundError(f"{resource.kind} {name} not found")
+
+    monkeypatch.setattr(kube, "delete", already_gone)
+    deadline = datetime.now(UTC) + timedelta(minutes=1)
+    progress = termination.drain_step(DrainInput(name=NAME, node_name=NODE, deadline=deadline))
+    assert progress.deleted == 0
+    assert [reason for reason, _ in events.recorded] == ["TerminationGracePeriodExpiring"]
+
+
+def test_a_drain_step_without_a_deadline_leaves_the_claim_unannotated(
+    termination: TerminationActivities, kube: MemKube
+) -> None:
+    kube.create(r.POD, pod("slow", terminationGracePeriodSeconds=600))
+    termination.drain_step(DrainInput(name=NAME, node_name=NODE))
+    assert kube.evicted == ["slow"]
+    assert termination_timestamp(kube) is None
+
+
+def test_begin_termination_of_an_expired_claim_sets_expired_first(
+    termination: TerminationActivities, kube: MemKube
+) -> None:
+    termination.begin_termination(BeginTerminationInput(name=NAME, reason="expired after 720h", expired=True))
+    expired = condition(kube, "Expired")
+    assert expired and (expired["status"], expired["reason"]) == ("True", "Expired")
+    assert "720h" in expired["message"]
+    assert claim(kube)["metadata"].get("deletionTimestamp")
+
+
+def test_begin_termination_records_why_once_and_leaves_a_deleting_claim_alone(
+    termination: TerminationActivities, kube: MemKube, events: Events
+) -> None:
+    termination.begin_termination(BeginTerminationInput(name=NAME, reason="manual drain"))
+    termination.begin_termination(BeginTerminationInput(name=NAME, reason="manual drain"))
+    assert events.recorded == [("DisruptionTerminating", "manual drain")]
+    assert claim(kube)["metadata"]["finalizers"] == ["karpenter.sh/termination"]  # kept until finalize
+    assert condition(kube, "Expired") is None
+
+
+def test_terminate_instance_terminates_the_claims_instance_until_it_is_gone(
+    termination: TerminationActivities, kube: MemKube, cloud: FakeCloudProvider
+) -> None:
+    instance(cloud, "i-1")
+    assert not termination.terminate_instance(TerminateInput(name=NAME, instance_id="i-1")).gone
+    assert cloud.deleted == ["i-1"]
+    terminating = condition(kube, "InstanceTerminating")
+    assert terminating and (terminating["status"], terminating["message"]) == ("True", "i-1")
+    cloud.terminate_now("i-1")
+    assert termination.terminate_instance(TerminateInput(name=NAME, instance_id="i-1")).gone
+
+
+def test_terminate_instance_without_an_id_finds_the_instance_tagged_for_the_claim(
+    termination: TerminationActivities, cloud: FakeCloudProvider
+) -> None:
+    instance(cloud, "i-2")
+    assert not termination.terminate_instance(TerminateInput(name=NAME, instance_id="")).gone
+    assert cloud.deleted == ["i-2"]
+    assert termination.terminate_instance(TerminateInput(name="no-instance", instance_id="")).gone
+
+
+def test_terminate_instance_leaves_an_instance_tagged_for_another_claim(
+    termination: TerminationActivities, cloud: FakeCloudProvider
+) -> None:
+    instance(cloud, "i-3", node_claim="another-claim")
+    result = termination.terminate_instance(TerminateInput(name=NAME, instance_id="i-3"))
+    assert result.gone and "tagged for another-claim" in result.message
+    assert cloud.deleted == []
+
+
+def test_finalize_deletes_the_node_and_lets_the_claim_go(termination: TerminationActivities, kube: MemKube) -> None:
+    with kube.as_admin():
+        kube.patch(r.NODE, NODE, {"metadata": {"finalizers": ["karpenter.sh/termination"]}})
+    termination.finalize(ClaimIdentity(name=NAME, node_name=NODE))
+    for resource, name in ((r.NODE, NODE), (r.NODECLAIM, NAME)):
+        with pytest.raises(NotFoundError):
+            kube.get(resource, name)
+
+
+def test_finalize_before_registration_only_lets_the_claim_go(termination: TerminationActivities, kube: MemKube) -> None:
+    termination.finalize(ClaimIdentity(name=NAME))
+    with pytest.raises(NotFoundError):
+        kube.get(r.NODECLAIM, NAME)
+    assert kube.get(r.NODE, NODE)  # not the claim's Node: it never registered

@@ -1,0 +1,201 @@
+"""What the NodeClaim workflow's phases share: its state, the claim's identity for activities, durable
+sleeps, drift bookkeeping, the replacement sub-flow of the running phase (`replace` signal), the
+provisioner kick and the fleet view (search attributes and memo). Deterministic."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+from temporalio import workflow
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+from activities.models import ClaimIdentity, ClaimRef
+from activities.replacement import ReplacementActivities, ReplacementInput
+from activities.running import DriftResult
+from apis.duration import parse_duration
+from workflows import search_attributes as sa
+from workflows import timing
+from workflows.nodeclaim_state import RUNNING, NodeClaimInput, NodeClaimState, node_claim_input
+from workflows.provisioner import SIGNAL as PROVISIONER_SIGNAL
+from workflows.provisioner import WORKFLOW_ID as PROVISIONER_ID
+
+In = TypeVar("In", bound=BaseModel)
+Out = TypeVar("Out")
+
+
+def workflow_id(name: str) -> str:
+    """The NodeClaim workflow's id for the claim `name`."""
+    return f"nodeclaim-{name}"
+
+
+class NodeClaimWorkflowBase:
+    """Helpers of workflows.nodeclaim.NodeClaimWorkflow (which holds the signals and the phases)."""
+
+    def __init__(self) -> None:
+        self.state = NodeClaimState(name="")
+        self.input = NodeClaimInput(name="")
+        self.pending_termination = ""  # why the claim must terminate (a signal or a phase asked); '' = no
+        self.pending_replacement = ""  # why the claim is to be replaced (the `replace` signal); '' = no
+        self._published: dict[str, str] = {}
+        self._continue = False  # a phase asks for continue-as-new (the running phase's run is full)
+        self.drift_check_requested = False  # the `check_drift` signal: run the running check now
+
+    def _continued_input(self) -> NodeClaimInput:
+        """The next run's input: the state, and any signalled request not acted on yet."""
+        update = {
+            "state": self.state,
+            "pending_termination": self.pending_termination,
+            "pending_replacement": self.pending_replacement,
+        }
+        return self.input.model_copy(update=update)
+
+    def _entered_running(self, before: str) -> bool:
+        """The claim just became Running in this run: the long phase starts in a fresh run."""
+        return before != RUNNING and self.state.phase == RUNNING
+
+    def _expire_now(self) -> None:
+        self.state.expired = True
+        self.pending_termination = f"expired after {self.input.expire_after}"
+
+    def _drift_check_interval(self) -> timedelta:
+        try:
+            parsed = parse_duration(self.input.drift_check_interval)
+        except ValueError:
+            workflow.logger.warning("drift_check_interval %r does not parse", self.input.drift_check_interval)
+            parsed = None
+        return max(parsed or timing.DRIFT_CHECK, timing.MIN_DRIFT_CHECK)
+
+    def _record_drift(self, result: DriftResult) -> None:
+        self.state.drift_checks += 1
+        self.state.last_drift_check = workflow.now()
+        self.state.drift_reason, self.state.drift_message = result.reason, result.message
+        if result.drifted:
+            self.state.conditions["Drifted"] = f"True ({result.reason})"
+        else:
+            self.state.conditions.pop("Drifted", None)
+
+    async def _replace(self) -> None:
+        """Launch a replacement and wait (durable timers, backoff) until it is Initialized; then this node
+        drains. A replacement that fails to launch (its claim is deleted) cancels the replace."""
+        self.state.replace_attempts += 1
+        created = await self._run_activity(
+            ReplacementActivities.create_replacement,
+            ReplacementInput(**self._ref_fields(), node_pool=self.state.node_pool, attempt=self.state.replace_attempts),
+        )
+        if not created.name:
+            self.pending_termination = self.pending_termination or created.message
+            return
+        self.state.replacement = created.name
+        child = node_claim_input(
+            created.name,
+            created.uid,
+            self.state.node_pool,
+            created.expire_after or self.input.expire_after,
+            created.termination_grace_period,
+            self.input.settings(),
+        )
+        try:
+            await workflow.start_child_workflow(
+                workflow.info().workflow_type,  # this workflow: a replacement is a NodeClaim like any other
+                child,
+                id=workflow_id(created.name),
+                parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+            )
+        except WorkflowAlreadyStartedError:
+            pass  # started already (by the adopter after a crash, or an earlier attempt)
+        interval = timing.REPLACEMENT_POLL_FIRST
+        while not self.pending_termination:
+            progress = await self._run_activity(ReplacementActivities.replacement_state, ClaimRef(name=created.name))
+            if progress.initialized:
+                self.pending_termination = f"replaced by {created.name} ({self.pending_replacement})"
+                break
+            if progress.gone:
+                self.state.failure = f"replace: {progress.message}; this node keeps running"
+                self.state.replacement = ""
+                break
+            self.state.waiting_for = progress.message
+            await self._sleep_unless_terminating(interval)
+            interval = min(interval * 2, timing.REPLACEMENT_POLL_MAX)
+        self.state.waiting_for = ""
+        self.pending_replacement = ""
+
+    def _ref_fields(self) -> dict[str, str]:
+        """The claim's name and the NodeClaim uid recorded at start (activities act on that object only)."""
+        return {"name": self.state.name, "uid": self.input.claim_uid}
+
+    def _ref(self) -> ClaimRef:
+        return ClaimRef(**self._ref_fields())
+
+    def _identity(self) -> dict[str, str]:
+        """The fields of ClaimIdentity: the claim, and its Node by providerID and the uid recorded at
+        registration (activities never touch a Node that does not match)."""
+        return ClaimIdentity(
+            **self._ref_fields(),
+            provider_id=self.state.provider_id,
+            node_name=self.state.node_name,
+            node_uid=self.state.node_uid,
+        ).model_dump()
+
+    def _claim_gone(self) -> str:
+        uid = f" (uid {self.input.claim_uid})" if self.input.claim_uid else ""
+        return f"the NodeClaim {self.state.name}{uid} no longer exists"
+
+    async def _run_activity(self, activity: Callable[[Any, In], Out], arg: In) -> Out:
+        """Run a short activity (SHORT_ACTIVITY per attempt, ACTIVITY_RETRY) and return its result."""
+        method: Callable[[Any, In], Awaitable[Out]] = activity  # type: ignore[assignment]
+        return await workflow.execute_activity_method(
+            method, arg, start_to_close_timeout=timing.SHORT_ACTIVITY, retry_policy=timing.ACTIVITY_RETRY
+        )
+
+    async def _sleep_unless_terminating(self, duration: timedelta) -> None:
+        await self._sleep_until(lambda: bool(self.pending_termination), duration)
+
+    @staticmethod
+    async def _sleep_until(wake: Callable[[], bool], duration: timedelta) -> None:
+        """A durable timer that a signal making `wake` true cuts short."""
+        try:
+            await workflow.wait_condition(wake, timeout=duration)
+        except TimeoutError:
+            pass
+
+    async def _kick_provisioner(self) -> None:
+        """Pods of a failed or terminated claim are pending again: start a provisioning round."""
+        try:
+            await workflow.get_external_workflow_handle(PROVISIONER_ID).signal(PROVISIONER_SIGNAL)
+        except Exception:  # the provisioner may not be running (e.g. tests); the pod watcher re-triggers
+            workflow.logger.info("provisioner not signalled")
+
+    def _history_too_long(self) -> bool:
+        info = workflow.info()
+        return info.get_current_history_length() > timing.MAX_HISTORY_EVENTS or info.is_continue_as_new_suggested()
+
+    def _published_values(self) -> dict[str, str]:
+        """The search attributes that follow the state (the empty ones but Phase left out) and the memo's
+        `summary`, as `_published` records what was sent."""
+        values = {
+            sa.PHASE.name: self.state.phase,
+            sa.NODE_POOL.name: self.state.node_pool,
+            sa.INSTANCE_TYPE.name: self.state.instance_type,
+            sa.ZONE.name: self.state.zone,
+            sa.CAPACITY_TYPE.name: self.state.capacity_type,
+            sa.NODE_NAME.name: self.state.node_name,
+        }
+        kept = {name: value for name, value in values.items() if value or name == sa.PHASE.name}
+        return {**kept, "summary": self.state.summary()}
+
+    def _publish(self) -> None:
+        """Search attributes and memo follow the state (the Temporal UI's fleet view). Only what changed
+        since the last upsert of this run (or what continue-as-new carried over) is sent."""
+        current = self._published_values()
+        summary = current.pop("summary")
+        keys = {key.name: key for key in sa.ALL}
+        changed = [name for name, value in current.items() if self._published.get(name) != value]
+        if changed:
+            workflow.upsert_search_attributes([keys[name].value_set(current[name]) for name in changed])
+            self._published.update({name: current[name] for name in changed})
+        if self._published.get("summary") != summary:
+            workflow.upsert_memo({"summary": summary})
+            self._published["summary"] = summary
