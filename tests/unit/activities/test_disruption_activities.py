@@ -12,8 +12,8 @@ from activities.disruption import DecideInput, DisruptionActivities, StartInput
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
 from scheduling.disruption import CandidateRef, Command
+from tests.unit.activities.claimworld import NODE_CLASS, POOL, claim_body
 from tests.unit.activities.memkube import Events, MemKube
-from tests.unit.activities.test_nodeclaim_activities import NODE_CLASS, POOL, claim_body
 
 PROVIDER_ID = "aws:///us-west-2a/i-1"
 
