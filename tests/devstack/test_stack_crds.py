@@ -42,12 +42,14 @@ def test_kubectl_shows_the_default_nodepool_with_karpenters_defaults(stack: DevS
 
 def test_the_crds_are_served(stack: DevStack) -> None:
     result = subprocess.run(
-        ["kubectl", "--kubeconfig", str(stack.kubeconfig), "get", "crds", "-o", "name"],
+        ["kubectl", "--kubeconfig", str(stack.kubeconfig), "get", "crds"],
         capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert sorted(result.stdout.split()) == [
-        "customresourcedefinition.apiextensions.k8s.io/ec2nodeclasses.karpenter.k8s.aws",
-        "customresourcedefinition.apiextensions.k8s.io/nodeclaims.karpenter.sh",
-        "customresourcedefinition.apiextensions.k8s.io/nodepools.karpenter.sh",
+    header, *rows = result.stdout.splitlines()
+    assert header.split() == ["NAME", "CREATED", "AT"]
+    assert sorted(row.split()[0] for row in rows) == [
+        "ec2nodeclasses.karpenter.k8s.aws",
+        "nodeclaims.karpenter.sh",
+        "nodepools.karpenter.sh",
     ]

@@ -8,7 +8,8 @@ Entry points: ``devstack.kube.server.KubeApiServer`` (run it in a thread; ``.url
 Where a module lives: ``catalog`` (served resources), ``routing`` (paths), ``verbs`` (REST verbs),
 ``bookkeeping`` (server-owned metadata), ``store`` (objects, resourceVersion, watch history),
 ``watch``, ``selectors``, ``patches`` / ``strategic_merge``, ``disruption`` (PDB + eviction),
-``subresources`` (binding, scale), ``discovery``, ``tables`` (kubectl get), ``controllers/``.
+``subresources`` (binding, scale), ``discovery``, ``tables`` (kubectl get), ``defaulting``
+(structural defaults from CRD schemas), ``controllers/``.
 
 Deliberate differences from a real kube-apiserver 1.32:
 
