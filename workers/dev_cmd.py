@@ -10,7 +10,7 @@ dev stack not installed).
 This module is the composition root that wires the product into the dev stack, the separate
 distribution `nodeflow-devstack` (devstack/ in the repository, never in the product's wheel or image):
 the only product module that imports `devstack`, and the one that gives it the product's inputs
-(`stack_config`: the search attributes and the worker's command line).
+(`stack_config`: the search attributes, the worker's command line and the CRDs in `deploy/crds`).
 """
 
 from __future__ import annotations
@@ -37,6 +37,11 @@ EXIT_USAGE = 2
 log = logging.getLogger("nodeflow.dev")
 
 
+# The CRDs the product generates from its models (`nodeflow crds deploy/crds`), in the checkout the
+# product runs from (`make` installs it editable); the dev stack applies them at start so the emulator
+# defaults NodePools, NodeClaims and EC2NodeClasses from their schemas as a real API server does.
+CRDS_DIR = Path(__file__).resolve().parents[1] / "deploy" / "crds"
+
 NOT_INSTALLED = (
     "the dev stack is not installed in this environment: `make` installs it into .venv/, "
     "or `pip install ./devstack` from a nodeflow checkout"
@@ -45,11 +50,13 @@ NOT_INSTALLED = (
 
 def stack_config(**settings: Any) -> DevStackConfig:
     """A `DevStackConfig` that runs this product: its custom search attributes (every Keyword of
-    `workflows.search_attributes.ALL`) and its worker (`python -m workers.cli worker` on this
-    interpreter), with `settings` (any other DevStackConfig field) as given. For `nodeflow dev`,
-    tests and benchmarks alike."""
+    `workflows.search_attributes.ALL`), its worker (`python -m workers.cli worker` on this
+    interpreter) and its CRDs (`CRDS_DIR`, when the product runs from a checkout that has it; a
+    `crds` setting replaces them), with `settings` (any other DevStackConfig field) as given. For
+    `nodeflow dev`, tests and benchmarks alike."""
     from devstack.stack import DevStackConfig
 
+    settings.setdefault("crds", [CRDS_DIR] if CRDS_DIR.is_dir() else [])
     return DevStackConfig(
         search_attributes=[(key.name, "Keyword") for key in sa.ALL],
         worker_command=[sys.executable, "-m", "workers.cli", "worker"],

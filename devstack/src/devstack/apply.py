@@ -25,9 +25,19 @@ from kube.errors import AlreadyExistsError
 from kube.resources import Resource
 from kube.types import Kube, Obj
 
-__all__ = ["Manifest", "ManifestError", "apply_all", "apply_manifest", "load_file", "load_text", "validate"]
+__all__ = [
+    "Manifest",
+    "ManifestError",
+    "apply_all",
+    "apply_manifest",
+    "expand_paths",
+    "load_file",
+    "load_text",
+    "validate",
+]
 
 DEFAULT_NAMESPACE = "default"
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 _RESOURCES: dict[tuple[str, str], Resource] = {
     (s.api_version, s.kind): Resource(s.group, s.version, s.plural, s.kind, s.namespaced) for s in SERVED
@@ -100,6 +110,19 @@ def load_file(path: Path, variables: Mapping[str, str]) -> tuple[list[Manifest],
     except OSError as err:
         raise ManifestError(f"cannot read the file: {err.strerror or err}", str(path)) from err
     return load_text(text, str(path), variables)
+
+
+def expand_paths(paths: Iterable[Path]) -> list[Path]:
+    """Files as given, and for each directory its `*.yaml`, `*.yml` and `*.json` files (not recursive)
+    in name order, as `kubectl apply -f DIR` takes them. A path that is neither is kept (reading it
+    then raises ManifestError)."""
+    files: list[Path] = []
+    for path in paths:
+        if Path(path).is_dir():
+            files += sorted(p for p in Path(path).iterdir() if p.suffix in MANIFEST_SUFFIXES and p.is_file())
+        else:
+            files.append(Path(path))
+    return files
 
 
 def apply_manifest(kube: Kube, manifest: Manifest) -> Obj:

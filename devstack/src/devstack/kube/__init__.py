@@ -8,7 +8,8 @@ Entry points: ``devstack.kube.server.KubeApiServer`` (run it in a thread; ``.url
 Where a module lives: ``catalog`` (served resources), ``routing`` (paths), ``verbs`` (REST verbs),
 ``bookkeeping`` (server-owned metadata), ``store`` (objects, resourceVersion, watch history),
 ``watch``, ``selectors``, ``patches`` / ``strategic_merge``, ``disruption`` (PDB + eviction),
-``subresources`` (binding, scale), ``discovery``, ``tables`` (kubectl get), ``controllers/``.
+``subresources`` (binding, scale), ``discovery``, ``tables`` (kubectl get), ``defaulting``
+(structural defaults from CRD schemas), ``controllers/``.
 
 Deliberate differences from a real kube-apiserver 1.32:
 
@@ -18,8 +19,16 @@ Deliberate differences from a real kube-apiserver 1.32:
 - Deletion is immediate (no graceful pod termination): a pod without finalizers disappears on
   DELETE or eviction; ``deletionGracePeriodSeconds`` is recorded for objects with finalizers.
 - Foreground deletion is treated as background; Orphan is honoured.
-- No admission, defaulting or schema validation (CRDs are not validated against their
-  openAPIV3Schema); ``dryRun`` and server-side apply are refused with 400 / 415.
+- No admission and no schema validation (custom resources are not validated against their
+  openAPIV3Schema, and nothing is pruned but ``null`` values the schema does not admit);
+  ``dryRun`` and server-side apply are refused with 400 / 415.
+- Structural defaults come from stored ``CustomResourceDefinition`` objects (``kubectl apply -f
+  deploy/crds/``; ``DevStackConfig.crds`` applies them at start), on every create and update, and
+  are not applied when objects are read: an object stored before its CRD gets them on its next
+  write. Built-in kinds get no defaults beyond the status a new object starts with.
+- The custom resources served are fixed (``catalog``): creating or deleting a CRD changes only the
+  schemas used for defaulting, never the endpoints, and deleting a CRD keeps its objects. A new CRD
+  is Established at once.
 - Strategic merge patch is refused on custom resources (415), like the real API.
 - Deployments roll out by scaling the old ReplicaSet to zero at once (no surge pacing);
   StatefulSets and DaemonSets are stored but not reconciled.

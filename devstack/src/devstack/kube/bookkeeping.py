@@ -35,6 +35,7 @@ _SERVER_META = (
     "deletionTimestamp",
     "deletionGracePeriodSeconds",
 )
+_CRD_KIND, _CRD_GROUP = "CustomResourceDefinition", "apiextensions.k8s.io"
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 # ``subresource`` value for server-internal writes (bindings, controllers) that may change both
@@ -84,9 +85,29 @@ def prepare_create(
     new["kind"], new["apiVersion"] = res.kind, res.api_version
     if res.kind in _STATUS_ON_CREATE:
         new["status"] = clone(_STATUS_ON_CREATE[res.kind])
+    elif res.kind == _CRD_KIND and res.group == _CRD_GROUP:
+        new["status"] = crd_status(new, now)
     elif not res.builtin and res.has_status:
         new.pop("status", None)
     return new
+
+
+def crd_status(crd: dict[str, Any], now: datetime.datetime) -> dict[str, Any]:
+    """The status the real server's controllers give a CustomResourceDefinition at once here: names
+    accepted, Established, and the storage version(s) recorded (``kubectl wait --for
+    condition=established`` returns)."""
+    spec: dict[str, Any] = crd["spec"] if isinstance(crd.get("spec"), dict) else {}
+    versions = [v for v in spec.get("versions") or [] if isinstance(v, dict)]
+    stored = [str(v.get("name")) for v in versions if v.get("storage")]
+    moment = timestamp(now)
+    conditions = [
+        {"type": kind, "status": "True", "lastTransitionTime": moment, "reason": reason, "message": message}
+        for kind, reason, message in (
+            ("NamesAccepted", "NoConflicts", "no conflicts found"),
+            ("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+        )
+    ]
+    return {"acceptedNames": clone(spec.get("names") or {}), "conditions": conditions, "storedVersions": stored}
 
 
 def prepare_update(

@@ -89,6 +89,18 @@ NODEPOOL = _from(kr.NODEPOOL, (), _KARPENTER, ("status",), builtin=False)
 NODECLAIM = _from(kr.NODECLAIM, (), _KARPENTER, ("status",), builtin=False)
 EC2NODECLASS = _from(kr.EC2NODECLASS, ("ec2nc", "ec2ncs"), _KARPENTER, ("status",), builtin=False)
 LEASE = ServedResource("coordination.k8s.io", "v1", "leases", "Lease", True)
+# Stored and served so `kubectl apply -f deploy/crds/` works; the store defaults custom resources from
+# their schemas (see devstack.kube.defaulting). Which custom resources are served stays fixed (above).
+CRD = ServedResource(
+    "apiextensions.k8s.io",
+    "v1",
+    "customresourcedefinitions",
+    "CustomResourceDefinition",
+    False,
+    ("crd", "crds"),
+    ("api-extensions",),
+    ("status",),
+)
 
 SERVED: tuple[ServedResource, ...] = (
     POD,
@@ -108,6 +120,7 @@ SERVED: tuple[ServedResource, ...] = (
     NODECLAIM,
     EC2NODECLASS,
     LEASE,
+    CRD,
 )
 _BY_PATH: dict[tuple[str, str, str], ServedResource] = {(r.group, r.version, r.plural): r for r in SERVED}
 

@@ -8,6 +8,14 @@ responses may share them safely.
 Writes bump one global resourceVersion, append an event to the resource's bounded history
 (used to serve ``watch`` from a resourceVersion, and 410 Gone once it was compacted away), and
 notify subscribers (watch streams) and listeners (the in-process controllers).
+
+Structural defaults: storing a ``CustomResourceDefinition`` records the schema of each of its
+versions (deleting it forgets them), and every create and update of an object whose resource has
+a recorded schema is defaulted from it (see :mod:`devstack.kube.defaulting`) before the
+bookkeeping: the request body, and the stored object it replaces (as kube-apiserver defaults
+objects read from etcd), so the result is the object with its defaults. A status write takes only
+``.status`` from its body, so only status defaults come from it. Objects stored before their CRD
+get the defaults on their next write (a real server also defaults them when read).
 """
 
 from __future__ import annotations
@@ -22,7 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from devstack.kube import bookkeeping, errors
-from devstack.kube.catalog import SERVED, ServedResource
+from devstack.kube.catalog import CRD, SERVED, ServedResource
+from devstack.kube.defaulting import Schema, apply_defaults, crd_schemas
 from devstack.kube.selectors import Predicate
 
 Key = tuple[str | None, str]  # (namespace or None, name)
@@ -75,6 +84,7 @@ class ObjectStore:
         self._compacted: dict[str, int] = {r.key: 0 for r in SERVED}
         self._subscriptions: dict[str, list[Subscription]] = {r.key: [] for r in SERVED}
         self._listeners: list[Listener] = []
+        self._schemas: dict[str, dict[str, Schema]] = {}  # CRD name -> resource key -> openAPIV3Schema
 
     # ----- reading
 
@@ -103,6 +113,13 @@ class ObjectStore:
         keys = sorted(k for k in objs if namespace is None or k[0] == namespace)
         return [objs[k] for k in keys if predicate is None or predicate(objs[k])]
 
+    def schema(self, res: ServedResource) -> Schema | None:
+        """The ``openAPIV3Schema`` a stored CRD declares for ``res`` (None: no CRD, no defaulting)."""
+        for by_key in self._schemas.values():
+            if res.key in by_key:
+                return by_key[res.key]
+        return None
+
     def iter_all(self, res: ServedResource) -> Iterator[dict[str, Any]]:
         """Every object of a resource, unordered (for in-process indexes, not for output)."""
         return iter(list(self._objects[res.key].values()))
@@ -111,7 +128,9 @@ class ObjectStore:
 
     def create(self, res: ServedResource, namespace: str | None, body: Any) -> dict[str, Any]:
         """Store a new object; 409 AlreadyExists, 404 when its namespace does not exist."""
-        new = bookkeeping.prepare_create(res, body, namespace, self._clock(), self._rv + 1)
+        schema = self.schema(res)
+        new = bookkeeping.prepare_create(res, apply_defaults(schema, body), namespace, self._clock(), self._rv + 1)
+        new = apply_defaults(schema, new)
         key = self._key(res, new)
         if res.namespaced and not self._objects["v1/namespaces"].get((None, key[0] or "")):
             raise errors.ApiError(
@@ -139,7 +158,9 @@ class ObjectStore:
         old = self.get(res, namespace, name)
         if expected_rv and expected_rv != old["metadata"]["resourceVersion"]:
             raise errors.conflict(res, name)
-        new = bookkeeping.prepare_update(res, old, body, subresource, self._rv + 1)
+        schema = self.schema(res)
+        current = apply_defaults(schema, old)
+        new = bookkeeping.prepare_update(res, current, apply_defaults(schema, body), subresource, self._rv + 1)
         if bookkeeping.same_content(old, new):
             return old
         if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
@@ -228,6 +249,13 @@ class ObjectStore:
         meta = obj["metadata"]
         return (meta.get("namespace") if res.namespaced else None, meta["name"])
 
+    def _record_schemas(self, kind: str, crd: dict[str, Any]) -> None:
+        name = crd["metadata"]["name"]
+        if kind == "DELETED":
+            self._schemas.pop(name, None)
+        else:
+            self._schemas[name] = crd_schemas(crd)
+
     def _commit(self, res: ServedResource, kind: str, new: dict[str, Any], old: dict[str, Any] | None) -> None:
         self._rv += 1
         key = self._key(res, new)
@@ -235,6 +263,8 @@ class ObjectStore:
             self._objects[res.key].pop(key, None)
         else:
             self._objects[res.key][key] = new
+        if res.key == CRD.key:
+            self._record_schemas(kind, new)
         history = self._history[res.key]
         if len(history) == history.maxlen:
             self._compacted[res.key] = history[0].rv

@@ -187,6 +187,7 @@ _COLUMNS: dict[str, list[Column]] = {
                   Column("Drifted", lambda o, _: _condition(o, "Drifted"), 1)],
     "EC2NodeClass": [_NAME, Column("Ready", lambda o, _: _condition(o, "Ready")), _AGE,
                      Column("Role", _field("spec", "role"), 1)],
+    "CustomResourceDefinition": [_NAME, Column("Created At", _field("metadata", "creationTimestamp"), type="date")],
 }  # fmt: skip
 
 

@@ -32,6 +32,11 @@ class DevStackConfig:
       `--cluster-endpoint` (each with its value: the stack's endpoints), then `worker_args`. The worker
       runs with fake AWS credentials in its environment. The product's composition root passes its
       worker command; the dev stack does not know the product.
+    crds: manifests of `CustomResourceDefinition`s (files, or directories whose `*.yaml`, `*.yml` and
+      `*.json` files are taken in name order) applied at start before anything else, as
+      `kubectl apply -f deploy/crds/` would be on a real cluster: the emulator then applies their
+      schemas' structural defaults to custom resources. The product's composition root passes its
+      own CRDs; without them custom resources are stored as given.
     apply_defaults: apply `devstack/defaults.yaml` (NodePool and EC2NodeClass `default`) at start.
     """
 
@@ -47,12 +52,14 @@ class DevStackConfig:
     start_worker: bool = True
     worker_command: list[str] = field(default_factory=list)
     worker_args: list[str] = field(default_factory=list)
+    crds: list[Path] = field(default_factory=list)
     apply_defaults: bool = True
     region: str = DEFAULT_REGION
     start_timeout: float = 60.0
 
     def __post_init__(self) -> None:
         self.state_dir = Path(self.state_dir)
+        self.crds = [Path(p) for p in self.crds]
         if not self.cluster_name or any(c.isspace() for c in self.cluster_name):
             raise ValueError(f"cluster_name {self.cluster_name!r} must be a non-empty name without spaces")
         if self.start_worker and not self.worker_command:

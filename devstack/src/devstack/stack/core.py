@@ -5,7 +5,8 @@ Process layout (every child in its own process group, its output in `<state_dir>
 - `services`: `python -m devstack.services` (Kubernetes API emulator, moto, simulated kubelet, pod binder);
 - `worker`: `config.worker_command` with the stack's endpoints as flags: the product's worker, unchanged.
 
-`start()` returns once every server answers, with the kubeconfig written and the defaults applied.
+`start()` returns once every server answers, with the kubeconfig written, the CRDs (`config.crds`)
+and then the defaults applied.
 `stop()` ends every child (SIGTERM, SIGKILL after a grace period); it is idempotent and also runs
 at interpreter exit, so a parent that crashes still leaves nothing behind.
 """
@@ -102,7 +103,7 @@ class DevStack:
         self.stop()
 
     def start(self) -> None:
-        """Start Temporal, the services and (if configured) the worker; apply the defaults.
+        """Start Temporal, the services and (if configured) the worker; apply the CRDs, then the defaults.
 
         Raises PortInUseError naming the flag when a fixed port is taken, RuntimeError (with the log's
         tail) when a child dies or is not ready within `config.start_timeout`. On any failure what was
@@ -120,6 +121,8 @@ class DevStack:
             self._await_services()
             self.kube = self._kube_client = KubeClient.from_kubeconfig(str(self.kubeconfig))
             self.ec2 = ec2_client(self.moto_url, cfg.region)
+            if cfg.crds:  # first, so that every custom resource applied after it gets its defaults
+                self.apply_files(applying.expand_paths(cfg.crds))
             if cfg.apply_defaults:
                 self.apply_files([DEFAULTS_FILE])
             if cfg.start_worker:

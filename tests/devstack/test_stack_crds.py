@@ -1,0 +1,55 @@
+"""`nodeflow dev`'s stack (the product's `stack_config`) starts with the product's CRDs applied, so
+`kubectl get nodepool default -o yaml` shows Karpenter's defaults the default NodePool omits."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+import yaml
+
+from devstack.stack import DevStack
+from workers.dev_cmd import CRDS_DIR, stack_config
+
+pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
+    config = stack_config(state_dir=tmp_path_factory.mktemp("devstack-crds"), start_worker=False)
+    assert config.crds == [CRDS_DIR]
+    with DevStack(config) as running:
+        yield running
+
+
+def test_kubectl_shows_the_default_nodepool_with_karpenters_defaults(stack: DevStack) -> None:
+    result = subprocess.run(
+        ["kubectl", "--kubeconfig", str(stack.kubeconfig), "get", "nodepool", "default", "-o", "yaml"],
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    spec = yaml.safe_load(result.stdout)["spec"]
+    assert spec["disruption"] == {
+        "consolidationPolicy": "WhenEmptyOrUnderutilized",
+        "consolidateAfter": "0s",
+        "budgets": [{"nodes": "10%"}],
+    }
+    assert spec["template"]["spec"]["expireAfter"] == "720h"
+    assert spec["limits"] == {"cpu": 1000}  # given values are kept
+
+
+def test_the_crds_are_served(stack: DevStack) -> None:
+    result = subprocess.run(
+        ["kubectl", "--kubeconfig", str(stack.kubeconfig), "get", "crds"],
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    header, *rows = result.stdout.splitlines()
+    assert header.split() == ["NAME", "CREATED", "AT"]
+    assert sorted(row.split()[0] for row in rows) == [
+        "ec2nodeclasses.karpenter.k8s.aws",
+        "nodeclaims.karpenter.sh",
+        "nodepools.karpenter.sh",
+    ]
