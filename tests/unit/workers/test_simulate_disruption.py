@@ -10,7 +10,7 @@ import yaml
 
 from scheduling.disruption import DisruptionInput
 from tests.unit.workers.disruption_cluster import NOW, NOW_TEXT, documents, write_catalog, write_cluster
-from workers import disruption_dryrun
+from workers import disruption_dryrun, simulate_cmd
 from workers.cli import main
 from workers.simulate_cmd import load_catalog
 
@@ -128,3 +128,17 @@ def test_the_controller_default_methods_match() -> None:
     from workflows.disruption import DisruptionSettings
 
     assert list(disruption_dryrun.CONTROLLER_EXECUTES) == DisruptionSettings().executable_methods
+
+
+def test_from_cluster_reads_what_the_controller_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.unit.workers.test_explain_cmd import cluster
+
+    monkeypatch.setattr(simulate_cmd, "build_kube", lambda kubeconfig: cluster())
+    assert main(simulate(tmp_path, "-o", "json")) == 0
+    from_files = json.loads(capsys.readouterr().out)
+    args = ["simulate", "--disruption", "--from-cluster", "--instance-types", str(write_catalog(tmp_path)),
+            "--now", NOW_TEXT, "-o", "json"]  # fmt: skip
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out) == from_files
