@@ -126,6 +126,7 @@ class NewNode:
     capacity_type: str
     price: float
     pods: list[str]
+    options: list[str] = field(default_factory=list)  # the instance types the replacement may launch as
 
     def to_json(self) -> Obj:
         return {
@@ -136,6 +137,7 @@ class NewNode:
             "capacityType": self.capacity_type,
             "price": self.price,
             "pods": self.pods,
+            "instanceTypeOptions": self.options,
         }
 
 
@@ -199,7 +201,7 @@ def replay(inp: DisruptionInput, max_commands: int = MAX_COMMANDS) -> Replay:
     while True:
         decision = decide(current)
         if decision.command is None:
-            stopped = "no command: every remaining node is explained under remaining"
+            stopped = "no command: no method finds one (each remaining node's reasons are listed)"
             break
         if len(steps) >= max_commands:
             stopped = f"stopped after {max_commands} commands (--max-commands); more would follow"
@@ -307,7 +309,9 @@ def apply_command(
         mine = [key for key in pods if key in by_key and key not in placed]
         bound.extend(_bind(by_key[key], name) for key in mine)
         placed.update(mine)
-        new_nodes.append(NewNode(name, claim.node_pool, offer[1], offer[2], offer[3], offer[0], sorted(mine)))
+        new_nodes.append(
+            NewNode(name, claim.node_pool, offer[1], offer[2], offer[3], offer[0], sorted(mine), claim.instance_types)
+        )
 
     for replacement in command.replacements:
         add_node(replacement, replacement.pods)

@@ -190,3 +190,16 @@ def test_word_boundaries() -> None:
 def test_bad_usage_exits_2(tmp_path: Path, bad: list[str]) -> None:
     code, _, err = explain(tmp_path, "ip-10-0-1-1", *bad)
     assert code == 2 and "RFC 3339" in err
+
+
+def test_consolidate_after_says_how_long_is_left(tmp_path: Path) -> None:
+    docs = documents()
+    docs[0]["spec"]["disruption"]["consolidateAfter"] = "30m"  # NodePool general
+    claim = next(d for d in docs if d["metadata"]["name"] == "general-11")
+    claim["status"]["lastPodEventTime"] = "2026-01-05T11:50:00Z"
+    code, out, _ = explain(tmp_path, "ip-10-0-1-1", kube=cluster(docs))
+    assert code == 0
+    assert (
+        "[Consolidation] ConsolidateAfter: consolidateAfter 30m not elapsed: pods last changed at 11:50:00 UTC, "
+        "20m0s left" in out
+    )
