@@ -18,21 +18,19 @@ import logging
 from collections import Counter
 from datetime import UTC, datetime
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 from temporalio import activity
 
 from activities import kubeops, ownership
+from activities.disruption_snapshot import read_disruption_input
 from activities.heartbeat import heartbeating
 from apis import labels
-from apis.ec2nodeclass import EC2NodeClass
 from apis.meta import set_condition
 from apis.nodeclaim import NodeClaim
-from apis.nodepool import NodePool
 from cloudprovider.types import CloudProvider
 from kube import resources as r
 from kube.types import Kube, Obj
 from scheduling.disruption import Command, DisruptionInput, decide
-from scheduling.types import SchedulingInput
 
 log = logging.getLogger(__name__)
 DISRUPTION_REASON = "DisruptionReason"
@@ -74,16 +72,6 @@ class StartInput(BaseModel):
     command: Command
 
 
-def _parse_all(objs: list[Obj], model: type[NodePool] | type[EC2NodeClass] | type[NodeClaim]) -> list:  # type: ignore[type-arg]
-    out = []
-    for obj in objs:
-        try:
-            out.append(model.model_validate(obj))
-        except ValidationError:
-            log.info("disruption: skipping invalid %s %s", model.__name__, obj.get("metadata", {}).get("name"))
-    return out
-
-
 class DisruptionActivities:
     """Constructed by the composition root with the boundaries."""
 
@@ -93,31 +81,10 @@ class DisruptionActivities:
         self.recorder = recorder
 
     def snapshot(self, inp: DecideInput) -> DisruptionInput:
-        """The cluster as the decision takes it, read now."""
-        pods = self.kube.list(r.POD)
-        bound = [
-            p
-            for p in pods
-            if p.get("spec", {}).get("nodeName") and p.get("status", {}).get("phase") not in ("Succeeded", "Failed")
-        ]
-        cluster = SchedulingInput(
-            pods=[],
-            bound_pods=bound,
-            nodes=self.kube.list(r.NODE),
-            node_claims=_parse_all(self.kube.list(r.NODECLAIM), NodeClaim),
-            node_pools=_parse_all(self.kube.list(r.NODEPOOL), NodePool),
-            node_classes=_parse_all(self.kube.list(r.EC2NODECLASS), EC2NodeClass),
-            instance_types=self.cloud.instance_types(None),
-            daemonsets=self.kube.list(r.DAEMONSET),
-            persistent_volume_claims=self.kube.list(r.PVC),
-            persistent_volumes=self.kube.list(r.PV),
-            storage_classes=self.kube.list(r.STORAGECLASS),
-            runtime_classes=self.kube.list(r.RUNTIMECLASS),
-        )
-        return DisruptionInput(
-            cluster=cluster,
-            pod_disruption_budgets=self.kube.list(r.PDB),
-            now=datetime.now(UTC),
+        """The cluster as the decision takes it, read now (activities.disruption_snapshot)."""
+        return read_disruption_input(
+            self.kube,
+            self.cloud.instance_types(None),
             spot_to_spot_consolidation=inp.spot_to_spot_consolidation,
             single_node_first=inp.single_node_first,
         )

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 DESCRIPTION = (
     "nodeflow: Karpenter-compatible node autoscaling for Kubernetes on AWS, every node a durable Temporal "
-    "workflow. Commands: dev (the local stack), worker, simulate (dry run), drain|expire|replace|status, "
-    "crds (write the CRDs)."
+    "workflow. Commands: dev (the local stack), worker, simulate (dry run; --disruption: the disruption "
+    "controller's), explain (why a node is or is not disrupted), drain|expire|replace|status, crds (write the CRDs)."
 )
 
 # subcommand -> module; imported lazily so `nodeflow simulate` never loads Temporal or the dev stack.
@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, str] = {
     "dev": "workers.dev_cmd",
     "worker": "workers.worker_cmd",
     "simulate": "workers.simulate_cmd",
+    "explain": "workers.explain_cmd",
     "drain": "workers.ops_cmd",
     "expire": "workers.ops_cmd",
     "replace": "workers.ops_cmd",

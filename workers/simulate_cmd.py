@@ -1,12 +1,22 @@
-"""`nodeflow simulate`: a dry run of the scheduler on Kubernetes manifests.
+"""`nodeflow simulate`: a dry run of the scheduler, or of the disruption controller, on Kubernetes manifests.
 
     nodeflow simulate -f nodepool.yaml -f workload.yaml [--instance-types catalog.yaml] [-o json|table]
+    nodeflow simulate --disruption -f cluster.yaml [--now 2026-01-05T12:00:00Z] [--max-commands 50]
+    nodeflow simulate --disruption --from-cluster [--kubeconfig FILE]
 
 Reads NodePool, EC2NodeClass, Pod, Deployment/ReplicaSet/StatefulSet/Job, DaemonSet, Node, PVC, PV,
 StorageClass and RuntimeClass objects, and prints which NodeClaims would be launched, which pods go to
 existing nodes, and why the rest stay pending. Without --instance-types it uses the built-in AWS catalog.
 Invalid objects are reported on stderr (and under "errors" in JSON) and the rest is still simulated.
 Exit status: 0 when the plan was computed (even with pending pods), 2 on unusable input.
+
+With --disruption it prints the commands the disruption controller would issue now on the existing
+Nodes, NodeClaims and their bound pods, NodePools, EC2NodeClasses and PodDisruptionBudgets (from the
+files, or read from the cluster with --from-cluster): it decides, applies the command's effect to the
+snapshot (candidates removed, replacements added carrying the moved pods), and decides again, until no
+command or --max-commands; with the fleet's $/h before, after each command, and in total, and why every
+remaining node is left alone (see workers.disruption_dryrun). Commands of methods the controller does not
+execute by default are marked (JSON `executedByController: false`).
 """
 
 from __future__ import annotations
@@ -15,6 +25,7 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +36,8 @@ from apis import manifests
 from apis.instancetype import InstanceType
 from scheduling import Plan, solve
 from scheduling.manifests import expand
-from workers import manifest_files
+from workers import disruption_dryrun, manifest_files
+from workers.cluster_reads import ClusterReadError, build_kube, parse_now
 
 
 class InputError(Exception):
@@ -43,13 +55,29 @@ def add_parser(subparsers: Any) -> None:
         "-f",
         "--filename",
         action="append",
-        required=True,
-        help="a manifest file (YAML or JSON; '-' = stdin); repeatable",
+        default=[],
+        help="a manifest file (YAML or JSON; '-' = stdin); repeatable; required unless --from-cluster",
     )
     parser.add_argument("--instance-types", help="instance-type catalog (YAML or JSON list); default: built-in AWS")
     parser.add_argument("-o", "--output", choices=("json", "table"), default="table", help="output format")
     parser.add_argument("--cluster-name", default="my-cluster", help="value substituted for ${CLUSTER_NAME}")
     parser.add_argument("--region", default="us-west-2", help="region of the built-in catalog (default us-west-2)")
+    parser.add_argument(
+        "--disruption",
+        action="store_true",
+        help="simulate the disruption controller on the existing nodes instead of provisioning",
+    )
+    parser.add_argument(
+        "--from-cluster", action="store_true", help="with --disruption: read the cluster instead of files"
+    )
+    parser.add_argument("--kubeconfig", default=None, help="with --from-cluster (default: NODEFLOW_KUBECONFIG)")
+    parser.add_argument("--now", default=None, help="with --disruption: decide at this RFC 3339 time (default: now)")
+    parser.add_argument(
+        "--max-commands",
+        type=int,
+        default=disruption_dryrun.MAX_COMMANDS,
+        help=f"with --disruption: stop after this many commands (default {disruption_dryrun.MAX_COMMANDS})",
+    )
     parser.set_defaults(func=run)
 
 
@@ -129,6 +157,11 @@ def to_table(plan: Plan) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.disruption:
+        return run_disruption(args)
+    if args.from_cluster or not args.filename:
+        print("nodeflow simulate: give -f FILE (--from-cluster needs --disruption)", file=sys.stderr)
+        return 2
     try:
         docs = load_documents(args.filename, {"CLUSTER_NAME": args.cluster_name})
         catalog = load_catalog(args.instance_types, args.region)
@@ -141,3 +174,42 @@ def run(args: argparse.Namespace) -> int:
     plan = solve(expanded.input)
     print(to_json(plan, expanded.errors) if args.output == "json" else to_table(plan))
     return 0
+
+
+def run_disruption(args: argparse.Namespace) -> int:
+    """`simulate --disruption`: replay the controller's decisions on the files or the cluster."""
+    if bool(args.filename) == bool(args.from_cluster):
+        print("nodeflow simulate: --disruption needs either -f FILE or --from-cluster", file=sys.stderr)
+        return 2
+    try:
+        now = parse_now(args.now)
+        catalog = load_catalog(args.instance_types, args.region)
+        if args.from_cluster:
+            errors: list[str] = []
+            inp = read_cluster(args.kubeconfig, catalog, now, errors)
+        else:
+            docs = load_documents(args.filename, {"CLUSTER_NAME": args.cluster_name})
+            inp, errors = disruption_dryrun.input_from_manifests(docs, catalog, now)
+    except (InputError, ClusterReadError, ValueError) as err:
+        print(f"nodeflow simulate: {err}", file=sys.stderr)
+        return 2
+    for error in errors:
+        print(f"error: {error}", file=sys.stderr)
+    result = disruption_dryrun.replay(inp, max(0, args.max_commands))
+    if args.output == "json":
+        print(json.dumps(result.to_json(errors), indent=2))
+    else:
+        print(disruption_dryrun.to_table(result, errors))
+    return 0
+
+
+def read_cluster(kubeconfig: str | None, catalog: list[InstanceType], now: datetime, errors: list[str]) -> Any:
+    """The controller's snapshot of the cluster (activities.disruption_snapshot); invalid objects are named
+    in `errors`. Raises ClusterReadError when the API cannot be read."""
+    from activities.disruption_snapshot import read_disruption_input
+
+    kube = build_kube(kubeconfig)
+    try:
+        return read_disruption_input(kube, catalog, now=now, skipped=errors)
+    except Exception as err:  # kube.errors, connection refused, TLS
+        raise ClusterReadError(f"cannot read the cluster: {err}") from err

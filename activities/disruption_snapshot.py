@@ -1,0 +1,91 @@
+"""The cluster as the disruption decision takes it, read through the Kube boundary. No Temporal.
+
+`read_disruption_input(kube, instance_types, ...)` is the one snapshot builder: the controller's
+`decide_disruption` activity (activities.disruption) and the `nodeflow explain` / `nodeflow simulate
+--disruption --from-cluster` commands call it, so the commands judge a node exactly as the controller
+does. It imports neither temporalio nor a cloud client: the caller passes the instance-type catalog (the
+cloud provider's, or the built-in AWS catalog offline).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from apis.ec2nodeclass import EC2NodeClass
+from apis.instancetype import InstanceType
+from apis.nodeclaim import NodeClaim
+from apis.nodepool import NodePool
+from kube import resources as r
+from kube.types import Kube, Obj
+from scheduling.disruption import DisruptionInput
+from scheduling.types import SchedulingInput
+
+log = logging.getLogger(__name__)
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+def parse_all(
+    objs: Sequence[Obj], model: type[NodePool] | type[EC2NodeClass] | type[NodeClaim], skipped: list[str] | None = None
+) -> list[Any]:
+    """Every object that validates as `model`; the others are logged and, when `skipped` is given, named
+    in it (`Kind "name": invalid, skipped`)."""
+    out = []
+    for obj in objs:
+        try:
+            out.append(model.model_validate(obj))
+        except ValidationError:
+            name = (obj.get("metadata") or {}).get("name")
+            log.info("disruption: skipping invalid %s %s", model.__name__, name)
+            if skipped is not None:
+                skipped.append(f'{model.__name__} "{name}": invalid, skipped')
+    return out
+
+
+def bound_pods(pods: Sequence[Obj]) -> list[Obj]:
+    """Pods bound to a node and not terminal (Succeeded, Failed)."""
+    return [
+        p
+        for p in pods
+        if (p.get("spec") or {}).get("nodeName") and (p.get("status") or {}).get("phase") not in TERMINAL_PHASES
+    ]
+
+
+def read_disruption_input(
+    kube: Kube,
+    instance_types: Sequence[InstanceType],
+    *,
+    now: datetime | None = None,
+    spot_to_spot_consolidation: bool = False,
+    single_node_first: Sequence[str] = (),
+    skipped: list[str] | None = None,
+) -> DisruptionInput:
+    """Nodes, NodeClaims, bound pods, PodDisruptionBudgets, NodePools, EC2NodeClasses, DaemonSets and the
+    volume and runtime objects, read now, with the given catalog; `now` defaults to the current UTC time.
+    Invalid NodeClaims, NodePools and EC2NodeClasses are left out (named in `skipped` when given). Raises
+    the Kube boundary's errors (kube.errors) when the API cannot be read."""
+    cluster = SchedulingInput(
+        pods=[],
+        bound_pods=bound_pods(kube.list(r.POD)),
+        nodes=kube.list(r.NODE),
+        node_claims=parse_all(kube.list(r.NODECLAIM), NodeClaim, skipped),
+        node_pools=parse_all(kube.list(r.NODEPOOL), NodePool, skipped),
+        node_classes=parse_all(kube.list(r.EC2NODECLASS), EC2NodeClass, skipped),
+        instance_types=list(instance_types),
+        daemonsets=kube.list(r.DAEMONSET),
+        persistent_volume_claims=kube.list(r.PVC),
+        persistent_volumes=kube.list(r.PV),
+        storage_classes=kube.list(r.STORAGECLASS),
+        runtime_classes=kube.list(r.RUNTIMECLASS),
+    )
+    return DisruptionInput(
+        cluster=cluster,
+        pod_disruption_budgets=kube.list(r.PDB),
+        now=now or datetime.now(UTC),
+        spot_to_spot_consolidation=spot_to_spot_consolidation,
+        single_node_first=list(single_node_first),
+    )
