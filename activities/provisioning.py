@@ -5,51 +5,32 @@ was launched, and changing the solver never breaks replay."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import ValidationError
 from temporalio import activity
 
 import scheduling
 from activities import kubeops, nodeclass_status
+from activities.claim_launcher import ClaimLauncher, WorkflowStarter
 from activities.heartbeat import heartbeating
 from activities.provisioning_models import ApplyPlanInput, ApplyPlanResult, InvalidObject, ProvisionPlan, ProvisionRound
-from apis import labels
 from apis.ec2nodeclass import EC2NodeClass, EC2NodeClassStatus
 from apis.errors import describe_validation_error, format_problems
 from apis.instancetype import InstanceType
-from apis.meta import Condition, ObjectMeta, OwnerReference, get_condition, now_rfc3339, set_condition
-from apis.nodeclaim import NodeClaim, NodeClaimSpec, ResourceRequirements
+from apis.meta import Condition, get_condition, now_rfc3339, set_condition
+from apis.nodeclaim import NodeClaim
 from apis.nodepool import NodePool
-from apis.requirements import NodeSelectorRequirement
 from cloudprovider.errors import CloudProviderError, NodeClassNotReadyError
 from cloudprovider.types import CloudProvider, ResolvedNodeClass
 from kube import resources as r
-from kube.errors import AlreadyExistsError, NotFoundError
+from kube.errors import NotFoundError
 from kube.types import Kube, Obj
 from scheduling.provisionable import is_provisionable
-from scheduling.types import PlannedNodeClaim, SchedulingInput
+from scheduling.types import SchedulingInput
 
 log = logging.getLogger(__name__)
-
-
-class WorkflowStarter(Protocol):
-    """Starts (or finds running) the NodeClaim workflow of a claim. Idempotent. `claim` is the NodeClaim
-    as the API returned it (its metadata.uid set): the workflow's input is built from it, and the workflow
-    acts only on the NodeClaim with that uid."""
-
-    def start_node_claim(self, claim: Obj) -> None: ...
-
-
-def node_claim_name(node_pool: str, run_id: str, round_: int, pods: list[str]) -> str:
-    """`<nodepool>-<5 chars>`, like Karpenter's, but derived from the round and the claim's pods so a
-    retried round names the same claim the same way."""
-    digest = hashlib.sha256("\n".join([run_id, str(round_), *pods]).encode()).digest()
-    alphabet = "bcdfghjklmnpqrstvwxz2456789"
-    suffix = "".join(alphabet[b % len(alphabet)] for b in digest[:5])
-    return f"{node_pool}-{suffix}"
 
 
 class ProvisioningActivities:
@@ -57,7 +38,7 @@ class ProvisioningActivities:
         self.kube = kube
         self.cloud = cloud
         self.recorder = recorder
-        self.starter = starter
+        self.launcher = ClaimLauncher(kube, starter)
 
     # -- solve -------------------------------------------------------------------------------------------
 
@@ -225,20 +206,7 @@ class ProvisioningActivities:
             return self._apply_plan(inp)
 
     def _apply_plan(self, inp: ApplyPlanInput) -> ApplyPlanResult:
-        created: list[str] = []
-        pools: dict[str, Obj] = {}
-        for planned in inp.plan.node_claims:
-            pool_obj = pools.get(planned.node_pool) or kubeops.get_or_none(self.kube, r.NODEPOOL, planned.node_pool)
-            if pool_obj is None:
-                continue
-            pools[planned.node_pool] = pool_obj
-            name = node_claim_name(planned.node_pool, inp.round.run_id, inp.round.round, planned.pods)
-            pool = NodePool.model_validate(pool_obj)
-            claim = self._create_claim(name, planned, pool)
-            if claim is None:
-                continue
-            self.starter.start_node_claim(claim)
-            created.append(name)
+        created = self.launcher.launch(inp.round, inp.plan.node_claims)
         self._report_node_pools(inp.plan.invalid)
         for pod in inp.plan.unschedulable[:200]:
             namespace, _, name = pod.pod.partition("/")
@@ -246,56 +214,6 @@ class ProvisioningActivities:
             if pod_obj is not None:
                 self.recorder.record(pod_obj, "Warning", "FailedScheduling", f"Failed to schedule pod, {pod.reason}")
         return ApplyPlanResult(created=created)
-
-    def _create_claim(self, name: str, planned: PlannedNodeClaim, pool: NodePool) -> Obj | None:
-        """Create the claim (or find it from an earlier try of this round) and return it as the API does;
-        None when it was created and is gone already."""
-        template = pool.spec.template
-        # A claim may only carry keys a NodePool could (hostname and restricted domains are the
-        # scheduler's business, not the node's); instance types come last, in the plan's price order.
-        requirements = [
-            req
-            for req in planned.requirements
-            if req.key != labels.INSTANCE_TYPE and labels.restricted_label_reason(req.key) is None
-        ]
-        requirements.append(
-            NodeSelectorRequirement(key=labels.INSTANCE_TYPE, operator="In", values=planned.instance_types)
-        )
-        claim = NodeClaim(
-            metadata=ObjectMeta(
-                name=name,
-                labels={**template.metadata.labels, **planned.labels, labels.NODEPOOL: pool.name},
-                annotations={
-                    **template.metadata.annotations,
-                    **pool.hash_annotations(),
-                },
-                finalizers=[labels.TERMINATION_FINALIZER],
-                owner_references=[
-                    OwnerReference(
-                        api_version=pool.api_version,
-                        kind=pool.kind,
-                        name=pool.name,
-                        uid=pool.metadata.uid or "",
-                        block_owner_deletion=True,
-                    )
-                ],
-            ),
-            spec=NodeClaimSpec(
-                requirements=requirements,
-                resources=ResourceRequirements(requests=planned.requests),
-                node_class_ref=template.spec.node_class_ref,
-                taints=planned.taints or template.spec.taints,
-                startup_taints=planned.startup_taints or template.spec.startup_taints,
-                expire_after=template.spec.expire_after,
-                termination_grace_period=template.spec.termination_grace_period,
-            ),
-        )
-        body: dict[str, Any] = claim.to_kube()
-        body.pop("status", None)
-        try:
-            return self.kube.create(r.NODECLAIM, body)
-        except AlreadyExistsError:
-            return kubeops.get_or_none(self.kube, r.NODECLAIM, name)
 
     def _report_node_pools(self, invalid: list[InvalidObject]) -> None:
         """NodePool conditions as Karpenter sets them, with an Event when a problem appears or changes:

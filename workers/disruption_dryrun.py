@@ -44,7 +44,7 @@ Obj = dict[str, Any]
 MAX_COMMANDS = 50
 # The methods whose commands the running controller executes with its default settings (the others are
 # decided and recorded only); workflows.disruption.DisruptionSettings is the source, kept equal by a test.
-CONTROLLER_EXECUTES = ("Emptiness",)
+CONTROLLER_EXECUTES = ("Emptiness", "Drift", "MultiNodeConsolidation", "SingleNodeConsolidation")
 
 
 def _name(obj: Obj) -> str:

@@ -19,6 +19,11 @@
 | max_concurrent_workflow_tasks | NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASKS | 100 |
 | max_concurrent_workflow_task_polls | NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASK_POLLS | 5 |
 | nonsticky_to_sticky_poll_ratio | NODEFLOW_NONSTICKY_TO_STICKY_POLL_RATIO | 0.2 |
+| disruption_methods | NODEFLOW_DISRUPTION_METHODS | Emptiness,Drift,MultiNodeConsolidation,SingleNodeConsolidation |
+
+`disruption_methods`: the disruption methods whose commands the controller executes (comma-separated;
+"" = none). The others are still decided and recorded in the controller's history, so `nodeflow explain`
+and the Temporal UI show what they would do. The last worker to start sets them.
 
 The garbage collector terminates, every `garbage_collection_interval`, the cluster's instances whose
 NodeClaim is gone and which launched at least `garbage_collection_min_age` ago. The last worker to start
@@ -41,6 +46,9 @@ from dataclasses import dataclass, fields
 
 from apis.duration import parse_duration
 
+# Karpenter's disruption methods, in the order the controller tries them (scheduling.disruption).
+DISRUPTION_METHODS = ("Emptiness", "Drift", "MultiNodeConsolidation", "SingleNodeConsolidation")
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -61,6 +69,7 @@ class Settings:
     max_concurrent_workflow_tasks: int = 100
     max_concurrent_workflow_task_polls: int = 5
     nonsticky_to_sticky_poll_ratio: float = 0.2
+    disruption_methods: str = ",".join(DISRUPTION_METHODS)
 
     def __post_init__(self) -> None:
         for field in fields(self):
@@ -79,12 +88,21 @@ class Settings:
                 raise ValueError(f"{where} is {value!r}: give a duration such as 2m (Never is not allowed here)")
             if name == "garbage_collection_interval" and parsed is not None and parsed.total_seconds() < 1:
                 raise ValueError(f"{where} is {value!r}: give at least 1s")
+        unknown = [m for m in self.disruption_method_list() if m not in DISRUPTION_METHODS]
+        if unknown:
+            raise ValueError(
+                f"disruption_methods (flag --disruption-methods, env NODEFLOW_DISRUPTION_METHODS): unknown "
+                f"{', '.join(unknown)}; give a comma-separated subset of {','.join(DISRUPTION_METHODS)}"
+            )
         if self.nonsticky_to_sticky_poll_ratio > 1:
             raise ValueError(
                 f"nonsticky_to_sticky_poll_ratio (flag --nonsticky-to-sticky-poll-ratio, env "
                 f"NODEFLOW_NONSTICKY_TO_STICKY_POLL_RATIO) is {self.nonsticky_to_sticky_poll_ratio}: give a "
                 "share between 0 and 1"
             )
+
+    def disruption_method_list(self) -> list[str]:
+        return [m.strip() for m in self.disruption_methods.split(",") if m.strip()]
 
     def seconds(self, name: str) -> int:
         """A finite duration setting (FINITE_DURATIONS) in whole seconds."""

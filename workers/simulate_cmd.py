@@ -16,7 +16,7 @@ files, or read from the cluster with --from-cluster): it decides, applies the co
 snapshot (candidates removed, replacements added carrying the moved pods), and decides again, until no
 command or --max-commands; with the fleet's $/h before, after each command, and in total, and why every
 remaining node is left alone (see workers.disruption_dryrun). Commands of methods the controller does not
-execute by default are marked (JSON `executedByController: false`).
+execute by default (`--disruption-methods`) are marked (JSON `executedByController: false`).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from temporalio.worker import Worker
 
 from activities.disruption import DisruptionActivities
+from activities.disruption_execution import DisruptionExecution
 from activities.garbage_collection import GarbageCollectionActivities
 from activities.lifecycle import node_claim_activities
 from activities.provisioning import ProvisioningActivities
@@ -65,6 +66,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
     provisioning = ProvisioningActivities(kube, cloud, recorder, starter)
     collector = GarbageCollectionActivities(kube, cloud)
     disruption = DisruptionActivities(kube, cloud, recorder)
+    execution = DisruptionExecution(kube, recorder, starter)
     watch_stop = threading.Event()
     with ThreadPoolExecutor(max_workers=ACTIVITY_THREADS, thread_name_prefix="activity") as executor:
         worker = Worker(
@@ -77,7 +79,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
                 provisioning.apply_plan,
                 collector.collect,
                 disruption.decide_disruption,
-                disruption.start_disruption,
+                *execution.activities,
             ],
             activity_executor=executor,
             max_concurrent_activities=ACTIVITY_THREADS,
@@ -102,7 +104,8 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
                     min_age_seconds=settings.seconds("garbage_collection_min_age"),
                 ),
             )
-            await start_disruption_controller(client, settings.task_queue, DisruptionSettings())
+            disruption_settings = DisruptionSettings(executable_methods=settings.disruption_method_list())
+            await start_disruption_controller(client, settings.task_queue, disruption_settings)
             threads = [
                 threading.Thread(target=w.run, args=(watch_stop,), name=type(w).__name__, daemon=True)
                 for w in (

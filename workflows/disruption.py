@@ -1,15 +1,26 @@
-"""The disruption controller: a singleton workflow (id "disruption") that removes nodes Karpenter would.
+"""The disruption controller: a singleton workflow (id "disruption") that removes and replaces nodes as
+Karpenter does.
 
 Every POLL (Karpenter: 10 s) it runs `decide_disruption` on a fresh snapshot. A command is validated as
 Karpenter does: wait VALIDATION (15 s, a durable timer), decide again on fresh state, and act only if the
 same command (same method, action and candidates) comes out; anything that changed in between (a pod
-arrived, a do-not-disrupt pod landed, a PDB or budget closed) abandons it. Acting is `start_disruption`
-(taint the candidates `karpenter.sh/disrupted:NoSchedule`, condition `DisruptionReason`, event), then a
-`delete` signal to each candidate's NodeClaim workflow, which drains (PDBs respected) and terminates.
+arrived, a do-not-disrupt pod landed, a PDB or budget closed) abandons it. Acting, each step an activity
+(activities.disruption_execution):
 
-Only the methods in `DisruptionSettings.executable_methods` act (Emptiness by default: delete commands of
-empty nodes need no replacement). Commands of the other methods are decided and recorded in history
-without acting, until replacements are launched by this controller.
+1. `start_disruption`: taint the candidates `karpenter.sh/disrupted:NoSchedule`, condition
+   `DisruptionReason`, event;
+2. for a Replace: `launch_replacements` (NodeClaims and their workflows, as provisioning launches them),
+   then `replacements_state` with backoff until every replacement is Initialized; a replacement that
+   fails (its claim is deleted) or is not up within REPLACEMENT_TIMEOUT aborts the command
+   (`abort_disruption`: untaint, delete the replacements), so pods are never left without a place;
+3. a `delete` signal to each candidate's NodeClaim workflow, which drains (PDBs respected) and terminates.
+
+A worker killed at any line resumes the command where it was: the taint ends in the abort path or the
+drain, never left; replacement names derive from the run and round, so a retried launch finds them.
+
+Only the methods in `DisruptionSettings.executable_methods` act (the worker setting `disruption_methods`,
+by default all four; each starting worker signals `configure`). Commands of the other methods are decided
+and recorded in history without acting.
 
 Every decision, taken or abandoned, is an activity result in history; the memo holds the last one and the
 `status` query the recent ones. Continue-as-new every ROUNDS_PER_RUN rounds keeps history bounded.
@@ -25,7 +36,10 @@ from temporalio.client import Client
 from temporalio.common import RetryPolicy, WorkflowIDConflictPolicy
 from temporalio.exceptions import ActivityError
 
-from activities.disruption import DecideInput, DisruptionActivities, DisruptionRound, StartInput
+from activities.disruption import DecideInput, DisruptionActivities, DisruptionRound
+from activities.disruption_execution import AbortInput, DisruptionExecution, LaunchReplacementsInput, StartInput
+from activities.provisioning_models import ProvisionRound
+from scheduling.disruption import Command
 from workflows.nodeclaim import workflow_id as node_claim_workflow_id
 
 WORKFLOW_ID = "disruption"
@@ -34,13 +48,18 @@ VALIDATION = timedelta(seconds=15)
 ROUNDS_PER_RUN = 60
 RECENT_LIMIT = 10
 DECIDE_TIMEOUT = timedelta(minutes=2)
-DECIDE_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10), maximum_attempts=3
-)
+DECIDE_RETRY = RetryPolicy(maximum_interval=timedelta(seconds=10), maximum_attempts=3)
+STEP_TIMEOUT = timedelta(minutes=1)
+STEP_RETRY = RetryPolicy(maximum_interval=timedelta(seconds=10))
+REPLACEMENT_POLL_FIRST = timedelta(seconds=2)
+REPLACEMENT_POLL_MAX = timedelta(seconds=15)
+REPLACEMENT_TIMEOUT = timedelta(minutes=15)
+SIGNAL_CONFIGURE = "configure"
+ALL_METHODS = ("Emptiness", "Drift", "MultiNodeConsolidation", "SingleNodeConsolidation")
 
 
 class DisruptionSettings(BaseModel):
-    executable_methods: list[str] = Field(default_factory=lambda: ["Emptiness"])
+    executable_methods: list[str] = Field(default_factory=lambda: list(ALL_METHODS))
     spot_to_spot_consolidation: bool = False
 
 
@@ -57,6 +76,12 @@ class DisruptionState(BaseModel):
 class DisruptionControllerWorkflow:
     def __init__(self) -> None:
         self.state = DisruptionState()
+        self._configured: DisruptionSettings | None = None  # from `configure` before run() (signal-with-start)
+
+    @workflow.signal(name=SIGNAL_CONFIGURE)
+    def configure(self, settings: DisruptionSettings) -> None:
+        """New settings from a starting worker; they apply from the next decision."""
+        self.state.settings = self._configured = settings
 
     @workflow.query(name="status")
     def status(self) -> DisruptionState:
@@ -65,6 +90,8 @@ class DisruptionControllerWorkflow:
     @workflow.run
     async def run(self, state: DisruptionState) -> None:
         self.state = state
+        if self._configured is not None:
+            self.state.settings = self._configured
         for _ in range(ROUNDS_PER_RUN):
             await self._round()
             self.state.rounds += 1
@@ -102,24 +129,59 @@ class DisruptionControllerWorkflow:
             return
         await workflow.sleep(VALIDATION)
         again = await self._decide()
-        if again is None or not _same_command(decided, again):
+        if again is None or again.command is None or not _same_command(decided, again):
             now = again.summary() if again else "no decision"
             self._record(f"abandoned after validation: {decided.summary()} -> now {now}")
             return
-        assert again.command is not None
-        marked = await workflow.execute_activity_method(
-            DisruptionActivities.start_disruption,
-            StartInput(command=again.command),
-            start_to_close_timeout=timedelta(minutes=1),
-            retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=10)),
-        )
-        reason = f"disrupted: {again.command.reason} ({again.command.method})"
+        await self._execute(again, again.command)
+
+    async def _execute(self, decided: DisruptionRound, command: Command) -> None:
+        marked = await self._step(DisruptionExecution.start_disruption, StartInput(command=command))
+        replacements: list[str] = []
+        if command.action == "Replace" and marked:
+            info = workflow.info()
+            launch = LaunchReplacementsInput(
+                round=ProvisionRound(run_id=f"{info.workflow_id}-{info.run_id}", round=self.state.rounds),
+                replacements=command.replacements,
+            )
+            replacements = await self._step(DisruptionExecution.launch_replacements, launch)
+            failure = await self._wait_for_replacements(replacements, len(command.replacements))
+            if failure:
+                abort = AbortInput(command=command, replacements=replacements, reason=failure)
+                await self._step(DisruptionExecution.abort_disruption, abort)
+                self._record(f"rolled back: {decided.summary()}: {failure}")
+                return
+        reason = f"disrupted: {command.reason} ({command.method})"
         for name in marked:
             try:
                 await workflow.get_external_workflow_handle(node_claim_workflow_id(name)).signal("delete", reason)
             except Exception:  # its workflow ended meanwhile: its node is going or gone
                 workflow.logger.info("nodeclaim-%s not signalled", name)
-        self._record(f"{again.summary()}; signalled {', '.join(marked) or 'none'}")
+        launched = f"; replacements {', '.join(replacements)} initialized" if replacements else ""
+        self._record(f"{decided.summary()}{launched}; signalled {', '.join(marked) or 'none'}")
+
+    async def _wait_for_replacements(self, names: list[str], wanted: int) -> str:
+        """'' once every replacement is Initialized; else why the command must be rolled back."""
+        if len(names) < wanted:
+            return f"only {len(names)} of {wanted} replacements could be created (a NodePool is gone)"
+        deadline = workflow.now() + REPLACEMENT_TIMEOUT
+        interval = REPLACEMENT_POLL_FIRST
+        while True:
+            state = await self._step(DisruptionExecution.replacements_state, names)
+            if state.gone:
+                return f"replacement {', '.join(state.gone)} failed to launch"
+            if not state.waiting:
+                return ""
+            if workflow.now() >= deadline:
+                return f"replacement {', '.join(state.waiting)} not initialized within {REPLACEMENT_TIMEOUT}"
+            await workflow.sleep(interval)
+            interval = min(interval * 2, REPLACEMENT_POLL_MAX)
+
+    @staticmethod
+    async def _step(fn, arg):  # type: ignore[no-untyped-def]
+        return await workflow.execute_activity_method(
+            fn, arg, start_to_close_timeout=STEP_TIMEOUT, retry_policy=STEP_RETRY
+        )
 
     def _record(self, line: str) -> None:
         if self.state.recent and self.state.recent[-1] == line:
@@ -140,11 +202,13 @@ def _same_command(first: DisruptionRound, second: DisruptionRound) -> bool:
 
 
 async def start_disruption_controller(client: Client, task_queue: str, settings: DisruptionSettings) -> None:
-    """Start the singleton, or leave the running one alone."""
+    """Signal-with-start of the singleton: started with `settings`, or the running one reconfigured."""
     await client.start_workflow(
         DisruptionControllerWorkflow.run,
         DisruptionState(settings=settings),
         id=WORKFLOW_ID,
         task_queue=task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        start_signal=SIGNAL_CONFIGURE,
+        start_signal_args=[settings],
     )

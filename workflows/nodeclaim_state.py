@@ -58,10 +58,12 @@ class NodeClaimState(BaseModel):
         return ", ".join(f"{k}={v}" for k, v in sorted(self.conditions.items()))
 
     def summary(self) -> str:
-        """One line for the memo and the CLI."""
+        """One line for the memo and the CLI; once terminating or deleted, it says why."""
         where = f"{self.instance_type or '?'} in {self.zone or '?'} ({self.capacity_type or '?'})"
         node = self.node_name or self.instance_id or "no instance yet"
-        return f"{self.phase}: {self.name} from {self.node_pool or '?'}, {where}, {node}"
+        line = f"{self.phase}: {self.name} from {self.node_pool or '?'}, {where}, {node}"
+        why = self.termination_reason or self.failure
+        return f"{line}; {why}" if why and self.phase in (TERMINATING, DELETED, DRAINING) else line
 
 
 class ClaimSettings(BaseModel):

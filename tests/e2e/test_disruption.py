@@ -16,6 +16,7 @@ import pytest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from cloudprovider.aws.pricing import load_price_table
 from devstack.stack import DevStack
 from kube import resources as r
 from tests.e2e.conftest import claim_tag, deployment, eventually, live_instances
@@ -24,21 +25,31 @@ from workflows.disruption import WORKFLOW_ID, DisruptionState
 
 pytestmark = pytest.mark.e2e
 
-FROZEN_POOL = """
+
+def pool(name: str, budget: str) -> str:
+    """A NodePool whose nodes only its own pods go to (a taint they tolerate), with one budget."""
+    return f"""
 apiVersion: karpenter.sh/v1
 kind: NodePool
-metadata: {name: frozen}
+metadata: {{name: {name}}}
 spec:
   disruption:
-    budgets: [{nodes: "0"}]
+    budgets: [{{nodes: "{budget}"}}]
   template:
-    metadata:
-      labels: {pool: frozen}
     spec:
+      taints: [{{key: pool, value: {name}, effect: NoSchedule}}]
       requirements:
-        - {key: karpenter.sh/capacity-type, operator: In, values: ["on-demand"]}
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+        - {{key: karpenter.sh/capacity-type, operator: In, values: ["on-demand"]}}
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
 """
+
+
+def pinned(name: str) -> str:
+    """Pod spec lines that pin a Deployment to pool `name`."""
+    return (
+        f"      nodeSelector: {{karpenter.sh/nodepool: {name}}}\n"
+        f"      tolerations: [{{key: pool, value: {name}, effect: NoSchedule}}]"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -64,10 +75,14 @@ def claims_of_pool(stack: DevStack, pool: str) -> list[str]:
     ]
 
 
-async def controller_rounds(stack: DevStack) -> int:
+async def controller_state(stack: DevStack) -> DisruptionState:
     client = await Client.connect(stack.temporal_address, data_converter=pydantic_data_converter)
-    state = await client.get_workflow_handle(WORKFLOW_ID).query("status", result_type=DisruptionState)
-    return state.rounds
+    state: DisruptionState = await client.get_workflow_handle(WORKFLOW_ID).query("status", result_type=DisruptionState)
+    return state
+
+
+async def controller_rounds(stack: DevStack) -> int:
+    return (await controller_state(stack)).rounds
 
 
 def scale(stack: DevStack, name: str, replicas: int) -> None:
@@ -101,9 +116,8 @@ def test_a_deployment_scaled_to_zero_leaves_no_node_claim_node_or_instance_withi
 
 
 def test_a_budget_of_zero_nodes_disrupts_nothing(stack: DevStack) -> None:
-    stack.apply_text(FROZEN_POOL)
-    selector = "      nodeSelector: {karpenter.sh/nodepool: frozen}"
-    stack.apply_text(deployment("frozen", 1, cpu="500m", memory="512Mi", extra_spec=selector))
+    stack.apply_text(pool("frozen", "0"))
+    stack.apply_text(deployment("frozen", 1, cpu="500m", memory="512Mi", extra_spec=pinned("frozen")))
     eventually(lambda: all_running(stack, "frozen"), what="pods running")
     claims = claims_of_pool(stack, "frozen")
     assert claims
@@ -113,3 +127,54 @@ def test_a_budget_of_zero_nodes_disrupts_nothing(stack: DevStack) -> None:
     eventually(lambda: asyncio.run(controller_rounds(stack)) >= rounds + 3, what="three more controller rounds")
     assert claims_of_pool(stack, "frozen") == claims
     stack.kube.delete(r.DEPLOYMENT, "frozen", "default")
+
+
+def claim_prices(stack: DevStack, pool: str) -> dict[str, str]:
+    """NodeClaim name -> instance type, for the pool's claims not being deleted."""
+    return {
+        c["metadata"]["name"]: (c["metadata"].get("labels") or {}).get("node.kubernetes.io/instance-type", "")
+        for c in stack.kube.list(r.NODECLAIM)
+        if (c["metadata"].get("labels") or {}).get("karpenter.sh/nodepool") == pool
+        and not c["metadata"].get("deletionTimestamp")
+    }
+
+
+def test_a_right_sized_workload_is_consolidated_onto_a_cheaper_node_with_its_pod_placed_throughout(
+    stack: DevStack,
+) -> None:
+    prices = load_price_table().prices
+    stack.apply_text(pool("resize", "100%"))
+    stack.apply_text(deployment("resize", 1, cpu="7", memory="2Gi", extra_spec=pinned("resize")))
+    eventually(lambda: all_running(stack, "resize"), what="the big pod running")
+    big = claim_prices(stack, "resize")
+    assert len(big) == 1
+    big_type = next(iter(big.values()))
+
+    # The workload is right-sized: the new pod fits on the big node, which is now mostly idle.
+    container = [{"name": "app", "image": "registry.k8s.io/pause:3.9",
+                  "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}}}]  # fmt: skip
+    stack.kube.patch(r.DEPLOYMENT, "resize", {"spec": {"template": {"spec": {"containers": container}}}}, "default")
+    pending_since: dict[str, float] = {}
+    longest_pending = [0.0]
+
+    def consolidated() -> bool:
+        now = time.monotonic()
+        for pod in pods_of(stack, "resize"):
+            uid = pod["metadata"]["uid"]
+            if pod.get("status", {}).get("phase") == "Running":
+                pending_since.pop(uid, None)
+            else:
+                longest_pending[0] = max(longest_pending[0], now - pending_since.setdefault(uid, now))
+        claims = claim_prices(stack, "resize")
+        return len(claims) == 1 and next(iter(claims)) not in big and all_running(stack, "resize")
+
+    try:
+        eventually(consolidated, timeout=150, interval=0.5, what="the pod consolidated onto a cheaper node")
+    except AssertionError as err:
+        recent = asyncio.run(controller_state(stack)).recent
+        raise AssertionError(f"{err}; claims {claim_prices(stack, 'resize')}; controller: {recent}") from None
+    small_type = next(iter(claim_prices(stack, "resize").values()))
+    assert prices[small_type] < prices[big_type], (small_type, big_type)
+    assert longest_pending[0] < 30, f"a pod was pending {longest_pending[0]:.0f}s"
+    print(f"{big_type} (${prices[big_type]}/h) -> {small_type} (${prices[small_type]}/h)")
+    stack.kube.delete(r.DEPLOYMENT, "resize", "default")

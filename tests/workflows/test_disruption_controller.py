@@ -13,8 +13,10 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
-from activities.disruption import DecideInput, DisruptionRound, StartInput
+from activities.disruption import DecideInput, DisruptionRound
+from activities.disruption_execution import AbortInput, LaunchReplacementsInput, ReplacementsState, StartInput
 from scheduling.disruption import CandidateRef, Command
+from scheduling.types import PlannedNodeClaim
 from tests.workflows.histories import save_history
 from tests.workflows.workers import worker_on_fresh_queue
 from workflows.disruption import WORKFLOW_ID, DisruptionControllerWorkflow, DisruptionState
@@ -27,12 +29,30 @@ def empty_node(name: str) -> Command:
     return Command(method="Emptiness", reason="Empty", action="Delete", candidates=[candidate], message="empty")
 
 
+def cheaper(name: str) -> Command:
+    candidate = CandidateRef(node=f"node-{name}", node_claim=name, node_pool="default", price=0.4)
+    planned = PlannedNodeClaim(
+        node_pool="default", instance_types=["c5.large"], requirements=[], pods=["default/web-1"], price=0.085
+    )
+    return Command(
+        method="SingleNodeConsolidation",
+        reason="Underutilized",
+        action="Replace",
+        candidates=[candidate],
+        replacements=[planned],
+        message="cheaper",
+    )
+
+
 class Cluster:
     """What the stand-in activities answer: one decision per call, in order, then none."""
 
-    def __init__(self, decisions: list[Command | None]) -> None:
+    def __init__(self, decisions: list[Command | None], replacement_fails: bool = False) -> None:
         self.decisions = decisions
+        self.replacement_fails = replacement_fails
         self.started: list[list[str]] = []
+        self.calls: list[str] = []
+        self.polls = 0
 
     def activities(self) -> list[object]:
         cluster = self
@@ -46,9 +66,29 @@ class Cluster:
         def start_disruption(inp: StartInput) -> list[str]:
             names = [c.node_claim for c in inp.command.candidates]
             cluster.started.append(names)
+            cluster.calls.append("start")
             return names
 
-        return [decide_disruption, start_disruption]
+        @activity.defn(name="launch_replacements")
+        def launch_replacements(inp: LaunchReplacementsInput) -> list[str]:
+            cluster.calls.append("launch")
+            return [f"default-r{inp.round.round}"]
+
+        @activity.defn(name="replacements_state")
+        def replacements_state(names: list[str]) -> ReplacementsState:
+            cluster.polls += 1
+            if cluster.replacement_fails:
+                return ReplacementsState(gone=names)
+            if cluster.polls < 3:
+                return ReplacementsState(waiting=names)
+            cluster.calls.append("initialized")
+            return ReplacementsState(initialized=names)
+
+        @activity.defn(name="abort_disruption")
+        def abort_disruption(inp: AbortInput) -> None:
+            cluster.calls.append(f"abort:{','.join(inp.replacements)}")
+
+        return [decide_disruption, start_disruption, launch_replacements, replacements_state, abort_disruption]
 
 
 @pytest.fixture
@@ -97,3 +137,17 @@ async def test_stored_history_replays(path: Path) -> None:
 
 def test_there_are_stored_histories() -> None:
     assert len(list(HISTORIES.glob("*.json"))) >= 2
+
+
+async def test_a_replace_launches_then_waits_for_its_replacement_before_draining(env: WorkflowEnvironment) -> None:
+    cluster = Cluster([cheaper("a"), cheaper("a")])
+    state = await run_rounds(env, cluster, 2, "disruption-replaced")
+    assert cluster.calls == ["start", "launch", "initialized"]
+    assert "replacements default-r0 initialized; signalled a" in state.recent[0]
+
+
+async def test_a_replacement_that_fails_rolls_the_command_back(env: WorkflowEnvironment) -> None:
+    cluster = Cluster([cheaper("a"), cheaper("a")], replacement_fails=True)
+    state = await run_rounds(env, cluster, 2, "disruption-rolled-back")
+    assert cluster.calls == ["start", "launch", "abort:default-r0"]
+    assert state.recent[0].startswith("rolled back") and "failed to launch" in state.recent[0]

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from activities.disruption import DecideInput, DisruptionActivities, StartInput
+from activities.disruption import DecideInput, DisruptionActivities
+from activities.disruption_execution import DisruptionExecution, StartInput
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
 from scheduling.disruption import CandidateRef, Command
@@ -61,6 +62,19 @@ def acts(kube: MemKube, events: Events) -> DisruptionActivities:
     return DisruptionActivities(kube, FakeCloudProvider(), events)  # type: ignore[arg-type]
 
 
+class Starter:
+    def __init__(self) -> None:
+        self.started: list[str] = []
+
+    def start_node_claim(self, claim: dict[str, Any]) -> None:
+        self.started.append(claim["metadata"]["name"])
+
+
+@pytest.fixture
+def execution(kube: MemKube, events: Events) -> DisruptionExecution:
+    return DisruptionExecution(kube, events, Starter())  # type: ignore[arg-type]
+
+
 def command(node: str = "node-1") -> Command:
     candidate = CandidateRef(node=node, node_claim="default-abcde", node_pool="default")
     return Command(method="Emptiness", reason="Empty", action="Delete", candidates=[candidate], message="empty")
@@ -89,20 +103,40 @@ def test_a_node_with_a_pod_is_not_empty(acts: DisruptionActivities, kube: MemKub
 
 
 def test_starting_a_command_taints_the_node_and_marks_the_claim(
-    acts: DisruptionActivities, kube: MemKube, events: Events
+    execution: DisruptionExecution, kube: MemKube, events: Events
 ) -> None:
-    assert acts.start_disruption(StartInput(command=command())) == ["default-abcde"]
+    assert execution.start_disruption(StartInput(command=command())) == ["default-abcde"]
     assert taints(kube) == [{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]
     conditions = kube.get(r.NODECLAIM, "default-abcde")["status"]["conditions"]
     assert any(c["type"] == "DisruptionReason" and c["reason"] == "Empty" for c in conditions)
     assert events.recorded[0][0] == "DisruptionTerminating"
-    assert acts.start_disruption(StartInput(command=command())) == ["default-abcde"]  # idempotent
+    assert execution.start_disruption(StartInput(command=command())) == ["default-abcde"]  # idempotent
     assert len(taints(kube)) == 1
 
 
-def test_a_same_named_node_of_another_instance_is_not_tainted(acts: DisruptionActivities, kube: MemKube) -> None:
+def test_a_same_named_node_of_another_instance_is_not_tainted(execution: DisruptionExecution, kube: MemKube) -> None:
     with kube.as_admin():
         kube.patch(r.NODE, "node-1", {"spec": {"providerID": "aws:///us-west-2a/i-other"}})
     before = copy.deepcopy(kube.get(r.NODE, "node-1"))
-    assert acts.start_disruption(StartInput(command=command())) == []
+    assert execution.start_disruption(StartInput(command=command())) == []
     assert kube.get(r.NODE, "node-1") == before
+
+
+def test_an_aborted_command_is_untainted_and_its_replacements_deleted(
+    execution: DisruptionExecution, kube: MemKube, events: Events
+) -> None:
+    from activities.disruption_execution import AbortInput
+
+    execution.start_disruption(StartInput(command=command()))
+    kube.create(r.NODECLAIM, {"metadata": {"name": "default-repl1"}, "spec": {}})
+    assert execution.replacements_state(["default-repl1", "gone"]).model_dump() == {
+        "initialized": [],
+        "gone": ["gone"],
+        "waiting": ["default-repl1"],
+    }
+    execution.abort_disruption(AbortInput(command=command(), replacements=["default-repl1"], reason="failed"))
+    assert taints(kube) == []
+    conditions = kube.get(r.NODECLAIM, "default-abcde")["status"]["conditions"]
+    assert any(c["type"] == "DisruptionReason" and c["status"] == "False" for c in conditions)
+    assert ("nodeclaims", "", "default-repl1") not in kube.objects
+    assert events.recorded[-1][0] == "DisruptionBlocked"

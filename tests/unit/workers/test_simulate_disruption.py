@@ -32,7 +32,7 @@ def test_the_commands_in_order_with_prices(tmp_path: Path, capsys: pytest.Captur
     first, second = out["commands"]
     assert out["fleetBefore"] == {"pricePerHour": 1.248, "nodes": 5, "unpriced": []}
     assert (first["fleetPriceBefore"], first["fleetPriceAfter"]) == (1.248, 1.152)
-    assert first["executedByController"] is True and second["executedByController"] is False
+    assert first["executedByController"] is True and second["executedByController"] is True
     replacement = second["replacements"][0]
     assert (replacement["nodePool"], replacement["instanceType"], replacement["price"]) == (
         "general",

@@ -1,0 +1,117 @@
+"""Making planned NodeClaims real: the NodeClaim CR (deterministic name, the NodePool's template, the plan's
+requirements and instance types in price order), then its workflow. Used by provisioning (`apply_plan`)
+and by the disruption controller (replacements), so both launch claims the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from activities import kubeops
+from activities.provisioning_models import ProvisionRound
+from apis import labels
+from apis.meta import ObjectMeta, OwnerReference
+from apis.nodeclaim import NodeClaim, NodeClaimSpec, ResourceRequirements
+from apis.nodepool import NodePool
+from apis.requirements import NodeSelectorRequirement
+from kube import resources as r
+from kube.errors import AlreadyExistsError
+from kube.types import Kube, Obj
+from scheduling.types import PlannedNodeClaim
+
+
+class WorkflowStarter(Protocol):
+    """Starts (or finds running) the NodeClaim workflow of a claim. Idempotent. `claim` is the NodeClaim
+    as the API returned it (its metadata.uid set): the workflow's input is built from it, and the workflow
+    acts only on the NodeClaim with that uid."""
+
+    def start_node_claim(self, claim: Obj) -> None: ...
+
+
+def node_claim_name(node_pool: str, run_id: str, round_: int, pods: list[str]) -> str:
+    """`<nodepool>-<5 chars>`, like Karpenter's, but derived from the round and the claim's pods so a
+    retried round names the same claim the same way."""
+    digest = hashlib.sha256("\n".join([run_id, str(round_), *pods]).encode()).digest()
+    alphabet = "bcdfghjklmnpqrstvwxz2456789"
+    suffix = "".join(alphabet[b % len(alphabet)] for b in digest[:5])
+    return f"{node_pool}-{suffix}"
+
+
+class ClaimLauncher:
+    """Creates planned NodeClaims and starts their workflows. Idempotent per (round, claim pods)."""
+
+    def __init__(self, kube: Kube, starter: WorkflowStarter) -> None:
+        self.kube = kube
+        self.starter = starter
+
+    def launch(self, round_: ProvisionRound, planned_claims: Sequence[PlannedNodeClaim]) -> list[str]:
+        """Create each planned claim (AlreadyExists is fine: a retried round) and start its workflow;
+        returns the names of the claims that exist. A claim whose NodePool is gone is skipped."""
+        created: list[str] = []
+        pools: dict[str, NodePool] = {}
+        for planned in planned_claims:
+            pool = pools.get(planned.node_pool)
+            if pool is None:
+                pool_obj = kubeops.get_or_none(self.kube, r.NODEPOOL, planned.node_pool)
+                if pool_obj is None:
+                    continue
+                pool = pools[planned.node_pool] = NodePool.model_validate(pool_obj)
+            name = node_claim_name(planned.node_pool, round_.run_id, round_.round, planned.pods)
+            claim = self._create_claim(name, planned, pool)
+            if claim is None:
+                continue
+            self.starter.start_node_claim(claim)
+            created.append(name)
+        return created
+
+    def _create_claim(self, name: str, planned: PlannedNodeClaim, pool: NodePool) -> Obj | None:
+        """Create the claim (or find it from an earlier try of this round) and return it as the API does;
+        None when it was created and is gone already."""
+        template = pool.spec.template
+        # A claim may only carry keys a NodePool could (hostname and restricted domains are the
+        # scheduler's business, not the node's); instance types come last, in the plan's price order.
+        requirements = [
+            req
+            for req in planned.requirements
+            if req.key != labels.INSTANCE_TYPE and labels.restricted_label_reason(req.key) is None
+        ]
+        requirements.append(
+            NodeSelectorRequirement(key=labels.INSTANCE_TYPE, operator="In", values=planned.instance_types)
+        )
+        claim = NodeClaim(
+            metadata=ObjectMeta(
+                name=name,
+                labels={**template.metadata.labels, **planned.labels, labels.NODEPOOL: pool.name},
+                annotations={
+                    **template.metadata.annotations,
+                    **pool.hash_annotations(),
+                },
+                finalizers=[labels.TERMINATION_FINALIZER],
+                owner_references=[
+                    OwnerReference(
+                        api_version=pool.api_version,
+                        kind=pool.kind,
+                        name=pool.name,
+                        uid=pool.metadata.uid or "",
+                        block_owner_deletion=True,
+                    )
+                ],
+            ),
+            spec=NodeClaimSpec(
+                requirements=requirements,
+                resources=ResourceRequirements(requests=planned.requests),
+                node_class_ref=template.spec.node_class_ref,
+                taints=planned.taints or template.spec.taints,
+                startup_taints=planned.startup_taints or template.spec.startup_taints,
+                expire_after=template.spec.expire_after,
+                termination_grace_period=template.spec.termination_grace_period,
+            ),
+        )
+        body: dict[str, Any] = claim.to_kube()
+        body.pop("status", None)
+        try:
+            return self.kube.create(r.NODECLAIM, body)
+        except AlreadyExistsError:
+            return kubeops.get_or_none(self.kube, r.NODECLAIM, name)

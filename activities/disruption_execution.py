@@ -1,0 +1,163 @@
+"""Executing a disruption command, step by step, each step an idempotent activity the controller workflow
+records: taint the candidates (`start_disruption`), launch their replacements (`launch_replacements`),
+watch the replacements come up (`replacements_state`), and, when one fails, undo (`abort_disruption`:
+remove the taint and the `DisruptionReason` condition, delete the replacements). Pods are never left
+without a place: the candidates drain only after every replacement is Initialized.
+
+Nodes and NodeClaims are written only through activities.ownership: a candidate's Node is the one whose
+providerID is its NodeClaim's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, Field
+from temporalio import activity
+
+from activities import kubeops, ownership
+from activities.claim_launcher import ClaimLauncher, WorkflowStarter
+from activities.provisioning_models import ProvisionRound
+from apis import labels
+from apis.meta import now_rfc3339, set_condition
+from apis.nodeclaim import INITIALIZED, NodeClaim
+from kube import resources as r
+from kube.types import Kube, Obj
+from scheduling.disruption import CandidateRef, Command
+from scheduling.types import PlannedNodeClaim
+
+DISRUPTION_REASON = "DisruptionReason"
+DISRUPTED_TAINT = kubeops.adding_taint(labels.DISRUPTED_TAINT_KEY, "NoSchedule")
+
+
+class StartInput(BaseModel):
+    command: Command
+
+
+class LaunchReplacementsInput(BaseModel):
+    """`round` names the replacement claims deterministically (a retried launch finds them)."""
+
+    round: ProvisionRound
+    replacements: list[PlannedNodeClaim]
+
+
+class ReplacementsState(BaseModel):
+    initialized: list[str] = Field(default_factory=list)
+    gone: list[str] = Field(default_factory=list)
+    waiting: list[str] = Field(default_factory=list)
+
+
+class AbortInput(BaseModel):
+    command: Command
+    replacements: list[str] = Field(default_factory=list)
+    reason: str = ""
+
+
+def _without_taint(node: Obj) -> bool:
+    taints = (node.get("spec") or {}).get("taints") or []
+    kept = kubeops.without_taint(taints, labels.DISRUPTED_TAINT_KEY, "NoSchedule")
+    if len(kept) == len(taints):
+        return False
+    node["spec"]["taints"] = kept
+    return True
+
+
+def _initialized(claim: Obj) -> bool:
+    conditions = (claim.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == INITIALIZED and c.get("status") == "True" for c in conditions)
+
+
+class DisruptionExecution:
+    """Constructed by the composition root with the boundaries and the workflow starter."""
+
+    def __init__(self, kube: Kube, recorder: kubeops.Recorder, starter: WorkflowStarter) -> None:
+        self.kube = kube
+        self.recorder = recorder
+        self.launcher = ClaimLauncher(kube, starter)
+
+    @property
+    def activities(self) -> list[Callable[..., Any]]:
+        return [self.start_disruption, self.launch_replacements, self.replacements_state, self.abort_disruption]
+
+    def _owned(self, candidate: CandidateRef) -> tuple[Obj, ownership.Owned, ownership.Owned] | None:
+        """The candidate's NodeClaim (not being deleted) and the identities of it and its Node."""
+        claim = kubeops.get_or_none(self.kube, r.NODECLAIM, candidate.node_claim)
+        if claim is None or claim["metadata"].get("deletionTimestamp"):
+            return None
+        provider_id = (claim.get("status") or {}).get("providerID", "")
+        if not provider_id:
+            return None
+        owned_claim = ownership.node_claim(candidate.node_claim, claim["metadata"].get("uid", ""))
+        return claim, owned_claim, ownership.node(candidate.node, provider_id)
+
+    def _set_reason(self, owned_claim: ownership.Owned, status: str, reason: str, message: str) -> None:
+        stamp = now_rfc3339()
+
+        def mark(obj: Obj) -> bool:
+            model = NodeClaim.model_validate(obj)
+            conditions = set_condition(model.status.conditions, DISRUPTION_REASON, status, reason, message, stamp)  # type: ignore[arg-type]
+            new = model.status.model_copy(update={"conditions": conditions}).to_kube()
+            if new == obj.get("status"):
+                return False
+            obj["status"] = new
+            return True
+
+        ownership.update(self.kube, owned_claim, mark, subresource="status")
+
+    @activity.defn(name="start_disruption")
+    def start_disruption(self, inp: StartInput) -> list[str]:
+        """Taint each candidate's Node `karpenter.sh/disrupted:NoSchedule` and set `DisruptionReason` on its
+        NodeClaim, with the event `DisruptionLaunching` (replacements to come) or `DisruptionTerminating`.
+        Returns the NodeClaims it marked; a candidate whose NodeClaim or Node is gone, being deleted or not
+        the one decided on is left out. Idempotent."""
+        command = inp.command
+        message = f"{command.method}: {command.message}"
+        event = "DisruptionLaunching" if command.action == "Replace" else "DisruptionTerminating"
+        marked = []
+        for candidate in command.candidates:
+            found = self._owned(candidate)
+            if found is None:
+                continue
+            claim, owned_claim, owned_node = found
+            if ownership.update(self.kube, owned_node, DISRUPTED_TAINT) is None:
+                continue
+            self._set_reason(owned_claim, "True", command.reason, message)
+            self.recorder.record(claim, "Normal", event, message)
+            marked.append(candidate.node_claim)
+        return marked
+
+    @activity.defn(name="launch_replacements")
+    def launch_replacements(self, inp: LaunchReplacementsInput) -> list[str]:
+        """Create the replacement NodeClaims and start their workflows (as provisioning does). Idempotent."""
+        return self.launcher.launch(inp.round, inp.replacements)
+
+    @activity.defn(name="replacements_state")
+    def replacements_state(self, names: list[str]) -> ReplacementsState:
+        """Which replacements are Initialized, which are gone (their launch failed), which still come up."""
+        state = ReplacementsState()
+        for name in names:
+            obj = kubeops.get_or_none(self.kube, r.NODECLAIM, name)
+            if obj is None or obj["metadata"].get("deletionTimestamp"):
+                state.gone.append(name)
+            elif _initialized(obj):
+                state.initialized.append(name)
+            else:
+                state.waiting.append(name)
+        return state
+
+    @activity.defn(name="abort_disruption")
+    def abort_disruption(self, inp: AbortInput) -> None:
+        """Undo a command whose replacements failed: untaint the candidates' Nodes, set `DisruptionReason`
+        False with the reason (event `DisruptionBlocked`), and delete the replacement NodeClaims (their
+        workflows terminate what launched). Idempotent."""
+        for candidate in inp.command.candidates:
+            found = self._owned(candidate)
+            if found is None:
+                continue
+            claim, owned_claim, owned_node = found
+            ownership.update(self.kube, owned_node, _without_taint)
+            self._set_reason(owned_claim, "False", "Aborted", inp.reason)
+            self.recorder.record(claim, "Warning", "DisruptionBlocked", inp.reason)
+        for name in inp.replacements:
+            ownership.delete(self.kube, ownership.node_claim(name, ""))
