@@ -3,17 +3,15 @@ emulator, simulated kubelet and pod binder) and the real worker as a child proce
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
 from devstack.stack import DevStack, DevStackConfig
 from kube.resources import NODECLAIM
 
-T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -35,18 +33,6 @@ spec:
           image: registry.k8s.io/pause:3.9
           resources: {{requests: {{cpu: "{cpu}", memory: {memory}}}}}
 """
-
-
-def eventually(check: Callable[[], T | None], timeout: float = 90.0, interval: float = 0.25, what: str = "") -> T:
-    """Poll `check` until it returns something truthy, or fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what or check.__name__}; last: {last!r}")
 
 
 def all_instances(stack: DevStack) -> list[dict[str, Any]]:

@@ -29,9 +29,9 @@ from tests.e2e.conftest import (
     assert_one_instance_per_claim,
     claim_tag,
     deployment,
-    eventually,
     live_instances,
 )
+from tests.eventually import eventually
 
 pytestmark = pytest.mark.e2e
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.e2e.conftest import REPO, deployment, eventually
+from tests.e2e.conftest import REPO, deployment
+from tests.eventually import eventually
 
 pytestmark = pytest.mark.e2e
 NODEFLOW = [sys.executable, "-m", "workers.cli"]
