@@ -28,6 +28,14 @@ from workflows.nodeclaim import workflow_id
 
 pytestmark = pytest.mark.e2e
 
+
+@pytest.fixture(scope="module")
+def stack(private_stack: DevStack) -> DevStack:
+    """A stack of this module's own: its tests inject faults, mark offerings unavailable and speed up the
+    garbage collector."""
+    return private_stack
+
+
 SETTLE_SECONDS = 120
 
 
