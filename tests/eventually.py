@@ -29,7 +29,7 @@ class _Last:
         return AssertionError(f"timed out after {timeout:g}s waiting for {what}; {seen}")
 
 
-def eventually(check: Callable[[], T | None], *, timeout: float = 10.0, interval: float = 0.1, what: str = "") -> T:
+def eventually(check: Callable[[], T | None], *, timeout: float = 10.0, interval: float = 0.25, what: str = "") -> T:
     """Poll `check` (at most `interval` seconds apart) until it returns something truthy (returned) or
     `timeout` seconds pass (AssertionError naming `what` and the last value)."""
     deadline = time.monotonic() + timeout
@@ -54,7 +54,7 @@ async def eventually_async(
     check: Callable[[], Awaitable[T | None]],
     *,
     timeout: float = 10.0,
-    interval: float = 0.1,
+    interval: float = 0.25,
     what: str = "",
     pause: Callable[[], Awaitable[object]] | None = None,
 ) -> T:
