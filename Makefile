@@ -28,7 +28,7 @@ run: $(STAMP)
 	$(BIN)/nodeflow dev $(ARGS)
 
 test: $(STAMP) lint typecheck imports
-	$(BIN)/pytest -q -ra
+	$(BIN)/pytest -q -ra --durations=15
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

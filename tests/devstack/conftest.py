@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, TypeAlias, TypeVar
@@ -12,6 +11,7 @@ import pytest
 from kubernetes import client
 
 from devstack.kube.server import KubeApiServer
+from tests.eventually import eventually
 
 T = TypeVar("T")
 
@@ -62,32 +62,15 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def eventually(check: Callable[[], T], timeout: float = 5.0, interval: float = 0.02) -> T:
-    """Poll ``check`` until it returns a truthy value (returned) or raises no AssertionError."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            result = check()
-            if result:
-                return result
-        except AssertionError:
-            if time.monotonic() > deadline:
-                raise
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s (last result {result!r})")
-        time.sleep(interval)
-
-
-def eventually_items(fetch: Callable[[], list[T]], count: int, timeout: float = 5.0) -> list[T]:
+def eventually_items(fetch: Callable[[], list[T]], count: int, timeout: float = 10.0) -> list[T]:
     """Poll ``fetch`` until it returns exactly ``count`` items, and return them."""
-    box: list[list[T]] = []
 
-    def check() -> bool:
-        box[:] = [fetch()]
-        return len(box[0]) == count
+    def check() -> tuple[list[T]]:
+        items = fetch()
+        assert len(items) == count, f"{len(items)} items, not {count}: {items!r}"
+        return (items,)
 
-    eventually(check, timeout)
-    return box[0]
+    return eventually(check, timeout=timeout, what=f"{count} items")[0]
 
 
 def make_node(name: str, **labels: str) -> dict[str, Any]:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,6 +16,7 @@ from devstack.kube.server import KubeApiServer
 from kube.client import KubeClient
 from kube.resources import NAMESPACE, NODE, POD
 from kube.types import Obj
+from tests.eventually import eventually
 
 # -- builders --------------------------------------------------------------------------------------
 
@@ -401,15 +401,8 @@ def test_run_loop_binds_until_stopped(kube: KubeClient, namespace: str) -> None:
     thread = threading.Thread(target=PodBinder(kube, poll_interval=0.02).run, args=(stop,))
     thread.start()
     try:
-        eventually(lambda: node_of(kube, namespace, "looped") == "n")
+        eventually(lambda: node_of(kube, namespace, "looped") == "n", what="the looped pod bound to n")
     finally:
         stop.set()
         thread.join(5)
     assert not thread.is_alive()
-
-
-def eventually(check: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "condition not met before the deadline"
-        time.sleep(0.02)

@@ -8,7 +8,8 @@ import pytest
 from kubernetes import client
 
 from devstack.kube.server import KubeApiServer
-from tests.devstack.conftest import AppsApi, CoreApi, eventually, eventually_items, make_node, unique
+from tests.devstack.conftest import AppsApi, CoreApi, eventually_items, make_node, unique
+from tests.eventually import eventually
 
 
 @pytest.fixture

@@ -13,12 +13,12 @@ from tests.devstack.conftest import (
     AppsApi,
     CoreApi,
     PolicyApi,
-    eventually,
     eventually_items,
     make_node,
     make_pod,
     unique,
 )
+from tests.eventually import eventually
 
 
 def ready_pod(core: CoreApi, namespace: str, name: str, **labels: str) -> None:

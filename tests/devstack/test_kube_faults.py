@@ -14,7 +14,8 @@ from kubernetes.client.rest import ApiException
 from devstack.kube import catalog
 from devstack.kube.faults import FAULTS_PATH, KubeFaultClient
 from devstack.kube.server import KubeApiServer
-from tests.devstack.conftest import CoreApi, CustomApi, eventually, make_node, make_nodeclaim, unique
+from tests.devstack.conftest import CoreApi, CustomApi, make_node, make_nodeclaim, unique
+from tests.eventually import eventually
 
 NODECLAIMS = ("karpenter.sh", "v1", "nodeclaims")
 

@@ -15,7 +15,8 @@ from kubernetes.client.rest import ApiException
 from devstack.kube import catalog
 from devstack.kube.server import KubeApiServer
 from devstack.kube.store import ObjectStore
-from tests.devstack.conftest import CoreApi, eventually, make_node, make_pod, unique
+from tests.devstack.conftest import CoreApi, make_node, make_pod, unique
+from tests.eventually import eventually
 
 
 def take(count: int, list_fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[tuple[str, str]]:

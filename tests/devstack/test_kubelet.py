@@ -4,9 +4,8 @@ Kubernetes API."""
 from __future__ import annotations
 
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -20,6 +19,7 @@ from kube.client import KubeClient
 from kube.errors import NotFoundError
 from kube.resources import NODE, NODECLAIM, POD
 from kube.types import Obj
+from tests.eventually import eventually
 
 M5_LARGE: dict[str, Any] = {
     "InstanceType": "m5.large",
@@ -218,13 +218,6 @@ def node_of(kube: KubeClient, instance_id: str) -> Obj:
     return matches[0]
 
 
-def eventually(check: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "condition not met before the deadline"
-        time.sleep(0.02)
-
-
 @pytest.fixture
 def cluster() -> str:
     return f"c-{uuid.uuid4().hex[:8]}"
@@ -376,7 +369,7 @@ def test_run_loop_until_stopped(kube: KubeClient, ec2: Any, subnet: str, cluster
     thread.start()
     try:
         eventually(lambda: any(node.is_ready(n) and n["spec"]["providerID"].endswith(instance_id)
-                               for n in kube.list(NODE)))  # fmt: skip
+                               for n in kube.list(NODE)), what=f"a Ready node for {instance_id}")  # fmt: skip
     finally:
         stop.set()
         thread.join(5)

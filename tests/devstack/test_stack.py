@@ -9,21 +9,19 @@ import asyncio
 import os
 import shutil
 import subprocess
-import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 from temporalio.client import Client
 
 from devstack.stack import DevStack
 from kube.resources import EC2NODECLASS, NODEPOOL, POD
+from tests.eventually import eventually
 from workers.dev_cmd import stack_config
 
 CLUSTER = "stack-test"
-T = TypeVar("T")
 
 DEPLOYMENT = """
 apiVersion: apps/v1
@@ -51,18 +49,6 @@ spec:
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
       expireAfter: whenever
 """
-
-
-def poll(condition: Callable[[], T], what: str, timeout: float = 15.0) -> T:
-    """The first truthy value of condition(), polled until `timeout`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout}s")
-        time.sleep(0.1)
 
 
 def process_groups() -> dict[int, int]:
@@ -137,7 +123,9 @@ def test_moto_has_the_seeded_subnets_and_security_group(stack: DevStack) -> None
 
 def test_a_deployment_gives_pending_pods_and_the_summary_counts_them(stack: DevStack) -> None:
     assert stack.apply_text(DEPLOYMENT) == []
-    poll(lambda: len(stack.kube.list(POD, "default", label_selector="app=web")) == 3, "3 web pods")
+    eventually(
+        lambda: len(stack.kube.list(POD, "default", label_selector="app=web")) == 3, timeout=15, what="3 web pods"
+    )
     summary = stack.summary()
     assert set(summary) >= {"settled", "seconds", "pods", "nodeClaims", "instances", "errors"}
     assert summary["pods"] == {"total": 3, "bound": 0, "pending": 3}
@@ -156,7 +144,11 @@ def test_an_invalid_nodepool_is_reported_and_still_applied(stack: DevStack) -> N
 def test_applying_again_merge_patches(stack: DevStack) -> None:
     stack.apply_text(DEPLOYMENT.replace("replicas: 3", "replicas: 1"))
     assert stack.kube.get(NODEPOOL, "default")  # untouched
-    poll(lambda: len(stack.kube.list(POD, "default", label_selector="app=web")) == 1, "scaled down to 1 pod")
+    eventually(
+        lambda: len(stack.kube.list(POD, "default", label_selector="app=web")) == 1,
+        timeout=15,
+        what="scaled down to 1 pod",
+    )
 
 
 def test_temporal_comes_back_after_a_kill(stack: DevStack) -> None:

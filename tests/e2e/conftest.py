@@ -3,10 +3,9 @@ emulator, simulated kubelet and pod binder) and the real worker as a child proce
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -14,7 +13,6 @@ from devstack.stack import DevStack
 from kube.resources import NODECLAIM
 from workers.dev_cmd import stack_config
 
-T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -36,18 +34,6 @@ spec:
           image: registry.k8s.io/pause:3.9
           resources: {{requests: {{cpu: "{cpu}", memory: {memory}}}}}
 """
-
-
-def eventually(check: Callable[[], T | None], timeout: float = 90.0, interval: float = 0.25, what: str = "") -> T:
-    """Poll `check` until it returns something truthy, or fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what or check.__name__}; last: {last!r}")
 
 
 def all_instances(stack: DevStack) -> list[dict[str, Any]]:
@@ -74,8 +60,35 @@ def assert_one_instance_per_claim(stack: DevStack) -> None:
     assert tags == claims
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
-    config = stack_config(state_dir=tmp_path_factory.mktemp("stack"), ui=True)
+def default_stack(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[DevStack]:
+    config = stack_config(state_dir=tmp_path_factory.mktemp(name), ui=True)
     with DevStack(config) as running:
         yield running
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the tests on the shared stack last (each module's order kept), so it stops right after its
+    last test rather than idling (a quarter of a core) through the other modules until the session ends."""
+    shared = [item for item in items if "shared_stack" in getattr(item, "fixturenames", ())]
+    if shared:
+        items[:] = [item for item in items if item not in shared] + shared
+
+
+@pytest.fixture(scope="session")
+def shared_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
+    """One stack (default NodePool and EC2NodeClass, default worker settings) for every module that only
+    needs a running stack: those modules kill, restart, fault or reconfigure nothing of it, and each test
+    uses its own Deployments, labels and NodePools, so tests do not see each other's pods."""
+    yield from default_stack(tmp_path_factory, "shared-stack")
+
+
+@pytest.fixture(scope="module")
+def private_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
+    """A default stack of the module's own, for modules that kill or restart its processes, inject faults
+    or reconfigure what the worker runs (they override `stack` with it)."""
+    yield from default_stack(tmp_path_factory, "stack")
+
+
+@pytest.fixture(scope="module")
+def stack(shared_stack: DevStack) -> DevStack:
+    return shared_stack

@@ -29,11 +29,18 @@ from tests.e2e.conftest import (
     assert_one_instance_per_claim,
     claim_tag,
     deployment,
-    eventually,
     live_instances,
 )
+from tests.eventually import eventually
 
 pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def stack(private_stack: DevStack) -> DevStack:
+    """A stack of this module's own: its tests kill the worker and the Temporal server."""
+    return private_stack
+
 
 HOLD = -1  # a Kubernetes fault that lasts until cleared
 EC2_HOLD = 100_000  # EC2 faults count down; this many outlast any test

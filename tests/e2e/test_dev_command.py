@@ -18,7 +18,8 @@ import psutil
 import pytest
 
 import devstack
-from tests.e2e.conftest import REPO, deployment, eventually
+from tests.e2e.conftest import REPO, deployment
+from tests.eventually import eventually
 
 pytestmark = pytest.mark.e2e
 NODEFLOW = [sys.executable, "-m", "workers.cli"]

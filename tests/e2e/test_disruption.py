@@ -19,7 +19,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from cloudprovider.aws.pricing import load_price_table
 from devstack.stack import DevStack
 from kube import resources as r
-from tests.e2e.conftest import claim_tag, deployment, eventually, live_instances
+from tests.e2e.conftest import claim_tag, deployment, live_instances
+from tests.eventually import eventually
 from workers.dev_cmd import stack_config
 from workflows.disruption import WORKFLOW_ID, DisruptionState
 
@@ -91,7 +92,7 @@ def scale(stack: DevStack, name: str, replicas: int) -> None:
 
 def test_a_deployment_scaled_to_zero_leaves_no_node_claim_node_or_instance_within_60s(stack: DevStack) -> None:
     stack.apply_text(deployment("shrink", 3, cpu="500m", memory="512Mi"))
-    eventually(lambda: all_running(stack, "shrink"), what="pods running")
+    eventually(lambda: all_running(stack, "shrink"), timeout=90, what="pods running")
     claims = claims_of_pool(stack, "default")
     nodes = {
         c.get("status", {}).get("nodeName") for c in stack.kube.list(r.NODECLAIM) if c["metadata"]["name"] in claims
@@ -99,7 +100,7 @@ def test_a_deployment_scaled_to_zero_leaves_no_node_claim_node_or_instance_withi
     assert claims
 
     scale(stack, "shrink", 0)
-    eventually(lambda: not pods_of(stack, "shrink"), what="pods gone")
+    eventually(lambda: not pods_of(stack, "shrink"), timeout=90, what="pods gone")
     last_pod_gone = time.monotonic()
 
     def everything_gone() -> bool:
@@ -118,13 +119,15 @@ def test_a_deployment_scaled_to_zero_leaves_no_node_claim_node_or_instance_withi
 def test_a_budget_of_zero_nodes_disrupts_nothing(stack: DevStack) -> None:
     stack.apply_text(pool("frozen", "0"))
     stack.apply_text(deployment("frozen", 1, cpu="500m", memory="512Mi", extra_spec=pinned("frozen")))
-    eventually(lambda: all_running(stack, "frozen"), what="pods running")
+    eventually(lambda: all_running(stack, "frozen"), timeout=90, what="pods running")
     claims = claims_of_pool(stack, "frozen")
     assert claims
     scale(stack, "frozen", 0)
-    eventually(lambda: not pods_of(stack, "frozen"), what="pods gone")
+    eventually(lambda: not pods_of(stack, "frozen"), timeout=90, what="pods gone")
     rounds = asyncio.run(controller_rounds(stack))
-    eventually(lambda: asyncio.run(controller_rounds(stack)) >= rounds + 3, what="three more controller rounds")
+    eventually(
+        lambda: asyncio.run(controller_rounds(stack)) >= rounds + 3, timeout=90, what="three more controller rounds"
+    )
     assert claims_of_pool(stack, "frozen") == claims
     stack.kube.delete(r.DEPLOYMENT, "frozen", "default")
 
@@ -145,7 +148,7 @@ def test_a_right_sized_workload_is_consolidated_onto_a_cheaper_node_with_its_pod
     prices = load_price_table().prices
     stack.apply_text(pool("resize", "100%"))
     stack.apply_text(deployment("resize", 1, cpu="7", memory="2Gi", extra_spec=pinned("resize")))
-    eventually(lambda: all_running(stack, "resize"), what="the big pod running")
+    eventually(lambda: all_running(stack, "resize"), timeout=90, what="the big pod running")
     big = claim_prices(stack, "resize")
     assert len(big) == 1
     big_type = next(iter(big.values()))

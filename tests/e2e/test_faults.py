@@ -5,7 +5,6 @@ is lost (every pod bound in the end), and no claim ever gets a second instance."
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import Counter
 from typing import Any
 
@@ -21,13 +20,21 @@ from tests.e2e.conftest import (
     assert_one_instance_per_claim,
     claim_tag,
     deployment,
-    eventually,
     live_instances,
 )
+from tests.eventually import eventually, eventually_async
 from workflows import garbage_collection as gc
 from workflows.nodeclaim import workflow_id
 
 pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def stack(private_stack: DevStack) -> DevStack:
+    """A stack of this module's own: its tests inject faults, mark offerings unavailable and speed up the
+    garbage collector."""
+    return private_stack
+
 
 SETTLE_SECONDS = 120
 
@@ -167,15 +174,17 @@ async def _collect_fast(address: str) -> None:
     started it: a later start by the worker would configure it back."""
     client = await Client.connect(address, data_converter=pydantic_data_converter)
     handle = client.get_workflow_handle(gc.WORKFLOW_ID)
-    deadline = time.monotonic() + 30
-    while True:  # the worker starts its collector once it is up
+
+    async def started() -> bool:  # the worker starts its collector once it is up
         try:
             await handle.describe()
-            break
         except RPCError as err:
-            if err.status != RPCStatusCode.NOT_FOUND or time.monotonic() > deadline:
+            if err.status != RPCStatusCode.NOT_FOUND:
                 raise
-            await asyncio.sleep(0.2)
+            return False
+        return True
+
+    await eventually_async(started, timeout=30, interval=0.2, what="the worker to start its garbage collector")
     await gc.start_garbage_collector(
         client, "nodeflow", gc.GarbageCollectorSettings(interval_seconds=2, min_age_seconds=1)
     )

@@ -9,7 +9,8 @@ import pytest
 
 from devstack.stack import DevStack
 from kube import resources as r
-from tests.e2e.conftest import REPO, deployment, eventually
+from tests.e2e.conftest import REPO, deployment
+from tests.eventually import eventually
 
 pytestmark = pytest.mark.e2e
 EXAMPLES = REPO.parent / "shared" / "karpenter-reference" / "karpenter-examples"

@@ -19,7 +19,8 @@ from activities.replace import REPLACEMENT_OF_ANNOTATION
 from devstack.stack import DevStack
 from kube import resources as r
 from kube.errors import NotFoundError
-from tests.e2e.conftest import REPO, assert_one_instance_per_claim, deployment, eventually
+from tests.e2e.conftest import REPO, assert_one_instance_per_claim, deployment
+from tests.eventually import eventually
 from workers.dev_cmd import stack_config
 
 pytestmark = pytest.mark.e2e

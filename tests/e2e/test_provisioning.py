@@ -13,7 +13,8 @@ import pytest
 from devstack.stack import DevStack
 from kube import resources as r
 from kube.errors import NotFoundError
-from tests.e2e.conftest import assert_one_instance_per_claim, deployment, eventually, live_instances
+from tests.e2e.conftest import assert_one_instance_per_claim, deployment, live_instances
+from tests.eventually import eventually
 
 pytestmark = pytest.mark.e2e
 

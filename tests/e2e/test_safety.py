@@ -19,7 +19,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from devstack.stack import DevStack, DevStackConfig
 from kube import resources as r
-from tests.e2e.conftest import claim_tag, deployment, eventually, live_instances
+from tests.e2e.conftest import claim_tag, deployment, live_instances
+from tests.eventually import eventually
 from workers.dev_cmd import stack_config
 from workflows.nodeclaim_state import NodeClaimState
 
@@ -69,7 +70,12 @@ async def fewest_running_checks(stack: DevStack) -> int:
 def untouched_through_checks(stack: DevStack, before: dict[str, Any], checks: int = 4) -> None:
     """Every claim's workflow does `checks` running checks (a stale workflow would have acted by then)
     and nothing of the cluster changed."""
-    eventually(lambda: asyncio.run(fewest_running_checks(stack)) >= checks, what=f"{checks} running checks")
+    eventually(
+        lambda: asyncio.run(fewest_running_checks(stack)) >= checks,
+        timeout=90,
+        interval=0.25,
+        what=f"{checks} running checks",
+    )
     assert snapshot(stack) == before
 
 
@@ -79,7 +85,7 @@ def test_a_restarted_local_stack_never_pairs_old_workflows_with_the_new_cluster(
     state_dir = tmp_path_factory.mktemp("restart")
     with DevStack(config(state_dir)) as first:
         first.apply_text(APP)
-        eventually(lambda: bound(first), what="pods bound in the first run")
+        eventually(lambda: bound(first), timeout=90, what="pods bound in the first run")
         old_nodes = {n["metadata"]["name"] for n in first.kube.list(r.NODE)}
         old_workflows = asyncio.run(running_node_claim_workflows(first))
     assert old_workflows
@@ -87,7 +93,7 @@ def test_a_restarted_local_stack_never_pairs_old_workflows_with_the_new_cluster(
     with DevStack(config(state_dir)) as second:
         assert not set(old_workflows) & set(asyncio.run(running_node_claim_workflows(second)))
         second.apply_text(APP)
-        eventually(lambda: bound(second), what="pods bound in the second run")
+        eventually(lambda: bound(second), timeout=90, what="pods bound in the second run")
         new_nodes = {n["metadata"]["name"] for n in second.kube.list(r.NODE)}
         assert new_nodes & old_nodes, "the scenario needs a node name reused from the first run"
         untouched_through_checks(second, snapshot(second))
@@ -101,7 +107,7 @@ def test_a_workflow_whose_claim_vanished_is_ended_when_the_worker_starts(
 ) -> None:
     with DevStack(config(tmp_path_factory.mktemp("orphan"))) as stack:
         stack.apply_text(APP)
-        eventually(lambda: bound(stack), what="pods bound")
+        eventually(lambda: bound(stack), timeout=90, what="pods bound")
         claim = stack.kube.list(r.NODECLAIM)[0]
         name = claim["metadata"]["name"]
         stack.stop_worker()
@@ -112,6 +118,12 @@ def test_a_workflow_whose_claim_vanished_is_ended_when_the_worker_starts(
         stack.start_worker()
         eventually(
             lambda: f"nodeclaim-{name}" not in asyncio.run(running_node_claim_workflows(stack)),
+            timeout=90,
+            interval=0.25,
             what="the orphaned workflow to end",
         )
-        eventually(lambda: all(claim_tag(i) != name for i in live_instances(stack)), what="its instance to terminate")
+        eventually(
+            lambda: all(claim_tag(i) != name for i in live_instances(stack)),
+            timeout=90,
+            what="its instance to terminate",
+        )

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
-from typing import TypeVar
 
 import pytest
 import pytest_asyncio
@@ -19,6 +17,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from tests.eventually import eventually_async
 from tests.workflows.conftest import venv_binary
 from tests.workflows.fakes import World
 from workers.ops_cmd import ClaimRow, OpsError, list_claims, query_claim, signal_claim
@@ -26,8 +25,7 @@ from workflows import search_attributes as sa
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
 from workflows.nodeclaim_state import DELETED, RUNNING, NodeClaimInput, NodeClaimState
 
-T = TypeVar("T")
-DEADLINE_SECONDS = 20.0
+DEADLINE_SECONDS = 20.0  # visibility is eventually consistent
 
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -42,17 +40,6 @@ async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
     )
     async with env:
         yield env
-
-
-async def eventually(check: Callable[[], Awaitable[T | None]], what: str) -> T:
-    """Poll until `check` returns something truthy (visibility is eventually consistent)."""
-    deadline = time.monotonic() + DEADLINE_SECONDS
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = await check()
-        if last:
-            return last
-    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
 
 
 async def temporal_cli(client: Client, *args: str) -> str:
@@ -88,7 +75,9 @@ async def test_a_list_filtered_by_nodepool_and_phase_shows_the_fleet(dev_env: Wo
                 rows = [r for r in await list_claims(client, node_pool="web", phase=RUNNING) if suffix in r.name]
                 return rows if len(rows) == 2 else None
 
-            rows = await eventually(web_running, "both web claims Running in visibility")
+            rows = await eventually_async(
+                web_running, timeout=DEADLINE_SECONDS, what="both web claims Running in visibility"
+            )
             assert [r.name for r in rows] == sorted(n for n, p in names.items() if p == "web")
             for row in rows:
                 assert (row.node_pool, row.phase, row.instance_type, row.zone, row.capacity_type) == (
@@ -105,7 +94,9 @@ async def test_a_list_filtered_by_nodepool_and_phase_shows_the_fleet(dev_env: Wo
                 rows = [r for r in await list_claims(client, node_pool="gpu", phase=RUNNING) if suffix in r.name]
                 return rows or None
 
-            gpu = await eventually(gpu_running, "the gpu claim Running in visibility")
+            gpu = await eventually_async(
+                gpu_running, timeout=DEADLINE_SECONDS, what="the gpu claim Running in visibility"
+            )
             assert [r.name for r in gpu] == [f"gpu-{suffix}-1"]
 
             state: NodeClaimState = await query_claim(client, f"gpu-{suffix}-1")
@@ -119,7 +110,9 @@ async def test_a_list_filtered_by_nodepool_and_phase_shows_the_fleet(dev_env: Wo
             async def gpu_gone() -> bool:
                 return not [r for r in await list_claims(client, node_pool="gpu") if suffix in r.name]
 
-            await eventually(gpu_gone, "the drained claim to leave the running list")
+            await eventually_async(
+                gpu_gone, timeout=DEADLINE_SECONDS, what="the drained claim to leave the running list"
+            )
 
             # The Temporal CLI works the same: a signal without input, and the status query.
             web = sorted(n for n in names if n.startswith("web"))

@@ -11,6 +11,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
+from tests.eventually import eventually_async
 from tests.workflows.fakes import World
 from tests.workflows.histories import save_history
 from workflows.nodeclaim import RUNNING_CHECKS_PER_RUN, NodeClaimWorkflow, workflow_id
@@ -25,20 +26,20 @@ async def start(env: WorkflowEnvironment, task_queue: str, **kwargs: object) -> 
 async def wait_until(
     handle: WorkflowHandle, env: WorkflowEnvironment, check: Callable[[NodeClaimState], bool], what: str
 ) -> NodeClaimState:
-    """Query `status` until `check` holds, skipping workflow time between polls (bounded). A query that
+    """Query `status` until `check` holds, skipping 20 s of workflow time between polls. A query that
     times out (it can land while the claim continues as new, on a loaded machine) is polled again."""
-    state: NodeClaimState | None = None
-    for _ in range(300):
+
+    async def status() -> NodeClaimState | None:
         try:
-            state = await handle.query(NodeClaimWorkflow.status)
+            state: NodeClaimState = await handle.query(NodeClaimWorkflow.status)
         except RPCError as err:
             if err.status != RPCStatusCode.DEADLINE_EXCEEDED and "deadline" not in err.message:
                 raise
-        else:
-            if check(state):
-                return state
-        await env.sleep(timedelta(seconds=20))
-    raise AssertionError(f"never saw {what}; last {state}")
+            return None
+        assert check(state), state
+        return state
+
+    return await eventually_async(status, timeout=120, what=what, pause=lambda: env.sleep(timedelta(seconds=20)))
 
 
 async def test_should_mark_the_claim_drifted_by_a_periodic_check(

@@ -7,6 +7,7 @@ from datetime import timedelta
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
+from tests.eventually import eventually_async
 from tests.workflows.fakes import World
 from tests.workflows.histories import save_history
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
@@ -19,12 +20,16 @@ async def start(env: WorkflowEnvironment, task_queue: str, **kwargs: object) -> 
 
 
 async def wait_for_phase(handle: WorkflowHandle, env: WorkflowEnvironment, phase: str) -> NodeClaimState:
-    for _ in range(200):
+    """Query `status` until the claim is in `phase`, skipping a second of workflow time between polls."""
+
+    async def in_phase() -> NodeClaimState:
         state: NodeClaimState = await handle.query(NodeClaimWorkflow.status)
-        if state.phase == phase:
-            return state
-        await env.sleep(timedelta(seconds=1))
-    raise AssertionError(f"never reached {phase}; last {state}")
+        assert state.phase == phase, state
+        return state
+
+    return await eventually_async(
+        in_phase, timeout=120, what=f"phase {phase}", pause=lambda: env.sleep(timedelta(seconds=1))
+    )
 
 
 async def test_should_run_the_whole_lifecycle_when_the_claim_is_deleted(

@@ -8,6 +8,7 @@ import pytest
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
+from tests.eventually import eventually_async
 from tests.workflows.fakes import World
 from tests.workflows.histories import save_history
 from workflows import timing
@@ -21,11 +22,15 @@ async def start(env: WorkflowEnvironment, task_queue: str) -> WorkflowHandle:
 
 
 async def wait_rounds(env: WorkflowEnvironment, world: World, count: int) -> None:
-    for _ in range(100):
-        if len(world.solve_rounds) >= count:
-            return
-        await env.sleep(timedelta(milliseconds=500))
-    raise AssertionError(f"expected {count} rounds, saw {world.solve_rounds}")
+    """Skip half a second of workflow time at a time until the provisioner has solved `count` rounds."""
+
+    async def enough() -> bool:
+        assert len(world.solve_rounds) >= count, f"{count} rounds expected, saw {world.solve_rounds}"
+        return True
+
+    await eventually_async(
+        enough, timeout=120, what=f"{count} rounds", pause=lambda: env.sleep(timedelta(milliseconds=500))
+    )
 
 
 async def test_should_batch_signals_arriving_together_into_one_round(
@@ -58,10 +63,13 @@ async def test_should_continue_as_new_after_many_signals_and_keep_counting_round
     for _ in range(4):
         await handle.signal(ProvisionerWorkflow.pods_pending, 1)
     await wait_rounds(time_env, world, 1)
-    for _ in range(50):
-        if (await time_env.client.get_workflow_handle("provisioner").describe()).run_id != first_run:
-            break
-        await time_env.sleep(timedelta(milliseconds=200))
+
+    async def continued_as_new() -> bool:
+        return (await time_env.client.get_workflow_handle("provisioner").describe()).run_id != first_run
+
+    await eventually_async(
+        continued_as_new, timeout=60, what="a new run", pause=lambda: time_env.sleep(timedelta(milliseconds=200))
+    )
     new = time_env.client.get_workflow_handle("provisioner")
     assert (await new.describe()).run_id != first_run
     await new.signal(ProvisionerWorkflow.pods_pending, 1)
