@@ -171,15 +171,7 @@ class TerminationActivities(ClaimActivities):
 
     def _taint_disrupted(self, owned: ownership.Owned) -> Obj | None:
         """Taint the Node `karpenter.sh/disrupted:NoSchedule`; None when it is gone or not ours."""
-
-        def mutate(node: Obj) -> bool:
-            if kubeops.has_taint(node, labels.DISRUPTED_TAINT_KEY, "NoSchedule"):
-                return False
-            spec = node.setdefault("spec", {})
-            spec["taints"] = [*(spec.get("taints") or []), {"key": labels.DISRUPTED_TAINT_KEY, "effect": "NoSchedule"}]
-            return True
-
-        return ownership.update(self.kube, owned, mutate)
+        return ownership.update(self.kube, owned, kubeops.adding_taint(labels.DISRUPTED_TAINT_KEY, "NoSchedule"))
 
     @activity.defn(name="terminate_instance")
     def terminate_instance(self, inp: TerminateInput) -> TerminateResult:
