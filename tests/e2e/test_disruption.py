@@ -1,5 +1,8 @@
 """The disruption controller on the local stack, observed through the Kubernetes API only.
 
+- A workload right-sized onto a big node is consolidated onto a cheaper one, its pod placed throughout,
+  also when the worker is SIGKILLed after the taint, after the replacement's launch and during the drain.
+
 - A Deployment scaled to 0 leaves no NodeClaim, Node or running instance within 60 s of its last pod
   going (default NodePool: WhenEmptyOrUnderutilized, consolidateAfter 0s, budget 10%, rounded up).
 - A NodePool with `budgets: [{nodes: "0"}]` disrupts nothing: its empty node stays.
@@ -19,7 +22,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from cloudprovider.aws.pricing import load_price_table
 from devstack.stack import DevStack
 from kube import resources as r
-from tests.e2e.conftest import claim_tag, deployment, live_instances
+from tests.e2e.conftest import assert_one_instance_per_claim, claim_tag, deployment, live_instances
 from tests.eventually import eventually
 from workers.dev_cmd import stack_config
 from workflows.disruption import WORKFLOW_ID, DisruptionState
@@ -181,3 +184,53 @@ def test_a_right_sized_workload_is_consolidated_onto_a_cheaper_node_with_its_pod
     assert longest_pending[0] < 30, f"a pod was pending {longest_pending[0]:.0f}s"
     print(f"{big_type} (${prices[big_type]}/h) -> {small_type} (${prices[small_type]}/h)")
     stack.kube.delete(r.DEPLOYMENT, "resize", "default")
+
+
+def tainted_nodes(stack: DevStack, claims: set[str]) -> list[str]:
+    """Nodes of these claims carrying karpenter.sh/disrupted."""
+    names = {
+        (c.get("status") or {}).get("nodeName") for c in stack.kube.list(r.NODECLAIM) if c["metadata"]["name"] in claims
+    }
+    return [
+        n["metadata"]["name"]
+        for n in stack.kube.list(r.NODE)
+        if n["metadata"]["name"] in names
+        and any(t.get("key") == "karpenter.sh/disrupted" for t in n["spec"].get("taints") or [])
+    ]
+
+
+def deleting(stack: DevStack, name: str) -> bool:
+    claim = next((c for c in stack.kube.list(r.NODECLAIM) if c["metadata"]["name"] == name), None)
+    return claim is None or bool(claim["metadata"].get("deletionTimestamp"))
+
+
+def test_a_worker_killed_during_a_consolidation_leaks_doubles_and_strands_nothing(stack: DevStack) -> None:
+    stack.apply_text(pool("chaos", "100%"))
+    stack.apply_text(deployment("chaos", 1, cpu="7", memory="2Gi", extra_spec=pinned("chaos")))
+    eventually(lambda: all_running(stack, "chaos"), timeout=90, what="the big pod running")
+    (big,) = claim_prices(stack, "chaos")
+    container = [{"name": "app", "image": "registry.k8s.io/pause:3.9",
+                  "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}}}]  # fmt: skip
+    stack.kube.patch(r.DEPLOYMENT, "chaos", {"spec": {"template": {"spec": {"containers": container}}}}, "default")
+
+    moments = {
+        "after the taint": lambda: bool(tainted_nodes(stack, {big})),
+        "after the replacement's launch": lambda: len(claims_of_pool(stack, "chaos")) > 1,
+        "during the drain": lambda: deleting(stack, big),
+    }
+    for moment, reached in moments.items():
+        eventually(reached, timeout=120, interval=0.1, what=moment)
+        stack.kill_worker()
+        stack.start_worker()
+
+    def settled() -> bool:
+        claims = claim_prices(stack, "chaos")
+        return len(claims) == 1 and big not in claims and all_running(stack, "chaos")
+
+    eventually(settled, timeout=150, interval=0.5, what="the consolidation to finish after the kills")
+    eventually(lambda: big not in claims_of_pool(stack, "chaos"), timeout=60, what="the old NodeClaim gone")
+    (replacement,) = claim_prices(stack, "chaos")
+    assert tainted_nodes(stack, {replacement}) == []  # the replacement is not left tainted
+    assert claims_of_pool(stack, "chaos") == [replacement]  # no second replacement
+    assert_one_instance_per_claim(stack)
+    stack.kube.delete(r.DEPLOYMENT, "chaos", "default")
