@@ -23,10 +23,10 @@ from apis.nodepool import NodePool
 from kube import resources as r
 from kube.types import Kube, Obj
 from scheduling.disruption import DisruptionInput
+from scheduling.provisionable import is_bound
 from scheduling.types import SchedulingInput
 
 log = logging.getLogger(__name__)
-TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
 def parse_all(
@@ -46,15 +46,6 @@ def parse_all(
     return out
 
 
-def bound_pods(pods: Sequence[Obj]) -> list[Obj]:
-    """Pods bound to a node and not terminal (Succeeded, Failed)."""
-    return [
-        p
-        for p in pods
-        if (p.get("spec") or {}).get("nodeName") and (p.get("status") or {}).get("phase") not in TERMINAL_PHASES
-    ]
-
-
 def read_disruption_input(
     kube: Kube,
     instance_types: Sequence[InstanceType],
@@ -70,7 +61,7 @@ def read_disruption_input(
     the Kube boundary's errors (kube.errors) when the API cannot be read."""
     cluster = SchedulingInput(
         pods=[],
-        bound_pods=bound_pods(kube.list(r.POD)),
+        bound_pods=[p for p in kube.list(r.POD) if is_bound(p)],
         nodes=kube.list(r.NODE),
         node_claims=parse_all(kube.list(r.NODECLAIM), NodeClaim, skipped),
         node_pools=parse_all(kube.list(r.NODEPOOL), NodePool, skipped),

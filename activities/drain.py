@@ -23,6 +23,7 @@ from typing import Any
 
 from apis import labels
 from apis.meta import rfc3339
+from scheduling.provisionable import pod_key
 
 CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
@@ -90,11 +91,6 @@ def eviction_order(pods: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
         sorted((p for p in live if is_critical(p)), key=key),
     ]
     return [wave for wave in waves if wave]
-
-
-def pod_key(pod: dict[str, Any]) -> str:
-    meta = pod.get("metadata", {})
-    return f"{meta.get('namespace', 'default')}/{meta.get('name', '')}"
 
 
 def grace_seconds(pod: dict[str, Any]) -> int:

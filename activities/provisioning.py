@@ -27,7 +27,7 @@ from cloudprovider.types import CloudProvider, ResolvedNodeClass
 from kube import resources as r
 from kube.errors import NotFoundError
 from kube.types import Kube, Obj
-from scheduling.provisionable import is_provisionable
+from scheduling.provisionable import is_bound, is_provisionable
 from scheduling.types import SchedulingInput
 
 log = logging.getLogger(__name__)
@@ -60,8 +60,7 @@ class ProvisioningActivities:
         pending = [p for p in pods if is_provisionable(p)]
         if not pending:
             return ProvisionPlan(invalid=invalid)
-        bound = [p for p in pods if p.get("spec", {}).get("nodeName") and p.get("status", {}).get("phase") not in (
-            "Succeeded", "Failed")]  # fmt: skip
+        bound = [p for p in pods if is_bound(p)]
         inp = SchedulingInput(
             pods=pending,
             bound_pods=bound,

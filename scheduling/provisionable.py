@@ -8,8 +8,16 @@ TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 def pod_key(pod: dict[str, Any]) -> str:
-    meta = pod.get("metadata", {})
-    return f"{meta.get('namespace', 'default')}/{meta.get('name', '')}"
+    """`namespace/name` (namespace `default` when unset)."""
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"
+
+
+def is_bound(pod: dict[str, Any]) -> bool:
+    """On a node (spec.nodeName set) and not terminal (Succeeded, Failed): it uses the node's capacity."""
+    return (
+        bool((pod.get("spec") or {}).get("nodeName")) and (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES
+    )
 
 
 def is_unschedulable(pod: dict[str, Any]) -> bool:

@@ -35,9 +35,10 @@ from apis.nodeclaim import NodeClaim
 from apis.quantity import format_resource_list
 from scheduling import solve
 from scheduling.disruption import Command, Decision, DisruptionInput, Rejection, decide
-from scheduling.disruption.candidates import is_reschedulable, offering_price, pod_key
+from scheduling.disruption.candidates import is_reschedulable, offering_price
 from scheduling.disruption.simulate import allowed_values
 from scheduling.manifests import expand
+from scheduling.provisionable import pod_key
 from scheduling.types import PlannedNodeClaim, SchedulingInput
 
 Obj = dict[str, Any]

@@ -29,11 +29,11 @@ from apis.nodeclaim import INITIALIZED, NodeClaim
 from apis.nodepool import NodePool
 from scheduling.disruption.budgets import is_disrupting, is_initialized
 from scheduling.disruption.model import Obj, Rejection
+from scheduling.provisionable import TERMINAL_PHASES, is_bound, pod_key
 from scheduling.topology import Selector, parse_selector
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
-TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
 def parse_time(text: str | None) -> datetime | None:
@@ -45,11 +45,6 @@ def parse_time(text: str | None) -> datetime | None:
     except ValueError:
         return None
     return when if when.tzinfo else when.replace(tzinfo=UTC)
-
-
-def pod_key(pod: Obj) -> str:
-    meta = pod.get("metadata") or {}
-    return f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"
 
 
 def _owner_kinds(pod: Obj) -> set[str]:
@@ -173,9 +168,8 @@ def build_states(
     types = {it.name: it for it in instance_types}
     pods_by_node: dict[str, list[Obj]] = {}
     for pod in bound_pods:
-        node_name = (pod.get("spec") or {}).get("nodeName")
-        if node_name and (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES:
-            pods_by_node.setdefault(str(node_name), []).append(pod)
+        if is_bound(pod):
+            pods_by_node.setdefault(str(pod["spec"]["nodeName"]), []).append(pod)
     out = []
     for node in sorted(nodes, key=lambda n: str((n.get("metadata") or {}).get("name", ""))):
         meta = node.get("metadata") or {}

@@ -46,7 +46,6 @@ from scheduling.disruption.candidates import (
     build_states,
     consolidation_rejection,
     node_rejection,
-    pod_key,
     pod_rejection,
 )
 from scheduling.disruption.model import (
@@ -60,6 +59,7 @@ from scheduling.disruption.model import (
     Rejection,
 )
 from scheduling.disruption.simulate import Simulator, allowed_values, narrowed, option_prices
+from scheduling.provisionable import pod_key
 from scheduling.types import PlannedNodeClaim
 
 SPOT_TO_SPOT_MIN_TYPES = 15

@@ -27,6 +27,7 @@ from apis.quantity import ResourceList, add, format_resource_list, format_units,
 from apis.requirements import NodeSelectorRequirement
 from scheduling.disruption.candidates import NodeState, is_reschedulable
 from scheduling.disruption.model import Obj
+from scheduling.provisionable import is_bound
 from scheduling.resources import pod_requests
 from scheduling.solver import solve
 from scheduling.state import bound_anti_terms
@@ -56,7 +57,7 @@ class Simulator:
         for pod in cluster.bound_pods:
             spec = pod.get("spec") or {}
             host = str(spec.get("nodeName") or "")
-            if not host or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            if not is_bound(pod):
                 continue
             try:
                 requests = pod_requests(spec)
