@@ -22,6 +22,26 @@ from kube import resources as r
 from kube.types import Kube, Obj
 
 
+def setting_conditions(*updates: tuple[str, str, str, str], **status: Any) -> Callable[[Obj], bool]:
+    """A status mutation for a NodeClaim (`ownership.update(..., subresource="status")`): set these
+    conditions (type, status, reason, message), stamped now, and these other status fields; False when
+    nothing changes."""
+    stamp = now_rfc3339()
+
+    def mutate(obj: Obj) -> bool:
+        claim = NodeClaim.model_validate(obj)
+        conditions = claim.status.conditions
+        for type_, state, reason, message in updates:
+            conditions = set_condition(conditions, type_, state, reason, message, stamp)  # type: ignore[arg-type]
+        new = claim.status.model_copy(update={"conditions": conditions, **status}).to_kube()
+        if new == obj.get("status"):
+            return False
+        obj["status"] = new
+        return True
+
+    return mutate
+
+
 class ClaimActivities:
     """Base of each phase's activity class. Construct with the boundaries (the composition root does, see
     activities.lifecycle); `shared_reads` may be shared by the phases of one worker."""
@@ -72,21 +92,7 @@ class ClaimActivities:
 
     def _set_conditions(self, ref: ClaimRef, *updates: tuple[str, str, str, str], **status: Any) -> None:
         """Set status conditions (type, status, reason, message) and other status fields on the claim."""
-        stamp = now_rfc3339()
-
-        def mutate(obj: Obj) -> bool:
-            claim = NodeClaim.model_validate(obj)
-            conditions = claim.status.conditions
-            for type_, state, reason, message in updates:
-                conditions = set_condition(conditions, type_, state, reason, message, stamp)  # type: ignore[arg-type]
-            new_status = claim.status.model_copy(update={"conditions": conditions, **status})
-            new = new_status.to_kube()
-            if new == obj.get("status"):
-                return False
-            obj["status"] = new
-            return True
-
-        ownership.update(self.kube, self._own_claim(ref), mutate, subresource="status")
+        ownership.update(self.kube, self._own_claim(ref), setting_conditions(*updates, **status), subresource="status")
 
     def _drop_condition(self, ref: ClaimRef, type_: str) -> None:
         def mutate(obj: Obj) -> bool:

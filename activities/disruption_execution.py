@@ -17,11 +17,11 @@ from pydantic import BaseModel, Field
 from temporalio import activity
 
 from activities import kubeops, ownership
+from activities.claim_base import setting_conditions
 from activities.claim_launcher import ClaimLauncher, WorkflowStarter
 from activities.provisioning_models import ProvisionRound
 from apis import labels
-from apis.meta import now_rfc3339, set_condition
-from apis.nodeclaim import INITIALIZED, NodeClaim
+from apis.nodeclaim import INITIALIZED
 from kube import resources as r
 from kube.types import Kube, Obj
 from scheduling.disruption import CandidateRef, Command
@@ -92,17 +92,7 @@ class DisruptionExecution:
         return claim, owned_claim, ownership.node(candidate.node, provider_id)
 
     def _set_reason(self, owned_claim: ownership.Owned, status: str, reason: str, message: str) -> None:
-        stamp = now_rfc3339()
-
-        def mark(obj: Obj) -> bool:
-            model = NodeClaim.model_validate(obj)
-            conditions = set_condition(model.status.conditions, DISRUPTION_REASON, status, reason, message, stamp)  # type: ignore[arg-type]
-            new = model.status.model_copy(update={"conditions": conditions}).to_kube()
-            if new == obj.get("status"):
-                return False
-            obj["status"] = new
-            return True
-
+        mark = setting_conditions((DISRUPTION_REASON, status, reason, message))
         ownership.update(self.kube, owned_claim, mark, subresource="status")
 
     @activity.defn(name="start_disruption")
