@@ -114,12 +114,15 @@ def settle(stack: DevStack) -> None:
 
 
 def phase_pool(phase: str) -> str:
-    """A NodePool whose nodes only the pods of this phase select: no pod lands on another phase's node."""
+    """A NodePool whose nodes only the pods of this phase select: no pod lands on another phase's node.
+    Consolidation is off (`consolidateAfter: Never`): this test follows each claim through a crash, and
+    the disruption controller must not remove a node that is empty while its pod waits out a fault."""
     return f"""
 apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {{name: chaos-{phase}}}
 spec:
+  disruption: {{consolidateAfter: Never}}
   template:
     metadata: {{labels: {{chaos: {phase}}}}}
     spec:
