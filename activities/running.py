@@ -62,7 +62,6 @@ class DriftResult(BaseModel):
     drifted: bool = False
     reason: str = ""
     message: str = ""
-    claim_exists: bool = True
 
 
 class RunningCheck(BaseModel):
@@ -78,7 +77,7 @@ class RunningCheck(BaseModel):
 
 
 class RunningActivities(ClaimActivities):
-    """`claim_liveness`, `running_check`, `refresh_drift`. Keeps the drift check's per-worker caches of
+    """`running_check`. Keeps the drift check's per-worker caches of
     resolved node classes, instance networks and offered instance types (activities.drift)."""
 
     def __init__(
@@ -96,12 +95,7 @@ class RunningActivities(ClaimActivities):
 
     @property
     def activities(self) -> list[Callable[..., Any]]:
-        return [self.claim_liveness, self.running_check, self.refresh_drift]
-
-    @activity.defn(name="claim_liveness")
-    def claim_liveness(self, ident: ClaimIdentity) -> ClaimLiveness:
-        """Whether the claim or its node is gone or being deleted (a backstop for missed signals)."""
-        return self._liveness(self._claim_obj(ident), ident)
+        return [self.running_check]
 
     def _liveness(self, claim: Obj | None, ident: ClaimIdentity) -> ClaimLiveness:
         node = ownership.get(self.kube, self._own_node(ident)) if ident.node_name else None
@@ -115,25 +109,17 @@ class RunningActivities(ClaimActivities):
     @activity.defn(name="running_check")
     def running_check(self, inp: DriftCheckInput) -> RunningCheck:
         """One cycle of the running phase in one activity (one command in the workflow's history and
-        cache): `claim_liveness`, then `refresh_drift` unless the claim or its node is going away. Reads
-        the claim and the node once each; the NodePool and EC2NodeClass come from the worker's shared
-        reads unless `inp.fresh`."""
+        cache): the claim's liveness (is it or its node gone or being deleted, a backstop for missed
+        signals), then, unless it is going away, its drift: compare the claim with its NodePool,
+        EC2NodeClass and instance (scheduling.drift) and keep its `Drifted` condition in step (True with
+        the reason and message while drifted, removed once not; drift only marks the claim). Reads the
+        claim and the node once each; the NodePool and EC2NodeClass come from the worker's shared reads
+        (up to SHARED_READ_TTL_SECONDS old, activities.shared_reads) unless `inp.fresh`."""
         claim = self._claim_obj(inp)
         result = RunningCheck(liveness=self._liveness(claim, inp))
         if not result.gone and claim is not None:
             result.drift = self._refresh_drift(inp, claim)
         return result
-
-    @activity.defn(name="refresh_drift")
-    def refresh_drift(self, inp: DriftCheckInput) -> DriftResult:
-        """Compare the claim with its NodePool, EC2NodeClass and instance (scheduling.drift) and keep the
-        claim's `Drifted` condition in step: True with the reason and message while drifted, removed once
-        not. Drift only marks the claim. The NodePool and EC2NodeClass may be up to
-        SHARED_READ_TTL_SECONDS old (activities.shared_reads) unless `inp.fresh`."""
-        claim = self._claim_obj(inp)
-        if claim is None:
-            return DriftResult(claim_exists=False)
-        return self._refresh_drift(inp, claim)
 
     def _refresh_drift(self, inp: DriftCheckInput, claim_obj: Obj) -> DriftResult:
         try:

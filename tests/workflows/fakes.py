@@ -41,9 +41,8 @@ class World:
     solve_triggers: list[int] = field(default_factory=list)  # each round's trigger_pods
     launched: int = 0
     launch_node_pool: str = "default"  # what launch reports ('' keeps the workflow input's pool)
-    drift_after_checks: int = -1  # refresh_drift reports AMIDrift from this call on (-1: never)
+    drift_after_checks: int = -1  # running_check reports AMIDrift from this call on (-1: never)
     drift_checks: int = 0
-    claim_liveness_calls: int = 0  # the separate liveness activity (the running phase does not call it)
     pdb_refusals: int = 0  # drain_step answers "refused by a PDB" this many times first
     replacement_ready_after_polls: int = 2
     replacement_gone: bool = False
@@ -108,13 +107,7 @@ class World:
                 return InitializationResult(initialized=True)
             return InitializationResult(waiting_for="node is not Ready")
 
-        @activity.defn(name="claim_liveness")
-        def claim_liveness(inp: ClaimIdentity) -> ClaimLiveness:
-            world.claim_liveness_calls += 1
-            return ClaimLiveness()
-
-        @activity.defn(name="refresh_drift")
-        def refresh_drift(inp: DriftCheckInput) -> DriftResult:
+        def drift_check() -> DriftResult:
             world.drift_checks += 1
             if world.drift_after_checks >= 0 and world.drift_checks >= world.drift_after_checks:
                 return DriftResult(drifted=True, reason="AMIDrift", message="image ami-old is not among ...")
@@ -124,7 +117,7 @@ class World:
         def running_check(inp: DriftCheckInput) -> RunningCheck:
             if world.claim_gone_in == "running":
                 return RunningCheck(liveness=ClaimLiveness(exists=False, deleting=True))
-            return RunningCheck(liveness=ClaimLiveness(), drift=refresh_drift(inp))
+            return RunningCheck(liveness=ClaimLiveness(), drift=drift_check())
 
         @activity.defn(name="create_replacement")
         def create_replacement(inp: ReplacementInput) -> ReplacementResult:
@@ -181,7 +174,7 @@ class World:
             return ApplyPlanResult()
 
         return [
-            launch, mark_launched, launch_failed, find_node, register_node, check_initialized, claim_liveness,
-            begin_termination, drain_step, terminate_instance, finalize, solve, apply_plan, refresh_drift,
+            launch, mark_launched, launch_failed, find_node, register_node, check_initialized,
+            begin_termination, drain_step, terminate_instance, finalize, solve, apply_plan,
             create_replacement, replacement_state, running_check,
         ]  # fmt: skip

@@ -1,5 +1,5 @@
 """The running phase's activities (activities.running), each called directly over MemKube and the fake
-cloud: liveness, the running check, and drift marking."""
+cloud: the running check's liveness and drift marking."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from activities.launch import LaunchActivities, LaunchOutcome, MarkLaunchedInput
-from activities.models import ClaimIdentity
-from activities.running import DriftCheckInput, RunningActivities
+from activities.running import DriftCheckInput, DriftResult, RunningActivities
 from activities.shared_reads import SHARED_READ_TTL_SECONDS
 from apis.ec2nodeclass import STATIC_HASH_VERSION, EC2NodeClass
 from apis.nodepool import TEMPLATE_HASH_VERSION, NodePool
@@ -29,24 +28,29 @@ def launching(kube: MemKube, cloud: FakeCloudProvider, events: Events) -> Launch
     return LaunchActivities(kube, cloud, events, "test")  # type: ignore[arg-type]
 
 
+def drift(running: RunningActivities) -> DriftResult:
+    """The drift half of a running check of the test's claim and node."""
+    return running.running_check(DriftCheckInput(name=NAME, node_name=NODE)).drift
+
+
 def test_a_live_claim_and_node_are_not_gone(running: RunningActivities) -> None:
-    liveness = running.claim_liveness(ClaimIdentity(name=NAME, node_name=NODE))
+    liveness = running.running_check(DriftCheckInput(name=NAME, node_name=NODE)).liveness
     assert liveness.exists and liveness.node_exists and not liveness.gone
 
 
 def test_a_deleting_claim_or_a_gone_node_is_gone(running: RunningActivities, kube: MemKube) -> None:
     with kube.as_admin():
         kube.delete(r.NODE, NODE)
-    assert not running.claim_liveness(ClaimIdentity(name=NAME, node_name=NODE)).node_exists
+    assert not running.running_check(DriftCheckInput(name=NAME, node_name=NODE)).liveness.node_exists
     with kube.as_admin():
         kube.delete(r.NODECLAIM, NAME)  # its finalizer keeps it, deleting
-    liveness = running.claim_liveness(ClaimIdentity(name=NAME))
+    liveness = running.running_check(DriftCheckInput(name=NAME)).liveness
     assert liveness.exists and liveness.deleting and liveness.gone
-    assert not running.claim_liveness(ClaimIdentity(name=NAME, uid="another-uid")).exists
+    assert not running.running_check(DriftCheckInput(name=NAME, uid="another-uid")).liveness.exists
 
 
 def test_a_matching_claim_is_not_drifted(running: RunningActivities, kube: MemKube) -> None:
-    assert not running.refresh_drift(DriftCheckInput(name=NAME)).drifted
+    assert not drift(running).drifted
     assert condition(kube, "Drifted") is None
 
 
@@ -56,18 +60,18 @@ def test_a_changed_template_marks_then_a_reverted_one_clears_drifted(
     now = [0.0]
     running.shared_reads.clock = lambda: now[0]
     kube.patch(r.NODEPOOL, "default", {"spec": {"template": {"metadata": {"labels": {"team": "b"}}}}})
-    result = running.refresh_drift(DriftCheckInput(name=NAME))
+    result = drift(running)
     assert (result.drifted, result.reason) == (True, "NodePoolDrifted")
     marked = condition(kube, "Drifted")
     assert marked and marked["status"] == "True" and marked["reason"] == "NodePoolDrifted"
     assert "drift check v2" in marked["message"]
-    running.refresh_drift(DriftCheckInput(name=NAME))
+    drift(running)
     assert [reason for reason, _ in events.recorded] == ["Drifted"]  # one event, not one per check
 
     kube.patch(r.NODEPOOL, "default", {"spec": {"template": {"metadata": {"labels": {"team": "a"}}}}})
-    assert running.refresh_drift(DriftCheckInput(name=NAME)).drifted  # the shared NodePool read is recent
+    assert drift(running).drifted  # the shared NodePool read is recent
     now[0] += SHARED_READ_TTL_SECONDS
-    assert not running.refresh_drift(DriftCheckInput(name=NAME)).drifted
+    assert not drift(running).drifted
     assert condition(kube, "Drifted") is None
 
 
@@ -77,14 +81,14 @@ def test_a_claim_stamped_by_karpenter_is_restamped_not_drifted(running: RunningA
         kube.patch(r.NODECLAIM, NAME, {"metadata": {"annotations": karpenter_stamp}})
     kube.patch(r.NODEPOOL, "default", {"metadata": {"annotations": {"karpenter.sh/nodepool-hash-version": "v3"}}})
 
-    assert not running.refresh_drift(DriftCheckInput(name=NAME)).drifted
+    assert not drift(running).drifted
     annotations = kube.get(r.NODECLAIM, NAME)["metadata"]["annotations"]
     assert annotations["karpenter.sh/nodepool-hash-version"] == TEMPLATE_HASH_VERSION
     assert annotations["karpenter.sh/nodepool-hash"] == NodePool.model_validate(POOL).template_hash()
 
     running.shared_reads.ttl = 0  # see the template change at once
     kube.patch(r.NODEPOOL, "default", {"spec": {"template": {"metadata": {"labels": {"team": "b"}}}}})
-    assert running.refresh_drift(DriftCheckInput(name=NAME)).reason == "NodePoolDrifted"
+    assert drift(running).reason == "NodePoolDrifted"
 
 
 def node_class_annotations(kube: MemKube) -> tuple[str | None, str | None]:
@@ -100,19 +104,19 @@ def test_a_launched_claim_records_its_node_class_hash_and_a_static_change_is_nod
     launch = LaunchOutcome(instance_id="i-1", instance_type="m5.large", zone="us-west-2a", capacity_type="on-demand")
     launching.mark_launched(MarkLaunchedInput(name=NAME, launch=launch))
     assert node_class_annotations(kube) == (EC2NodeClass.model_validate(NODE_CLASS).static_hash(), STATIC_HASH_VERSION)
-    assert not running.refresh_drift(DriftCheckInput(name=NAME)).drifted
+    assert not drift(running).drifted
 
     running.shared_reads.ttl = 0  # see each change at once
     kube.patch(r.EC2NODECLASS, "default", {"spec": {"subnetSelectorTerms": [{"id": "subnet-other"}]}})
-    assert running.refresh_drift(DriftCheckInput(name=NAME)).reason != "NodeClassDrift"  # judged by subnet
+    assert drift(running).reason != "NodeClassDrift"  # judged by subnet
     kube.patch(r.EC2NODECLASS, "default", {"spec": {"userData": "#!/bin/bash\necho changed"}})
-    result = running.refresh_drift(DriftCheckInput(name=NAME))
+    result = drift(running)
     assert (result.drifted, result.reason) == (True, "NodeClassDrift")
 
 
 def test_a_claim_without_a_node_class_hash_is_stamped_not_drifted(running: RunningActivities, kube: MemKube) -> None:
     assert node_class_annotations(kube) == (None, None)  # launched before node class hashes were recorded
-    assert not running.refresh_drift(DriftCheckInput(name=NAME)).drifted
+    assert not drift(running).drifted
     assert node_class_annotations(kube)[1] == STATIC_HASH_VERSION
 
 
@@ -139,19 +143,20 @@ def test_an_instance_type_the_node_class_no_longer_offers_is_drift_after_an_hour
         labelled = {"metadata": {"labels": {"node.kubernetes.io/instance-type": instance_type}}}
         kube.patch(r.NODECLAIM, NAME, labelled)
         kube.patch(r.NODECLAIM, NAME, {"status": {"conditions": [launched]}}, subresource="status")
-    assert running.refresh_drift(DriftCheckInput(name=NAME)).reason == reason
+    assert drift(running).reason == reason
 
 
 def test_an_image_the_node_class_no_longer_resolves_is_ami_drift(running: RunningActivities, kube: MemKube) -> None:
     with kube.as_admin():
         kube.patch(r.NODECLAIM, NAME, {"status": {"imageID": "ami-old"}}, subresource="status")
-    result = running.refresh_drift(DriftCheckInput(name=NAME))
+    result = drift(running)
     assert (result.drifted, result.reason) == (True, "AMIDrift")
     assert "ami-old" in result.message
 
 
-def test_a_gone_claim_is_reported(running: RunningActivities) -> None:
-    assert not running.refresh_drift(DriftCheckInput(name="nope")).claim_exists
+def test_a_gone_claim_is_reported_gone_without_a_drift_check(running: RunningActivities) -> None:
+    check = running.running_check(DriftCheckInput(name="nope"))
+    assert check.gone and not check.liveness.exists and not check.drift.drifted
 
 
 def test_a_running_check_reports_drift_while_the_claim_and_its_node_live(
