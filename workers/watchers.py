@@ -66,15 +66,17 @@ class _Watcher:
         ended: Callable[[], None] | None = None,
     ) -> None:
         """Watch `resource` until `stop`, restarting each watch from a fresh list; `ended` is called after
-        each watch the server ended normally (every object that existed at its start was listed in it)."""
+        each watch the server ended normally at its timeout, so every object that existed at its start was
+        listed in it (a watch that ends early, even cleanly, may have been cut off in its initial list)."""
         while not stop.is_set():
             try:
+                started = time.monotonic()
                 for event_type, obj in self.kube.watch(resource, timeout_seconds=WATCH_SECONDS):
                     if stop.is_set():
                         return
                     if event_type in ("ADDED", "MODIFIED", "DELETED"):
                         handle(event_type, obj)
-                if ended is not None:
+                if ended is not None and time.monotonic() - started >= WATCH_SECONDS * 0.9:
                     ended()
             except Exception:
                 log.exception("watch of %s failed; restarting", resource.plural)

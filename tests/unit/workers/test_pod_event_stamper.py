@@ -4,6 +4,8 @@ activities.ownership (MemKube refuses unguarded writes), deduped, best effort.""
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -161,3 +163,37 @@ def test_the_pod_watcher_feeds_both_consumers_from_one_watch(kube: CountingKube)
         assert watcher.pod_events.flush() == 1
     finally:
         loop.close()
+
+
+class WatchingKube(CountingKube):
+    """Serves scripted watches (lists of events), one per call; the last one sets `stop`."""
+
+    def __init__(self, watches: list[list[tuple[str, dict[str, Any]]]], stop: threading.Event) -> None:
+        super().__init__()
+        self.watches = watches
+        self.stop = stop
+
+    def watch(self, resource: r.Resource, **kwargs: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+        events = self.watches.pop(0)
+        yield from events
+        if not self.watches:
+            self.stop.set()
+
+
+def test_a_pod_deleted_between_two_watches_stamps_its_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(watchers, "WATCH_SECONDS", 0)  # every watch counts as ended at its timeout
+    stop = threading.Event()
+    first = [("ADDED", pod("web", node="node-1")), ("ADDED", pod("api", node="node-2"))]
+    second = [("ADDED", pod("web", node="node-1"))]  # "api" was deleted while no watch was open
+    kube = WatchingKube([first, second], stop)
+    loop = asyncio.new_event_loop()
+    try:
+        watcher = PodWatcher(kube, None, loop)  # type: ignore[arg-type]
+        later = NOW + timedelta(seconds=20)
+        moments = iter([NOW, NOW, NOW, later, later])  # two pods and an end, then a pod and an end
+        watcher.pod_events.clock = lambda: next(moments)
+        watcher._watch_forever(r.POD, watcher._on_event, stop, ended=watcher.pod_events.watch_ended)
+    finally:
+        loop.close()
+    bound = datetime(2026, 1, 5, 11, 0, tzinfo=UTC)
+    assert watcher.pod_events.pending() == {"node-1": bound, "node-2": later}
