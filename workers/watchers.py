@@ -134,10 +134,10 @@ class PodEventStamper:
     The watch thread calls `observe` for each pod event (and `watch_ended` when a watch ends); the stamps
     collect per node (the latest time wins) and `flush`, every POD_EVENT_FLUSH_SECONDS, writes them: the
     node's NodeClaim is found by its status.nodeName, else by the Node's providerID, from an index of the
-    NodeClaims relisted every CLAIM_INDEX_SECONDS or when a node is not in it (a node found to have no
-    claim stays in it as such until the next relist, so pods churning on other nodes cost no lists). A stamp within
-    POD_EVENT_DEDUPE of the claim's stored one, or older, is not written (ownership.stamp_last_pod_event,
-    which guards the write by the claim's uid). Best effort: a failed write is logged and the next pod
+    NodeClaims relisted every CLAIM_INDEX_SECONDS or when a node is not in it. A node found to have no
+    claim stays in the index as such, across relists, until a claim names it: pods churning on nodes that
+    are not Karpenter's cost no lists. A stamp within POD_EVENT_DEDUPE of the claim's stored one, or
+    older, is not written (ownership.stamp_last_pod_event, which guards the write by the claim's uid). Best effort: a failed write is logged and the next pod
     event on the node stamps again; a failed list keeps the stamps for the next flush."""
 
     def __init__(
