@@ -137,8 +137,9 @@ class PodEventStamper:
     NodeClaims relisted every CLAIM_INDEX_SECONDS or when a node is not in it. A node found to have no
     claim stays in the index as such, across relists, until a claim names it: pods churning on nodes that
     are not Karpenter's cost no lists. A stamp within POD_EVENT_DEDUPE of the claim's stored one, or
-    older, is not written (ownership.stamp_last_pod_event, which guards the write by the claim's uid). Best effort: a failed write is logged and the next pod
-    event on the node stamps again; a failed list keeps the stamps for the next flush."""
+    older, is not written (ownership.stamp_last_pod_event, which guards the write by the claim's uid).
+    Best effort: a failed write is logged and the next pod event on the node stamps again; a failed list
+    keeps the stamps for the next flush."""
 
     def __init__(
         self,
