@@ -3,24 +3,42 @@ decide (scheduling.disruption: Karpenter's methods, the same scheduler as provis
 pods would go). What it returns is recorded in the controller workflow's history: the command, if any,
 whether the controller executes its method, and a count of rejections by code (the full per-node reasons
 are what `nodeflow explain` prints). Executing a command is activities.disruption_execution.
+
+The decision also publishes what it found about each node (scheduling.disruption.notices), from the same
+snapshot, so no second read: each NodeClaim's `Consolidatable` condition, written only when it should
+change (at most MAX_CONDITION_WRITES per decision, the rest at the next), and the `Unconsolidatable` and
+`DisruptionBlocked` events on the Node and its NodeClaim, each (object, reason, message) recorded at most
+once per NOTICE_DEDUPE by this worker (Karpenter dedupes these for 15 minutes). Publishing is best
+effort and idempotent: a failed write is logged and retried by the next decision, never failing this one.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections import Counter
+from collections.abc import Callable
+from datetime import datetime, timedelta
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from temporalio import activity
 
-from activities import kubeops
+from activities import kubeops, ownership
 from activities.disruption_snapshot import read_disruption_input
 from activities.heartbeat import heartbeating
+from apis.meta import rfc3339, set_condition
+from apis.nodeclaim import CONSOLIDATABLE, NodeClaim
+from apis.nodepool import NodePool
 from cloudprovider.types import CloudProvider
-from kube.types import Kube
-from scheduling.disruption import Command, DisruptionInput, decide
+from kube.errors import KubeError
+from kube.types import Kube, Obj
+from scheduling.disruption import Command, Decision, DisruptionInput, decide
+from scheduling.disruption.candidates import node_claims_by_node
+from scheduling.disruption.notices import consolidatable_changes, consolidatable_condition, notices
 
 log = logging.getLogger(__name__)
+MAX_CONDITION_WRITES = 200
+NOTICE_DEDUPE = timedelta(minutes=15)
 
 
 class DecideInput(BaseModel):
@@ -54,6 +72,30 @@ class DisruptionRound(BaseModel):
         return f"{self.command.method} {self.command.action} of {names}: {verb}; {self.command.message}"
 
 
+def setting_consolidatable(pool: NodePool, now: datetime) -> Callable[[Obj], bool]:
+    """A status mutation for a NodeClaim (`ownership.update(..., subresource="status")`): its
+    Consolidatable condition as it should be at `now` under `pool`, judged on the object as read (a pod
+    event stamped since the snapshot counts); False when nothing changes."""
+    stamp = rfc3339(now)
+
+    def mutate(obj: Obj) -> bool:
+        try:
+            claim = NodeClaim.model_validate(obj)
+        except ValidationError:
+            return False
+        wanted = consolidatable_condition(claim, pool, now)
+        conditions = [c for c in claim.status.conditions if c.type != CONSOLIDATABLE]
+        if wanted is not None:
+            conditions = set_condition(claim.status.conditions, CONSOLIDATABLE, *wanted, stamp)
+        new = claim.status.model_copy(update={"conditions": conditions}).to_kube()
+        if new == obj.get("status"):
+            return False
+        obj["status"] = new
+        return True
+
+    return mutate
+
+
 class DisruptionActivities:
     """Constructed by the composition root with the boundaries."""
 
@@ -61,6 +103,8 @@ class DisruptionActivities:
         self.kube = kube
         self.cloud = cloud
         self.recorder = recorder
+        self._noticed: dict[tuple[str, str, str, str], datetime] = {}  # (kind, uid, reason, message) -> when
+        self._lock = threading.Lock()
 
     def snapshot(self, inp: DecideInput) -> DisruptionInput:
         """The cluster as the decision takes it, read now (activities.disruption_snapshot)."""
@@ -75,7 +119,9 @@ class DisruptionActivities:
     def decide_disruption(self, inp: DecideInput) -> DisruptionRound:
         """Decide on a fresh snapshot. Heartbeats."""
         with heartbeating():
-            decision = decide(self.snapshot(inp))
+            snapshot = self.snapshot(inp)
+            decision = decide(snapshot)
+            self.publish(snapshot, decision)
         command = decision.command
         chosen = command.candidates if command else []
         return DisruptionRound(
@@ -86,3 +132,29 @@ class DisruptionActivities:
             single_node_skipped=decision.single_node_skipped,
             timed_out=decision.timed_out,
         )
+
+    def publish(self, snapshot: DisruptionInput, decision: Decision) -> None:
+        """Write the Consolidatable conditions that should change and record the events the decision
+        calls for (see the module docstring). Never raises for an API failure."""
+        cluster, now = snapshot.cluster, snapshot.now
+        pools = {p.name: p for p in cluster.node_pools}
+        for change in consolidatable_changes(cluster.node_claims, pools, now)[:MAX_CONDITION_WRITES]:
+            owned = ownership.node_claim(change.node_claim, change.uid)
+            try:
+                ownership.update(self.kube, owned, setting_consolidatable(pools[change.node_pool], now), "status")
+            except KubeError as err:
+                log.warning("Consolidatable of NodeClaim %s not written (the next decision retries): %s",
+                            change.node_claim, err)  # fmt: skip
+        claims = node_claims_by_node(cluster.nodes, cluster.node_claims)
+        nodes = {str((n.get("metadata") or {}).get("name", "")): n for n in cluster.nodes}
+        with self._lock:
+            self._noticed = {key: when for key, when in self._noticed.items() if now - when < NOTICE_DEDUPE}
+            for notice in notices(decision, claims, pools, now):
+                node: Obj = {"apiVersion": "v1", "kind": "Node", "metadata": nodes[notice.node].get("metadata") or {}}
+                for involved in (node, claims[notice.node].to_kube()):
+                    meta = involved.get("metadata") or {}
+                    key = (str(involved.get("kind")), str(meta.get("uid") or meta.get("name")), notice.reason,
+                           notice.message)  # fmt: skip
+                    if key not in self._noticed:
+                        self._noticed[key] = now
+                        self.recorder.record(involved, "Normal", notice.reason, notice.message)

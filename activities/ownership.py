@@ -19,12 +19,15 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from activities import kubeops
+from apis.meta import rfc3339
 from kube import resources as r
 from kube.errors import ConflictError, NotFoundError
 from kube.resources import Resource
 from kube.types import Kube, Obj
+from scheduling.disruption.candidates import parse_time
 
 
 @dataclass(frozen=True)
@@ -111,3 +114,28 @@ def remove_finalizer(kube: Kube, owned: Owned, finalizer: str) -> None:
     """Remove one finalizer from the object `owned` identifies (no-op when absent, gone or not ours)."""
     with contextlib.suppress(NotFoundError):
         update(kube, owned, kubeops.dropping_finalizer(finalizer))
+
+
+def stamp_last_pod_event(kube: Kube, owned: Owned, when: datetime, dedupe: timedelta) -> bool:
+    """Set the NodeClaim's `status.lastPodEventTime` to `when` (RFC 3339, to the second) unless the time
+    it holds is already later than `when - dedupe`: the stamp never moves backwards, and within `dedupe`
+    of the last one it is not rewritten (Karpenter dedupes these writes by 10 s, less than the 15 s
+    validation of a consolidation command, so a command decided meanwhile is still invalidated). True
+    when it wrote.
+
+    A status-only write of one timestamp, yet guarded by the claim's uid like every other write: node
+    names repeat, so the claim found by a node's name must be the one stamped, not a same-named claim
+    created since (whose consolidation a stray stamp would delay)."""
+
+    wrote = False
+
+    def mutate(obj: Obj) -> bool:
+        nonlocal wrote
+        status = obj.setdefault("status", {})
+        stored = parse_time(status.get("lastPodEventTime"))
+        wrote = stored is None or stored <= when - dedupe
+        if wrote:
+            status["lastPodEventTime"] = rfc3339(when)
+        return wrote
+
+    return update(kube, owned, mutate, subresource="status") is not None and wrote

@@ -4,7 +4,10 @@
   FLUSH_SECONDS with events, carrying how many distinct pods were seen (the provisioner's solver reads
   the pods itself, so the signal carries nothing more into the workflow's history). Each watch ends
   after WATCH_SECONDS and restarts from a fresh list, which re-signals pods still pending: that periodic
-  nudge is what retries provisioning after a failed launch.
+  nudge is what retries provisioning after a failed launch. The same watch feeds PodEventStamper.
+- PodEventStamper: a pod bound to a node, turning terminal or terminating, or deleted -> the node's
+  NodeClaim `status.lastPodEventTime` (what `consolidateAfter` counts from), as Karpenter's pod-events
+  controller keeps it; see its docstring.
 - DeletionWatcher: a NodeClaim or a Node (holding our finalizer) being deleted -> `delete` signal to
   the claim's workflow.
 - DriftTrigger: a NodePool's or EC2NodeClass's spec changed (its generation rose) -> `check_drift`
@@ -20,12 +23,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable, Coroutine
+import time
+from collections.abc import Callable, Coroutine, Iterable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from activities import ownership
 from apis import labels
 from kube import resources as r
+from kube.errors import KubeError, NotFoundError
 from kube.types import Kube, Obj
+from scheduling.disruption.candidates import parse_time
+from scheduling.disruption.pod_events import PodEvent, PodEventTracker
 from scheduling.provisionable import is_provisionable, pod_key
 from workers.starter import TemporalStarter
 
@@ -34,6 +43,10 @@ WATCH_SECONDS = 15
 FLUSH_SECONDS = 0.2
 RETRY_PAUSE_SECONDS = 1.0
 SIGNALS_PER_SECOND = 100.0
+POD_EVENT_DEDUPE = timedelta(seconds=10)  # Karpenter's: under the 15 s validation of a disruption command
+POD_EVENT_FLUSH_SECONDS = 1.0
+CLAIM_INDEX_SECONDS = 30.0
+MAX_INDEXED_NODES = 50_000
 
 
 class _Watcher:
@@ -45,35 +58,57 @@ class _Watcher:
     def _call(self, coro: Coroutine[Any, Any, Any]) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=30)
 
-    def _watch_forever(self, resource: r.Resource, handle: Callable[[str, Obj], None], stop: threading.Event) -> None:
+    def _watch_forever(
+        self,
+        resource: r.Resource,
+        handle: Callable[[str, Obj], None],
+        stop: threading.Event,
+        ended: Callable[[], None] | None = None,
+    ) -> None:
+        """Watch `resource` until `stop`, restarting each watch from a fresh list; `ended` is called after
+        each watch the server ended normally at its timeout, so every object that existed at its start was
+        listed in it (a watch that ends early, even cleanly, may have been cut off in its initial list)."""
         while not stop.is_set():
             try:
+                started = time.monotonic()
                 for event_type, obj in self.kube.watch(resource, timeout_seconds=WATCH_SECONDS):
                     if stop.is_set():
                         return
                     if event_type in ("ADDED", "MODIFIED", "DELETED"):
                         handle(event_type, obj)
+                if ended is not None and time.monotonic() - started >= WATCH_SECONDS * 0.9:
+                    ended()
             except Exception:
                 log.exception("watch of %s failed; restarting", resource.plural)
                 stop.wait(RETRY_PAUSE_SECONDS)
 
 
 class PodWatcher(_Watcher):
+    """One pod watch for two consumers: pending pods signal the provisioner, and every pod event goes to
+    `pod_events` (PodEventStamper), so the API server serves one pod watch stream per worker, not two."""
+
     def __init__(self, kube: Kube, starter: TemporalStarter, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(kube, starter, loop)
         self._keys: set[str] = set()
         self._lock = threading.Lock()
+        self.pod_events = PodEventStamper(kube)
 
     def run(self, stop: threading.Event) -> None:
         flusher = threading.Thread(target=self._flush_forever, args=(stop,), name="pod-signal-flusher", daemon=True)
+        stamper = threading.Thread(
+            target=self.pod_events.flush_forever, args=(stop,), name="pod-event-stamper", daemon=True
+        )
         flusher.start()
-        self._watch_forever(r.POD, self._on_event, stop)
+        stamper.start()
+        self._watch_forever(r.POD, self._on_event, stop, ended=self.pod_events.watch_ended)
         flusher.join(timeout=5)
+        stamper.join(timeout=5)
 
     def _on_event(self, event_type: str, pod: Obj) -> None:
         if event_type in ("ADDED", "MODIFIED") and is_provisionable(pod):
             with self._lock:
                 self._keys.add(pod_key(pod))
+        self.pod_events.observe(event_type, pod)
 
     def _flush_forever(self, stop: threading.Event) -> None:
         while not stop.wait(FLUSH_SECONDS):
@@ -85,6 +120,139 @@ class PodWatcher(_Watcher):
                 self._call(self.starter.signal_provisioner(seen))
             except Exception:
                 log.exception("signalling the provisioner failed; the next watch cycle retries")
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class PodEventStamper:
+    """Keeps each NodeClaim's `status.lastPodEventTime` at the last time a pod was bound to its node, went
+    terminal or terminating, or was deleted from it (scheduling.disruption.pod_events says which pod
+    events count and at what time), as Karpenter's pod-events controller does.
+
+    The watch thread calls `observe` for each pod event (and `watch_ended` when a watch ends); the stamps
+    collect per node (the latest time wins) and `flush`, every POD_EVENT_FLUSH_SECONDS, writes them: the
+    node's NodeClaim is found by its status.nodeName, else by the Node's providerID, from an index of the
+    NodeClaims relisted every CLAIM_INDEX_SECONDS or when a node is not in it. A node found to have no
+    claim stays in the index as such, across relists, until a claim names it: pods churning on nodes that
+    are not Karpenter's cost no lists. A stamp within POD_EVENT_DEDUPE of the claim's stored one, or
+    older, is not written (ownership.stamp_last_pod_event, which guards the write by the claim's uid).
+    Best effort: a failed write is logged and the next pod event on the node stamps again; a failed list
+    keeps the stamps for the next flush."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        clock: Callable[[], datetime] = _utc_now,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.kube = kube
+        self.clock = clock
+        self.monotonic = monotonic
+        self.tracker = PodEventTracker()  # only the watch thread touches it
+        self._pending: dict[str, datetime] = {}
+        self._lock = threading.Lock()
+        self._claims: dict[str, tuple[str, str] | None] = {}  # node name -> (claim name, uid); None: no claim
+        self._stamps: dict[str, datetime] = {}  # claim name -> its lastPodEventTime, as last listed or written
+        self._listed_at: float | None = None
+
+    def observe(self, event_type: str, pod: Obj) -> None:
+        """One pod watch event (ADDED, MODIFIED, DELETED). Never raises for a malformed pod."""
+        try:
+            event = self.tracker.observe(event_type, pod, self.clock())
+        except (AttributeError, TypeError, ValueError):
+            log.warning("pod event of %s ignored: malformed pod", pod_key(pod) if isinstance(pod, dict) else pod)
+            return
+        if event is not None:
+            self._add([event])
+
+    def watch_ended(self) -> None:
+        """A pod watch ended normally: pods it never listed were deleted between watches."""
+        self._add(self.tracker.end_cycle(self.clock()))
+
+    def _add(self, events: Iterable[PodEvent]) -> None:
+        with self._lock:
+            for node, when in events:
+                if node not in self._pending or self._pending[node] < when:
+                    self._pending[node] = when
+
+    def pending(self) -> dict[str, datetime]:
+        """The stamps not yet written, by node name."""
+        with self._lock:
+            return dict(self._pending)
+
+    def flush_forever(self, stop: threading.Event) -> None:
+        while not stop.wait(POD_EVENT_FLUSH_SECONDS):
+            self.flush()
+
+    def flush(self) -> int:
+        """Write the collected stamps; returns how many NodeClaims were stamped. Never raises."""
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        if not pending:
+            return 0
+        stale = self._listed_at is None or self.monotonic() - self._listed_at > CLAIM_INDEX_SECONDS
+        if stale or any(node not in self._claims for node in pending):
+            try:
+                self._relist(pending)
+            except Exception:
+                log.exception("listing NodeClaims for pod events failed; retrying at the next flush")
+                self._add(pending.items())
+                return 0
+        stamped = 0
+        for node, when in sorted(pending.items()):
+            found = self._claims.get(node)
+            if found is None:
+                continue  # not a Karpenter node
+            name, uid = found
+            stored = self._stamps.get(name)
+            if stored is not None and stored > when - POD_EVENT_DEDUPE:
+                continue
+            try:
+                if ownership.stamp_last_pod_event(self.kube, ownership.node_claim(name, uid), when, POD_EVENT_DEDUPE):
+                    self._stamps[name] = when
+                    stamped += 1
+                else:  # gone, replaced, or stamped meanwhile by someone else: relist next time
+                    self._listed_at = None
+            except Exception:
+                log.exception("stamping lastPodEventTime of NodeClaim %s failed; its next pod event retries", name)
+        return stamped
+
+    def _relist(self, pending: dict[str, datetime]) -> None:
+        """Rebuild the node -> NodeClaim index; nodes of `pending` no claim names are looked up by the
+        Node's providerID."""
+        claims = self.kube.list(r.NODECLAIM)
+        index: dict[str, tuple[str, str] | None] = {}
+        by_provider: dict[str, tuple[str, str]] = {}
+        self._stamps = {}
+        for claim in claims:
+            meta, status = claim.get("metadata") or {}, claim.get("status") or {}
+            ident = (str(meta.get("name", "")), str(meta.get("uid", "")))
+            if status.get("nodeName"):
+                index[str(status["nodeName"])] = ident
+            if status.get("providerID"):
+                by_provider[str(status["providerID"])] = ident
+            stamp = parse_time(status.get("lastPodEventTime"))
+            if stamp is not None:
+                self._stamps[ident[0]] = stamp
+        for node, known in self._claims.items():
+            if known is None and node not in index and len(index) < MAX_INDEXED_NODES:
+                index.setdefault(node, None)  # known to be no Karpenter node: not looked up again
+        for node in pending:
+            if node in index:
+                continue
+            index[node] = None  # unless its Node's providerID names a claim
+            try:
+                provider_id = (self.kube.get(r.NODE, node).get("spec") or {}).get("providerID")
+            except NotFoundError:
+                continue
+            except KubeError:
+                log.warning("reading Node %s for its NodeClaim failed; its pod event is dropped", node)
+                continue
+            index[node] = by_provider.get(provider_id) if provider_id else None
+        self._claims = index
+        self._listed_at = self.monotonic()
 
 
 class DeletionWatcher(_Watcher):

@@ -153,6 +153,19 @@ def offering_price(types: Mapping[str, InstanceType], name: str, zone: str, capa
     return min(prices) if prices else None
 
 
+def node_claims_by_node(nodes: Sequence[Obj], claims: Sequence[NodeClaim]) -> dict[str, NodeClaim]:
+    """Each Node's NodeClaim by Node name, matched by the claim's status.nodeName, else its providerID."""
+    by_node = {c.status.node_name: c for c in claims if c.status.node_name}
+    by_provider = {c.status.provider_id: c for c in claims if c.status.provider_id}
+    out = {}
+    for node in nodes:
+        name = str((node.get("metadata") or {}).get("name", ""))
+        claim = by_node.get(name) or by_provider.get((node.get("spec") or {}).get("providerID") or "")
+        if claim is not None:
+            out[name] = claim
+    return out
+
+
 def build_states(
     nodes: Sequence[Obj],
     claims: Sequence[NodeClaim],
@@ -162,8 +175,7 @@ def build_states(
     now: datetime,
 ) -> list[NodeState]:
     """Every Node with its NodeClaim (matched by status.nodeName, else providerID), pool, pods and price."""
-    by_node = {c.status.node_name: c for c in claims if c.status.node_name}
-    by_provider = {c.status.provider_id: c for c in claims if c.status.provider_id}
+    claim_of = node_claims_by_node(nodes, claims)
     pools_by_name = {p.name: p for p in pools}
     types = {it.name: it for it in instance_types}
     pods_by_node: dict[str, list[Obj]] = {}
@@ -175,7 +187,7 @@ def build_states(
         meta = node.get("metadata") or {}
         name = str(meta.get("name", ""))
         labels = meta.get("labels") or {}
-        claim = by_node.get(name) or by_provider.get((node.get("spec") or {}).get("providerID") or "")
+        claim = claim_of.get(name)
         state = NodeState(name, node, claim, pools_by_name.get(labels.get(L.NODEPOOL, "")))
         state.pods = pods_by_node.get(name, [])
         state.reschedulable = [p for p in state.pods if is_reschedulable(p)]
@@ -273,9 +285,12 @@ def pod_rejection(state: NodeState, pdbs: PdbIndex, now: datetime) -> Rejection 
 def consolidatable_since(state: NodeState) -> datetime | None:
     """When the node's pods last changed: NodeClaim status.lastPodEventTime, else when it initialized,
     else when the NodeClaim was created (Karpenter's Consolidatable condition counts from these)."""
-    claim = state.claim
-    if claim is None:
-        return None
+    return claim_consolidatable_since(state.claim) if state.claim is not None else None
+
+
+def claim_consolidatable_since(claim: NodeClaim) -> datetime | None:
+    """`consolidatable_since` of a NodeClaim: its lastPodEventTime, else its Initialized condition's
+    lastTransitionTime, else its creation time."""
     initialized = next((c for c in claim.status.conditions if c.type == INITIALIZED), None)
     return (
         parse_time(claim.status.last_pod_event_time)

@@ -10,8 +10,10 @@ import pytest
 
 from activities.disruption import DecideInput, DisruptionActivities
 from activities.disruption_execution import DisruptionExecution, StartInput
+from apis.meta import now_rfc3339
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
+from kube.errors import ConflictError
 from scheduling.disruption import CandidateRef, Command
 from tests.unit.activities.claimworld import NODE_CLASS, POOL, claim_body
 from tests.unit.activities.memkube import Events, MemKube
@@ -140,3 +142,66 @@ def test_an_aborted_command_is_untainted_and_its_replacements_deleted(
     assert any(c["type"] == "DisruptionReason" and c["status"] == "False" for c in conditions)
     assert ("nodeclaims", "", "default-repl1") not in kube.objects
     assert events.recorded[-1][0] == "DisruptionBlocked"
+
+
+# -- what a decision publishes: the Consolidatable condition and Unconsolidatable events -----------------
+
+
+class KindEvents:
+    """Records (kind, name, type, reason) of every event."""
+
+    def __init__(self) -> None:
+        self.recorded: list[tuple[str, str, str, str]] = []
+
+    def record(self, involved: dict[str, Any], event_type: str, reason: str, message: str) -> None:
+        self.recorded.append((involved.get("kind", ""), involved["metadata"]["name"], event_type, reason))
+
+
+def consolidatable(kube: MemKube) -> list[dict[str, Any]]:
+    conditions = kube.get(r.NODECLAIM, "default-abcde")["status"]["conditions"]
+    return [c for c in conditions if c["type"] == "Consolidatable"]
+
+
+def test_a_decision_marks_the_claim_consolidatable_once(acts: DisruptionActivities, kube: MemKube) -> None:
+    acts.decide_disruption(DecideInput())
+    [condition] = consolidatable(kube)
+    assert (condition["status"], condition["reason"]) == ("True", "Consolidatable")
+    version = kube.get(r.NODECLAIM, "default-abcde")["metadata"]["resourceVersion"]
+    acts.decide_disruption(DecideInput())  # nothing changed: no write
+    assert kube.get(r.NODECLAIM, "default-abcde")["metadata"]["resourceVersion"] == version
+
+
+def test_a_recent_pod_event_makes_the_claim_wait_and_says_until_when(acts: DisruptionActivities, kube: MemKube) -> None:
+    with kube.as_admin():
+        kube.patch(r.NODEPOOL, "default", {"spec": {"disruption": {"consolidateAfter": "1h"}}})
+        kube.patch(r.NODECLAIM, "default-abcde", {"status": {"lastPodEventTime": now_rfc3339()}}, subresource="status")
+    acts.decide_disruption(DecideInput())
+    [condition] = consolidatable(kube)
+    assert (condition["status"], condition["reason"]) == ("False", "ConsolidateAfter")
+    assert "consolidatable from" in condition["message"]
+    with kube.as_admin():
+        kube.patch(r.NODEPOOL, "default", {"spec": {"disruption": {"consolidateAfter": "Never"}}})
+    acts.decide_disruption(DecideInput())
+    assert consolidatable(kube) == []
+
+
+def test_unconsolidatable_is_recorded_on_the_node_and_the_claim_once(kube: MemKube) -> None:
+    with kube.as_admin():
+        kube.patch(r.NODEPOOL, "default", {"spec": {"disruption": {"consolidateAfter": "Never"}}})
+    events = KindEvents()
+    acts = DisruptionActivities(kube, FakeCloudProvider(), events)  # type: ignore[arg-type]
+    acts.decide_disruption(DecideInput())
+    acts.decide_disruption(DecideInput())  # the same finding 10 s later: not recorded again
+    assert events.recorded == [
+        ("Node", "node-1", "Normal", "Unconsolidatable"),
+        ("NodeClaim", "default-abcde", "Normal", "Unconsolidatable"),
+    ]
+
+
+def test_a_failing_condition_write_does_not_fail_the_decision(acts: DisruptionActivities, kube: MemKube) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise ConflictError("always")
+
+    kube.patch = refuse  # type: ignore[method-assign]
+    decided = acts.decide_disruption(DecideInput())
+    assert decided.command is not None

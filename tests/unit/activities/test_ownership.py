@@ -4,8 +4,8 @@ The world: the workflow of claim `default-abcde` recorded its NodeClaim uid and 
 then the cluster was rebuilt: a new NodeClaim and a new Node carry the same names with other uids and
 another instance. Every activity run with the stale identity must leave them as they are. MemKube also
 refuses any Node or NodeClaim write without a resourceVersion or uid precondition (`UnguardedWrite`), and
-the last test checks the source: no activity writes a Node or NodeClaim except through
-activities.ownership.
+the last test checks the source: no activity (nor worker-side watcher) writes a Node or NodeClaim except
+through activities.ownership.
 """
 
 from __future__ import annotations
@@ -221,11 +221,11 @@ def test_the_source_check_catches_a_direct_write() -> None:
     assert not unguarded_writes("self.kube.delete(r.POD, name, namespace)")
 
 
-def test_no_activity_writes_a_node_or_node_claim_except_through_ownership() -> None:
-    activities = Path(__file__).resolve().parents[3] / "activities"
+def test_no_activity_or_watcher_writes_a_node_or_node_claim_except_through_ownership() -> None:
+    root = Path(__file__).resolve().parents[3]
     offenders = {
-        path.name: found
-        for path in sorted(activities.glob("*.py"))
+        f"{path.parent.name}/{path.name}": found
+        for path in sorted([*(root / "activities").glob("*.py"), *(root / "workers").glob("*.py")])
         if path.name != "ownership.py" and (found := unguarded_writes(path.read_text()))
     }
     assert offenders == {}

@@ -1,0 +1,199 @@
+"""workers.watchers.PodEventStamper: pod events stamp the right NodeClaim's status.lastPodEventTime, through
+activities.ownership (MemKube refuses unguarded writes), deduped, best effort."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from kube import resources as r
+from kube.errors import ServerError
+from tests.unit.activities.memkube import MemKube
+from tests.unit.scheduling.test_pod_events import pod
+from workers import watchers
+from workers.watchers import PodEventStamper, PodWatcher
+
+NOW = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = NOW
+        self.seconds = 0.0
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+        self.seconds += seconds
+
+
+def claim(name: str, node: str = "", provider_id: str = "", stamp: str = "") -> dict[str, Any]:
+    status: dict[str, Any] = {}
+    if node:
+        status["nodeName"] = node
+    if provider_id:
+        status["providerID"] = provider_id
+    if stamp:
+        status["lastPodEventTime"] = stamp
+    return {"metadata": {"name": name}, "spec": {}, "status": status}
+
+
+class CountingKube(MemKube):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lists = 0
+        self.fail_lists = False
+
+    def list(self, resource: r.Resource, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        if resource is r.NODECLAIM:
+            self.lists += 1
+            if self.fail_lists:
+                raise ServerError("503")
+        return super().list(resource, *args, **kwargs)
+
+
+@pytest.fixture
+def kube() -> CountingKube:
+    kube = CountingKube()
+    kube.create(r.NODECLAIM, claim("default-a", node="node-1"))
+    kube.create(r.NODECLAIM, claim("default-b", provider_id="aws:///us-west-2a/i-b"))  # nodeName not yet set
+    kube.create(r.NODE, {"metadata": {"name": "node-2"}, "spec": {"providerID": "aws:///us-west-2a/i-b"}})
+    kube.create(r.NODE, {"metadata": {"name": "system-1"}, "spec": {"providerID": "aws:///us-west-2a/i-sys"}})
+    return kube
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def stamper(kube: CountingKube, clock: Clock) -> PodEventStamper:
+    return PodEventStamper(kube, clock=lambda: clock.now, monotonic=lambda: clock.seconds)
+
+
+def stamp_of(kube: MemKube, name: str) -> str | None:
+    return kube.get(r.NODECLAIM, name)["status"].get("lastPodEventTime")
+
+
+def test_a_bound_pod_stamps_its_nodes_claim_by_node_name_or_provider_id(
+    stamper: PodEventStamper, kube: CountingKube
+) -> None:
+    stamper.observe("ADDED", pod("web", node="node-1"))
+    stamper.observe("ADDED", pod("api", node="node-2"))
+    stamper.observe("ADDED", pod("dns", node="system-1"))  # no NodeClaim: not Karpenter's
+    assert stamper.flush() == 2
+    assert stamp_of(kube, "default-a") == stamp_of(kube, "default-b") == "2026-01-05T11:00:00Z"
+    assert stamper.pending() == {}
+
+
+def test_stamps_within_ten_seconds_and_older_ones_are_not_written(
+    stamper: PodEventStamper, kube: CountingKube, clock: Clock
+) -> None:
+    stamper.observe("ADDED", pod("web"))
+    stamper.flush()
+    clock.advance(5)  # 12:00:05: an hour after the bind the first stamp recorded
+    stamper.observe("DELETED", pod("web"))
+    assert stamper.flush() == 1
+    assert stamp_of(kube, "default-a") == "2026-01-05T12:00:05Z"
+    version = kube.get(r.NODECLAIM, "default-a")["metadata"]["resourceVersion"]
+    clock.advance(5)
+    stamper.observe("ADDED", pod("api", phase="Running"))  # bound at 11:00: older than the stamp
+    stamper.observe("DELETED", pod("api"))  # now, 5 s after the last stamp: deduped
+    assert stamper.flush() == 0
+    assert kube.get(r.NODECLAIM, "default-a")["metadata"]["resourceVersion"] == version
+    clock.advance(10)
+    stamper.observe("MODIFIED", pod("job", phase="Running"))
+    stamper.observe("MODIFIED", pod("job", phase="Succeeded"))
+    assert stamper.flush() == 1
+    assert stamp_of(kube, "default-a") == "2026-01-05T12:00:20Z"
+
+
+def test_a_claim_of_the_same_name_with_another_uid_is_not_stamped(
+    stamper: PodEventStamper, kube: CountingKube, clock: Clock
+) -> None:
+    stamper.observe("ADDED", pod("web"))
+    stamper.flush()  # indexes default-a by its uid
+    with kube.as_admin():
+        kube.delete(r.NODECLAIM, "default-a")
+    kube.create(r.NODECLAIM, claim("default-a", node="node-9"))  # a new claim, same name, another node
+    before = kube.get(r.NODECLAIM, "default-a")
+    clock.advance(60)
+    stamper.observe("DELETED", pod("web"))
+    assert stamper.flush() == 0
+    assert kube.get(r.NODECLAIM, "default-a") == before
+    stamper.observe("ADDED", pod("api", node="node-9", status={"conditions": []}))
+    assert stamper.flush() == 1  # relisted: node-9's claim is the new default-a
+
+
+def test_a_failed_list_keeps_the_stamps_and_the_watcher_goes_on(stamper: PodEventStamper, kube: CountingKube) -> None:
+    kube.fail_lists = True
+    stamper.observe("ADDED", pod("web"))
+    assert stamper.flush() == 0
+    assert stamper.pending() == {"node-1": datetime(2026, 1, 5, 11, 0, tzinfo=UTC)}
+    kube.fail_lists = False
+    assert stamper.flush() == 1
+
+
+def test_nodes_without_a_claim_are_remembered_and_the_index_is_relisted_only_when_stale(
+    stamper: PodEventStamper, kube: CountingKube, clock: Clock
+) -> None:
+    for second in range(5):
+        clock.advance(1)
+        stamper.observe("ADDED", pod(f"dns-{second}", node="system-1"))
+        stamper.observe("ADDED", pod(f"web-{second}", node="node-1"))
+        stamper.flush()
+    assert kube.lists == 1
+    clock.advance(watchers.CLAIM_INDEX_SECONDS + 1)
+    stamper.observe("ADDED", pod("dns-late", node="system-1"))
+    stamper.flush()
+    assert kube.lists == 2
+
+
+def test_the_pod_watcher_feeds_both_consumers_from_one_watch(kube: CountingKube) -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        watcher = PodWatcher(kube, None, loop)  # type: ignore[arg-type]
+        watcher._on_event("ADDED", pod("web"))
+        assert watcher.pod_events.pending() == {"node-1": datetime(2026, 1, 5, 11, 0, tzinfo=UTC)}
+        assert watcher.pod_events.flush() == 1
+    finally:
+        loop.close()
+
+
+class WatchingKube(CountingKube):
+    """Serves scripted watches (lists of events), one per call; the last one sets `stop`."""
+
+    def __init__(self, watches: list[list[tuple[str, dict[str, Any]]]], stop: threading.Event) -> None:
+        super().__init__()
+        self.watches = watches
+        self.stop = stop
+
+    def watch(self, resource: r.Resource, **kwargs: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+        events = self.watches.pop(0)
+        yield from events
+        if not self.watches:
+            self.stop.set()
+
+
+def test_a_pod_deleted_between_two_watches_stamps_its_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(watchers, "WATCH_SECONDS", 0)  # every watch counts as ended at its timeout
+    stop = threading.Event()
+    first = [("ADDED", pod("web", node="node-1")), ("ADDED", pod("api", node="node-2"))]
+    second = [("ADDED", pod("web", node="node-1"))]  # "api" was deleted while no watch was open
+    kube = WatchingKube([first, second], stop)
+    loop = asyncio.new_event_loop()
+    try:
+        watcher = PodWatcher(kube, None, loop)  # type: ignore[arg-type]
+        later = NOW + timedelta(seconds=20)
+        moments = iter([NOW, NOW, NOW, later, later])  # two pods and an end, then a pod and an end
+        watcher.pod_events.clock = lambda: next(moments)
+        watcher._watch_forever(r.POD, watcher._on_event, stop, ended=watcher.pod_events.watch_ended)
+    finally:
+        loop.close()
+    bound = datetime(2026, 1, 5, 11, 0, tzinfo=UTC)
+    assert watcher.pod_events.pending() == {"node-1": bound, "node-2": later}
