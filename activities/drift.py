@@ -2,10 +2,10 @@
 
 A check reads the NodeClaim from the API; its NodePool and EC2NodeClass come from the worker's shared
 reads (activities.shared_reads), or fresh when the check was triggered by a change to one of them. The
-node class's AMIs, subnets and security groups come from its status when a controller has resolved them
-there, else from the cloud provider's resolver through `ResolvedNodeClasses`; the instance types it
-offers through `OfferedInstanceTypes`. Both ask the cloud at most once per node class version and TTL
-for the whole worker.
+node class's AMIs, subnets and security groups come from its status when they were resolved there for
+the current spec (its Ready condition observed this generation), else from the cloud provider's
+resolver through `ResolvedNodeClasses`; the instance types it offers through `OfferedInstanceTypes`.
+Both ask the cloud at most once per node class version and TTL for the whole worker.
 
 The instance's subnet and security groups come from `InstanceNetworks`: one listing of the cluster's live
 instances, shared by the worker's checks and refreshed at most once per TTL. N nodes' checks cost about
@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 from typing import Generic, TypeVar
 
 from apis import labels
-from apis.ec2nodeclass import STATIC_HASH_VERSION, EC2NodeClass
+from apis.ec2nodeclass import STATIC_HASH_VERSION, EC2NodeClass, EC2NodeClassStatus
 from apis.nodeclaim import LAUNCHED, NodeClaim
 from apis.nodepool import TEMPLATE_HASH_VERSION, NodePool
 from cloudprovider.errors import CloudProviderError, InstanceNotFoundError
@@ -196,7 +196,10 @@ def drift_facts(
             instance_type=claim.metadata.labels.get(labels.INSTANCE_TYPE, ""),
             offered_instance_types=offered_instance_types.get(node_class),
         )
-    status = node_class.status
+    # The status names what the selector terms resolved to when it was written; after a spec change
+    # (new amiSelectorTerms) it names the old AMIs until the next provisioning round rewrites it, so
+    # only a status written for this generation is used, else the terms are resolved now.
+    status = node_class.status if node_class.status_resolves_spec() else EC2NodeClassStatus()
     ami_ids = [a.id for a in status.amis]
     subnet_ids = [s.id for s in status.subnets]
     group_ids = [g.id for g in status.security_groups]

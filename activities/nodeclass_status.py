@@ -28,9 +28,12 @@ def desired_status(
     problem: str,
     now: str,
     reason: str = "NodeClassNotReady",
+    generation: int | None = None,
 ) -> dict[str, Any]:
     """The status to write: resolution results (kept as they were when resolution failed) and a Ready
-    condition, True or False with `reason` and the problem naming the field and the fix."""
+    condition, True or False with `reason` and the problem naming the field and the fix, that observed
+    `generation` (the EC2NodeClass's metadata.generation): readers trust the resolution only when it
+    is the current one (EC2NodeClass.status_resolves_spec)."""
     merged = dict(current or {})
     if resolved is not None:
         merged.update(
@@ -46,5 +49,13 @@ def desired_status(
         )
     status = EC2NodeClassStatus.model_validate(merged)
     ready, why = ("False", reason) if problem else ("True", "Ready")
-    conditions: list[Condition] = set_condition(status.conditions, "Ready", ready, why, problem, now)  # type: ignore[arg-type]
+    conditions: list[Condition] = set_condition(
+        status.conditions,
+        "Ready",
+        ready,  # type: ignore[arg-type]
+        why,
+        problem,
+        now,
+        observed_generation=generation,
+    )
     return status.model_copy(update={"conditions": conditions}).to_kube()

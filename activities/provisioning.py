@@ -129,7 +129,12 @@ class ProvisioningActivities:
         problem changes. Returns the status as it now should be."""
         current = obj.get("status") or {}
         desired = nodeclass_status.desired_status(
-            current, resolved, problem, now_rfc3339(), reason or "NodeClassNotReady"
+            current,
+            resolved,
+            problem,
+            now_rfc3339(),
+            reason or "NodeClassNotReady",
+            generation=obj["metadata"].get("generation"),
         )
         if desired == current:
             return desired

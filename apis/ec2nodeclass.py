@@ -17,7 +17,7 @@ from pydantic import AfterValidator, Field, model_validator
 
 from apis.base import KubeModel
 from apis.labels import NODECLASS_HASH_ANNOTATION, NODECLASS_HASH_VERSION_ANNOTATION
-from apis.meta import Condition, ObjectMeta
+from apis.meta import Condition, ObjectMeta, get_condition
 from apis.quantity import QUANTITY_PATTERN, parse_quantity
 from apis.syntax import SchemaExtra, field_error
 
@@ -518,6 +518,14 @@ class EC2NodeClass(KubeModel):
     @property
     def name(self) -> str:
         return self.metadata.name
+
+    def status_resolves_spec(self) -> bool:
+        """Whether the resolution in the status (AMIs, subnets, security groups) was made for the spec as it
+        is now: its Ready condition observed this generation. A status written before the spec's last
+        change (or without a generation) may name the AMIs of the old selector terms."""
+        ready = get_condition(self.status.conditions, "Ready")
+        generation = self.metadata.generation
+        return ready is not None and generation is not None and ready.observed_generation == generation
 
     def hash_annotations(self) -> dict[str, str]:
         """The NodeClaim annotations that record which static fields it was launched with (NodeClassDrift)."""

@@ -3,6 +3,7 @@ emulator, simulated kubelet and pod binder) and the real worker as a child proce
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,16 @@ from workers.dev_cmd import stack_config
 REPO = Path(__file__).resolve().parents[2]
 
 
-def deployment(name: str, replicas: int, cpu: str = "1", memory: str = "1536Mi", extra_spec: str = "") -> str:
+def deployment(
+    name: str,
+    replicas: int,
+    cpu: str = "1",
+    memory: str = "1536Mi",
+    extra_spec: str = "",
+    annotations: dict[str, str] | None = None,
+) -> str:
+    """A Deployment of pause pods; `extra_spec` lines go into the pod spec, `annotations` on its pods."""
+    notes = f", annotations: {json.dumps(annotations)}" if annotations else ""
     return f"""
 apiVersion: apps/v1
 kind: Deployment
@@ -25,7 +35,7 @@ spec:
   replicas: {replicas}
   selector: {{matchLabels: {{app: {name}}}}}
   template:
-    metadata: {{labels: {{app: {name}}}}}
+    metadata: {{labels: {{app: {name}}}{notes}}}
     spec:
       terminationGracePeriodSeconds: 0
 {extra_spec}

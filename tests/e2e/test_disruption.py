@@ -6,6 +6,10 @@
 - A Deployment scaled to 0 leaves no NodeClaim, Node or running instance within 60 s of its last pod
   going (default NodePool: WhenEmptyOrUnderutilized, consolidateAfter 0s, budget 10%, rounded up).
 - A NodePool with `budgets: [{nodes: "0"}]` disrupts nothing: its empty node stays.
+- A pod annotated `karpenter.sh/do-not-disrupt: "true"` keeps its mostly idle node through whole
+  controller rounds; with the annotation removed, the node is consolidated onto a cheaper one.
+- A changed AMI of an EC2NodeClass marks its nodes Drifted (AMIDrift), and the controller alone rolls
+  them onto the new AMI, never disrupting more nodes at once than the NodePool's budget.
 """
 
 from __future__ import annotations
@@ -234,3 +238,177 @@ def test_a_worker_killed_during_a_consolidation_leaks_doubles_and_strands_nothin
     assert claims_of_pool(stack, "chaos") == [replacement]  # no second replacement
     assert_one_instance_per_claim(stack)
     stack.kube.delete(r.DEPLOYMENT, "chaos", "default")
+
+
+def node_of(stack: DevStack, claim: str) -> str:
+    return str(stack.kube.get(r.NODECLAIM, claim).get("status", {}).get("nodeName", ""))
+
+
+def test_a_do_not_disrupt_pod_keeps_its_node_until_the_annotation_goes(stack: DevStack) -> None:
+    prices = load_price_table().prices
+    stack.apply_text(pool("keep", "100%"))
+    annotations = {"karpenter.sh/do-not-disrupt": "true"}
+    stack.apply_text(deployment("keep", 1, cpu="7", memory="2Gi", extra_spec=pinned("keep"), annotations=annotations))
+    eventually(lambda: all_running(stack, "keep"), timeout=90, what="the big pod running")
+    (big,) = claim_prices(stack, "keep")
+    big_type = claim_prices(stack, "keep")[big]
+
+    # Right-sized: the new (still annotated) pod fits on the big node, which is then mostly idle, and
+    # would be replaced by a cheaper one (as the consolidation test above shows) but for the annotation.
+    container = [{"name": "app", "image": "registry.k8s.io/pause:3.9",
+                  "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}}}]  # fmt: skip
+    stack.kube.patch(r.DEPLOYMENT, "keep", {"spec": {"template": {"spec": {"containers": container}}}}, "default")
+
+    def resized() -> dict[str, Any] | None:
+        pods = pods_of(stack, "keep")
+        small = [p for p in pods if p["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "500m"]
+        return small[0] if len(pods) == 1 and small and all_running(stack, "keep") else None
+
+    pod = eventually(resized, timeout=60, what="only the right-sized pod left")
+    assert pod["spec"]["nodeName"] == node_of(stack, big)
+
+    # A whole controller round after that found no command, the pod's annotation rejecting the node (a
+    # round that decides a command validates and taints before it ends, and records the command instead;
+    # `nodeflow explain` would name the pod, at ~7 s a call). Other pools' commands may come first.
+    rounds = asyncio.run(controller_rounds(stack))
+
+    def kept() -> str | None:
+        state = asyncio.run(controller_state(stack))
+        last = state.recent[-1] if state.recent else ""
+        return last if state.rounds >= rounds + 2 and "no command" in last and "PodDoNotDisrupt" in last else None
+
+    eventually(kept, timeout=60, interval=1, what="a whole controller round that left the node for its pod")
+    assert claim_prices(stack, "keep") == {big: big_type}
+    assert tainted_nodes(stack, {big}) == []
+
+    # The annotation removed from the running pod (its ReplicaSet's replacement pod will carry it again,
+    # on the cheaper node): the node is consolidated.
+    name = pod["metadata"]["name"]
+    stack.kube.patch(r.POD, name, {"metadata": {"annotations": {"karpenter.sh/do-not-disrupt": None}}}, "default")
+
+    def consolidated() -> bool:
+        claims = claim_prices(stack, "keep")
+        return len(claims) == 1 and big not in claims and all_running(stack, "keep")
+
+    try:
+        eventually(consolidated, timeout=120, interval=0.5, what="the node consolidated once the annotation went")
+    except AssertionError as err:
+        recent = asyncio.run(controller_state(stack)).recent
+        raise AssertionError(f"{err}; claims {claim_prices(stack, 'keep')}; controller: {recent}") from None
+    small_type = next(iter(claim_prices(stack, "keep").values()))
+    assert prices[small_type] < prices[big_type], (small_type, big_type)
+    stack.kube.delete(r.DEPLOYMENT, "keep", "default")
+
+
+def al2023_image(stack: DevStack, release: str) -> str:
+    """The id of the seeded x86_64 AL2023 EKS image of a release (the local stack seeds several)."""
+    name = f"amazon-eks-node-al2023-x86_64-standard-1.34-{release}"
+    (image,) = stack.ec2.describe_images(Filters=[{"Name": "name", "Values": [name]}])["Images"]
+    return str(image["ImageId"])
+
+
+def pinned_ami_pool(cluster: str, image_id: str) -> str:
+    """An EC2NodeClass selecting one AMI by id, and a NodePool of 2-vCPU nodes on it that only drift may
+    disrupt (consolidation off), one node at a time."""
+    return f"""
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {{name: amiroll}}
+spec:
+  role: "KarpenterNodeRole-{cluster}"
+  amiFamily: AL2023
+  subnetSelectorTerms: [{{tags: {{karpenter.sh/discovery: "{cluster}"}}}}]
+  securityGroupSelectorTerms: [{{tags: {{karpenter.sh/discovery: "{cluster}"}}}}]
+  amiSelectorTerms: [{{id: {image_id}}}]
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: amiroll}}
+spec:
+  disruption:
+    consolidateAfter: Never
+    budgets: [{{nodes: "1"}}]
+  template:
+    spec:
+      taints: [{{key: pool, value: amiroll, effect: NoSchedule}}]
+      requirements:
+        - {{key: karpenter.sh/capacity-type, operator: In, values: ["on-demand"]}}
+        - {{key: kubernetes.io/arch, operator: In, values: ["amd64"]}}
+        - {{key: karpenter.k8s.aws/instance-cpu, operator: In, values: ["2"]}}
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: amiroll}}
+"""
+
+
+def drift_reason(claim: dict[str, Any]) -> str:
+    """The reason of the claim's Drifted=True condition, '' when it has none."""
+    conditions = (claim.get("status") or {}).get("conditions") or []
+    return next((c.get("reason", "") for c in conditions if c["type"] == "Drifted" and c["status"] == "True"), "")
+
+
+def test_a_changed_node_class_ami_rolls_every_node_within_the_budget_without_manual_commands(stack: DevStack) -> None:
+    old, new = al2023_image(stack, "v20240807"), al2023_image(stack, "v20250715")
+    stack.apply_text(pinned_ami_pool(stack.config.cluster_name, old))
+    # 1.2 vCPU each: one pod per 2-vCPU node, so two nodes, and a drifted node's pod needs a replacement.
+    stack.apply_text(deployment("amiroll", 2, cpu="1200m", memory="512Mi", extra_spec=pinned("amiroll")))
+    eventually(lambda: all_running(stack, "amiroll"), timeout=90, what="both pods running")
+    originals = set(claim_prices(stack, "amiroll"))
+    assert len(originals) == 2
+    images = {claim_tag(i): i["ImageId"] for i in live_instances(stack)}
+    assert {images[c] for c in originals} == {old}
+
+    stack.apply_text(pinned_ami_pool(stack.config.cluster_name, new))
+    pending_since: dict[str, float] = {}
+    longest_pending = [0.0]
+    most_disrupting = [0]
+
+    def rolled() -> bool:
+        now = time.monotonic()
+        for pod in pods_of(stack, "amiroll"):
+            uid = pod["metadata"]["uid"]
+            if pod.get("status", {}).get("phase") == "Running":
+                pending_since.pop(uid, None)
+            else:
+                longest_pending[0] = max(longest_pending[0], now - pending_since.setdefault(uid, now))
+        claims = {
+            c["metadata"]["name"]: c
+            for c in stack.kube.list(r.NODECLAIM)
+            if (c["metadata"].get("labels") or {}).get("karpenter.sh/nodepool") == "amiroll"
+        }
+        going = {n for n, c in claims.items() if c["metadata"].get("deletionTimestamp")}
+        most_disrupting[0] = max(most_disrupting[0], len(going | set(tainted_nodes_of(stack, claims))))
+        images = {claim_tag(i): i["ImageId"] for i in live_instances(stack)}
+        return (
+            not set(claims) & originals
+            and len(claims) == 2
+            and all(images.get(n) == new and not drift_reason(c) for n, c in claims.items())
+            and all_running(stack, "amiroll")
+        )
+
+    def drifted() -> bool:
+        rolled()  # keep sampling
+        claims = [c for c in stack.kube.list(r.NODECLAIM) if c["metadata"]["name"] in originals]
+        return any(drift_reason(c) == "AMIDrift" for c in claims) or not claims
+
+    try:
+        eventually(drifted, timeout=60, interval=0.5, what="the original NodeClaims marked Drifted (AMIDrift)")
+        eventually(rolled, timeout=150, interval=0.5, what="every node rolled onto the new AMI")
+    except AssertionError as err:
+        recent = asyncio.run(controller_state(stack)).recent
+        claims = {c["metadata"]["name"]: drift_reason(c) for c in stack.kube.list(r.NODECLAIM)}
+        raise AssertionError(f"{err}; claims (drift reason) {claims}; controller: {recent}") from None
+    # Seen disrupting (tainted or deleting) while sampled, never two at once with a budget of one node.
+    assert most_disrupting[0] == 1, f"at most {most_disrupting[0]} node(s) seen disrupted at once; budget 1"
+    assert longest_pending[0] < 30, f"a pod was pending {longest_pending[0]:.0f}s"
+    print(f"rolled {sorted(originals)} from {old} to {new}; longest pending pod {longest_pending[0]:.1f}s")
+    stack.kube.delete(r.DEPLOYMENT, "amiroll", "default")
+
+
+def tainted_nodes_of(stack: DevStack, claims: dict[str, dict[str, Any]]) -> list[str]:
+    """The claims (name -> object) whose node carries karpenter.sh/disrupted."""
+    nodes = {(c.get("status") or {}).get("nodeName"): name for name, c in claims.items()}
+    return [
+        nodes[n["metadata"]["name"]]
+        for n in stack.kube.list(r.NODE)
+        if n["metadata"]["name"] in nodes
+        and any(t.get("key") == "karpenter.sh/disrupted" for t in n["spec"].get("taints") or [])
+    ]

@@ -8,11 +8,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from activities.drift import InstanceNetworks, ResolvedNodeClasses
+from activities.drift import InstanceNetworks, ResolvedNodeClasses, drift_facts
+from activities.nodeclass_status import desired_status
 from apis.ec2nodeclass import EC2NodeClass
+from apis.nodeclaim import NodeClaim
 from cloudprovider.errors import CloudProviderError, ThrottledError
 from cloudprovider.fake import FakeCloudProvider
 from cloudprovider.types import TAG_CLUSTER_PREFIX, Instance, ResolvedNodeClass
+from scheduling.drift import AMI_DRIFTED, find_drift
 
 
 class CountingCloud(FakeCloudProvider):
@@ -133,3 +136,57 @@ def test_concurrent_checks_list_once() -> None:
         cloud.list_gate.set()
         assert {tuple(f.result()[1]) for f in futures} == {("sg-1",)}
     assert cloud.lists == 1
+
+
+def resolved_with(ami: str) -> ResolvedNodeClass:
+    return ResolvedNodeClass(
+        subnets=[{"id": "subnet-a", "zone": "us-west-2a"}],
+        security_groups=[{"id": "sg-fake"}],
+        amis=[{"id": ami, "name": ami, "arch": "x86_64"}],
+    )
+
+
+def claim_on(image_id: str) -> NodeClaim:
+    return NodeClaim.model_validate(
+        {
+            "metadata": {"name": "c"},
+            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}},
+            "status": {"imageID": image_id},
+        }
+    )
+
+
+def with_status(generation: int, status: dict[str, object]) -> EC2NodeClass:
+    obj = node_class(str(generation)).to_kube()
+    obj["metadata"]["generation"] = generation
+    return EC2NodeClass.model_validate({**obj, "status": status})
+
+
+def test_a_status_resolved_before_the_last_spec_change_is_not_trusted_for_ami_drift() -> None:
+    """Karpenter compares a node's image with the AMIs its EC2NodeClass resolves to now. After the AMI
+    selector terms change, the status still names the old AMI until it is rewritten, so a drift check
+    then resolves the terms itself, and the node launched from the old AMI has drifted."""
+    cloud = CountingCloud()  # resolves the new terms to ami-fake
+    old_status = desired_status({}, resolved_with("ami-old"), "", "2026-11-22T05:00:00Z", generation=1)
+    changed = with_status(2, old_status)
+    assert not changed.status_resolves_spec()
+    drift = find_drift(drift_facts(claim_on("ami-old"), None, changed, cloud, ""))
+    assert drift is not None and drift.reason == AMI_DRIFTED, drift
+    assert cloud.resolves == 1
+
+
+@pytest.mark.parametrize("generation", [None, 1])
+def test_a_status_without_the_generation_it_observed_is_not_trusted_either(generation: int | None) -> None:
+    cloud = CountingCloud()
+    status = desired_status({}, resolved_with("ami-old"), "", "2026-11-22T05:00:00Z", generation=generation)
+    changed = with_status(2 if generation else 1, status)
+    assert find_drift(drift_facts(claim_on("ami-old"), None, changed, cloud, "")) is not None
+    assert cloud.resolves == 1
+
+
+def test_a_status_resolved_for_the_current_spec_is_used_without_asking_the_cloud() -> None:
+    cloud = CountingCloud()
+    current = with_status(3, desired_status({}, resolved_with("ami-old"), "", "2026-11-22T05:00:00Z", generation=3))
+    assert current.status_resolves_spec()
+    assert find_drift(drift_facts(claim_on("ami-old"), None, current, cloud, "")) is None
+    assert cloud.resolves == 0

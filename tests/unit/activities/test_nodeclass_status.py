@@ -41,3 +41,11 @@ def test_should_keep_the_last_resolution_and_say_why_it_is_not_ready() -> None:
 def test_should_be_stable_when_nothing_changed() -> None:
     first = desired_status({}, RESOLVED, "", NOW)
     assert desired_status(first, RESOLVED, "", "2026-11-22T06:00:00Z") == first
+
+
+def test_should_record_the_generation_it_resolved() -> None:
+    status = desired_status({}, RESOLVED, "", NOW, generation=4)
+    assert status["conditions"][0]["observedGeneration"] == 4
+    again = desired_status(status, RESOLVED, "", "2026-11-22T06:00:00Z", generation=5)  # the spec changed
+    assert again["conditions"][0]["observedGeneration"] == 5
+    assert again["conditions"][0]["lastTransitionTime"] == NOW  # still Ready: no transition
