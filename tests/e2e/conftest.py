@@ -76,19 +76,12 @@ def default_stack(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterat
         yield running
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run the tests on the shared stack last (each module's order kept), so it stops right after its
-    last test rather than idling (a quarter of a core) through the other modules until the session ends."""
-    shared = [item for item in items if "shared_stack" in getattr(item, "fixturenames", ())]
-    if shared:
-        items[:] = [item for item in items if item not in shared] + shared
-
-
 @pytest.fixture(scope="session")
 def shared_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
-    """One stack (default NodePool and EC2NodeClass, default worker settings) for every module that only
-    needs a running stack: those modules kill, restart, fault or reconfigure nothing of it, and each test
-    uses its own Deployments, labels and NodePools, so tests do not see each other's pods."""
+    """One stack (default NodePool and EC2NodeClass, default worker settings; one per xdist worker) for
+    every module that only needs a running stack: those modules kill, restart, fault or reconfigure
+    nothing of it, and each test uses its own Deployments, labels and NodePools, so tests do not see each
+    other's pods."""
     yield from default_stack(tmp_path_factory, "shared-stack")
 
 

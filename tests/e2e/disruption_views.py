@@ -1,0 +1,122 @@
+"""What the disruption end-to-end tests apply and observe: NodePools of their own, their pods and
+NodeClaims as the Kubernetes API shows them, and the disruption controller's state (its status query)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from devstack.stack import DevStack
+from kube import resources as r
+from workflows.disruption import WORKFLOW_ID, DisruptionState
+
+
+def pool(name: str, budget: str) -> str:
+    """A NodePool whose nodes only its own pods go to (a taint they tolerate), with one budget."""
+    return f"""
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: {name}}}
+spec:
+  disruption:
+    budgets: [{{nodes: "{budget}"}}]
+  template:
+    spec:
+      taints: [{{key: pool, value: {name}, effect: NoSchedule}}]
+      requirements:
+        - {{key: karpenter.sh/capacity-type, operator: In, values: ["on-demand"]}}
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+"""
+
+
+def pinned(name: str) -> str:
+    """Pod spec lines that pin a Deployment to pool `name`."""
+    return (
+        f"      nodeSelector: {{karpenter.sh/nodepool: {name}}}\n"
+        f"      tolerations: [{{key: pool, value: {name}, effect: NoSchedule}}]"
+    )
+
+
+def pods_of(stack: DevStack, app: str) -> list[dict[str, Any]]:
+    return stack.kube.list(r.POD, namespace="default", label_selector=f"app={app}")
+
+
+def all_running(stack: DevStack, app: str) -> bool:
+    pods = pods_of(stack, app)
+    return bool(pods) and all(p.get("status", {}).get("phase") == "Running" for p in pods)
+
+
+def claims_of_pool(stack: DevStack, pool: str) -> list[str]:
+    return [
+        c["metadata"]["name"]
+        for c in stack.kube.list(r.NODECLAIM)
+        if (c["metadata"].get("labels") or {}).get("karpenter.sh/nodepool") == pool
+    ]
+
+
+async def controller_state(stack: DevStack) -> DisruptionState:
+    client = await Client.connect(stack.temporal_address, data_converter=pydantic_data_converter)
+    state: DisruptionState = await client.get_workflow_handle(WORKFLOW_ID).query("status", result_type=DisruptionState)
+    return state
+
+
+async def controller_rounds(stack: DevStack) -> int:
+    return (await controller_state(stack)).rounds
+
+
+def scale(stack: DevStack, name: str, replicas: int) -> None:
+    stack.kube.patch(r.DEPLOYMENT, name, {"spec": {"replicas": replicas}}, namespace="default")
+
+
+def claim_prices(stack: DevStack, pool: str) -> dict[str, str]:
+    """NodeClaim name -> instance type, for the pool's claims not being deleted."""
+    return {
+        c["metadata"]["name"]: (c["metadata"].get("labels") or {}).get("node.kubernetes.io/instance-type", "")
+        for c in stack.kube.list(r.NODECLAIM)
+        if (c["metadata"].get("labels") or {}).get("karpenter.sh/nodepool") == pool
+        and not c["metadata"].get("deletionTimestamp")
+    }
+
+
+def tainted_nodes(stack: DevStack, claims: set[str]) -> list[str]:
+    """Nodes of these claims carrying karpenter.sh/disrupted."""
+    names = {
+        (c.get("status") or {}).get("nodeName") for c in stack.kube.list(r.NODECLAIM) if c["metadata"]["name"] in claims
+    }
+    return [
+        n["metadata"]["name"]
+        for n in stack.kube.list(r.NODE)
+        if n["metadata"]["name"] in names
+        and any(t.get("key") == "karpenter.sh/disrupted" for t in n["spec"].get("taints") or [])
+    ]
+
+
+def deleting(stack: DevStack, name: str) -> bool:
+    claim = next((c for c in stack.kube.list(r.NODECLAIM) if c["metadata"]["name"] == name), None)
+    return claim is None or bool(claim["metadata"].get("deletionTimestamp"))
+
+
+def node_of(stack: DevStack, claim: str) -> str:
+    return str(stack.kube.get(r.NODECLAIM, claim).get("status", {}).get("nodeName", ""))
+
+
+def tainted_nodes_of(stack: DevStack, claims: dict[str, dict[str, Any]]) -> list[str]:
+    """The claims (name -> object) whose node carries karpenter.sh/disrupted."""
+    nodes = {(c.get("status") or {}).get("nodeName"): name for name, c in claims.items()}
+    return [
+        nodes[n["metadata"]["name"]]
+        for n in stack.kube.list(r.NODE)
+        if n["metadata"]["name"] in nodes
+        and any(t.get("key") == "karpenter.sh/disrupted" for t in n["spec"].get("taints") or [])
+    ]
+
+
+RIGHT_SIZED = [{"name": "app", "image": "registry.k8s.io/pause:3.9",
+                "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}}}]  # fmt: skip
+
+
+def right_size(stack: DevStack, name: str) -> None:
+    """Shrink Deployment `name`'s pod to 500m/512Mi: its new pod fits on the big node, now mostly idle."""
+    stack.kube.patch(r.DEPLOYMENT, name, {"spec": {"template": {"spec": {"containers": RIGHT_SIZED}}}}, "default")
