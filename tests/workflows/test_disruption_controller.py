@@ -24,9 +24,9 @@ from workflows.disruption import WORKFLOW_ID, DisruptionControllerWorkflow, Disr
 HISTORIES = Path(__file__).parent / "histories" / "disruption"
 
 
-def empty_node(name: str) -> Command:
-    candidate = CandidateRef(node=f"node-{name}", node_claim=name, node_pool="default")
-    return Command(method="Emptiness", reason="Empty", action="Delete", candidates=[candidate], message="empty")
+def empty_node(*names: str) -> Command:
+    candidates = [CandidateRef(node=f"node-{name}", node_claim=name, node_pool="default") for name in names]
+    return Command(method="Emptiness", reason="Empty", action="Delete", candidates=candidates, message="empty")
 
 
 def cheaper(name: str) -> Command:
@@ -53,6 +53,7 @@ class Cluster:
         self.started: list[list[str]] = []
         self.calls: list[str] = []
         self.polls = 0
+        self.history: WorkflowHistory | None = None
 
     def activities(self) -> list[object]:
         cluster = self
@@ -112,6 +113,7 @@ async def run_rounds(env: WorkflowEnvironment, cluster: Cluster, rounds: int, hi
             state = await handle.query(DisruptionControllerWorkflow.status)
         await handle.terminate("test over")
         await save_history(handle, history, HISTORIES)
+        cluster.history = await handle.fetch_history()
         return state
 
 
@@ -120,6 +122,22 @@ async def test_a_command_still_decided_after_validation_is_executed(env: Workflo
     state = await run_rounds(env, cluster, 2, "disruption-executed")
     assert cluster.started == [["a"]]
     assert "signalled a" in state.recent[0]
+
+
+async def test_every_candidate_of_a_command_is_signalled_in_one_workflow_task(env: WorkflowEnvironment) -> None:
+    names = [f"n{i}" for i in range(5)]
+    cluster = Cluster([empty_node(*names), empty_node(*names)])
+    state = await run_rounds(env, cluster, 2, "disruption-executed-many")
+    assert cluster.started == [names]
+    assert state.recent[0].endswith(f"signalled {', '.join(names)}")
+    assert cluster.history is not None
+    signals = [
+        e.signal_external_workflow_execution_initiated_event_attributes
+        for e in cluster.history.events
+        if e.HasField("signal_external_workflow_execution_initiated_event_attributes")
+    ]
+    assert [s.workflow_execution.workflow_id for s in signals] == [f"nodeclaim-{name}" for name in names]
+    assert len({s.workflow_task_completed_event_id for s in signals}) == 1  # not one round trip each
 
 
 async def test_a_command_that_changed_during_validation_is_abandoned(env: WorkflowEnvironment) -> None:

@@ -114,6 +114,32 @@ def test_starting_a_command_taints_the_node_and_marks_the_claim(
     assert len(taints(kube)) == 1
 
 
+def test_a_command_of_many_candidates_marks_every_one_in_the_command_order(
+    execution: DisruptionExecution, kube: MemKube, events: Events
+) -> None:
+    claim, node = kube.get(r.NODECLAIM, "default-abcde"), kube.get(r.NODE, "node-1")
+    candidates = [CandidateRef(node="node-1", node_claim="default-abcde", node_pool="default")]
+    with kube.as_admin():
+        for i in range(2, 21):
+            provider_id = f"aws:///us-west-2a/i-{i}"
+            more = copy.deepcopy(claim)
+            more["metadata"] = {"name": f"default-{i:05d}", "labels": claim["metadata"]["labels"]}
+            more["status"]["providerID"] = provider_id
+            kube.create(r.NODECLAIM, more)
+            other = copy.deepcopy(node)
+            other["metadata"] = {"name": f"node-{i}", "labels": node["metadata"]["labels"]}
+            other["spec"]["providerID"] = provider_id
+            kube.create(r.NODE, other)
+            candidates.append(CandidateRef(node=f"node-{i}", node_claim=f"default-{i:05d}", node_pool="default"))
+    many = command().model_copy(update={"candidates": candidates})
+    assert execution.start_disruption(StartInput(command=many)) == [c.node_claim for c in candidates]
+    for candidate in candidates:
+        assert kube.get(r.NODE, candidate.node)["spec"]["taints"] == [
+            {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}
+        ]
+    assert len(events.recorded) == len(candidates)
+
+
 def test_a_same_named_node_of_another_instance_is_not_tainted(execution: DisruptionExecution, kube: MemKube) -> None:
     with kube.as_admin():
         kube.patch(r.NODE, "node-1", {"spec": {"providerID": "aws:///us-west-2a/i-other"}})
