@@ -1,7 +1,8 @@
 """Executing a disruption command, step by step, each step an idempotent activity the controller workflow
 records: taint the candidates (`start_disruption`), launch their replacements (`launch_replacements`),
 watch the replacements come up (`replacements_state`), and, when one fails, undo (`abort_disruption`:
-remove the taint and the `DisruptionReason` condition, delete the replacements). Pods are never left
+remove the taint and the `DisruptionReason` condition, delete the replacements); else tell the candidates'
+NodeClaim workflows to drain and terminate (`signal_disruption`). Pods are never left
 without a place: the candidates drain only after every replacement is Initialized.
 
 Nodes and NodeClaims are written only through activities.ownership: a candidate's Node is the one whose
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 from temporalio import activity
@@ -31,6 +32,19 @@ from scheduling.types import PlannedNodeClaim
 DISRUPTION_REASON = "DisruptionReason"
 DISRUPTED_TAINT = kubeops.adding_taint(labels.DISRUPTED_TAINT_KEY, "NoSchedule")
 MARK_CONCURRENCY = 8  # candidates marked at once by start_disruption
+
+
+class ClaimSignaller(WorkflowStarter, Protocol):
+    """Also signals NodeClaim workflows: all `names` at once; returns those whose workflow was running."""
+
+    def signal_node_claims(self, names: list[str], signal: str, reason: str) -> list[str]: ...
+
+
+class SignalInput(BaseModel):
+    """The candidates' NodeClaims, and the termination reason their workflows record."""
+
+    names: list[str]
+    reason: str
 
 
 class StartInput(BaseModel):
@@ -73,14 +87,21 @@ def _initialized(claim: Obj) -> bool:
 class DisruptionExecution:
     """Constructed by the composition root with the boundaries and the workflow starter."""
 
-    def __init__(self, kube: Kube, recorder: kubeops.Recorder, starter: WorkflowStarter) -> None:
+    def __init__(self, kube: Kube, recorder: kubeops.Recorder, starter: ClaimSignaller) -> None:
         self.kube = kube
         self.recorder = recorder
+        self.starter = starter
         self.launcher = ClaimLauncher(kube, starter)
 
     @property
     def activities(self) -> list[Callable[..., Any]]:
-        return [self.start_disruption, self.launch_replacements, self.replacements_state, self.abort_disruption]
+        return [
+            self.start_disruption,
+            self.launch_replacements,
+            self.replacements_state,
+            self.abort_disruption,
+            self.signal_disruption,
+        ]
 
     def _owned(self, candidate: CandidateRef) -> tuple[Obj, ownership.Owned, ownership.Owned] | None:
         """The candidate's NodeClaim (not being deleted) and the identities of it and its Node."""
@@ -121,6 +142,14 @@ class DisruptionExecution:
         # Each candidate is a few API calls: an Emptiness command of hundreds of nodes marks them in parallel.
         with ThreadPoolExecutor(MARK_CONCURRENCY, thread_name_prefix="disruption-mark") as pool:
             return [name for name in pool.map(mark, command.candidates) if name is not None]
+
+    @activity.defn(name="signal_disruption")
+    def signal_disruption(self, inp: SignalInput) -> list[str]:
+        """Signal `delete` to every candidate's NodeClaim workflow at once, which drains and terminates its
+        node; the names signalled (a workflow that ended meanwhile is left out: its node is going or gone).
+        Direct signals, not the controller's own: signals a workflow sends are delivered one after the
+        other through its own history, a few a second on a busy dev server. Idempotent."""
+        return self.starter.signal_node_claims(inp.names, "delete", inp.reason)
 
     @activity.defn(name="launch_replacements")
     def launch_replacements(self, inp: LaunchReplacementsInput) -> list[str]:

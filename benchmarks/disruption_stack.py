@@ -152,6 +152,17 @@ def _wait(check: Callable[[], bool], timeout: float, stack: Any) -> bool:
     return poll(lambda: bool(stack.dead_children()) or check(), timeout, POLL_SECONDS) and not stack.dead_children()
 
 
+def _judged(result: dict[str, Any], errors: list[str], field: str, target: float) -> dict[str, Any]:
+    """`result` with the stack's `errors` (when a child process died), its target (`field` at most
+    `target`) and whether it was met."""
+    if errors:
+        result["errors"] = errors
+    value = result.get(field)
+    result["targets"] = {field: target}
+    result["targets_met"] = value is not None and value <= target
+    return result
+
+
 # -- (a) empty nodes -----------------------------------------------------------------------------------
 
 
@@ -197,12 +208,8 @@ def run_empty(nodes: int, timeout: float = 900.0, state_dir: Path | None = None)
                 controller_rounds_after_last_pod=watch.rounds - rounds_at_last_pod,
                 **watch.report(),
             )
-        if stack.dead_children():
-            result["errors"] = stack.dead_children()
-    gone = result.get("seconds_to_all_gone")
-    result["targets"] = {"seconds_to_all_gone": TARGET_SECONDS_EMPTY}
-    result["targets_met"] = gone is not None and gone <= TARGET_SECONDS_EMPTY
-    return result
+        errors = stack.dead_children()
+    return _judged(result, errors, "seconds_to_all_gone", TARGET_SECONDS_EMPTY)
 
 
 # -- (c) fleet price after scaling down ----------------------------------------------------------------
@@ -249,6 +256,7 @@ def fleet_and_bound(stack: Any) -> dict[str, Any]:
         on_demand = labels.get(L.CAPACITY_TYPE) != L.CAPACITY_TYPE_SPOT
         price += (table.on_demand(kind) or 0.0) if on_demand else spot.get(kind, 0.0)
     bound = lp_lower_bound(demand, offers) if pods else 0.0
+    whole = lp_lower_bound(demand, offers, integral=True) if pods else 0.0
     return {
         "pods_left": len(pods),
         "nodeclaims_left": len(claims),
@@ -256,6 +264,8 @@ def fleet_and_bound(stack: Any) -> dict[str, Any]:
         "fleet_price": round(price, 4),
         "lower_bound_price": round(bound, 4),
         "price_over_lower_bound": round(price / bound, 4) if bound else None,
+        "integral_bound_price": round(whole, 4),
+        "price_over_integral_bound": round(price / whole, 4) if whole else None,
     }
 
 
@@ -288,9 +298,5 @@ def run_scale_down(pods: int, timeout: float = 900.0, state_dir: Path | None = N
                   120.0, stack)  # fmt: skip
             result["seconds_to_quiet"] = rounded(time.monotonic() - began) if quiet else None
             result.update(fleet_and_bound(stack), **watch.report())
-        if stack.dead_children():
-            result["errors"] = stack.dead_children()
-    ratio = result.get("price_over_lower_bound")
-    result["targets"] = {"price_over_lower_bound": TARGET_PRICE_RATIO}
-    result["targets_met"] = ratio is not None and ratio <= TARGET_PRICE_RATIO
-    return result
+        errors = stack.dead_children()
+    return _judged(result, errors, "price_over_lower_bound", TARGET_PRICE_RATIO)

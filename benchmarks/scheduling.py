@@ -129,18 +129,21 @@ def lower_bound(pods: list[Obj], types: list[InstanceType]) -> float:
     return lp_lower_bound(demand, offers)
 
 
-def lp_lower_bound(demand: Mapping[str, int], offers: Sequence[tuple[float, Mapping[str, int]]]) -> float:
+def lp_lower_bound(
+    demand: Mapping[str, int], offers: Sequence[tuple[float, Mapping[str, int]]], integral: bool = False
+) -> float:
     """The LP relaxation: minimise sum(price x) subject to sum(allocatable x) >= demand for each resource
     of `demand` (canonical units: millicores, bytes, counts), x >= 0 (fractional nodes), over `offers`
-    of (hourly price, allocatable). Every integral packing costs at least this."""
-    from scipy.optimize import linprog
+    of (hourly price, allocatable). Every integral packing costs at least this. With `integral`, whole
+    nodes (the integer program): the cheapest fleet whose summed allocatable covers the demand."""
+    from scipy.optimize import LinearConstraint, milp
 
     names = sorted(demand)
     scale = {"cpu": 1000, "memory": 2**30}
     prices = [price for price, _ in offers]
-    a_ub = [[-alloc.get(n, 0) / scale.get(n, 1) for _, alloc in offers] for n in names]
-    b_ub = [-demand[n] / scale.get(n, 1) for n in names]
-    result = linprog(prices, A_ub=a_ub, b_ub=b_ub, bounds=(0, None), method="highs")
+    matrix = [[alloc.get(n, 0) / scale.get(n, 1) for _, alloc in offers] for n in names]
+    floor = [demand[n] / scale.get(n, 1) for n in names]
+    result = milp(prices, constraints=LinearConstraint(matrix, lb=floor), integrality=[int(integral)] * len(offers))
     if not result.success:
         raise RuntimeError(f"LP failed: {result.message}")
     return float(result.fun)

@@ -53,13 +53,21 @@ def run_scripts(*argvs: list[str], timeout: float = 120.0) -> list[dict[str, obj
         (["--claims", "2", "--steady", "--drift-check-interval", "soon"], "--drift-check-interval"),
         (["--claims", "2", "--steady", "--hold", "-1"], "--hold -1"),
         ([], "one of the arguments"),
+        (["disruption", "--empty-nodes", "0"], "--empty-nodes 0"),
+        (["disruption", "--scale-down", "--pods", "3"], "even number"),
+        (["disruption", "--empty-nodes", "2", "--scale-down"], "not allowed with"),
+        (["disruption", "--decision", "--empty-nodes", "2"], "not allowed with"),
+        (["disruption", "--nodes", "0"], "at least 1"),
+        (["disruption", "--empty-nodes", "2", "--timeout", "0"], "--timeout 0"),
     ],
 )
 def test_bad_arguments_are_refused_naming_the_flag(
     argv: list[str], wanted: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """scale.py's arguments, and disruption.py's when the first item is "disruption"."""
+    script = disruption if argv[:1] == ["disruption"] else scale
     with pytest.raises(SystemExit) as exit_info:
-        scale.parse_args(argv)
+        script.parse_args(argv[1:] if script is disruption else argv)
     assert exit_info.value.code == 2
     assert wanted in capsys.readouterr().err
 
@@ -102,26 +110,6 @@ def test_both_benchmarks_run_and_print_their_json(tmp_path: Path) -> None:
         assert isinstance(pods[key], float | int), key
 
 
-@pytest.mark.parametrize(
-    ("argv", "wanted"),
-    [
-        (["--empty-nodes", "0"], "--empty-nodes 0"),
-        (["--scale-down", "--pods", "3"], "even number"),
-        (["--empty-nodes", "2", "--scale-down"], "not allowed with"),
-        (["--decision", "--empty-nodes", "2"], "not allowed with"),
-        (["--nodes", "0"], "at least 1"),
-        (["--empty-nodes", "2", "--timeout", "0"], "--timeout 0"),
-    ],
-)
-def test_disruption_benchmark_refuses_bad_arguments_naming_the_flag(
-    argv: list[str], wanted: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        disruption.parse_args(argv)
-    assert exit_info.value.code == 2
-    assert wanted in capsys.readouterr().err
-
-
 def test_disruption_benchmark_defaults_keep_the_decision_invocation() -> None:
     args = disruption.parse_args(["--nodes", "1000", "--pods", "10000"])
     assert (args.empty_nodes, args.scale_down, args.nodes, args.pods) == (None, False, 1000, 10000)
@@ -147,4 +135,6 @@ def test_lp_lower_bound_covers_cpu_and_memory_at_the_cheapest_mix() -> None:
     # fractional optimum takes 6/7 of the first and 8/7 of the second (integral: one of each, $1.5).
     gib = 2**30
     offers = [(1.0, {"cpu": 2000, "memory": 32 * gib}), (0.5, {"cpu": 2000, "memory": 4 * gib})]
-    assert scheduling_bench.lp_lower_bound({"cpu": 4000, "memory": 32 * gib}, offers) == pytest.approx(10 / 7)
+    demand = {"cpu": 4000, "memory": 32 * gib}
+    assert scheduling_bench.lp_lower_bound(demand, offers) == pytest.approx(10 / 7)
+    assert scheduling_bench.lp_lower_bound(demand, offers, integral=True) == pytest.approx(1.5)

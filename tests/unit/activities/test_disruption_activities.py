@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from activities.disruption import DecideInput, DisruptionActivities
-from activities.disruption_execution import DisruptionExecution, StartInput
+from activities.disruption_execution import DisruptionExecution, SignalInput, StartInput
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
 from scheduling.disruption import CandidateRef, Command
@@ -65,14 +65,19 @@ def acts(kube: MemKube, events: Events) -> DisruptionActivities:
 class Starter:
     def __init__(self) -> None:
         self.started: list[str] = []
+        self.signals: list[tuple[str, str, str]] = []
 
     def start_node_claim(self, claim: dict[str, Any]) -> None:
         self.started.append(claim["metadata"]["name"])
 
+    def signal_node_claims(self, names: list[str], signal: str, reason: str) -> list[str]:
+        self.signals += [(name, signal, reason) for name in names]
+        return [name for name in names if name != "gone"]
+
 
 @pytest.fixture
 def execution(kube: MemKube, events: Events) -> DisruptionExecution:
-    return DisruptionExecution(kube, events, Starter())  # type: ignore[arg-type]
+    return DisruptionExecution(kube, events, Starter())
 
 
 def command(node: str = "node-1") -> Command:
@@ -138,6 +143,13 @@ def test_a_command_of_many_candidates_marks_every_one_in_the_command_order(
             {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}
         ]
     assert len(events.recorded) == len(candidates)
+
+
+def test_signalling_a_command_asks_every_candidate_workflow_to_delete_and_names_those_running(
+    execution: DisruptionExecution,
+) -> None:
+    assert execution.signal_disruption(SignalInput(names=["a", "gone", "b"], reason="disrupted: Empty")) == ["a", "b"]
+    assert execution.starter.signals == [(n, "delete", "disrupted: Empty") for n in ("a", "gone", "b")]  # type: ignore[attr-defined]
 
 
 def test_a_same_named_node_of_another_instance_is_not_tainted(execution: DisruptionExecution, kube: MemKube) -> None:
