@@ -87,6 +87,7 @@ class ControllerWatch:
     _seen: set[str] = field(default_factory=set)
 
     def _state(self) -> Any:
+        """The controller's `DisruptionState`, queried now."""
         from temporalio.client import Client
         from temporalio.contrib.pydantic import pydantic_data_converter
 
@@ -102,6 +103,7 @@ class ControllerWatch:
         return asyncio.run(query())
 
     def start(self) -> None:
+        """Count from now: rounds and commands before this are not reported."""
         state = self._state()
         self.rounds_at_start = self.rounds = self.last_command_round = state.rounds
         self._seen = set(state.recent)
@@ -124,6 +126,7 @@ class ControllerWatch:
         return self.rounds - self.last_command_round >= QUIET_ROUNDS
 
     def report(self) -> dict[str, Any]:
+        """The JSON fields: rounds and executed commands since `start()`, each command as [method, action]."""
         return {
             "controller_rounds": self.rounds - self.rounds_at_start,
             "commands": len(self.commands),
@@ -132,16 +135,19 @@ class ControllerWatch:
 
 
 def _pods(stack: Any, app: str) -> list[Obj]:
+    """The pods labelled app=`app`."""
     from kube import resources as r
 
     return stack.kube.list(r.POD, namespace=NAMESPACE, label_selector=f"app={app}")
 
 
 def _running(pods: list[Obj]) -> int:
+    """How many of the pods are Running."""
     return sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running")
 
 
 def _scale(stack: Any, name: str, replicas: int) -> None:
+    """Set the Deployment's replicas."""
     from kube import resources as r
 
     stack.kube.patch(r.DEPLOYMENT, name, {"spec": {"replicas": replicas}}, namespace=NAMESPACE)
