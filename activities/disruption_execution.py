@@ -1,7 +1,8 @@
 """Executing a disruption command, step by step, each step an idempotent activity the controller workflow
 records: taint the candidates (`start_disruption`), launch their replacements (`launch_replacements`),
 watch the replacements come up (`replacements_state`), and, when one fails, undo (`abort_disruption`:
-remove the taint and the `DisruptionReason` condition, delete the replacements). Pods are never left
+remove the taint and the `DisruptionReason` condition, delete the replacements); else tell the candidates'
+NodeClaim workflows to drain and terminate (`signal_disruption`). Pods are never left
 without a place: the candidates drain only after every replacement is Initialized.
 
 Nodes and NodeClaims are written only through activities.ownership: a candidate's Node is the one whose
@@ -11,7 +12,8 @@ providerID is its NodeClaim's.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 from temporalio import activity
@@ -29,6 +31,20 @@ from scheduling.types import PlannedNodeClaim
 
 DISRUPTION_REASON = "DisruptionReason"
 DISRUPTED_TAINT = kubeops.adding_taint(labels.DISRUPTED_TAINT_KEY, "NoSchedule")
+MARK_CONCURRENCY = 8  # candidates marked at once by start_disruption
+
+
+class ClaimSignaller(WorkflowStarter, Protocol):
+    """Also signals NodeClaim workflows: all `names` at once; returns those whose workflow was running."""
+
+    def signal_node_claims(self, names: list[str], signal: str, reason: str) -> list[str]: ...
+
+
+class SignalInput(BaseModel):
+    """The candidates' NodeClaims, and the termination reason their workflows record."""
+
+    names: list[str]
+    reason: str
 
 
 class StartInput(BaseModel):
@@ -71,14 +87,21 @@ def _initialized(claim: Obj) -> bool:
 class DisruptionExecution:
     """Constructed by the composition root with the boundaries and the workflow starter."""
 
-    def __init__(self, kube: Kube, recorder: kubeops.Recorder, starter: WorkflowStarter) -> None:
+    def __init__(self, kube: Kube, recorder: kubeops.Recorder, starter: ClaimSignaller) -> None:
         self.kube = kube
         self.recorder = recorder
+        self.starter = starter
         self.launcher = ClaimLauncher(kube, starter)
 
     @property
     def activities(self) -> list[Callable[..., Any]]:
-        return [self.start_disruption, self.launch_replacements, self.replacements_state, self.abort_disruption]
+        return [
+            self.start_disruption,
+            self.launch_replacements,
+            self.replacements_state,
+            self.abort_disruption,
+            self.signal_disruption,
+        ]
 
     def _owned(self, candidate: CandidateRef) -> tuple[Obj, ownership.Owned, ownership.Owned] | None:
         """The candidate's NodeClaim (not being deleted) and the identities of it and its Node."""
@@ -104,18 +127,29 @@ class DisruptionExecution:
         command = inp.command
         message = f"{command.method}: {command.message}"
         event = "DisruptionLaunching" if command.action == "Replace" else "DisruptionTerminating"
-        marked = []
-        for candidate in command.candidates:
+
+        def mark(candidate: CandidateRef) -> str | None:
             found = self._owned(candidate)
             if found is None:
-                continue
+                return None
             claim, owned_claim, owned_node = found
             if ownership.update(self.kube, owned_node, DISRUPTED_TAINT) is None:
-                continue
+                return None
             self._set_reason(owned_claim, "True", command.reason, message)
             self.recorder.record(claim, "Normal", event, message)
-            marked.append(candidate.node_claim)
-        return marked
+            return candidate.node_claim
+
+        # Each candidate is a few API calls: an Emptiness command of hundreds of nodes marks them in parallel.
+        with ThreadPoolExecutor(MARK_CONCURRENCY, thread_name_prefix="disruption-mark") as pool:
+            return [name for name in pool.map(mark, command.candidates) if name is not None]
+
+    @activity.defn(name="signal_disruption")
+    def signal_disruption(self, inp: SignalInput) -> list[str]:
+        """Signal `delete` to every candidate's NodeClaim workflow at once, which drains and terminates its
+        node; the names signalled (a workflow that ended meanwhile is left out: its node is going or gone).
+        Direct signals, not the controller's own: signals a workflow sends are delivered one after the
+        other through its own history, a few a second on a busy dev server. Idempotent."""
+        return self.starter.signal_node_claims(inp.names, "delete", inp.reason)
 
     @activity.defn(name="launch_replacements")
     def launch_replacements(self, inp: LaunchReplacementsInput) -> list[str]:

@@ -1,6 +1,15 @@
-"""Disruption benchmark: the consolidation decision at 1,000 nodes and 10,000 pods.
+"""Disruption benchmarks. Each run prints one JSON object on stdout; see benchmarks/README.md.
 
-    python benchmarks/disruption.py --nodes 1000 --pods 10000
+    python benchmarks/disruption.py --nodes 1000 --pods 10000      (or --decision: the default)
+        The consolidation decision alone (pure core), below.
+    python benchmarks/disruption.py --empty-nodes 200
+        On the local stack: N empty nodes under a 100% budget, seconds from the last pod gone until every
+        NodeClaim, Node and instance is gone (target <= 120 s). See benchmarks/disruption_stack.py.
+    python benchmarks/disruption.py --scale-down --pods 1000
+        On the local stack: the scale-out workload of benchmarks/scale.py scaled to 10% and consolidated,
+        then the fleet's price over the LP lower bound of what remains (target <= 1.15).
+
+The decision benchmark:
 
 Builds a snapshot of `--nodes` initialized on-demand Karpenter nodes in one on-demand NodePool (budget
 100%, consolidateAfter 0s) from a 400-type catalog (four memory-per-cpu ratios x 1..100 vCPUs, on-demand
@@ -24,11 +33,13 @@ import json
 import random
 import sys
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if __package__ in (None, ""):  # run as `python benchmarks/disruption.py`: make the project importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from apis.ec2nodeclass import EC2NodeClass
 from apis.instancetype import InstanceType
@@ -173,13 +184,55 @@ def run(nodes: int, pods: int) -> dict[str, Any]:
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--nodes", type=int, default=1000, help="number of nodes (default 1000)")
-    parser.add_argument("--pods", type=int, default=10000, help="number of bound pods (default 10000)")
-    args = parser.parse_args()
-    print(json.dumps(run(args.nodes, args.pods)))
-    return 0
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line; one mode: the decision (default), `--empty-nodes N` or `--scale-down`."""
+    parser = argparse.ArgumentParser(
+        prog="python benchmarks/disruption.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--decision", action="store_true", help="the pure consolidation decision (the default)")
+    mode.add_argument("--empty-nodes", type=int, metavar="N", help="on the local stack: N empty nodes deleted")
+    mode.add_argument("--scale-down", action="store_true", help="on the local stack: price after scaling to 10%%")
+    parser.add_argument("--nodes", type=int, default=1000, help="decision: number of nodes (default 1000)")
+    parser.add_argument(
+        "--pods", type=int, default=None, help="decision: bound pods (10000); --scale-down: scale-out pods (1000)"
+    )
+    parser.add_argument("--timeout", type=float, default=900.0, help="stack modes: give up after this long (900)")
+    parser.add_argument("--state-dir", type=Path, default=None, help="stack modes: keep state and logs here")
+    args = parser.parse_args(argv)
+    if args.empty_nodes is not None and args.empty_nodes < 1:
+        parser.error(f"--empty-nodes {args.empty_nodes}: give at least 1")
+    if args.scale_down:
+        args.pods = 1000 if args.pods is None else args.pods
+        if args.pods < 2 or args.pods % 2:
+            parser.error(f"--pods {args.pods}: give an even number, at least 2 (half the pods have each shape)")
+    elif args.pods is None:
+        args.pods = 10000
+    if args.nodes < 1 or args.pods < 1:
+        parser.error("--nodes and --pods: give at least 1")
+    if args.timeout <= 0:
+        parser.error(f"--timeout {args.timeout}: give a positive number of seconds")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.empty_nodes is not None:
+        from benchmarks.disruption_stack import run_empty
+
+        result = run_empty(args.empty_nodes, args.timeout, args.state_dir)
+        done = result.get("seconds_to_all_gone") is not None
+    elif args.scale_down:
+        from benchmarks.disruption_stack import run_scale_down
+
+        result = run_scale_down(args.pods, args.timeout, args.state_dir)
+        done = result.get("price_over_lower_bound") is not None
+    else:
+        result, done = run(args.nodes, args.pods), True
+    print(json.dumps(result))
+    return 0 if done else 1
 
 
 if __name__ == "__main__":

@@ -193,9 +193,13 @@ spec:
     return "---\n".join(docs)
 
 
-def _instance_count(stack: Any) -> int:
-    reservations = stack.ec2.describe_instances()["Reservations"]
-    return sum(len(res["Instances"]) for res in reservations)
+def instances(stack: Any, live: bool = False) -> list[dict[str, Any]]:
+    """Every EC2 instance of the stack's moto; with `live`, only those pending or running."""
+    out: list[dict[str, Any]] = []
+    for page in stack.ec2.get_paginator("describe_instances").paginate():
+        for reservation in page.get("Reservations", []):
+            out += reservation.get("Instances", [])
+    return [i for i in out if i["State"]["Name"] in ("pending", "running")] if live else out
 
 
 def _provisioner_running(address: str) -> bool:
@@ -215,7 +219,7 @@ def _provisioner_running(address: str) -> bool:
     return asyncio.run(check())
 
 
-def _worker_warm(stack: Any) -> bool:
+def worker_warm(stack: Any) -> bool:
     """The worker is up as in a running cluster: its provisioner runs and its instance-type catalog
     is loaded (a one-off start-up cost the worker logs when done, not part of scale-out)."""
     log = stack.config.logs_dir / "worker.log"
@@ -223,39 +227,48 @@ def _worker_warm(stack: Any) -> bool:
     return warmed and _provisioner_running(stack.temporal_address)
 
 
-def run_pods(opts: PodsOptions) -> dict[str, Any]:
-    """Run the scale-out workload once; see the module docstring for what is measured."""
+@contextmanager
+def warm_stack(state_dir: Path | None, persistent_temporal: bool = True) -> Iterator[Any]:
+    """A fresh `DevStack` in `state_dir` (or a temporary directory), yielded once its worker is warm
+    (`worker_warm`); stopped on exit. Exits the program when the worker does not warm up in 120 s."""
     from devstack.stack import DevStack
-    from kube import resources as r
     from workers.dev_cmd import stack_config
 
-    with state_directory(opts.state_dir) as state:
-        config = stack_config(state_dir=state, persistent_temporal=opts.persistent_temporal)
+    with state_directory(state_dir) as state:
+        config = stack_config(state_dir=state, persistent_temporal=persistent_temporal)
         with DevStack(config) as stack:
-            if not poll(lambda: _worker_warm(stack), 120.0, 0.2):
+            if not poll(lambda: worker_warm(stack), 120.0, 0.2):
                 raise SystemExit(f"the worker did not start and warm up in 120 s; see {config.logs_dir}")
-            sampler = RssSampler(stack.pids()["worker"])
-            sampler.start()
-            start = time.monotonic()
-            stack.apply_text(workload(opts.pods), "scale workload")
-            first_fleet: float | None = None
-            all_bound: float | None = None
-            bound = 0
-            while time.monotonic() - start < opts.timeout:
-                if stack.dead_children():
-                    break
-                if first_fleet is None and _instance_count(stack) > 0:
-                    first_fleet = time.monotonic() - start
-                listed = stack.kube.list(r.POD, namespace=NAMESPACE)
-                bound = sum(1 for p in listed if (p.get("spec") or {}).get("nodeName"))
-                if bound >= opts.pods and len(listed) >= opts.pods:
-                    all_bound = time.monotonic() - start
-                    break
-                time.sleep(BOUND_POLL_SECONDS)
-            sampler.stop()
-            claims = stack.kube.list(r.NODECLAIM)
-            nodes = stack.kube.list(r.NODE)
-            problems = stack.dead_children()
+            yield stack
+
+
+def run_pods(opts: PodsOptions) -> dict[str, Any]:
+    """Run the scale-out workload once; see the module docstring for what is measured."""
+    from kube import resources as r
+
+    with warm_stack(opts.state_dir, opts.persistent_temporal) as stack:
+        sampler = RssSampler(stack.pids()["worker"])
+        sampler.start()
+        start = time.monotonic()
+        stack.apply_text(workload(opts.pods), "scale workload")
+        first_fleet: float | None = None
+        all_bound: float | None = None
+        bound = 0
+        while time.monotonic() - start < opts.timeout:
+            if stack.dead_children():
+                break
+            if first_fleet is None and instances(stack):
+                first_fleet = time.monotonic() - start
+            listed = stack.kube.list(r.POD, namespace=NAMESPACE)
+            bound = sum(1 for p in listed if (p.get("spec") or {}).get("nodeName"))
+            if bound >= opts.pods and len(listed) >= opts.pods:
+                all_bound = time.monotonic() - start
+                break
+            time.sleep(BOUND_POLL_SECONDS)
+        sampler.stop()
+        claims = stack.kube.list(r.NODECLAIM)
+        nodes = stack.kube.list(r.NODE)
+        problems = stack.dead_children()
     samples = sampler.samples_mb or [0.0]
     p95 = percentile(samples, 95)
     result: dict[str, Any] = {
@@ -264,9 +277,9 @@ def run_pods(opts: PodsOptions) -> dict[str, Any]:
         "pods_bound": bound,
         "nodes": len(nodes),
         "nodeclaims": len(claims),
-        "instance_types": _count_by(claims, "node.kubernetes.io/instance-type"),
-        "seconds_to_first_create_fleet": _round(first_fleet),
-        "seconds_to_all_bound": _round(all_bound),
+        "instance_types": count_by(claims, "node.kubernetes.io/instance-type"),
+        "seconds_to_first_create_fleet": rounded(first_fleet),
+        "seconds_to_all_bound": rounded(all_bound),
         "worker_rss_p95_mb": round(p95, 1),
         "worker_rss_max_mb": round(max(samples), 1),
         "worker_rss_samples": len(sampler.samples_mb),
@@ -279,7 +292,8 @@ def run_pods(opts: PodsOptions) -> dict[str, Any]:
     return result
 
 
-def _count_by(objs: Sequence[dict[str, Any]], label: str) -> dict[str, int]:
+def count_by(objs: Sequence[dict[str, Any]], label: str) -> dict[str, int]:
+    """How many of the objects carry each value of `label` (sorted by value; "" when unlabelled)."""
     counts: dict[str, int] = {}
     for obj in objs:
         value = ((obj.get("metadata") or {}).get("labels") or {}).get(label, "")
@@ -287,7 +301,8 @@ def _count_by(objs: Sequence[dict[str, Any]], label: str) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def _round(value: float | None) -> float | None:
+def rounded(value: float | None) -> float | None:
+    """`value` to two decimals; None stays None."""
     return None if value is None else round(value, 2)
 
 
@@ -534,13 +549,13 @@ def run_claims(opts: ClaimsOptions) -> dict[str, Any]:
         "rss_per_cached_workflow_kib_after_trim": round((after_trim - before) / 1024 / max(running, 1), 1),
         "rss_per_cached_workflow_kib": round(per_workflow_kib, 1),
         "seconds_to_start_all": round(report.seconds_to_start_all, 2),
-        "seconds_to_steady": _round(report.seconds_to_steady),
+        "seconds_to_steady": rounded(report.seconds_to_steady),
         "claims_per_second_to_running": round(running / report.seconds_to_steady, 1)
         if report.seconds_to_steady
         else None,
         **held_fields,
-        "worker_cpu_seconds": _round(worker_cpu),
-        "temporal_cpu_seconds": _round(server_cpu),
+        "worker_cpu_seconds": rounded(worker_cpu),
+        "temporal_cpu_seconds": rounded(server_cpu),
         "start_concurrency": opts.concurrency,
         "drift_check_interval": opts.drift_check_interval,
         "max_cached_workflows": opts.claims + 100,

@@ -18,6 +18,7 @@ import json
 import random
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -115,10 +116,8 @@ def _input(pods: list[Obj], types: list[InstanceType]) -> SchedulingInput:
 
 
 def lower_bound(pods: list[Obj], types: list[InstanceType]) -> float:
-    """The LP relaxation: minimise sum(price x) subject to sum(allocatable x) >= demand for cpu, memory and
-    pods, x >= 0 (fractional nodes). Every integral packing costs at least this."""
-    from scipy.optimize import linprog
-
+    """The LP relaxation of packing `pods` (cpu, memory and pod count) on `types` at their cheapest
+    offering: see `lp_lower_bound`."""
     from apis.quantity import to_units
 
     demand = {"cpu": 0, "memory": 0, "pods": len(pods)}
@@ -126,13 +125,25 @@ def lower_bound(pods: list[Obj], types: list[InstanceType]) -> float:
         requests = pod["spec"]["containers"][0]["resources"]["requests"]
         demand["cpu"] += to_units("cpu", requests["cpu"])
         demand["memory"] += to_units("memory", requests["memory"])
-    names = ("cpu", "memory", "pods")
-    scale = {"cpu": 1000, "memory": 2**30, "pods": 1}
-    prices = [min(o.price for o in it.offerings if o.available) for it in types]
-    allocatable = [it.allocatable() for it in types]
-    a_ub = [[-alloc.get(n, 0) / scale[n] for alloc in allocatable] for n in names]
-    b_ub = [-demand[n] / scale[n] for n in names]
-    result = linprog(prices, A_ub=a_ub, b_ub=b_ub, bounds=(0, None), method="highs")
+    offers = [(min(o.price for o in it.offerings if o.available), it.allocatable()) for it in types]
+    return lp_lower_bound(demand, offers)
+
+
+def lp_lower_bound(
+    demand: Mapping[str, int], offers: Sequence[tuple[float, Mapping[str, int]]], integral: bool = False
+) -> float:
+    """The LP relaxation: minimise sum(price x) subject to sum(allocatable x) >= demand for each resource
+    of `demand` (canonical units: millicores, bytes, counts), x >= 0 (fractional nodes), over `offers`
+    of (hourly price, allocatable). Every integral packing costs at least this. With `integral`, whole
+    nodes (the integer program): the cheapest fleet whose summed allocatable covers the demand."""
+    from scipy.optimize import LinearConstraint, milp
+
+    names = sorted(demand)
+    scale = {"cpu": 1000, "memory": 2**30}
+    prices = [price for price, _ in offers]
+    matrix = [[alloc.get(n, 0) / scale.get(n, 1) for _, alloc in offers] for n in names]
+    floor = [demand[n] / scale.get(n, 1) for n in names]
+    result = milp(prices, constraints=LinearConstraint(matrix, lb=floor), integrality=[int(integral)] * len(offers))
     if not result.success:
         raise RuntimeError(f"LP failed: {result.message}")
     return float(result.fun)

@@ -1,5 +1,6 @@
 """Starting workflows from the worker: NodeClaim workflows (from the provisioning activity, which runs in
-a thread) and signal-with-start of the singleton provisioner (from the watchers)."""
+a thread) and signal-with-start of the singleton provisioner (from the watchers); signals to NodeClaim
+workflows (from the watchers and the disruption controller's activity)."""
 
 from __future__ import annotations
 
@@ -76,6 +77,16 @@ class TemporalStarter:
             start_signal=SIGNAL,
             start_signal_args=[pending_pods],
         )
+
+    def signal_node_claims(self, names: list[str], signal: str, reason: str) -> list[str]:
+        """activities.disruption_execution.ClaimSignaller: signal every claim's workflow at once (each a
+        direct RPC to its own workflow); the names whose workflow was running. Thread-safe, blocking."""
+
+        async def signal_all() -> list[bool]:
+            return await asyncio.gather(*(self.signal_node_claim(name, signal, reason) for name in names))
+
+        found = asyncio.run_coroutine_threadsafe(signal_all(), self.loop).result(timeout=START_TIMEOUT_SECONDS)
+        return [name for name, running in zip(names, found, strict=True) if running]
 
     async def signal_node_claim(self, name: str, signal: str, reason: str) -> bool:
         """Signal a claim's workflow; False when it is not running."""

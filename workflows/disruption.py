@@ -13,7 +13,8 @@ arrived, a do-not-disrupt pod landed, a PDB or budget closed) abandons it. Actin
    then `replacements_state` with backoff until every replacement is Initialized; a replacement that
    fails (its claim is deleted) or is not up within REPLACEMENT_TIMEOUT aborts the command
    (`abort_disruption`: untaint, delete the replacements), so pods are never left without a place;
-3. a `delete` signal to each candidate's NodeClaim workflow, which drains (PDBs respected) and terminates.
+3. `signal_disruption`: a `delete` signal to each candidate's NodeClaim workflow, all at once, which
+   drains (PDBs respected) and terminates.
 
 A worker killed at any line resumes the command where it was: the taint ends in the abort path or the
 drain, never left; replacement names derive from the run and round, so a retried launch finds them.
@@ -37,10 +38,15 @@ from temporalio.common import RetryPolicy, WorkflowIDConflictPolicy
 from temporalio.exceptions import ActivityError
 
 from activities.disruption import DecideInput, DisruptionActivities, DisruptionRound
-from activities.disruption_execution import AbortInput, DisruptionExecution, LaunchReplacementsInput, StartInput
+from activities.disruption_execution import (
+    AbortInput,
+    DisruptionExecution,
+    LaunchReplacementsInput,
+    SignalInput,
+    StartInput,
+)
 from activities.provisioning_models import ProvisionRound
 from scheduling.disruption import Command
-from workflows.nodeclaim import workflow_id as node_claim_workflow_id
 
 WORKFLOW_ID = "disruption"
 POLL = timedelta(seconds=10)
@@ -151,14 +157,12 @@ class DisruptionControllerWorkflow:
                 await self._step(DisruptionExecution.abort_disruption, abort)
                 self._record(f"rolled back: {decided.summary()}: {failure}")
                 return
-        reason = f"disrupted: {command.reason} ({command.method})"
-        for name in marked:
-            try:
-                await workflow.get_external_workflow_handle(node_claim_workflow_id(name)).signal("delete", reason)
-            except Exception:  # its workflow ended meanwhile: its node is going or gone
-                workflow.logger.info("nodeclaim-%s not signalled", name)
+        signalled: list[str] = []
+        if marked:
+            delete = SignalInput(names=marked, reason=f"disrupted: {command.reason} ({command.method})")
+            signalled = await self._step(DisruptionExecution.signal_disruption, delete)
         launched = f"; replacements {', '.join(replacements)} initialized" if replacements else ""
-        self._record(f"{decided.summary()}{launched}; signalled {', '.join(marked) or 'none'}")
+        self._record(f"{decided.summary()}{launched}; signalled {', '.join(signalled) or 'none'}")
 
     async def _wait_for_replacements(self, names: list[str], wanted: int) -> str:
         """'' once every replacement is Initialized; else why the command must be rolled back."""

@@ -1,4 +1,5 @@
-"""Smoke test of benchmarks/scale.py: its argument checks, and both benchmarks end to end at a tiny
+"""Smoke test of benchmarks/scale.py: its argument checks (and those of benchmarks/disruption.py, whose
+stack modes take minutes, so they are not run here), and both benchmarks end to end at a tiny
 size with the JSON fields benchmarks/README.md documents. No speed or memory figure is asserted here
 (those are the benchmarks' own targets, reported in their JSON)."""
 
@@ -11,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import scale
+from benchmarks import disruption, disruption_stack, scale
+from benchmarks import scheduling as scheduling_bench
 
 pytestmark = pytest.mark.e2e
 
@@ -51,13 +53,21 @@ def run_scripts(*argvs: list[str], timeout: float = 120.0) -> list[dict[str, obj
         (["--claims", "2", "--steady", "--drift-check-interval", "soon"], "--drift-check-interval"),
         (["--claims", "2", "--steady", "--hold", "-1"], "--hold -1"),
         ([], "one of the arguments"),
+        (["disruption", "--empty-nodes", "0"], "--empty-nodes 0"),
+        (["disruption", "--scale-down", "--pods", "3"], "even number"),
+        (["disruption", "--empty-nodes", "2", "--scale-down"], "not allowed with"),
+        (["disruption", "--decision", "--empty-nodes", "2"], "not allowed with"),
+        (["disruption", "--nodes", "0"], "at least 1"),
+        (["disruption", "--empty-nodes", "2", "--timeout", "0"], "--timeout 0"),
     ],
 )
 def test_bad_arguments_are_refused_naming_the_flag(
     argv: list[str], wanted: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """scale.py's arguments, and disruption.py's when the first item is "disruption"."""
+    script = disruption if argv[:1] == ["disruption"] else scale
     with pytest.raises(SystemExit) as exit_info:
-        scale.parse_args(argv)
+        script.parse_args(argv[1:] if script is disruption else argv)
     assert exit_info.value.code == 2
     assert wanted in capsys.readouterr().err
 
@@ -98,3 +108,33 @@ def test_both_benchmarks_run_and_print_their_json(tmp_path: Path) -> None:
     assert isinstance(pods["nodes"], int) and pods["nodes"] >= 1
     for key in ("seconds_to_all_bound", "worker_rss_p95_mb", "worker_rss_max_mb", "seconds_to_first_create_fleet"):
         assert isinstance(pods[key], float | int), key
+
+
+def test_disruption_benchmark_defaults_keep_the_decision_invocation() -> None:
+    args = disruption.parse_args(["--nodes", "1000", "--pods", "10000"])
+    assert (args.empty_nodes, args.scale_down, args.nodes, args.pods) == (None, False, 1000, 10000)
+    assert disruption.parse_args([]).pods == 10000
+    assert disruption.parse_args(["--scale-down"]).pods == 1000
+
+
+def test_empty_nodes_workload_gives_each_pod_its_own_node_under_a_full_budget() -> None:
+    text = disruption_stack.empty_workload(7)
+    assert "replicas: 7" in text and "topologyKey: kubernetes.io/hostname" in text
+    assert 'budgets: [{nodes: "100%"}]' in text and "consolidateAfter: 0s" in text
+
+
+def test_only_executed_commands_count() -> None:
+    line = "Emptiness Delete of a, b: executing; delete 2 empty node(s); signalled a, b"
+    assert disruption_stack.executed(line)
+    assert not disruption_stack.executed(f"abandoned after validation: {line} -> now no command")
+    assert not disruption_stack.executed("no command; rejected: none")
+
+
+def test_lp_lower_bound_covers_cpu_and_memory_at_the_cheapest_mix() -> None:
+    # 4 vCPU and 32 GiB from a memory type (2 vCPU, 32 GiB, $1) and a cpu type (2 vCPU, 4 GiB, $0.5): the
+    # fractional optimum takes 6/7 of the first and 8/7 of the second (integral: one of each, $1.5).
+    gib = 2**30
+    offers = [(1.0, {"cpu": 2000, "memory": 32 * gib}), (0.5, {"cpu": 2000, "memory": 4 * gib})]
+    demand = {"cpu": 4000, "memory": 32 * gib}
+    assert scheduling_bench.lp_lower_bound(demand, offers) == pytest.approx(10 / 7)
+    assert scheduling_bench.lp_lower_bound(demand, offers, integral=True) == pytest.approx(1.5)

@@ -14,7 +14,13 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 from activities.disruption import DecideInput, DisruptionRound
-from activities.disruption_execution import AbortInput, LaunchReplacementsInput, ReplacementsState, StartInput
+from activities.disruption_execution import (
+    AbortInput,
+    LaunchReplacementsInput,
+    ReplacementsState,
+    SignalInput,
+    StartInput,
+)
 from scheduling.disruption import CandidateRef, Command
 from scheduling.types import PlannedNodeClaim
 from tests.workflows.histories import save_history
@@ -24,9 +30,9 @@ from workflows.disruption import WORKFLOW_ID, DisruptionControllerWorkflow, Disr
 HISTORIES = Path(__file__).parent / "histories" / "disruption"
 
 
-def empty_node(name: str) -> Command:
-    candidate = CandidateRef(node=f"node-{name}", node_claim=name, node_pool="default")
-    return Command(method="Emptiness", reason="Empty", action="Delete", candidates=[candidate], message="empty")
+def empty_node(*names: str) -> Command:
+    candidates = [CandidateRef(node=f"node-{name}", node_claim=name, node_pool="default") for name in names]
+    return Command(method="Emptiness", reason="Empty", action="Delete", candidates=candidates, message="empty")
 
 
 def cheaper(name: str) -> Command:
@@ -53,6 +59,7 @@ class Cluster:
         self.started: list[list[str]] = []
         self.calls: list[str] = []
         self.polls = 0
+        self.signalled: list[SignalInput] = []
 
     def activities(self) -> list[object]:
         cluster = self
@@ -88,7 +95,20 @@ class Cluster:
         def abort_disruption(inp: AbortInput) -> None:
             cluster.calls.append(f"abort:{','.join(inp.replacements)}")
 
-        return [decide_disruption, start_disruption, launch_replacements, replacements_state, abort_disruption]
+        @activity.defn(name="signal_disruption")
+        def signal_disruption(inp: SignalInput) -> list[str]:
+            cluster.signalled.append(inp)
+            cluster.calls.append("signal")
+            return inp.names
+
+        return [
+            decide_disruption,
+            start_disruption,
+            launch_replacements,
+            replacements_state,
+            abort_disruption,
+            signal_disruption,
+        ]
 
 
 @pytest.fixture
@@ -122,6 +142,16 @@ async def test_a_command_still_decided_after_validation_is_executed(env: Workflo
     assert "signalled a" in state.recent[0]
 
 
+async def test_every_candidate_of_a_command_is_signalled_in_one_activity(env: WorkflowEnvironment) -> None:
+    names = [f"n{i}" for i in range(5)]
+    cluster = Cluster([empty_node(*names), empty_node(*names)])
+    state = await run_rounds(env, cluster, 2, "disruption-executed-many")
+    assert cluster.started == [names]
+    assert [s.names for s in cluster.signalled] == [names]
+    assert cluster.signalled[0].reason == "disrupted: Empty (Emptiness)"
+    assert state.recent[0].endswith(f"signalled {', '.join(names)}")
+
+
 async def test_a_command_that_changed_during_validation_is_abandoned(env: WorkflowEnvironment) -> None:
     cluster = Cluster([empty_node("a"), empty_node("b")])  # node a gained a pod; now b is the empty one
     state = await run_rounds(env, cluster, 2, "disruption-abandoned")
@@ -142,7 +172,7 @@ def test_there_are_stored_histories() -> None:
 async def test_a_replace_launches_then_waits_for_its_replacement_before_draining(env: WorkflowEnvironment) -> None:
     cluster = Cluster([cheaper("a"), cheaper("a")])
     state = await run_rounds(env, cluster, 2, "disruption-replaced")
-    assert cluster.calls == ["start", "launch", "initialized"]
+    assert cluster.calls == ["start", "launch", "initialized", "signal"]
     assert "replacements default-r0 initialized; signalled a" in state.recent[0]
 
 

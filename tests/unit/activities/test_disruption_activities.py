@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from activities.disruption import DecideInput, DisruptionActivities
-from activities.disruption_execution import DisruptionExecution, StartInput
+from activities.disruption_execution import DisruptionExecution, SignalInput, StartInput
 from apis.meta import now_rfc3339
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
@@ -67,14 +67,19 @@ def acts(kube: MemKube, events: Events) -> DisruptionActivities:
 class Starter:
     def __init__(self) -> None:
         self.started: list[str] = []
+        self.signals: list[tuple[str, str, str]] = []
 
     def start_node_claim(self, claim: dict[str, Any]) -> None:
         self.started.append(claim["metadata"]["name"])
 
+    def signal_node_claims(self, names: list[str], signal: str, reason: str) -> list[str]:
+        self.signals += [(name, signal, reason) for name in names]
+        return [name for name in names if name != "gone"]
+
 
 @pytest.fixture
 def execution(kube: MemKube, events: Events) -> DisruptionExecution:
-    return DisruptionExecution(kube, events, Starter())  # type: ignore[arg-type]
+    return DisruptionExecution(kube, events, Starter())
 
 
 def command(node: str = "node-1") -> Command:
@@ -114,6 +119,39 @@ def test_starting_a_command_taints_the_node_and_marks_the_claim(
     assert events.recorded[0][0] == "DisruptionTerminating"
     assert execution.start_disruption(StartInput(command=command())) == ["default-abcde"]  # idempotent
     assert len(taints(kube)) == 1
+
+
+def test_a_command_of_many_candidates_marks_every_one_in_the_command_order(
+    execution: DisruptionExecution, kube: MemKube, events: Events
+) -> None:
+    claim, node = kube.get(r.NODECLAIM, "default-abcde"), kube.get(r.NODE, "node-1")
+    candidates = [CandidateRef(node="node-1", node_claim="default-abcde", node_pool="default")]
+    with kube.as_admin():
+        for i in range(2, 21):
+            provider_id = f"aws:///us-west-2a/i-{i}"
+            more = copy.deepcopy(claim)
+            more["metadata"] = {"name": f"default-{i:05d}", "labels": claim["metadata"]["labels"]}
+            more["status"]["providerID"] = provider_id
+            kube.create(r.NODECLAIM, more)
+            other = copy.deepcopy(node)
+            other["metadata"] = {"name": f"node-{i}", "labels": node["metadata"]["labels"]}
+            other["spec"]["providerID"] = provider_id
+            kube.create(r.NODE, other)
+            candidates.append(CandidateRef(node=f"node-{i}", node_claim=f"default-{i:05d}", node_pool="default"))
+    many = command().model_copy(update={"candidates": candidates})
+    assert execution.start_disruption(StartInput(command=many)) == [c.node_claim for c in candidates]
+    for candidate in candidates:
+        assert kube.get(r.NODE, candidate.node)["spec"]["taints"] == [
+            {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}
+        ]
+    assert len(events.recorded) == len(candidates)
+
+
+def test_signalling_a_command_asks_every_candidate_workflow_to_delete_and_names_those_running(
+    execution: DisruptionExecution,
+) -> None:
+    assert execution.signal_disruption(SignalInput(names=["a", "gone", "b"], reason="disrupted: Empty")) == ["a", "b"]
+    assert execution.starter.signals == [(n, "delete", "disrupted: Empty") for n in ("a", "gone", "b")]  # type: ignore[attr-defined]
 
 
 def test_a_same_named_node_of_another_instance_is_not_tainted(execution: DisruptionExecution, kube: MemKube) -> None:
