@@ -120,8 +120,23 @@ def test_a_changed_node_class_ami_rolls_every_node_within_the_budget_without_man
         eventually(rolled, timeout=150, interval=0.5, what="every node rolled onto the new AMI")
     except AssertionError as err:
         recent = asyncio.run(controller_state(stack)).recent
-        claims = {c["metadata"]["name"]: drift_reason(c) for c in stack.kube.list(r.NODECLAIM)}
-        raise AssertionError(f"{err}; claims (drift reason) {claims}; controller: {recent}") from None
+        images = {claim_tag(i): i["ImageId"] for i in live_instances(stack)}
+        claims = {
+            c["metadata"]["name"]: (
+                drift_reason(c),
+                images.get(c["metadata"]["name"]),
+                c["metadata"].get("deletionTimestamp"),
+            )
+            for c in stack.kube.list(r.NODECLAIM)
+        }
+        pods = {
+            p["metadata"]["name"]: (p["spec"].get("nodeName"), p["status"].get("phase"))
+            for p in pods_of(stack, "amiroll")
+        }
+        raise AssertionError(
+            f"{err}; originals {sorted(originals)} on {old}, new {new}; claims (drift reason, image, deleting) "
+            f"{claims}; pods {pods}; controller: {recent}"
+        ) from None
     # Seen disrupting (tainted or deleting) while sampled, never two at once with a budget of one node.
     assert most_disrupting[0] == 1, f"at most {most_disrupting[0]} node(s) seen disrupted at once; budget 1"
     assert longest_pending[0] < 30, f"a pod was pending {longest_pending[0]:.0f}s"
