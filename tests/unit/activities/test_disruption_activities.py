@@ -9,12 +9,14 @@ from typing import Any
 import pytest
 
 from activities.disruption import DecideInput, DisruptionActivities
-from activities.disruption_execution import DisruptionExecution, SignalInput, StartInput
+from activities.disruption_execution import DisruptionExecution, LaunchReplacementsInput, SignalInput, StartInput
+from activities.provisioning_models import ProvisionRound
 from apis.meta import now_rfc3339
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
 from kube.errors import ConflictError
 from scheduling.disruption import CandidateRef, Command
+from scheduling.types import PlannedNodeClaim
 from tests.unit.activities.claimworld import NODE_CLASS, POOL, claim_body
 from tests.unit.activities.memkube import Events, MemKube
 
@@ -243,3 +245,20 @@ def test_a_failing_condition_write_does_not_fail_the_decision(acts: DisruptionAc
     kube.patch = refuse  # type: ignore[method-assign]
     decided = acts.decide_disruption(DecideInput())
     assert decided.command is not None
+
+
+def test_launching_replacements_creates_their_claims_and_starts_their_workflows_once(
+    execution: DisruptionExecution, kube: MemKube
+) -> None:
+    planned = PlannedNodeClaim(
+        node_pool="default", instance_types=["c5.large"], requirements=[], pods=["default/web-1"], price=0.085
+    )
+    elsewhere = planned.model_copy(update={"node_pool": "gone"})  # its NodePool was deleted: skipped
+    inp = LaunchReplacementsInput(round=ProvisionRound(run_id="run-1", round=3), replacements=[planned, elsewhere])
+
+    (name,) = execution.launch_replacements(inp)
+    claim = kube.get(r.NODECLAIM, name)
+    assert claim["metadata"]["labels"]["karpenter.sh/nodepool"] == "default"
+    assert execution.launch_replacements(inp) == [name]  # a retried activity finds the same claim
+    assert len([c for c in kube.list(r.NODECLAIM) if c["metadata"]["name"] == name]) == 1
+    assert execution.starter.started == [name, name]  # type: ignore[attr-defined]  # a retry starts again: the starter finds it running
