@@ -13,7 +13,10 @@ command ends the pass:
    until the grace period ends).
 3. Multi-node consolidation: among consolidation candidates sorted by disruption cost (at most
    `Limits.multi_node_candidates`, within the `Underutilized` budgets), binary-search the largest prefix
-   that can be deleted, or replaced by one node cheaper than the prefix's total price.
+   that can be deleted, or replaced by one node cheaper than the prefix's total price. A replacement
+   whose options include an instance type of the prefix keeps only the options cheaper than that
+   existing node (the cheapest such): otherwise keeping it and deleting the others would do as well
+   with fewer pods moved (Karpenter's `filterOutSameType`).
 4. Single-node consolidation: candidates in the same order, one at a time (at most
    `Limits.single_node_candidates` simulations): delete it if its pods fit elsewhere, else replace it with
    one cheaper node. The candidates a pass did not reach are returned (`Decision.single_node_skipped`);
@@ -28,8 +31,7 @@ cheapest) so that it is not replaced again at once by the next cheapest.
 
 Not (yet) done as Karpenter does: the `Balanced` consolidation policy is treated as
 `WhenEmptyOrUnderutilized` (its savings-versus-disruption score is not computed); pending pods are not
-added to consolidation simulations; multi-node consolidation does not drop the candidates' own instance
-type from the replacement's options; static NodePools' drift (StaticDrift) is left to a later change.
+added to consolidation simulations; static NodePools' drift (StaticDrift) is left to a later change.
 """
 
 from __future__ import annotations
@@ -323,6 +325,16 @@ class _Pass:
                 )
                 return None, "SpotToSpotFlexibility", why
             cheaper = cheaper[:SPOT_TO_SPOT_MIN_TYPES]
+        if method == "MultiNodeConsolidation":
+            kept = filter_out_same_type(cheaper, states)
+            if not kept:
+                price, name = cheaper[0]
+                why = (
+                    f"the replacement is no cheaper than one of the nodes it replaces: {name} at ${price:.4f}/h; "
+                    "deleting the others would do"
+                )
+                return None, "SameTypeNotCheaper", why
+            cheaper = kept
         names = ", ".join(s.name for s in states)
         command = Command(
             method=method,
@@ -336,6 +348,24 @@ class _Pass:
             f"${cheaper[0][0]:.4f}/h",
         )
         return command, "", ""
+
+
+def filter_out_same_type(options: list[tuple[float, str]], states: Sequence[NodeState]) -> list[tuple[float, str]]:
+    """The (price, instance type) options of a multi-node replacement that are cheaper than every
+    candidate whose instance type is itself among the options, at that candidate's own price.
+
+    Merging [t3a.2xlarge, t3a.2xlarge, t3a.small] into one of {t3a.small, t3a.xlarge, ...} is just
+    deleting the two t3a.2xlarge and keeping the t3a.small, with fewer pods moved; so only options
+    cheaper than the t3a.small stay (none here; t3a.nano if it were an option). A candidate of unknown
+    price counts as free, which rules every option out, as in Karpenter."""
+    existing: dict[str, float] = {}
+    for state in states:
+        price = state.price if state.price is not None else 0.0
+        existing[state.instance_type] = min(price, existing.get(state.instance_type, price))
+    ceiling = min((existing[name] for _, name in options if name in existing), default=None)
+    if ceiling is None:
+        return list(options)
+    return [(price, name) for price, name in options if _cheaper(price, ceiling)]
 
 
 def _cheaper(price: float, than: float) -> bool:

@@ -90,6 +90,35 @@ def test_scaling_down_deletes_unbound_pods_first(core: CoreApi, apps: AppsApi, n
     assert remaining[0].metadata.name == bound
 
 
+def bind(core: CoreApi, namespace: str, pod: str, node: str) -> None:
+    core.create_namespaced_pod_binding(pod, namespace, client.V1Binding(
+        metadata=client.V1ObjectMeta(name=pod), target=client.V1ObjectReference(kind="Node", name=node)),
+        _preload_content=False)  # fmt: skip
+
+
+def test_scaling_down_takes_pods_from_the_most_crowded_node(core: CoreApi, apps: AppsApi, namespace: str) -> None:
+    core.create_node(make_node(crowded := unique("n")))
+    core.create_node(make_node(quiet := unique("n")))
+    apps.create_namespaced_deployment(namespace, deployment("web", 4))
+    pods = eventually_items(lambda: pods_of(core, namespace, "web"), 4)
+    for pod, node in zip(pods, (crowded, crowded, crowded, quiet), strict=True):
+        bind(core, namespace, pod.metadata.name, node)
+    apps.patch_namespaced_deployment_scale("web", namespace, {"spec": {"replicas": 2}})
+    remaining = eventually_items(lambda: pods_of(core, namespace, "web"), 2)
+    assert sorted(p.spec.node_name for p in remaining) == sorted([crowded, quiet])
+
+
+def test_scaling_down_deletes_the_lowest_deletion_cost_first(core: CoreApi, apps: AppsApi, namespace: str) -> None:
+    apps.create_namespaced_deployment(namespace, deployment("web", 3))
+    pods = eventually_items(lambda: pods_of(core, namespace, "web"), 3)
+    for pod, cost in zip(pods, ("5", "-3", "100"), strict=True):
+        annotations = {"controller.kubernetes.io/pod-deletion-cost": cost}
+        core.patch_namespaced_pod(pod.metadata.name, namespace, {"metadata": {"annotations": annotations}})
+    apps.patch_namespaced_deployment_scale("web", namespace, {"spec": {"replicas": 1}})
+    remaining = eventually_items(lambda: pods_of(core, namespace, "web"), 1)
+    assert remaining[0].metadata.name == pods[2].metadata.name
+
+
 def test_a_new_template_rolls_to_a_new_replicaset(core: CoreApi, apps: AppsApi, namespace: str) -> None:
     apps.create_namespaced_deployment(namespace, deployment("web", 2))
     eventually(lambda: len(pods_of(core, namespace, "web")) == 2)

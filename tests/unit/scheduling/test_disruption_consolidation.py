@@ -8,6 +8,8 @@ import pytest
 
 from apis.instancetype import InstanceType
 from scheduling.disruption import Decision, Limits
+from scheduling.disruption.candidates import NodeState
+from scheduling.disruption.decide import filter_out_same_type
 from tests.unit.scheduling.builders import instance_type, node_pool
 from tests.unit.scheduling.disruption_builders import (
     bound,
@@ -217,3 +219,49 @@ def test_describe_prints_the_command_budgets_and_rejections() -> None:
     assert "NodePool default: 1 node(s), 0 disrupting" in text
     assert 'budget #0 nodes "10%" allows 1 more Underutilized disruption(s)' in text
     assert "small [SingleNodeConsolidation] NotCheaper: no cheaper replacement" in text
+
+
+def _state(name: str, instance_type: str, price: float | None) -> NodeState:
+    return NodeState(name=name, node={}, claim=None, pool=None, instance_type=instance_type, price=price)
+
+
+@pytest.mark.parametrize(
+    ("candidates", "options", "kept"),
+    [
+        # Karpenter's example: [2xl, 2xl, small] -> one of {small, xl, 2xl}: keeping the small node and
+        # deleting the others does as well, so nothing is left.
+        ([("2xl", 0.33), ("2xl", 0.33), ("small", 0.02)], [(0.02, "small"), (0.17, "xl"), (0.33, "2xl")], []),
+        # ... and with a nano option, only the nano stays.
+        ([("2xl", 0.33), ("2xl", 0.33), ("small", 0.02)], [(0.005, "nano"), (0.02, "small"), (0.33, "2xl")],
+         [(0.005, "nano")]),
+        # No candidate type among the options: nothing is filtered.
+        ([("2xl", 0.33), ("xl", 0.17)], [(0.02, "small"), (0.04, "medium")], [(0.02, "small"), (0.04, "medium")]),
+        # Only the candidate types that are options set the ceiling (xl is not an option here).
+        ([("xl", 0.17), ("2xl", 0.33)], [(0.08, "large"), (0.2, "m.xl"), (0.33, "2xl")],
+         [(0.08, "large"), (0.2, "m.xl")]),
+        # Two nodes of one type at different prices (e.g. zones): the cheaper one sets the ceiling.
+        ([("xl", 0.17), ("xl", 0.15)], [(0.1, "large"), (0.15, "xl"), (0.16, "c.xl")], [(0.1, "large")]),
+        # An option at the same price as the existing node is not cheaper.
+        ([("xl", 0.17), ("2xl", 0.33)], [(0.17, "m.xl"), (0.17, "xl")], []),
+        # A candidate of unknown price counts as free: no option passes.
+        ([("xl", None), ("2xl", 0.33)], [(0.05, "medium"), (0.17, "xl")], []),
+    ],
+)  # fmt: skip
+def test_filter_out_same_type(
+    candidates: list[tuple[str, float | None]], options: list[tuple[float, str]], kept: list[tuple[float, str]]
+) -> None:
+    states = [_state(f"n{i}", it, price) for i, (it, price) in enumerate(candidates)]
+    assert filter_out_same_type(options, states) == kept
+
+
+def test_multi_node_does_not_replace_nodes_with_the_type_of_one_of_them() -> None:
+    # Merging big1, big2 and small (4 vCPUs of pods) needs a t04, small's own type: deleting big1 and
+    # big2 onto small does as well and moves fewer pods, so the binary search keeps that prefix.
+    types = linear_catalog()
+    machines = [karpenter_node("big1", "t08", types), karpenter_node("big2", "t08", types)]
+    machines.append(karpenter_node("small", "t04", types))
+    pods = [bound("p1", "big1", cpu="1"), bound("p2", "big2", cpu="1"), bound("p3", "small", cpu="2")]
+    command = run(machines, pods, pools=[budget_pool("100%")], types=types).command
+    assert command is not None
+    assert (command.method, command.action) == ("MultiNodeConsolidation", "Delete")
+    assert [c.node for c in command.candidates] == ["big1", "big2"]

@@ -1,15 +1,35 @@
 """ReplicaSet controller: keep ``spec.replicas`` pods alive for every ReplicaSet.
 
 Pods are created from ``spec.template`` with generateName ``<rs>-`` and a controller
-ownerReference; pods that are deleted, evicted or finished are replaced. Surplus pods are
-deleted unbound first, then not-ready, then newest (by name within equal rank), like the real
-controller's ranking. Status reports replicas, fullyLabeledReplicas, readyReplicas,
-availableReplicas and observedGeneration.
+ownerReference; pods that are deleted, evicted or finished are replaced. Status reports replicas,
+fullyLabeledReplicas, readyReplicas, availableReplicas and observedGeneration.
+
+Surplus pods are chosen as kube-controller-manager's ReplicaSet controller chooses them (its
+``ActivePodsWithRanks`` ordering, with the PodDeletionCost and LogarithmicScaleDown features on, as
+they are by default; https://kubernetes.io/docs/concepts/workloads/controllers/replicaset/#scaling-a-replicaset).
+A pod goes before another when, at the first rule that tells them apart, it is:
+
+1. not yet bound to a node;
+2. in an earlier phase (Pending, then Unknown, then Running);
+3. not ready;
+4. of a lower ``controller.kubernetes.io/pod-deletion-cost`` annotation (0 when absent or invalid);
+5. on a node with more active pods of the same owner (the pods of every ReplicaSet controlled by the
+   same Deployment, or of this ReplicaSet alone when it has no controller): doubled-up pods go first,
+   which spreads the survivors over the nodes;
+6. ready for less time, both ready times compared in powers of two of their age (pods in the same
+   bucket are ordered by uid, pseudo-randomly);
+7. of more container restarts;
+8. created more recently, compared in powers of two of the age as in 6.
+
+The pods are ranked once per scale-down step (not again after each deletion), and at most
+``BURST_REPLICAS`` are deleted per step, as upstream does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import datetime
+import functools
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from devstack.kube import catalog
@@ -29,12 +49,121 @@ def _is_active(pod: dict[str, Any]) -> bool:
     return not is_deleting(pod) and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
 
 
-def _deletion_rank(pod: dict[str, Any]) -> tuple[int, int, str, str]:
-    bound = 1 if (pod.get("spec") or {}).get("nodeName") else 0
-    ready = 1 if _is_ready(pod) else 0
-    # Newer first among equals: invert the creation time order by sorting on a negated string key.
-    created = pod["metadata"].get("creationTimestamp", "")
-    return (bound, ready, "".join(chr(0x10FFFF - ord(c)) for c in created), pod["metadata"]["name"])
+BURST_REPLICAS = 500  # pods created or deleted per ReplicaSet per sync, like kube-controller-manager
+DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+_PHASE_ORDER = {"Pending": 0, "Unknown": 1, "Running": 2}  # any other phase counts as Pending
+
+
+def _deletion_cost(pod: dict[str, Any]) -> int:
+    """The pod-deletion-cost annotation as an int32; 0 when absent or not a valid int32."""
+    raw = (pod["metadata"].get("annotations") or {}).get(DELETION_COST)
+    try:
+        cost = int(str(raw))
+    except ValueError:
+        return 0
+    return cost if -(2**31) <= cost < 2**31 else 0
+
+
+def _parse_time(value: Any) -> datetime.datetime | None:
+    """An RFC 3339 timestamp, None when absent or unreadable (the API's zero time)."""
+    if not value:
+        return None
+    try:
+        moment = datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.UTC)
+
+
+def _ready_since(pod: dict[str, Any]) -> datetime.datetime | None:
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready" and condition.get("status") == "True":
+            return _parse_time(condition.get("lastTransitionTime"))
+    return None
+
+
+def _max_restarts(pod: dict[str, Any]) -> int:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    return max((int(s.get("restartCount") or 0) for s in statuses), default=0)
+
+
+def _age_bucket(moment: datetime.datetime, now: datetime.datetime) -> int:
+    """floor(log2(age in nanoseconds)), -1 for a moment not in the past."""
+    age = now - moment
+    nanoseconds = (age.days * 86_400 + age.seconds) * 1_000_000_000 + age.microseconds * 1_000
+    return nanoseconds.bit_length() - 1 if nanoseconds > 0 else -1
+
+
+def _compare_times(
+    a: datetime.datetime | None, b: datetime.datetime | None, uids: tuple[str, str], now: datetime.datetime
+) -> int | None:
+    """Newer first, by powers of two of the age, uid order within a bucket; a missing time goes first.
+    None when the two times are equal (the next rule decides)."""
+    if a == b:
+        return None
+    if a is None or b is None:
+        return -1 if a is None else 1
+    diff = _age_bucket(a, now) - _age_bucket(b, now)
+    if diff == 0:
+        return -1 if uids[0] < uids[1] else 1 if uids[0] > uids[1] else 0
+    return -1 if diff < 0 else 1
+
+
+def _sign(value: int) -> int:
+    return (value > 0) - (value < 0)
+
+
+def _compare(a: dict[str, Any], b: dict[str, Any], ranks: dict[str, int], now: datetime.datetime) -> int:
+    """Negative when pod `a` should be deleted before pod `b` (the rules in the module docstring)."""
+    node_a, node_b = ((p.get("spec") or {}).get("nodeName") or "" for p in (a, b))
+    if node_a != node_b and not (node_a and node_b):
+        return -1 if not node_a else 1
+    phases = [_PHASE_ORDER.get((p.get("status") or {}).get("phase") or "", 0) for p in (a, b)]
+    if phases[0] != phases[1]:
+        return _sign(phases[0] - phases[1])
+    ready_a, ready_b = _is_ready(a), _is_ready(b)
+    if ready_a != ready_b:
+        return -1 if not ready_a else 1
+    costs = _deletion_cost(a), _deletion_cost(b)
+    if costs[0] != costs[1]:
+        return _sign(costs[0] - costs[1])
+    rank_a, rank_b = ranks.get(node_a, 0), ranks.get(node_b, 0)
+    if rank_a != rank_b:
+        return _sign(rank_b - rank_a)
+    uids = (str(a["metadata"].get("uid", "")), str(b["metadata"].get("uid", "")))
+    if ready_a and ready_b:
+        order = _compare_times(_ready_since(a), _ready_since(b), uids, now)
+        if order is not None:
+            return order
+    restarts = _max_restarts(a), _max_restarts(b)
+    if restarts[0] != restarts[1]:
+        return _sign(restarts[1] - restarts[0])
+    created = (_parse_time(a["metadata"].get("creationTimestamp")), _parse_time(b["metadata"].get("creationTimestamp")))
+    order = _compare_times(created[0], created[1], uids, now)
+    if order is not None:
+        return order
+    # Upstream leaves full ties to its unstable sort; uid then name makes the order total here.
+    keys = [(str(p["metadata"].get("uid", "")), p["metadata"]["name"]) for p in (a, b)]
+    return -1 if keys[0] < keys[1] else 1 if keys[0] > keys[1] else 0
+
+
+def deletion_order(
+    pods: Sequence[dict[str, Any]], related: Sequence[dict[str, Any]], now: datetime.datetime
+) -> list[dict[str, Any]]:
+    """`pods` (a ReplicaSet's active pods) in the order its controller deletes surplus ones, first first.
+
+    `related` are the pods of the same owner (usually a superset of `pods`); each pod's co-location
+    rank is the number of active ones on its node."""
+    ranks: dict[str, int] = {}
+    for pod in related:
+        if _is_active(pod):
+            node = (pod.get("spec") or {}).get("nodeName") or ""
+            ranks[node] = ranks.get(node, 0) + 1
+
+    def compare(a: dict[str, Any], b: dict[str, Any]) -> int:
+        return _compare(a, b, ranks, now)
+
+    return sorted(pods, key=functools.cmp_to_key(compare))
 
 
 class ReplicaSetController(Controller[NsName]):
@@ -74,6 +203,20 @@ class ReplicaSetController(Controller[NsName]):
         found = (self.store.find(catalog.POD, namespace, n) for n in self._owned.get(rs["metadata"]["uid"], {}))
         return [p for p in found if p is not None and is_controlled_by(p, rs)]
 
+    def _related_pods(self, rs: dict[str, Any], owned: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The pods of every ReplicaSet with the same controller as `rs` (its own when it has none)."""
+        owner = controller_of(rs)
+        if owner is None:
+            return owned
+        namespace = rs["metadata"]["namespace"]
+        related: list[dict[str, Any]] = []
+        for sibling in self.store.list(catalog.REPLICASET, namespace):
+            if sibling["metadata"]["uid"] == rs["metadata"]["uid"]:
+                related.extend(owned)
+            elif (controller_of(sibling) or {}).get("uid") == owner.get("uid"):
+                related.extend(self._pods_of(sibling))
+        return related
+
     def reconcile(self, key: NsName) -> None:
         namespace, name = key
         rs = self.store.find(catalog.REPLICASET, namespace, name)
@@ -86,7 +229,8 @@ class ReplicaSetController(Controller[NsName]):
             for _ in range(wanted - len(active)):
                 active.append(self.store.create(catalog.POD, namespace, self._new_pod(rs)))
         elif len(active) > wanted:
-            surplus = sorted(active, key=_deletion_rank)[: len(active) - wanted]
+            surplus = deletion_order(active, self._related_pods(rs, owned), self.store.now())
+            surplus = surplus[: min(len(active) - wanted, BURST_REPLICAS)]
             for pod in surplus:
                 self.store.delete(catalog.POD, namespace, pod["metadata"]["name"])
             gone = {p["metadata"]["name"] for p in surplus}
