@@ -4,6 +4,7 @@ Kubernetes API."""
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -411,6 +412,17 @@ def test_an_idle_run_loop_reads_only_at_its_backstop(kube: KubeClient, ec2: Any,
     thread.start()
     try:
         eventually(lambda: described, what="the first pass")
+        # The watches' first events (the nodes and claims already there) open a short window of fast
+        # passes: count from once no call was made for 0.3 s.
+        last = [-1, time.monotonic()]
+
+        def quiet() -> bool:
+            now, calls = time.monotonic(), counting.total() + len(described)
+            if calls != last[0]:
+                last[:] = [calls, now]
+            return now - last[1] >= 0.3
+
+        eventually(quiet, timeout=5, interval=0.05, what="the kubelet settled")
         lists, describes = counting.total(), len(described)
         stop.wait(1.5)  # the idle window counted: a fixed 0.02 s poll would pass ~75 times
         idle_lists, idle_describes = counting.total() - lists, len(described) - describes

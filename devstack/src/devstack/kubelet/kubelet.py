@@ -17,8 +17,10 @@ Every failure is logged and retried on the next pass; creating a Node is idempot
 gets its providerID right after its instance launched, and is deleted after it is terminated, so claim
 and node changes are when EC2 is worth reading; a change of pods alone makes a pass without EC2 (steps
 1-3 skipped). While a pass makes progress or fails, or a Node waits out `ready_delay` or
-`startup_taint_delay`, passes repeat every `poll_interval`; otherwise a full pass runs at least every
-`backstop_interval` seconds, which covers instances changing without any Kubernetes event.
+`startup_taint_delay`, or for `backstop_interval` seconds after a Node or NodeClaim changed (EC2 often
+changes right after, e.g. a termination follows the claim's InstanceTerminating condition), full passes
+repeat every `poll_interval`; otherwise a full pass runs at least every `backstop_interval` seconds,
+which covers instances changing without any Kubernetes event.
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ class SimulatedKubelet:
         self._clock = clock
         self._nodes_busy = False  # the last full pass made node progress, failed, or a node waits on a delay
         self._pods_busy = False  # the last pass started or deleted pods, or failed to
+        self._hot_until = 0.0  # time.monotonic() until which full passes follow a Node or NodeClaim change
         self._type_cache: dict[str, dict[str, Any]] = {}
         self._first_seen: dict[str, float] = {}
         self._ready_since: dict[str, float] = {}
@@ -100,7 +103,9 @@ class SimulatedKubelet:
     def _pass(self, changes: Changes) -> bool:
         """One pass for `run`: a full one when anything may have changed, Nodes or NodeClaims changed, or
         node work is under way; else pods only. Returns whether it is busy (see the module docstring)."""
-        if changes is None or self._nodes_busy or NODE in changes or NODECLAIM in changes:
+        if changes is not None and (NODE in changes or NODECLAIM in changes):
+            self._hot_until = time.monotonic() + self._backstop_interval
+        if changes is None or self._nodes_busy or time.monotonic() < self._hot_until:
             self.sync_once()
         else:
             self._pods_busy = False
@@ -109,7 +114,7 @@ class SimulatedKubelet:
                 self._pods_busy = True
             else:
                 self._sync_pods(own)
-        return self._nodes_busy or self._pods_busy
+        return self._nodes_busy or self._pods_busy or time.monotonic() < self._hot_until
 
     def sync_once(self) -> None:
         """One reconcile pass (see the module docstring)."""
