@@ -16,6 +16,7 @@ from devstack.kube.server import KubeApiServer
 from kube.client import KubeClient
 from kube.resources import NAMESPACE, NODE, POD
 from kube.types import Obj
+from tests.devstack.counting import CountingKube
 from tests.eventually import eventually
 
 # -- builders --------------------------------------------------------------------------------------
@@ -402,6 +403,43 @@ def test_run_loop_binds_until_stopped(kube: KubeClient, namespace: str) -> None:
     thread.start()
     try:
         eventually(lambda: node_of(kube, namespace, "looped") == "n", what="the looped pod bound to n")
+    finally:
+        stop.set()
+        thread.join(5)
+    assert not thread.is_alive()
+
+
+def test_an_idle_run_loop_lists_only_at_its_backstop_and_wakes_on_change(kube: KubeClient, namespace: str) -> None:
+    add_node(kube, make_node("n"))
+    counting = CountingKube(kube)
+    stop = threading.Event()
+    # A fast poll that the idle loop must not use, and a short backstop to count a few passes quickly.
+    binder = PodBinder(counting, poll_interval=0.02, backstop_interval=0.5)  # type: ignore[arg-type]
+    thread = threading.Thread(target=binder.run, args=(stop,))
+    thread.start()
+    try:
+        eventually(lambda: counting.total() >= 2, what="the first pass")
+        before = counting.total()
+        stop.wait(1.5)  # the idle window counted: a fixed 0.02 s poll would list ~150 times
+        idle_lists = counting.total() - before
+        assert idle_lists <= 2 * 6, f"an idle binder listed {idle_lists} times in 1.5 s"
+        add_pod(kube, make_pod("woken", cpu="100m"), namespace)
+        eventually(lambda: node_of(kube, namespace, "woken") == "n", what="the new pod bound to n")
+    finally:
+        stop.set()
+        thread.join(5)
+    assert not thread.is_alive()
+
+
+def test_a_pod_is_bound_on_its_event_not_at_the_backstop(kube: KubeClient, namespace: str) -> None:
+    add_node(kube, make_node("n"))
+    stop = threading.Event()
+    binder = PodBinder(kube, poll_interval=0.02, backstop_interval=60)
+    thread = threading.Thread(target=binder.run, args=(stop,))
+    thread.start()
+    try:
+        add_pod(kube, make_pod("evented", cpu="100m"), namespace)
+        eventually(lambda: node_of(kube, namespace, "evented") == "n", timeout=5, what="the pod bound to n")
     finally:
         stop.set()
         thread.join(5)

@@ -4,6 +4,7 @@ Kubernetes API."""
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -19,6 +20,7 @@ from kube.client import KubeClient
 from kube.errors import NotFoundError
 from kube.resources import NODE, NODECLAIM, POD
 from kube.types import Obj
+from tests.devstack.counting import CountingKube
 from tests.eventually import eventually
 
 M5_LARGE: dict[str, Any] = {
@@ -393,3 +395,82 @@ def test_with_the_binder_a_pending_pod_ends_up_running_on_the_new_node(
     placed = kube.get(POD, pod, "default")
     assert (placed["spec"]["nodeName"], placed["status"]["phase"]) == (name, "Running")
     kube.delete(POD, pod, "default")
+
+
+def test_an_idle_run_loop_reads_only_at_its_backstop(kube: KubeClient, ec2: Any, cluster: str) -> None:
+    counting = CountingKube(kube)
+    described: list[str] = []
+
+    def count_describe(**_: Any) -> None:
+        described.append("DescribeInstances")
+
+    ec2.meta.events.register("before-call.ec2.DescribeInstances", count_describe)
+    # A fast poll that the idle loop must not use, and a short backstop to count a few passes quickly.
+    kubelet = SimulatedKubelet(counting, ec2, cluster, poll_interval=0.02, backstop_interval=0.5)  # type: ignore[arg-type]
+    stop = threading.Event()
+    thread = threading.Thread(target=kubelet.run, args=(stop,))
+    thread.start()
+    try:
+        eventually(lambda: described, what="the first pass")
+        # The watches' first events (the nodes and claims already there) open a short window of fast
+        # passes: count from once no call was made for 0.3 s.
+        last = [-1, time.monotonic()]
+
+        def quiet() -> bool:
+            now, calls = time.monotonic(), counting.total() + len(described)
+            if calls != last[0]:
+                last[:] = [calls, now]
+            return now - last[1] >= 0.3
+
+        eventually(quiet, timeout=5, interval=0.05, what="the kubelet settled")
+        lists, describes = counting.total(), len(described)
+        stop.wait(1.5)  # the idle window counted: a fixed 0.02 s poll would pass ~75 times
+        idle_lists, idle_describes = counting.total() - lists, len(described) - describes
+    finally:
+        stop.set()
+        thread.join(5)
+        ec2.meta.events.unregister("before-call.ec2.DescribeInstances", count_describe)
+    assert not thread.is_alive()
+    assert idle_lists <= 6, f"an idle kubelet listed {idle_lists} times in 1.5 s: {counting.lists}"
+    assert idle_describes <= 6, f"an idle kubelet described instances {idle_describes} times in 1.5 s"
+
+
+def test_claim_and_pod_events_drive_the_run_loop_without_the_backstop(
+    kube: KubeClient, ec2: Any, subnet: str, cluster: str
+) -> None:
+    kubelet = SimulatedKubelet(kube, ec2, cluster, ready_delay=0.05, startup_taint_delay=0, poll_interval=0.02,
+                               backstop_interval=60)  # fmt: skip
+    stop = threading.Event()
+    thread = threading.Thread(target=kubelet.run, args=(stop,))
+    thread.start()
+    try:
+        claim = kube.create(NODECLAIM, {**CLAIM, "metadata": {**CLAIM["metadata"], "name": f"{cluster}-claim"}})
+        instance_id = launch(ec2, subnet, cluster, claim["metadata"]["name"])
+        # What the launch does next: the claim's status gets the providerID; the kubelet reads EC2 on it.
+        provider_id = f"aws:///us-west-2a/{instance_id}"
+        kube.patch(NODECLAIM, claim["metadata"]["name"], {"status": {"providerID": provider_id}}, subresource="status")
+
+        def ready_untainted() -> Obj | None:
+            found = [n for n in kube.list(NODE) if n["spec"].get("providerID", "").endswith(f"/{instance_id}")]
+            if (
+                found
+                and node.is_ready(found[0])
+                and not any(t["key"] == "cni-not-ready" for t in found[0]["spec"].get("taints") or [])
+            ):
+                return found[0]
+            return None
+
+        name = eventually(ready_untainted, timeout=5, what=f"a Ready node without startup taints for {instance_id}")[
+            "metadata"
+        ]["name"]
+        pod = f"{cluster}-bound"
+        container = {"name": "app", "image": "i"}
+        kube.create(POD, {"metadata": {"name": pod, "namespace": "default"},
+                          "spec": {"nodeName": name, "containers": [container]}})  # fmt: skip
+        eventually(lambda: kube.get(POD, pod, "default").get("status", {}).get("phase") == "Running", timeout=5,
+                   what=f"pod {pod} Running")  # fmt: skip
+        kube.delete(POD, pod, "default")
+    finally:
+        stop.set()
+        thread.join(5)
+    assert not thread.is_alive()

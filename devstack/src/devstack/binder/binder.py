@@ -7,6 +7,10 @@ subresource, counting each binding against that node for the rest of the pass. A
 gets `PodScheduled=False, reason=Unschedulable` with the scheduler's message (the signal nodeflow's pod
 watcher reacts to), written only when the condition changes. API failures are logged and retried on the
 next pass.
+
+`run` makes passes when pods or nodes change (watched; see `devstack.wakeup`), every `poll_interval`
+while passes bind pods or fail, and at least every `backstop_interval` seconds otherwise: an idle cluster
+costs one pass per backstop, not one per poll.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from devstack.binder import predicates as fit
+from devstack.wakeup import ChangeFeed, Changes, run_passes
 from kube.errors import ConflictError, KubeError, NotFoundError
 from kube.resources import NODE, POD, Resource
 from kube.types import Kube, Obj
@@ -88,26 +93,42 @@ class _Node:
 class PodBinder:
     """See the module docstring. Not thread-safe: run one binder per cluster, from one thread."""
 
-    def __init__(self, kube: Kube, poll_interval: float = 0.2) -> None:
+    def __init__(
+        self,
+        kube: Kube,
+        poll_interval: float = 0.2,
+        *,
+        backstop_interval: float = 2.0,
+        watch_seconds: int = 30,
+    ) -> None:
+        """`poll_interval`: the least time between passes, and the pace while passes bind or fail;
+        `backstop_interval`: the most time between passes when nothing changes; `watch_seconds`: the
+        length of each pod and node watch (a stopped binder's watch threads end within it)."""
         self._kube = kube
         self._poll_interval = poll_interval
+        self._backstop_interval = backstop_interval
+        self._watch_seconds = watch_seconds
+        self._failed = False
 
     def run(self, stop: threading.Event) -> None:
-        """Bind every `poll_interval` seconds until `stop` is set."""
-        while not stop.is_set():
-            try:
-                self.bind_once()
-            except Exception:  # the loop must outlive any single bad pass
-                log.exception("pod binder: pass failed")
-            stop.wait(self._poll_interval)
+        """Bind on change (see the module docstring) until `stop` is set; returns within about one pass."""
+        feed = ChangeFeed(self._kube, [POD, NODE], name="pod binder", watch_seconds=self._watch_seconds)
+        run_passes(self._pass, feed, stop, poll_interval=self._poll_interval, backstop=self._backstop_interval,
+                   name="pod binder")  # fmt: skip
+
+    def _pass(self, changes: Changes) -> bool:
+        """One pass for `run`; busy when it bound a pod or an API call failed."""
+        return self.bind_once() > 0 or self._failed
 
     def bind_once(self) -> int:
         """One pass; returns how many pods it bound."""
+        self._failed = False
         try:
             nodes = self._kube.list(NODE)
             pods = self._kube.list(POD)
         except KubeError as exc:
             log.warning("pod binder: listing nodes and pods failed, retrying next pass: %s", exc)
+            self._failed = True
             return 0
         state = {n["metadata"]["name"]: _Node(n) for n in nodes}
         for pod in pods:
@@ -163,6 +184,7 @@ class PodBinder:
             return False
         except KubeError as exc:
             log.warning("pod binder: binding %s/%s failed: %s", meta.get("namespace"), meta["name"], exc)
+            self._failed = True
             return False
         log.info("pod binder: bound %s/%s to %s", meta.get("namespace"), meta["name"], node_name)
         return True
@@ -181,5 +203,6 @@ class PodBinder:
             self._kube.patch(POD, meta["name"], patch, meta.get("namespace"), subresource="status")
         except KubeError as exc:
             log.info("pod binder: marking %s/%s unschedulable failed: %s", meta.get("namespace"), meta["name"], exc)
+            self._failed = True
             return
         log.info("pod binder: %s/%s is unschedulable: %s", meta.get("namespace"), meta["name"], message)

@@ -150,4 +150,6 @@ class KubeApiServer:
                 await self._stop.wait()
                 await manager.stop()
             finally:
+                # End live watch streams first: cleanup waits for every open request to finish.
+                emulator.store.close_watches()
                 await runner.cleanup()

@@ -12,6 +12,15 @@ One reconcile pass (`sync_once`):
    for good, once each (their containers are "stopped").
 
 Every failure is logged and retried on the next pass; creating a Node is idempotent by name.
+
+`run` makes a pass when Nodes, Pods or NodeClaims change (watched; see `devstack.wakeup`): a NodeClaim
+gets its providerID right after its instance launched, and is deleted after it is terminated, so claim
+and node changes are when EC2 is worth reading; a change of pods alone makes a pass without EC2 (steps
+1-3 skipped). While a pass makes progress or fails, or a Node waits out `ready_delay` or
+`startup_taint_delay`, or for `backstop_interval` seconds after a Node or NodeClaim changed (EC2 often
+changes right after, e.g. a termination follows the claim's InstanceTerminating condition), full passes
+repeat every `poll_interval`; otherwise a full pass runs at least every `backstop_interval` seconds,
+which covers instances changing without any Kubernetes event.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from cloudprovider.types import TAG_CLUSTER_PREFIX, TAG_NODECLAIM
 from devstack.kubelet import node as nodes
 from devstack.kubelet.pods import needs_start, running_status
+from devstack.wakeup import ChangeFeed, Changes, run_passes
 from kube.errors import AlreadyExistsError, KubeError, NotFoundError
 from kube.resources import NODE, NODECLAIM, POD
 from kube.types import Kube, Obj
@@ -55,7 +65,12 @@ class SimulatedKubelet:
         poll_interval: float = 0.5,
         *,
         clock: Callable[[], float] = time.monotonic,
+        backstop_interval: float = 2.0,
+        watch_seconds: int = 30,
     ) -> None:
+        """`poll_interval`: the least time between passes of `run`, and their pace while busy;
+        `backstop_interval`: the most time between full passes when nothing changes; `watch_seconds`:
+        the length of each watch (a stopped kubelet's watch threads end within it)."""
         if not cluster_name:
             raise ValueError("cluster_name is empty; pass the name instances are tagged with")
         self._kube = kube
@@ -65,7 +80,12 @@ class SimulatedKubelet:
         self._ready_delay = ready_delay
         self._startup_taint_delay = startup_taint_delay
         self._poll_interval = poll_interval
+        self._backstop_interval = backstop_interval
+        self._watch_seconds = watch_seconds
         self._clock = clock
+        self._nodes_busy = False  # the last full pass made node progress, failed, or a node waits on a delay
+        self._pods_busy = False  # the last pass started or deleted pods, or failed to
+        self._hot_until = 0.0  # time.monotonic() until which full passes follow a Node or NodeClaim change
         self._type_cache: dict[str, dict[str, Any]] = {}
         self._first_seen: dict[str, float] = {}
         self._ready_since: dict[str, float] = {}
@@ -73,21 +93,40 @@ class SimulatedKubelet:
         self._deleted_pods: set[str] = set()
 
     def run(self, stop: threading.Event) -> None:
-        """Reconcile every `poll_interval` seconds until `stop` is set."""
-        while not stop.is_set():
-            try:
-                self.sync_once()
-            except Exception:  # the loop must outlive any single bad pass
-                log.exception("simulated kubelet: reconcile pass failed")
-            stop.wait(self._poll_interval)
+        """Reconcile on change (see the module docstring) until `stop` is set; returns within about one
+        pass."""
+        feed = ChangeFeed(self._kube, [NODE, POD, NODECLAIM], name="simulated kubelet",
+                          watch_seconds=self._watch_seconds)  # fmt: skip
+        run_passes(self._pass, feed, stop, poll_interval=self._poll_interval, backstop=self._backstop_interval,
+                   name="simulated kubelet")  # fmt: skip
+
+    def _pass(self, changes: Changes) -> bool:
+        """One pass for `run`: a full one when anything may have changed, Nodes or NodeClaims changed, or
+        node work is under way; else pods only. Returns whether it is busy (see the module docstring)."""
+        if changes is not None and (NODE in changes or NODECLAIM in changes):
+            self._hot_until = time.monotonic() + self._backstop_interval
+        if changes is None or self._nodes_busy or time.monotonic() < self._hot_until:
+            self.sync_once()
+        else:
+            self._pods_busy = False
+            own = self._own_nodes()
+            if own is None:
+                self._pods_busy = True
+            else:
+                self._sync_pods(own)
+        return self._nodes_busy or self._pods_busy or time.monotonic() < self._hot_until
 
     def sync_once(self) -> None:
         """One reconcile pass (see the module docstring)."""
+        self._nodes_busy = self._pods_busy = False
         own = self._own_nodes()
         if own is None:
+            self._nodes_busy = True
             return
         instances = self._running_instances()
-        if instances is not None:
+        if instances is None:
+            self._nodes_busy = True
+        else:
             self._register(instances, own)
             self._remove_gone(instances, own)
             self._advance(instances, own)
@@ -119,6 +158,7 @@ class SimulatedKubelet:
                 described = self._ec2.describe_instance_types(InstanceTypes=[instance_type])["InstanceTypes"]
             except _AWS_ERRORS as exc:
                 log.warning("simulated kubelet: DescribeInstanceTypes %s failed: %s", instance_type, exc)
+                self._nodes_busy = True
                 return None
             if not described:
                 log.warning("simulated kubelet: EC2 does not know instance type %s", instance_type)
@@ -152,6 +192,7 @@ class SimulatedKubelet:
             return True, None
         except KubeError as exc:
             log.warning("simulated kubelet: reading NodeClaim %s failed: %s", name, exc)
+            self._nodes_busy = True
             return False, None
 
     def _register(self, instances: Mapping[str, dict[str, Any]], own: dict[str, Obj]) -> None:
@@ -182,10 +223,13 @@ class SimulatedKubelet:
             # Not in this pass's list of our nodes: someone else's Node has the name, or it was
             # created after the list; either way, leave it to the next pass.
             log.info("simulated kubelet: node %s already exists", name)
+            self._nodes_busy = True
             return None
         except KubeError as exc:
             log.warning("simulated kubelet: creating node %s failed: %s", name, exc)
+            self._nodes_busy = True
             return None
+        self._nodes_busy = True
         self._startup_taints[name] = nodes.claim_taints(claim, "startupTaints")
         log.info("simulated kubelet: registered node %s for %s", name, instance["InstanceId"])
         return created
@@ -197,6 +241,7 @@ class SimulatedKubelet:
             return
         name = node["metadata"]["name"]
         status = {"status": nodes.node_status(instance, type_info, ready=nodes.is_ready(node), now=_now())}
+        self._nodes_busy = True  # posted or failed: either way the next pass has more to do
         try:
             node.update(self._kube.patch(NODE, name, status, subresource="status"))
         except KubeError as exc:
@@ -211,6 +256,7 @@ class SimulatedKubelet:
             self._forget(name)
             if (node.get("metadata") or {}).get("deletionTimestamp"):
                 continue
+            self._nodes_busy = True
             try:
                 self._kube.delete(NODE, name)
                 log.info("simulated kubelet: deleted node %s, its instance is gone", name)
@@ -232,12 +278,15 @@ class SimulatedKubelet:
             if instance is None or not (node.get("status") or {}).get("capacity"):
                 continue  # Ready only once capacity is posted, as a kubelet does
             if not nodes.is_ready(node):
+                self._nodes_busy = True  # waiting out ready_delay, or just marked Ready, or failed to
                 if now - self._first_seen.get(name, now) < self._ready_delay or not self._mark_ready(node):
                     continue
                 self._ready_since[name] = now
             ready_since = self._ready_since.setdefault(name, now)
             if now - ready_since >= self._startup_taint_delay:
                 self._drop_startup_taints(instance, own[name])
+            else:
+                self._nodes_busy = True  # startup taints come off once startup_taint_delay has passed
 
     def _mark_ready(self, node: Obj) -> bool:
         name = node["metadata"]["name"]
@@ -266,6 +315,7 @@ class SimulatedKubelet:
         patch: Obj = {"spec": {"taints": kept}}
         if node["metadata"].get("resourceVersion"):
             patch["metadata"] = {"resourceVersion": node["metadata"]["resourceVersion"]}
+        self._nodes_busy = True
         try:
             node.update(self._kube.patch(NODE, name, patch))
         except KubeError as exc:
@@ -282,6 +332,7 @@ class SimulatedKubelet:
             pods = self._kube.list(POD)
         except KubeError as exc:
             log.warning("simulated kubelet: listing pods failed, retrying next pass: %s", exc)
+            self._pods_busy = True
             return
         terminating: set[str] = set()
         for pod in pods:
@@ -300,6 +351,7 @@ class SimulatedKubelet:
         uid = _pod_uid(pod)
         if uid in self._deleted_pods:
             return
+        self._pods_busy = True
         try:
             self._kube.delete(POD, meta["name"], meta.get("namespace"))
         except NotFoundError:
@@ -312,6 +364,7 @@ class SimulatedKubelet:
     def _start(self, pod: Obj, node: Obj) -> None:
         meta = pod["metadata"]
         status = running_status(pod, _internal_ip(node), _now())
+        self._pods_busy = True
         try:
             self._kube.patch(POD, meta["name"], {"status": status}, meta.get("namespace"), subresource="status")
         except NotFoundError:

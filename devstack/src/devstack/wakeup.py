@@ -1,0 +1,143 @@
+"""Waking the dev stack's reconcile loops (the pod binder, the simulated kubelet) on change instead of
+polling on a fixed clock.
+
+`ChangeFeed` watches a few resources, one daemon thread each, and records which of them changed;
+`run_passes` runs a loop's passes: at once when something changed, every `poll_interval` while the last
+pass reported it is busy (it made progress or waits on a timer), and otherwise once per `backstop`
+seconds, which covers anything a watch cannot see (EC2, a missed event). A pass never starts sooner than
+`poll_interval` after the previous one ended, so a burst of events costs no more passes than the former
+fixed poll did, and an event after a quiet spell is acted on at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from kube.client import GoneError
+from kube.errors import NotFoundError
+from kube.resources import Resource
+from kube.types import Kube
+
+log = logging.getLogger(__name__)
+
+WATCH_SECONDS = 30
+RETRY_PAUSE_SECONDS = 1.0
+
+Changes = frozenset[Resource] | None
+"""What a pass is told: the resources that changed since the last pass, or None for "anything may have
+changed" (the first pass, and each backstop pass)."""
+
+
+class ChangeFeed:
+    """Watches `resources` and records which changed; `wake` is set on every change and when `stop` is set.
+
+    Each watch resumes from the last resourceVersion it saw, so a restart replays nothing; a watch that
+    starts over (first start, 410 Gone, after an error) counts as a change of its resource, since events
+    may have been missed. BOOKMARKs are not changes. Watch threads are daemons; after `stop` each ends at
+    its next event, the end of its watch (`watch_seconds`), or when the connection drops, whichever is
+    first: nothing waits for them.
+    """
+
+    def __init__(
+        self,
+        kube: Kube,
+        resources: Sequence[Resource],
+        *,
+        name: str,
+        watch_seconds: int = WATCH_SECONDS,
+        retry_pause: float = RETRY_PAUSE_SECONDS,
+    ) -> None:
+        self.wake = threading.Event()
+        self._kube = kube
+        self._resources = tuple(resources)
+        self._name = name
+        self._watch_seconds = watch_seconds
+        self._retry_pause = retry_pause
+        self._lock = threading.Lock()
+        self._changed: set[Resource] = set()
+
+    def start(self, stop: threading.Event) -> None:
+        """Start one watch thread per resource, and one that sets `wake` when `stop` is set."""
+        for resource in self._resources:
+            threading.Thread(
+                target=self._watch_forever, args=(resource, stop), name=f"{self._name}-watch-{resource.plural}",
+                daemon=True,
+            ).start()  # fmt: skip
+        threading.Thread(target=self._relay_stop, args=(stop,), name=f"{self._name}-stop", daemon=True).start()
+
+    def take(self) -> frozenset[Resource]:
+        """The resources changed since the last `take` (clearing them, and `wake`)."""
+        with self._lock:
+            self.wake.clear()
+            changed, self._changed = frozenset(self._changed), set()
+        return changed
+
+    def _mark(self, resource: Resource) -> None:
+        with self._lock:
+            self._changed.add(resource)
+            self.wake.set()
+
+    def _relay_stop(self, stop: threading.Event) -> None:
+        stop.wait()
+        self.wake.set()
+
+    def _watch_forever(self, resource: Resource, stop: threading.Event) -> None:
+        version: str | None = None
+        while not stop.is_set():
+            try:
+                for event_type, obj in self._kube.watch(
+                    resource, resource_version=version, timeout_seconds=self._watch_seconds
+                ):
+                    if stop.is_set():
+                        return
+                    version = str((obj.get("metadata") or {}).get("resourceVersion") or "") or version
+                    if event_type != "BOOKMARK":
+                        self._mark(resource)
+            except GoneError:
+                version = None  # the next watch lists everything afresh (synthetic ADDED events)
+                self._mark(resource)
+            except Exception as exc:  # the watch must outlive any failure; the loop's backstop covers the gap
+                if stop.is_set():
+                    return
+                level = logging.INFO if isinstance(exc, NotFoundError) else logging.WARNING  # e.g. CRD not yet there
+                log.log(level, "%s: watch of %s failed, restarting: %s", self._name, resource.plural, exc)
+                self._mark(resource)
+                stop.wait(self._retry_pause)
+
+
+def run_passes(
+    one_pass: Callable[[Changes], bool],
+    feed: ChangeFeed,
+    stop: threading.Event,
+    *,
+    poll_interval: float,
+    backstop: float,
+    name: str,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    """Run `one_pass` until `stop` is set (see the module docstring); starts `feed` first.
+
+    `one_pass(changes)` returns True when it is busy: it made progress or failed (so another pass soon
+    may find more to do), or something waits on a timer. An exception from it is logged and counts as
+    busy. Returns within about one pass of `stop` being set.
+    """
+    feed.start(stop)
+    changes: Changes = None
+    while not stop.is_set():
+        try:
+            busy = one_pass(changes)
+        except Exception:  # the loop must outlive any single bad pass
+            log.exception("%s: pass failed", name)
+            busy = True
+        ended = clock()
+        if not busy and not feed.wake.wait(backstop):
+            changes = None  # the backstop: a full pass
+            feed.take()
+            continue
+        # Busy, or woken by a change: no sooner than poll_interval after the last pass.
+        if stop.wait(max(0.0, ended + poll_interval - clock())):
+            return
+        changes = feed.take()
