@@ -121,7 +121,7 @@ def format_state(state: NodeClaimState, output: str) -> str:
     if output == "json":
         return json.dumps(doc, indent=2, sort_keys=True)
     lines = [state.summary()]
-    for key in ("phase", "instance_id", "node_name", "waiting_for", "termination_reason", "replacement", "failure"):
+    for key in ("phase", "instance_id", "node_name", "waiting_for", "termination_reason", "failure"):
         if doc.get(key):
             lines.append(f"  {key}: {doc[key]}")
     if state.conditions:
