@@ -11,7 +11,6 @@ from activities.claim_base import ClaimActivities
 from activities.initialization import InitializationActivities
 from activities.launch import LaunchActivities
 from activities.registration import RegistrationActivities
-from activities.replacement import ReplacementActivities
 from activities.running import RunningActivities
 from activities.shared_reads import SharedReads
 from activities.termination import TerminationActivities
@@ -23,7 +22,6 @@ PHASES: tuple[type[ClaimActivities], ...] = (
     RegistrationActivities,
     InitializationActivities,
     RunningActivities,
-    ReplacementActivities,
     TerminationActivities,
 )
 

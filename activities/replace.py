@@ -1,4 +1,4 @@
-"""Replacing a NodeClaim (the `replace` signal): the replacement's name and body. Pure.
+"""Replacing a NodeClaim (a manual replace, activities.manual_replacement): the replacement's body. Pure.
 
 The replacement is a new NodeClaim with the original's requirements and resources, so the original's pods
 fit it; the labels the launch added (instance type, zone, capacity type and the type's other well-known
@@ -14,25 +14,12 @@ them: its pods need the provisioner to plan for them again, which draining the n
 from __future__ import annotations
 
 import copy
-import hashlib
 from typing import Any
 
 from apis import labels
 from apis.nodepool import NodePool
 
-NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-MAX_NAME_LENGTH = 63
 REPLACEMENT_OF_ANNOTATION = "nodeflow.dev/replacement-of"
-
-
-def replacement_name(original: str, node_pool: str, attempt: int) -> str:
-    """`<nodepool>-<5 chars>` derived from the original's name and the attempt number: a retried activity
-    names the same replacement, a second `replace` of the same claim a different one."""
-    digest = hashlib.sha256(f"replace\n{original}\n{attempt}".encode()).digest()
-    suffix = "".join(NAME_ALPHABET[b % len(NAME_ALPHABET)] for b in digest[:5])
-    prefix = (node_pool or original)[: MAX_NAME_LENGTH - len(suffix) - 1]
-    return f"{prefix}-{suffix}"
-
 
 HASH_ANNOTATIONS = (
     labels.NODEPOOL_HASH_ANNOTATION,

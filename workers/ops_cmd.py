@@ -2,7 +2,9 @@
 
 - `drain`, `expire`, `replace` signal the workflow `nodeclaim-<name>` (the same as `temporal workflow signal
   --workflow-id nodeclaim-<name> --name drain`). A Node name is resolved to its NodeClaim through the
-  Kubernetes API (the claim whose status.nodeName is the node).
+  Kubernetes API (the claim whose status.nodeName is the node). The workflow forwards `replace` to the
+  disruption controller (workflows.disruption), which carries it out; its `status` query says whether it
+  was done or skipped.
 - `status` without a name lists the running NodeClaim workflows through Temporal visibility (filters
   `--node-pool`, `--phase`), with their search attributes and one-line memo summary; with a name it queries
   the workflow's `status`.
@@ -38,7 +40,7 @@ from workflows.nodeclaim_state import PHASES, NodeClaimState
 SIGNALS = {
     "drain": "cordon and drain the node, then terminate it",
     "expire": "expire the node now (condition Expired), then drain and terminate it",
-    "replace": "launch a replacement NodeClaim; drain this node once the replacement is Initialized",
+    "replace": "have the disruption controller launch a replacement, then drain this node once it is Initialized",
 }
 COLUMNS = ("NAME", "NODEPOOL", "PHASE", "INSTANCE-TYPE", "ZONE", "CAPACITY", "NODE")
 
@@ -121,7 +123,7 @@ def format_state(state: NodeClaimState, output: str) -> str:
     if output == "json":
         return json.dumps(doc, indent=2, sort_keys=True)
     lines = [state.summary()]
-    for key in ("phase", "instance_id", "node_name", "waiting_for", "termination_reason", "replacement", "failure"):
+    for key in ("phase", "instance_id", "node_name", "waiting_for", "termination_reason", "failure"):
         if doc.get(key):
             lines.append(f"  {key}: {doc[key]}")
     if state.conditions:

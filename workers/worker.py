@@ -15,6 +15,7 @@ from activities.disruption import DisruptionActivities
 from activities.disruption_execution import DisruptionExecution
 from activities.garbage_collection import GarbageCollectionActivities
 from activities.lifecycle import node_claim_activities
+from activities.manual_replacement import ManualReplacement
 from activities.provisioning import ProvisioningActivities
 from cloudprovider.aws.factory import new_aws_cloud_provider
 from cloudprovider.types import CloudProvider
@@ -67,6 +68,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
     collector = GarbageCollectionActivities(kube, cloud)
     disruption = DisruptionActivities(kube, cloud, recorder)
     execution = DisruptionExecution(kube, recorder, starter)
+    manual = ManualReplacement(kube, recorder, starter)
     watch_stop = threading.Event()
     with ThreadPoolExecutor(max_workers=ACTIVITY_THREADS, thread_name_prefix="activity") as executor:
         worker = Worker(
@@ -80,6 +82,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
                 collector.collect,
                 disruption.decide_disruption,
                 *execution.activities,
+                *manual.activities,
             ],
             activity_executor=executor,
             max_concurrent_activities=ACTIVITY_THREADS,

@@ -19,6 +19,13 @@ arrived, a do-not-disrupt pod landed, a PDB or budget closed) abandons it. Actin
 A worker killed at any line resumes the command where it was: the taint ends in the abort path or the
 drain, never left; replacement names derive from the run and round, so a retried launch finds them.
 
+Manual replaces: the `replace` signal (NodeClaim name, reason; sent by `nodeflow replace` and forwarded by
+a NodeClaim workflow's own `replace` signal) queues a request, deduplicated by name, which wakes the poll.
+Queued requests run at the start of the next round, before its decision, one command each of method
+`Manual` (activities.manual_replacement): the same steps as above, the replacement being a copy of the
+original on its NodePool's template as it is now. They bypass budgets, consolidation policy and
+`executable_methods`; a claim gone, without a Node yet, or already being disrupted is skipped, recorded.
+
 Only the methods in `DisruptionSettings.executable_methods` act (the worker setting `disruption_methods`,
 by default all four; each starting worker signals `configure`). Commands of the other methods are decided
 and recorded in history without acting.
@@ -45,6 +52,7 @@ from activities.disruption_execution import (
     SignalInput,
     StartInput,
 )
+from activities.manual_replacement import MANUAL, LaunchManualInput, ManualReplacement, ManualRequest
 from activities.provisioning_models import ProvisionRound
 from scheduling.disruption import Command
 
@@ -61,6 +69,7 @@ REPLACEMENT_POLL_FIRST = timedelta(seconds=2)
 REPLACEMENT_POLL_MAX = timedelta(seconds=15)
 REPLACEMENT_TIMEOUT = timedelta(minutes=15)
 SIGNAL_CONFIGURE = "configure"
+SIGNAL_REPLACE = "replace"
 ALL_METHODS = ("Emptiness", "Drift", "MultiNodeConsolidation", "SingleNodeConsolidation")
 
 
@@ -70,12 +79,14 @@ class DisruptionSettings(BaseModel):
 
 
 class DisruptionState(BaseModel):
-    """The input and carried state: settings, rounds so far, the recent decisions (newest last)."""
+    """The input and carried state: settings, rounds so far, the recent decisions (newest last), the
+    manual replaces queued and not yet acted on."""
 
     settings: DisruptionSettings = Field(default_factory=DisruptionSettings)
     rounds: int = 0
     recent: list[str] = Field(default_factory=list)
     single_node_first: list[str] = Field(default_factory=list)
+    manual: list[ManualRequest] = Field(default_factory=list)
 
 
 @workflow.defn(name="DisruptionController", sandboxed=False)
@@ -89,13 +100,21 @@ class DisruptionControllerWorkflow:
         """New settings from a starting worker; they apply from the next decision."""
         self.state.settings = self._configured = settings
 
+    @workflow.signal(name=SIGNAL_REPLACE)
+    def replace(self, node_claim: str, reason: str = "") -> None:
+        """Queue a manual replace of the NodeClaim `node_claim` (a request for a name already queued is
+        dropped); it runs before the next decision (see the module docstring)."""
+        self.state.manual = _queued(self.state.manual, [ManualRequest(node_claim=node_claim, reason=reason)])
+
     @workflow.query(name="status")
     def status(self) -> DisruptionState:
         return self.state
 
     @workflow.run
     async def run(self, state: DisruptionState) -> None:
+        queued = self.state.manual  # signalled before run() (signal-with-start)
         self.state = state
+        self.state.manual = _queued(state.manual, queued)
         if self._configured is not None:
             self.state.settings = self._configured
         for _ in range(ROUNDS_PER_RUN):
@@ -103,7 +122,7 @@ class DisruptionControllerWorkflow:
             self.state.rounds += 1
             if workflow.info().is_continue_as_new_suggested():
                 break
-            await workflow.sleep(POLL)
+            await self._sleep_unless_replace(POLL)
         await workflow.wait_condition(workflow.all_handlers_finished)
         workflow.continue_as_new(self.state)
 
@@ -125,7 +144,25 @@ class DisruptionControllerWorkflow:
             self._record(f"decision failed: {err.cause or err}")
             return None
 
+    async def _sleep_unless_replace(self, duration: timedelta) -> None:
+        """A durable timer that a queued manual replace cuts short."""
+        try:
+            await workflow.wait_condition(lambda: bool(self.state.manual), timeout=duration)
+        except TimeoutError:
+            pass
+
+    async def _manual_replaces(self) -> None:
+        """Run the queued manual replaces, oldest first, each as its own `Manual` command."""
+        while self.state.manual:
+            request = self.state.manual.pop(0)
+            plan = await self._step(ManualReplacement.plan_manual_replacement, request)
+            if plan.command is None:
+                self._record(f"manual replace of {request.node_claim} skipped: {plan.skipped}")
+                continue
+            await self._execute(DisruptionRound(command=plan.command, executable=True), plan.command)
+
     async def _round(self) -> None:
+        await self._manual_replaces()
         decided = await self._decide()
         if decided is None:
             return
@@ -146,12 +183,16 @@ class DisruptionControllerWorkflow:
         replacements: list[str] = []
         if command.action == "Replace" and marked:
             info = workflow.info()
-            launch = LaunchReplacementsInput(
-                round=ProvisionRound(run_id=f"{info.workflow_id}-{info.run_id}", round=self.state.rounds),
-                replacements=command.replacements,
-            )
-            replacements = await self._step(DisruptionExecution.launch_replacements, launch)
-            failure = await self._wait_for_replacements(replacements, len(command.replacements))
+            round_ = ProvisionRound(run_id=f"{info.workflow_id}-{info.run_id}", round=self.state.rounds)
+            if command.method == MANUAL:
+                manual = LaunchManualInput(round=round_, names=marked)
+                replacements = await self._step(ManualReplacement.launch_manual_replacements, manual)
+                wanted = len(marked)
+            else:
+                launch = LaunchReplacementsInput(round=round_, replacements=command.replacements)
+                replacements = await self._step(DisruptionExecution.launch_replacements, launch)
+                wanted = len(command.replacements)
+            failure = await self._wait_for_replacements(replacements, wanted)
             if failure:
                 abort = AbortInput(command=command, replacements=replacements, reason=failure)
                 await self._step(DisruptionExecution.abort_disruption, abort)
@@ -159,7 +200,10 @@ class DisruptionControllerWorkflow:
                 return
         signalled: list[str] = []
         if marked:
-            delete = SignalInput(names=marked, reason=f"disrupted: {command.reason} ({command.method})")
+            why = f"disrupted: {command.reason} ({command.method})"
+            if command.method == MANUAL:
+                why = f"replaced by {', '.join(replacements)} ({command.message})"
+            delete = SignalInput(names=marked, reason=why)
             signalled = await self._step(DisruptionExecution.signal_disruption, delete)
         launched = f"; replacements {', '.join(replacements)} initialized" if replacements else ""
         self._record(f"{decided.summary()}{launched}; signalled {', '.join(signalled) or 'none'}")
@@ -167,7 +211,7 @@ class DisruptionControllerWorkflow:
     async def _wait_for_replacements(self, names: list[str], wanted: int) -> str:
         """'' once every replacement is Initialized; else why the command must be rolled back."""
         if len(names) < wanted:
-            return f"only {len(names)} of {wanted} replacements could be created (a NodePool is gone)"
+            return f"only {len(names)} of {wanted} replacements could be created (a NodePool or original is gone)"
         deadline = workflow.now() + REPLACEMENT_TIMEOUT
         interval = REPLACEMENT_POLL_FIRST
         while True:
@@ -192,6 +236,16 @@ class DisruptionControllerWorkflow:
             return  # the same as last round: already in the memo, and in history as the activity result
         self.state.recent = [*self.state.recent, line][-RECENT_LIMIT:]
         workflow.upsert_memo({"last": line})
+
+
+def _queued(queue: list[ManualRequest], requests: list[ManualRequest]) -> list[ManualRequest]:
+    """`queue` with each of `requests` whose NodeClaim is not queued yet appended (an empty reason becomes
+    "manual replace")."""
+    merged = list(queue)
+    for request in requests:
+        if request.node_claim and all(q.node_claim != request.node_claim for q in merged):
+            merged.append(ManualRequest(node_claim=request.node_claim, reason=request.reason or "manual replace"))
+    return merged
 
 
 def _same_command(first: DisruptionRound, second: DisruptionRound) -> bool:

@@ -6,13 +6,14 @@ point resumes where it was, and continue-as-new carries the state to keep histor
 
 Signals: `delete` (the NodeClaim or its Node is being deleted), `drain`, `expire` and `replace` (manual;
 each takes an optional reason string, so `temporal workflow signal --workflow-id nodeclaim-<name> --name
-drain` works as is). Query: `status` (the NodeClaimState: phase, instance, node, conditions, waiting_for,
+drain` works as is). `replace` is not this workflow's to act on: it forwards the request to the disruption
+controller (workflows.disruption), which launches the replacement and, once it is Initialized, signals
+`delete` here. Query: `status` (the NodeClaimState: phase, instance, node, conditions, waiting_for,
 termination reason).
 
 While running, a periodic drift check (every `NodeClaimInput.drift_check_interval`) keeps the claim's
 Drifted condition current; drift only marks the claim, replacing drifted nodes belongs to the disruption
-controller. `replace` launches a replacement NodeClaim (its own workflow, abandoned by this one when it
-ends) and drains this node once the replacement is Initialized.
+controller.
 
 Memory per cached workflow: every command of a run (activity, timer, upsert) is held in the worker's
 cache for the run's lifetime. So the claim continues as new on entering Running and then every
@@ -39,6 +40,8 @@ from activities.running import DriftCheckInput, RunningActivities
 from activities.termination import BeginTerminationInput, DrainInput, TerminateInput, TerminationActivities
 from apis.duration import parse_duration
 from workflows import timing
+from workflows.disruption import SIGNAL_REPLACE as DISRUPTION_REPLACE
+from workflows.disruption import WORKFLOW_ID as DISRUPTION_ID
 from workflows.nodeclaim_base import NodeClaimWorkflowBase, workflow_id
 from workflows.nodeclaim_state import (
     DELETED,
@@ -82,10 +85,18 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
         self.pending_termination = self.pending_termination or reason or "expired (manual)"
 
     @workflow.signal(name="replace")
-    def replace(self, reason: str = "") -> None:
-        """Launch a replacement NodeClaim, then drain this node once the replacement is Initialized.
-        Acted on in the running phase (a claim not yet running waits until it is)."""
-        self.pending_replacement = self.pending_replacement or reason or "manual replace"
+    async def replace(self, reason: str = "") -> None:
+        """Manual replace: forwarded to the disruption controller's `replace` signal (this claim's name,
+        the reason), which launches a replacement and has this node drained once it is Initialized. A
+        claim not running yet, or already being disrupted, is not replaced (the controller records why).
+        When no controller runs, the request is dropped with a warning in the worker's log."""
+        name = workflow.info().workflow_id.removeprefix(workflow_id(""))
+        try:
+            await workflow.get_external_workflow_handle(DISRUPTION_ID).signal(
+                DISRUPTION_REPLACE, args=[name, reason or "manual replace"]
+            )
+        except Exception:  # no controller (not started, or terminated): nothing else could act on it
+            workflow.logger.warning("replace of %s not forwarded: the disruption controller is not running", name)
 
     @workflow.signal(name="check_drift")
     def check_drift(self, reason: str = "") -> None:
@@ -105,7 +116,6 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
         self.input = claim_input
         self.state = claim_input.state or NodeClaimState(name=claim_input.name, node_pool=claim_input.node_pool)
         self.pending_termination = self.pending_termination or claim_input.pending_termination
-        self.pending_replacement = self.pending_replacement or claim_input.pending_replacement
         phases: dict[str, Callable[[], Awaitable[None]]] = {
             LAUNCHING: self.launch,
             REGISTERING: self.register,
@@ -223,9 +233,6 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
         interval = self._drift_check_interval()
         checks = 0
         while not self.pending_termination:
-            if self.pending_replacement:
-                await self._replace()
-                continue
             now = workflow.now()
             if self.state.expires_at is not None and now >= self.state.expires_at:
                 self._expire_now()
@@ -233,10 +240,8 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
             wait = interval  # the liveness backstop runs in the same check
             if self.state.expires_at is not None:
                 wait = min(wait, self.state.expires_at - now)
-            await self._sleep_until(
-                lambda: bool(self.pending_termination or self.pending_replacement or self.drift_check_requested), wait
-            )
-            if self.pending_termination or self.pending_replacement:
+            await self._sleep_until(lambda: bool(self.pending_termination or self.drift_check_requested), wait)
+            if self.pending_termination:
                 continue
             fresh, self.drift_check_requested = self.drift_check_requested, False
             if not await self._running_check(fresh):

@@ -10,15 +10,13 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from temporalio import workflow
-from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from activities.models import ClaimIdentity, ClaimRef
-from activities.replacement import ReplacementActivities, ReplacementInput
 from activities.running import DriftResult
 from apis.duration import parse_duration
 from workflows import search_attributes as sa
 from workflows import timing
-from workflows.nodeclaim_state import RUNNING, NodeClaimInput, NodeClaimState, node_claim_input
+from workflows.nodeclaim_state import RUNNING, NodeClaimInput, NodeClaimState
 from workflows.provisioner import SIGNAL as PROVISIONER_SIGNAL
 from workflows.provisioner import WORKFLOW_ID as PROVISIONER_ID
 
@@ -38,19 +36,13 @@ class NodeClaimWorkflowBase:
         self.state = NodeClaimState(name="")
         self.input = NodeClaimInput(name="")
         self.pending_termination = ""  # why the claim must terminate (a signal or a phase asked); '' = no
-        self.pending_replacement = ""  # why the claim is to be replaced (the `replace` signal); '' = no
         self._published: dict[str, str] = {}
         self._continue = False  # a phase asks for continue-as-new (the running phase's run is full)
         self.drift_check_requested = False  # the `check_drift` signal: run the running check now
 
     def _continued_input(self) -> NodeClaimInput:
         """The next run's input: the state, and any signalled request not acted on yet."""
-        update = {
-            "state": self.state,
-            "pending_termination": self.pending_termination,
-            "pending_replacement": self.pending_replacement,
-        }
-        return self.input.model_copy(update=update)
+        return self.input.model_copy(update={"state": self.state, "pending_termination": self.pending_termination})
 
     def _entered_running(self, before: str) -> bool:
         """The claim just became Running in this run: the long phase starts in a fresh run."""
@@ -76,51 +68,6 @@ class NodeClaimWorkflowBase:
             self.state.conditions["Drifted"] = f"True ({result.reason})"
         else:
             self.state.conditions.pop("Drifted", None)
-
-    async def _replace(self) -> None:
-        """Launch a replacement and wait (durable timers, backoff) until it is Initialized; then this node
-        drains. A replacement that fails to launch (its claim is deleted) cancels the replace."""
-        self.state.replace_attempts += 1
-        created = await self._run_activity(
-            ReplacementActivities.create_replacement,
-            ReplacementInput(**self._ref_fields(), node_pool=self.state.node_pool, attempt=self.state.replace_attempts),
-        )
-        if not created.name:
-            self.pending_termination = self.pending_termination or created.message
-            return
-        self.state.replacement = created.name
-        child = node_claim_input(
-            created.name,
-            created.uid,
-            self.state.node_pool,
-            created.expire_after or self.input.expire_after,
-            created.termination_grace_period,
-            self.input.settings(),
-        )
-        try:
-            await workflow.start_child_workflow(
-                workflow.info().workflow_type,  # this workflow: a replacement is a NodeClaim like any other
-                child,
-                id=workflow_id(created.name),
-                parent_close_policy=workflow.ParentClosePolicy.ABANDON,
-            )
-        except WorkflowAlreadyStartedError:
-            pass  # started already (by the adopter after a crash, or an earlier attempt)
-        interval = timing.REPLACEMENT_POLL_FIRST
-        while not self.pending_termination:
-            progress = await self._run_activity(ReplacementActivities.replacement_state, ClaimRef(name=created.name))
-            if progress.initialized:
-                self.pending_termination = f"replaced by {created.name} ({self.pending_replacement})"
-                break
-            if progress.gone:
-                self.state.failure = f"replace: {progress.message}; this node keeps running"
-                self.state.replacement = ""
-                break
-            self.state.waiting_for = progress.message
-            await self._sleep_unless_terminating(interval)
-            interval = min(interval * 2, timing.REPLACEMENT_POLL_MAX)
-        self.state.waiting_for = ""
-        self.pending_replacement = ""
 
     def _ref_fields(self) -> dict[str, str]:
         """The claim's name and the NodeClaim uid recorded at start (activities act on that object only)."""

@@ -50,8 +50,6 @@ class NodeClaimState(BaseModel):
     drift_checks: int = 0
     last_drift_check: datetime | None = None
     expired: bool = False  # expireAfter passed or `expire` signalled: condition Expired before draining
-    replacement: str = ""  # the NodeClaim replacing this one (`replace` signal)
-    replace_attempts: int = 0
 
     def conditions_summary(self) -> str:
         """`Drifted=True (AMIDrift), Initialized=True`, sorted by type."""
@@ -87,10 +85,9 @@ class NodeClaimInput(BaseModel):
     registration_ttl: str = "15m"
     drift_check_interval: str = DEFAULT_DRIFT_CHECK_INTERVAL
     state: NodeClaimState | None = None  # set by continue-as-new
-    # Set by continue-as-new: a termination or replacement that signals asked for and the run had not
-    # acted on yet (a signal can arrive in the very workflow task that continues as new).
+    # Set by continue-as-new: a termination that signals asked for and the run had not acted on yet (a
+    # signal can arrive in the very workflow task that continues as new).
     pending_termination: str = ""
-    pending_replacement: str = ""
 
     def settings(self) -> ClaimSettings:
         """The worker settings this run was started with (a replacement's workflow gets the same)."""

@@ -32,8 +32,6 @@ TERMINATE_POLL = timedelta(seconds=2)
 LIVENESS_CHECK = timedelta(minutes=5)
 DRIFT_CHECK = timedelta(minutes=5)  # when NodeClaimInput.drift_check_interval does not parse
 MIN_DRIFT_CHECK = timedelta(seconds=1)
-REPLACEMENT_POLL_FIRST = timedelta(seconds=1)
-REPLACEMENT_POLL_MAX = timedelta(seconds=30)
 MAX_HISTORY_EVENTS = 2000
 
 BATCH_IDLE = timedelta(seconds=1)

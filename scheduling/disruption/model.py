@@ -16,8 +16,9 @@ from pydantic.alias_generators import to_camel
 from scheduling.types import PlannedNodeClaim, SchedulingInput
 
 Obj = dict[str, Any]
-Reason = Literal["Empty", "Drifted", "Underutilized"]
-Method = Literal["Emptiness", "Drift", "MultiNodeConsolidation", "SingleNodeConsolidation"]
+# "Manual": a manual replace (`nodeflow replace`), which no budget limits
+Reason = Literal["Empty", "Drifted", "Underutilized", "Manual"]
+Method = Literal["Emptiness", "Drift", "MultiNodeConsolidation", "SingleNodeConsolidation", "Manual"]
 REASONS: tuple[Reason, ...] = ("Empty", "Drifted", "Underutilized")
 
 

@@ -13,7 +13,6 @@ from activities.launch import LaunchFailedInput, LaunchOutcome, MarkLaunchedInpu
 from activities.models import ClaimIdentity, ClaimRef
 from activities.provisioning_models import ApplyPlanInput, ApplyPlanResult, ProvisionPlan, ProvisionRound
 from activities.registration import FindNodeInput, NodeRef
-from activities.replacement import ReplacementInput, ReplacementResult, ReplacementState
 from activities.running import ClaimLiveness, DriftCheckInput, DriftResult, RunningCheck
 from activities.termination import (
     BeginTerminationInput,
@@ -44,12 +43,6 @@ class World:
     drift_after_checks: int = -1  # running_check reports AMIDrift from this call on (-1: never)
     drift_checks: int = 0
     pdb_refusals: int = 0  # drain_step answers "refused by a PDB" this many times first
-    replacement_ready_after_polls: int = 2
-    replacement_gone: bool = False
-    replacement_polls: int = 0
-    replacements: list[str] = field(default_factory=list)
-    # (expireAfter, terminationGracePeriod) of the NodePool's template when create_replacement reads it
-    replacement_template: tuple[str, str | None] | None = None
     # The phase whose activity first finds the NodeClaim gone (deleted, finalizer removed by hand, or its
     # name now another claim's): "launch", "registration", "initialization" or "running"; "" never.
     claim_gone_in: str = ""
@@ -119,26 +112,6 @@ class World:
                 return RunningCheck(liveness=ClaimLiveness(exists=False, deleting=True))
             return RunningCheck(liveness=ClaimLiveness(), drift=drift_check())
 
-        @activity.defn(name="create_replacement")
-        def create_replacement(inp: ReplacementInput) -> ReplacementResult:
-            name = f"{inp.node_pool}-repl{inp.attempt}"
-            world.calls.append(f"create_replacement:{name}")
-            world.replacements.append(name)
-            if world.replacement_template is None:
-                return ReplacementResult(name=name)
-            expire_after, grace = world.replacement_template
-            return ReplacementResult(name=name, expire_after=expire_after, termination_grace_period=grace)
-
-        @activity.defn(name="replacement_state")
-        def replacement_state(ref: ClaimRef) -> ReplacementState:
-            world.replacement_polls += 1
-            if world.replacement_gone:
-                return ReplacementState(gone=True, message=f"replacement {ref.name} is gone")
-            if world.replacement_polls >= world.replacement_ready_after_polls:
-                world.calls.append("replacement_initialized")
-                return ReplacementState(initialized=True)
-            return ReplacementState(message=f"replacement {ref.name} to initialize")
-
         @activity.defn(name="begin_termination")
         def begin_termination(inp: BeginTerminationInput) -> None:
             world.calls.append("begin_termination")
@@ -176,5 +149,5 @@ class World:
         return [
             launch, mark_launched, launch_failed, find_node, register_node, check_initialized,
             begin_termination, drain_step, terminate_instance, finalize, solve, apply_plan,
-            create_replacement, replacement_state, running_check,
+            running_check,
         ]  # fmt: skip

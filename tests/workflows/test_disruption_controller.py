@@ -21,6 +21,7 @@ from activities.disruption_execution import (
     SignalInput,
     StartInput,
 )
+from activities.manual_replacement import LaunchManualInput, ManualPlan, ManualRequest
 from scheduling.disruption import CandidateRef, Command
 from scheduling.types import PlannedNodeClaim
 from tests.workflows.histories import save_history
@@ -53,9 +54,13 @@ def cheaper(name: str) -> Command:
 class Cluster:
     """What the stand-in activities answer: one decision per call, in order, then none."""
 
-    def __init__(self, decisions: list[Command | None], replacement_fails: bool = False) -> None:
+    def __init__(
+        self, decisions: list[Command | None], replacement_fails: bool = False, disrupting: tuple[str, ...] = ()
+    ) -> None:
         self.decisions = decisions
         self.replacement_fails = replacement_fails
+        self.disrupting = disrupting  # claims plan_manual_replacement finds already being disrupted
+        self.decided = 0
         self.started: list[list[str]] = []
         self.calls: list[str] = []
         self.polls = 0
@@ -66,6 +71,7 @@ class Cluster:
 
         @activity.defn(name="decide_disruption")
         def decide_disruption(inp: DecideInput) -> DisruptionRound:
+            cluster.decided += 1
             command = cluster.decisions.pop(0) if cluster.decisions else None
             return DisruptionRound(command=command, executable=command is not None)
 
@@ -101,7 +107,27 @@ class Cluster:
             cluster.calls.append("signal")
             return inp.names
 
+        @activity.defn(name="plan_manual_replacement")
+        def plan_manual_replacement(request: ManualRequest) -> ManualPlan:
+            cluster.calls.append(f"plan:{request.node_claim}")
+            if request.node_claim in cluster.disrupting:
+                return ManualPlan(skipped=f"NodeClaim {request.node_claim} is already being disrupted")
+            candidate = CandidateRef(
+                node=f"node-{request.node_claim}", node_claim=request.node_claim, node_pool="default"
+            )
+            command = Command(
+                method="Manual", reason="Manual", action="Replace", candidates=[candidate], message=request.reason
+            )
+            return ManualPlan(command=command)
+
+        @activity.defn(name="launch_manual_replacements")
+        def launch_manual_replacements(inp: LaunchManualInput) -> list[str]:
+            cluster.calls.append("launch_manual")
+            return [f"default-m{inp.round.round}-{name}" for name in inp.names]
+
         return [
+            plan_manual_replacement,
+            launch_manual_replacements,
             decide_disruption,
             start_disruption,
             launch_replacements,
@@ -121,11 +147,17 @@ async def env() -> AsyncIterator[WorkflowEnvironment]:
         yield started
 
 
-async def run_rounds(env: WorkflowEnvironment, cluster: Cluster, rounds: int, history: str) -> DisruptionState:
+async def run_rounds(
+    env: WorkflowEnvironment, cluster: Cluster, rounds: int, history: str, replace: tuple[str, ...] = ()
+) -> DisruptionState:
+    """Run the controller until `rounds` rounds are done; `replace`: NodeClaims whose manual replace is
+    signalled right after the start (twice each: the second is deduplicated)."""
     async with worker_on_fresh_queue(env.client, [DisruptionControllerWorkflow], cluster.activities()) as queue:
         handle = await env.client.start_workflow(
             DisruptionControllerWorkflow.run, DisruptionState(), id=WORKFLOW_ID, task_queue=queue
         )
+        for name in [*replace, *replace]:
+            await handle.signal(DisruptionControllerWorkflow.replace, args=[name, f"roll {name}"])
         state: DisruptionState = await handle.query(DisruptionControllerWorkflow.status)
         while state.rounds < rounds:
             await env.sleep(10)
@@ -181,3 +213,33 @@ async def test_a_replacement_that_fails_rolls_the_command_back(env: WorkflowEnvi
     state = await run_rounds(env, cluster, 2, "disruption-rolled-back")
     assert cluster.calls == ["start", "launch", "abort:default-r0"]
     assert state.recent[0].startswith("rolled back") and "failed to launch" in state.recent[0]
+
+
+async def test_a_manual_replace_runs_before_the_decision_through_the_replace_steps(env: WorkflowEnvironment) -> None:
+    cluster = Cluster([])
+    state = await run_rounds(env, cluster, 2, "disruption-manual-replace", replace=("a",))
+    assert cluster.calls == ["plan:a", "start", "launch_manual", "initialized", "signal"]
+    assert cluster.started == [["a"]]
+    replacement = cluster.signalled[0]
+    assert replacement.names == ["a"]
+    assert replacement.reason.startswith("replaced by default-m") and replacement.reason.endswith("(roll a)")
+    (line,) = [line for line in state.recent if line.startswith("Manual")]
+    assert line.startswith("Manual Replace of a: executing; roll a; replacements default-m")
+    assert state.manual == []
+
+
+async def test_a_manual_replace_whose_replacement_fails_is_rolled_back(env: WorkflowEnvironment) -> None:
+    cluster = Cluster([], replacement_fails=True)
+    state = await run_rounds(env, cluster, 2, "disruption-manual-rolled-back", replace=("a",))
+    assert cluster.calls[:3] == ["plan:a", "start", "launch_manual"]
+    assert cluster.calls[3].startswith("abort:default-m") and "signal" not in cluster.calls
+    (line,) = [line for line in state.recent if line.startswith("rolled back")]
+    assert line.startswith("rolled back: Manual Replace of a") and "failed to launch" in line
+
+
+async def test_a_manual_replace_of_a_claim_being_disrupted_is_skipped_and_recorded(env: WorkflowEnvironment) -> None:
+    cluster = Cluster([], disrupting=("a",))
+    state = await run_rounds(env, cluster, 2, "disruption-manual-skipped", replace=("a", "b"))
+    assert [c for c in cluster.calls if c.startswith("plan")] == ["plan:a", "plan:b"]  # each once, in order
+    assert cluster.started == [["b"]]
+    assert "manual replace of a skipped: NodeClaim a is already being disrupted" in state.recent

@@ -1,11 +1,12 @@
-"""Operating a running NodeClaim: drift marking, expire, replace, and drains that wait on PDBs."""
+"""Operating a running NodeClaim: drift marking, expire, replace (forwarded to the disruption controller),
+and drains that wait on PDBs."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from datetime import timedelta
 
+from temporalio import workflow
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
@@ -14,6 +15,8 @@ from temporalio.testing import WorkflowEnvironment
 from tests.eventually import eventually_async
 from tests.workflows.fakes import World
 from tests.workflows.histories import save_history
+from tests.workflows.workers import worker_on_fresh_queue
+from workflows.disruption import WORKFLOW_ID as DISRUPTION_ID
 from workflows.nodeclaim import RUNNING_CHECKS_PER_RUN, NodeClaimWorkflow, workflow_id
 from workflows.nodeclaim_state import DELETED, RUNNING, NodeClaimInput, NodeClaimState
 
@@ -138,41 +141,66 @@ async def test_should_force_the_drain_when_the_termination_grace_period_passes(
     assert forced[0] is False and forced[-1] is True
 
 
-async def test_should_launch_a_replacement_before_draining_on_replace(
+@workflow.defn(name="DisruptionController", sandboxed=False)
+class ControllerStub:
+    """Stands in for the disruption controller: records the `replace` requests it is signalled."""
+
+    def __init__(self) -> None:
+        self.requests: list[list[str]] = []
+
+    @workflow.signal(name="replace")
+    def replace(self, node_claim: str, reason: str = "") -> None:
+        self.requests.append([node_claim, reason])
+
+    @workflow.query(name="requests")
+    def requested(self) -> list[list[str]]:
+        return self.requests
+
+    @workflow.run
+    async def run(self) -> None:
+        await workflow.wait_condition(lambda: False)
+
+
+async def test_a_replace_signal_is_forwarded_to_the_disruption_controller(
     time_env: WorkflowEnvironment, worker: str, world: World
 ) -> None:
-    world.replacement_ready_after_polls = 3
-    handle = await start(time_env, worker)
-    await wait_until(handle, time_env, lambda s: s.phase == RUNNING, "Running")
-    await handle.signal(NodeClaimWorkflow.replace, "new AMI")
-    final: NodeClaimState = await handle.result()
-    await save_history(handle, "nodeclaim-replace")
+    """The claim does not replace itself: the controller launches the replacement and signals `delete`."""
+    async with worker_on_fresh_queue(time_env.client, [ControllerStub], []) as controller_queue:
+        controller = await time_env.client.start_workflow(
+            ControllerStub.run, id=DISRUPTION_ID, task_queue=controller_queue
+        )
+        handle = await start(time_env, worker)
+        await wait_until(handle, time_env, lambda s: s.phase == RUNNING, "Running")
+        await handle.signal(NodeClaimWorkflow.replace, "new AMI")
 
+        async def forwarded() -> list[list[str]]:
+            requests: list[list[str]] = await controller.query(ControllerStub.requested)
+            assert requests, "no request yet"
+            return requests
+
+        assert await eventually_async(forwarded, timeout=30, what="the forwarded request") == [
+            ["default-abcde", "new AMI"]
+        ]
+        state: NodeClaimState = await handle.query(NodeClaimWorkflow.status)
+        assert state.phase == RUNNING and not state.termination_reason  # it keeps running until `delete`
+        await handle.signal(NodeClaimWorkflow.delete, "replaced by default-fghjk (new AMI)")
+        final: NodeClaimState = await handle.result()
+        await save_history(handle, "nodeclaim-replace")
     assert final.phase == DELETED
-    assert final.replacement == "default-repl1"
-    assert final.termination_reason == "replaced by default-repl1 (new AMI)"
-    order = [c for c in world.calls if c in ("create_replacement:default-repl1", "replacement_initialized",
-                                              "begin_termination")]  # fmt: skip
-    assert order[:3] == ["create_replacement:default-repl1", "replacement_initialized", "begin_termination"]
-    child: NodeClaimState = await time_env.client.get_workflow_handle(workflow_id("default-repl1")).query(
-        NodeClaimWorkflow.status
-    )
-    assert child.name == "default-repl1"  # the replacement's own workflow outlives the original
+    assert "launch" in world.calls and world.launched == 1  # no replacement launched by the claim itself
 
 
-async def test_should_keep_the_node_when_its_replacement_fails(
+async def test_a_replace_signal_without_a_controller_leaves_the_claim_running(
     time_env: WorkflowEnvironment, worker: str, world: World
 ) -> None:
-    world.replacement_gone = True
     handle = await start(time_env, worker)
     await wait_until(handle, time_env, lambda s: s.phase == RUNNING, "Running")
     await handle.signal(NodeClaimWorkflow.replace)
-    state = await wait_until(handle, time_env, lambda s: bool(s.failure), "the replace to fail")
-    assert state.phase == RUNNING
-    assert "keeps running" in state.failure
+    await time_env.sleep(timedelta(minutes=1))
+    state: NodeClaimState = await handle.query(NodeClaimWorkflow.status)
+    assert state.phase == RUNNING and not state.failure
     await handle.signal(NodeClaimWorkflow.delete)
-    final: NodeClaimState = await handle.result()
-    assert final.phase == DELETED
+    assert (await handle.result()).phase == DELETED
 
 
 def running_state() -> NodeClaimState:
@@ -192,27 +220,3 @@ async def test_a_signal_carried_over_by_continue_as_new_is_acted_on(
     assert final.phase == DELETED
     assert final.termination_reason == "manual drain"
     assert "begin_termination" in world.calls and world.launched == 0
-
-
-async def test_a_replacement_does_not_inherit_the_requests_carried_to_its_parent(
-    time_env: WorkflowEnvironment, worker: str, world: World
-) -> None:
-    handle = await start(time_env, worker, state=running_state(), pending_replacement="new AMI")
-    final: NodeClaimState = await handle.result()
-    assert final.termination_reason == "replaced by default-repl1 (new AMI)"
-    child = time_env.client.get_workflow_handle(workflow_id("default-repl1"))
-    await wait_until(child, time_env, lambda s: s.phase == RUNNING, "the replacement Running")
-    assert world.replacements == ["default-repl1"]  # the replacement did not replace itself
-
-
-async def test_a_replacement_runs_with_the_nodepool_templates_expiry_and_grace_period_now(
-    time_env: WorkflowEnvironment, worker: str, world: World
-) -> None:
-    world.replacement_template = ("168h", "1h")
-    handle = await start(time_env, worker, state=running_state(), pending_replacement="template changed")
-    await handle.result()
-    child = time_env.client.get_workflow_handle(workflow_id("default-repl1"))
-    await wait_until(child, time_env, lambda s: s.phase == RUNNING, "the replacement Running")
-    started = (await child.fetch_history()).events[0].workflow_execution_started_event_attributes
-    child_input = json.loads(started.input.payloads[0].data)
-    assert (child_input["expire_after"], child_input["termination_grace_period"]) == ("168h", "1h")

@@ -22,7 +22,6 @@ from activities.launch import LaunchFailedInput, LaunchOutcome, MarkLaunchedInpu
 from activities.lifecycle import node_claim_activities
 from activities.models import ClaimIdentity, ClaimRef
 from activities.registration import FindNodeInput
-from activities.replacement import ReplacementInput
 from activities.running import DriftCheckInput
 from activities.termination import BeginTerminationInput, DrainInput, TerminateInput
 from cloudprovider.fake import FakeCloudProvider
@@ -164,13 +163,6 @@ def test_a_node_with_our_provider_id_but_another_uid_is_not_ours(
     progress = acts.drain_step(DrainInput(**stale(provider_id=NEW_PROVIDER_ID), force=True))
     assert progress.remaining == 0
     acts.finalize(ClaimIdentity(**stale(provider_id=NEW_PROVIDER_ID)))
-    unchanged(kube, before, cloud)
-
-
-def test_no_replacement_is_made_for_another_claim(
-    acts: Any, kube: MemKube, before: dict[Any, Any], cloud: FakeCloudProvider
-) -> None:
-    assert not acts.create_replacement(ReplacementInput(name=NAME, uid=STALE_UID, attempt=1)).name
     unchanged(kube, before, cloud)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from activities.replace import REPLACEMENT_OF_ANNOTATION, replacement_body, replacement_name
+from activities.replace import REPLACEMENT_OF_ANNOTATION, replacement_body
 from apis.nodepool import TEMPLATE_HASH_VERSION, NodePool
 
 ORIGINAL: dict[str, Any] = {
@@ -28,13 +28,6 @@ ORIGINAL: dict[str, Any] = {
     "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}},
     "status": {"providerID": "aws:///us-west-2a/i-1"},
 }
-
-
-def test_names_are_deterministic_per_attempt_and_look_like_karpenters() -> None:
-    first = replacement_name("default-bcdfg", "default", 1)
-    assert first == replacement_name("default-bcdfg", "default", 1)
-    assert first != replacement_name("default-bcdfg", "default", 2)
-    assert first.startswith("default-") and len(first) == len("default-") + 5
 
 
 def test_the_body_keeps_spec_labels_and_annotations_but_not_the_launch_choices() -> None:
