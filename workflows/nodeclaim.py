@@ -101,7 +101,9 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
     @workflow.signal(name="check_drift")
     def check_drift(self, reason: str = "") -> None:
         """Run the running phase's check now instead of at its next interval: the worker sends it when the
-        claim's NodePool or EC2NodeClass changes. Ignored before the running phase."""
+        claim's NodePool or EC2NodeClass changes. Asked before the running phase (the node class changed
+        while the node launched or initialized), the check runs as the running phase begins; the request
+        survives continue-as-new."""
         self.drift_check_requested = True
 
     @workflow.query(name="status")
@@ -116,6 +118,7 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
         self.input = claim_input
         self.state = claim_input.state or NodeClaimState(name=claim_input.name, node_pool=claim_input.node_pool)
         self.pending_termination = self.pending_termination or claim_input.pending_termination
+        self.drift_check_requested = self.drift_check_requested or claim_input.drift_check_requested
         phases: dict[str, Callable[[], Awaitable[None]]] = {
             LAUNCHING: self.launch,
             REGISTERING: self.register,

@@ -42,7 +42,13 @@ class NodeClaimWorkflowBase:
 
     def _continued_input(self) -> NodeClaimInput:
         """The next run's input: the state, and any signalled request not acted on yet."""
-        return self.input.model_copy(update={"state": self.state, "pending_termination": self.pending_termination})
+        return self.input.model_copy(
+            update={
+                "state": self.state,
+                "pending_termination": self.pending_termination,
+                "drift_check_requested": self.drift_check_requested,
+            }
+        )
 
     def _entered_running(self, before: str) -> bool:
         """The claim just became Running in this run: the long phase starts in a fresh run."""

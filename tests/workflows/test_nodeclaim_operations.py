@@ -18,7 +18,7 @@ from tests.workflows.histories import save_history
 from tests.workflows.workers import worker_on_fresh_queue
 from workflows.disruption import WORKFLOW_ID as DISRUPTION_ID
 from workflows.nodeclaim import RUNNING_CHECKS_PER_RUN, NodeClaimWorkflow, workflow_id
-from workflows.nodeclaim_state import DELETED, RUNNING, NodeClaimInput, NodeClaimState
+from workflows.nodeclaim_state import DELETED, INITIALIZING, RUNNING, NodeClaimInput, NodeClaimState
 
 
 async def start(env: WorkflowEnvironment, task_queue: str, **kwargs: object) -> WorkflowHandle:
@@ -95,6 +95,25 @@ async def test_a_check_drift_signal_runs_the_check_at_once(
     assert drifted.drift_checks == 1
     assert await time_env.get_current_time() - started < timedelta(minutes=30)
     await save_history(handle, "nodeclaim-check-drift-signal")
+    await handle.signal(NodeClaimWorkflow.delete, "NodeClaim deleted")
+    assert (await handle.result()).phase == DELETED
+
+
+async def test_a_check_drift_signal_before_the_running_phase_runs_the_check_as_it_begins(
+    time_env: WorkflowEnvironment, worker: str, world: World
+) -> None:
+    """A node class changed while the node initialized: the request survives the continue-as-new into the
+    running phase and the check runs as it begins, not an interval (an hour here) later."""
+    world.ready_after_polls = 10**6  # initializing until the signal is in
+    handle = await start(time_env, worker, drift_check_interval="1h")
+    await wait_until(handle, time_env, lambda s: s.phase == INITIALIZING, "Initializing")
+    started = await time_env.get_current_time()
+    world.drift_after_checks = 1
+    await handle.signal(NodeClaimWorkflow.check_drift, "EC2NodeClass default changed")
+    world.ready_after_polls = 0
+    drifted = await wait_until(handle, time_env, lambda s: bool(s.drift_reason), "Drifted")
+    assert drifted.drift_checks == 1
+    assert await time_env.get_current_time() - started < timedelta(minutes=30)
     await handle.signal(NodeClaimWorkflow.delete, "NodeClaim deleted")
     assert (await handle.result()).phase == DELETED
 
