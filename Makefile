@@ -7,10 +7,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test pytest lint typecheck imports unit e2e crds lock clean
 
-# Let Python cache the bytecode of what it imports: every process of the suite and the local stack
-# imports boto3, moto, kubernetes and temporalio, and compiling them from source each time (an environment
-# may set PYTHONDONTWRITEBYTECODE) costs seconds of CPU per process. Cached on first import, so only what
-# runs is compiled (byte-compiling the whole install would add ~10 s to a fresh `make`).
+# Byte-compile what Python imports: every process of the suite and the local stack imports boto3, moto,
+# kubernetes and temporalio, and compiling them from source each time (an environment may set
+# PYTHONDONTWRITEBYTECODE) costs seconds of CPU per process. Installs are byte-compiled (uv
+# --compile-bytecode); this lets Python cache nodeflow's own modules too.
 unexport PYTHONDONTWRITEBYTECODE
 
 # Pinned versions from requirements-dev.lock (refresh with `make lock`), then nodeflow itself and the
@@ -18,8 +18,8 @@ unexport PYTHONDONTWRITEBYTECODE
 $(STAMP): pyproject.toml devstack/pyproject.toml requirements-dev.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check uv
-	$(BIN)/uv pip install -q -p $(BIN)/python -r requirements-dev.lock
-	$(BIN)/uv pip install -q -p $(BIN)/python --no-deps -e . -e devstack
+	$(BIN)/uv pip install -q --compile-bytecode -p $(BIN)/python -r requirements-dev.lock
+	$(BIN)/uv pip install -q --compile-bytecode -p $(BIN)/python --no-deps -e . -e devstack
 	touch $(STAMP)
 
 # requirements-dev.lock: the product's dependencies, the dev tools and the dev stack's dependencies;
