@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -45,6 +44,7 @@ from scheduling.disruption.candidates import offering_price
 from workers import settings as settings_mod
 from workers.cluster_reads import ClusterReadError, build_kube, parse_now
 from workers.disruption_dryrun import apply_command
+from workers.process_exit import exiting_after
 from workers.simulate_cmd import InputError, load_catalog
 
 HISTORY_CONDITIONS = ("DisruptionReason", "Drifted", "Expired", "Consolidatable")
@@ -386,20 +386,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--instance-types", help="instance-type catalog (YAML or JSON list); default: built-in AWS")
     parser.add_argument("--now", default=None, help="judge at this RFC 3339 time (default: now)")
     settings_mod.add_arguments(parser)  # --kubeconfig, --temporal-address, --temporal-namespace, --region...
-    parser.set_defaults(func=_cli(run))
-
-
-def _cli(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """End the process right after the command: the Temporal client's native threads can abort the
-    interpreter's finalization (temporalio/sdk-python#300), as in workers.ops_cmd."""
-
-    def run_and_exit(args: argparse.Namespace) -> int:
-        code = command(args)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-
-    return run_and_exit
+    parser.set_defaults(func=exiting_after(run))
 
 
 def read_events(kube: Kube) -> list[Obj]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -32,6 +31,7 @@ from kube import resources as r
 from kube.errors import NotFoundError
 from kube.types import Kube
 from workers import settings as settings_mod
+from workers.process_exit import exiting_after
 from workers.temporal_client import connect
 from workflows import search_attributes as sa
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
@@ -226,7 +226,7 @@ def _add_signal(subparsers: argparse._SubParsersAction, name: str) -> None:  # t
     parser.add_argument("target", metavar="NODE_OR_NODECLAIM", help="a Node name or a NodeClaim name")
     parser.add_argument("--reason", default="", help="recorded as the termination reason")
     settings_mod.add_arguments(parser)
-    parser.set_defaults(func=_cli(run_signal), signal=name)
+    parser.set_defaults(func=exiting_after(run_signal), signal=name)
 
 
 def _add_status(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -236,21 +236,7 @@ def _add_status(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
     parser.add_argument("--node-pool", default=None, help="only claims of this NodePool")
     parser.add_argument("--phase", default=None, choices=PHASES, help="only claims in this phase")
     settings_mod.add_arguments(parser)
-    parser.set_defaults(func=_cli(run_status))
-
-
-def _cli(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """The command as the `nodeflow` entry point runs it: the process ends right after it, skipping
-    interpreter finalization, during which the Temporal client's native threads can abort the process
-    (temporalio/sdk-python#300) and turn a successful command into a crash."""
-
-    def run_and_exit(args: argparse.Namespace) -> int:
-        code = command(args)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-
-    return run_and_exit
+    parser.set_defaults(func=exiting_after(run_status))
 
 
 def _settings(args: argparse.Namespace) -> settings_mod.Settings:
