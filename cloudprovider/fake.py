@@ -12,6 +12,7 @@ import builtins
 import itertools
 import threading
 from collections.abc import Iterable
+from typing import Any
 
 from apis.ec2nodeclass import EC2NodeClass
 from apis.instancetype import InstanceType, Offering, eks_overhead
@@ -89,6 +90,22 @@ class FakeCloudProvider:
     def fail_next(self, method: str, error: CloudProviderError) -> None:
         """The next call of `method` ("create", "get", "delete", ...) raises `error`."""
         self._errors.setdefault(method, []).append(error)
+
+    def put_running(self, instance_id: str, tags: dict[str, str], **fields: Any) -> Instance:
+        """Place a running m5.large in us-west-2a, on-demand, with these tags and any other `Instance`
+        fields, as if launched outside `create` (a leaked instance, one of another run); returns it."""
+        instance = Instance(
+            id=instance_id,
+            instance_type="m5.large",
+            zone="us-west-2a",
+            capacity_type="on-demand",
+            state="running",
+            provider_id=f"aws:///us-west-2a/{instance_id}",
+            tags=tags,
+            **fields,
+        )
+        self.instances[instance_id] = instance
+        return instance
 
     def terminate_now(self, instance_id: str) -> None:
         """Finish a pending termination (the AWS side moves shutting-down -> terminated on its own)."""

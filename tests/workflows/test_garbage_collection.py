@@ -21,7 +21,7 @@ from temporalio.workflow import NondeterminismError
 
 from activities.garbage_collection import CollectInput, CollectResult, GarbageCollectionActivities, LeakedInstance
 from cloudprovider.fake import FakeCloudProvider
-from cloudprovider.types import TAG_CLUSTER_PREFIX, TAG_NODECLAIM, Instance
+from cloudprovider.types import TAG_CLUSTER_PREFIX, TAG_NODECLAIM
 from kube.errors import ServerError
 from kube.resources import NODECLAIM, Resource
 from tests.workflows import histories
@@ -229,16 +229,8 @@ def put(cloud: FakeCloudProvider, instance_id: str, claim: str | None, age: time
     tags = {f"{TAG_CLUSTER_PREFIX}{cloud.cluster_name}": "owned"}
     if claim is not None:
         tags[TAG_NODECLAIM] = claim
-    cloud.instances[instance_id] = Instance(
-        id=instance_id,
-        instance_type="m5.large",
-        zone="us-west-2a",
-        capacity_type="on-demand",
-        state="running",
-        provider_id=f"aws:///us-west-2a/{instance_id}",
-        launch_time=(datetime.now(UTC) - age).isoformat() if age is not None else "",
-        tags=tags,
-    )
+    launched = (datetime.now(UTC) - age).isoformat() if age is not None else ""
+    cloud.put_running(instance_id, tags, launch_time=launched)
 
 
 def test_the_activity_terminates_only_old_instances_of_missing_claims() -> None:

@@ -41,17 +41,8 @@ class CountingCloud(FakeCloudProvider):
         return super().get(instance_id)
 
     def put(self, instance_id: str, subnet: str, *groups: str) -> None:
-        self.instances[instance_id] = Instance(
-            id=instance_id,
-            instance_type="m5.large",
-            zone="us-west-2a",
-            capacity_type="on-demand",
-            state="running",
-            provider_id=f"aws:///us-west-2a/{instance_id}",
-            subnet_id=subnet,
-            security_group_ids=sorted(groups),
-            tags={f"{TAG_CLUSTER_PREFIX}{self.cluster_name}": "owned"},
-        )
+        tags = {f"{TAG_CLUSTER_PREFIX}{self.cluster_name}": "owned"}
+        self.put_running(instance_id, tags, subnet_id=subnet, security_group_ids=sorted(groups))
 
 
 def node_class(version: str) -> EC2NodeClass:

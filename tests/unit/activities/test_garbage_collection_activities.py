@@ -11,7 +11,7 @@ import pytest
 from activities.garbage_collection import CollectInput, GarbageCollectionActivities
 from cloudprovider.errors import CloudProviderError, InstanceNotFoundError
 from cloudprovider.fake import FakeCloudProvider
-from cloudprovider.types import TAG_NODECLAIM, Instance
+from cloudprovider.types import TAG_NODECLAIM
 from tests.unit.activities.claimworld import NAME
 from tests.unit.activities.memkube import MemKube
 
@@ -19,17 +19,7 @@ HOUR_AGO = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ
 
 
 def instance(cloud: FakeCloudProvider, instance_id: str, claim: str | None, launch_time: str = HOUR_AGO) -> None:
-    tags = {TAG_NODECLAIM: claim} if claim else {}
-    cloud.instances[instance_id] = Instance(
-        id=instance_id,
-        instance_type="m5.large",
-        zone="us-west-2a",
-        capacity_type="on-demand",
-        state="running",
-        provider_id=f"aws:///us-west-2a/{instance_id}",
-        launch_time=launch_time,
-        tags=tags,
-    )
+    cloud.put_running(instance_id, {TAG_NODECLAIM: claim} if claim else {}, launch_time=launch_time)
 
 
 @pytest.fixture

@@ -23,17 +23,7 @@ def termination(kube: MemKube, cloud: FakeCloudProvider, events: Events) -> Term
 
 
 def instance(cloud: FakeCloudProvider, instance_id: str, node_claim: str = NAME) -> Instance:
-    made = Instance(
-        id=instance_id,
-        instance_type="m5.large",
-        zone="us-west-2a",
-        capacity_type="on-demand",
-        state="running",
-        provider_id=f"aws:///us-west-2a/{instance_id}",
-        tags={TAG_NODECLAIM: node_claim},
-    )
-    cloud.instances[instance_id] = made
-    return made
+    return cloud.put_running(instance_id, {TAG_NODECLAIM: node_claim})
 
 
 def test_a_drain_step_evicts_waits_on_pdbs_and_holds_do_not_disrupt(
