@@ -6,7 +6,6 @@ WhenEmptyOrUnderutilized, consolidateAfter 0s, budget 10%, rounded up)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -20,15 +19,14 @@ from tests.e2e.disruption_views import (
     scale,
 )
 from tests.eventually import eventually
-from workers.dev_cmd import stack_config
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
-    with DevStack(stack_config(state_dir=tmp_path_factory.mktemp("disruption"))) as running:
-        yield running
+def stack(private_stack: DevStack) -> DevStack:
+    """A stack of this module's own: no other test's nodes share its default NodePool's budget."""
+    return private_stack
 
 
 def test_a_deployment_scaled_to_zero_leaves_no_node_claim_node_or_instance_within_60s(stack: DevStack) -> None:

@@ -5,8 +5,6 @@ unbound."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from devstack.stack import DevStack
@@ -23,15 +21,14 @@ from tests.e2e.disruption_views import (
     tainted_nodes,
 )
 from tests.eventually import eventually
-from workers.dev_cmd import stack_config
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
-    with DevStack(stack_config(state_dir=tmp_path_factory.mktemp("disruption-chaos"))) as running:
-        yield running
+def stack(private_stack: DevStack) -> DevStack:
+    """A stack of this module's own: its test kills the worker."""
+    return private_stack
 
 
 def test_a_worker_killed_during_a_consolidation_leaks_doubles_and_strands_nothing(stack: DevStack) -> None:
