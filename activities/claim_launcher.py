@@ -17,7 +17,6 @@ from apis.nodeclaim import NodeClaim, NodeClaimSpec, ResourceRequirements
 from apis.nodepool import NodePool
 from apis.requirements import NodeSelectorRequirement
 from kube import resources as r
-from kube.errors import AlreadyExistsError
 from kube.types import Kube, Obj
 from scheduling.types import PlannedNodeClaim
 
@@ -111,7 +110,4 @@ class ClaimLauncher:
         )
         body: dict[str, Any] = claim.to_kube()
         body.pop("status", None)
-        try:
-            return self.kube.create(r.NODECLAIM, body)
-        except AlreadyExistsError:
-            return kubeops.get_or_none(self.kube, r.NODECLAIM, name)
+        return kubeops.create_or_get(self.kube, r.NODECLAIM, body)[0]

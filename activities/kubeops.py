@@ -7,7 +7,7 @@ import copy
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from kube.errors import ConflictError, NotFoundError
+from kube.errors import AlreadyExistsError, ConflictError, NotFoundError
 from kube.resources import Resource
 from kube.types import Kube, Obj
 
@@ -64,6 +64,15 @@ def get_or_none(kube: Kube, resource: Resource, name: str, namespace: str | None
         return kube.get(resource, name, namespace)
     except NotFoundError:
         return None
+
+
+def create_or_get(kube: Kube, resource: Resource, body: Obj) -> tuple[Obj | None, bool]:
+    """Create `body`, or find the object of its name an earlier try created: (the object as the API
+    returns it, whether this call created it). The object is None when it existed and is gone already."""
+    try:
+        return kube.create(resource, body), True
+    except AlreadyExistsError:
+        return get_or_none(kube, resource, body["metadata"]["name"]), False
 
 
 def has_taint(obj: Obj, key: str, effect: str) -> bool:

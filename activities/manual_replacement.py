@@ -24,7 +24,6 @@ from activities.provisioning_models import ProvisionRound
 from apis import labels
 from apis.nodepool import NodePool
 from kube import resources as r
-from kube.errors import AlreadyExistsError
 from kube.types import Kube, Obj
 from scheduling.disruption import CandidateRef, Command
 
@@ -131,10 +130,9 @@ class ManualReplacement:
     def _create(self, original: Obj, body: Obj) -> Obj | None:
         """Create the replacement (or find it from an earlier try) as the API returns it; None when it was
         created and is gone already (its launch failed)."""
-        name = body["metadata"]["name"]
-        try:
-            claim = self.kube.create(r.NODECLAIM, body)
-        except AlreadyExistsError:
-            return kubeops.get_or_none(self.kube, r.NODECLAIM, name)
-        self.recorder.record(original, "Normal", "Replacing", f"launching replacement NodeClaim {name}")
+        claim, created = kubeops.create_or_get(self.kube, r.NODECLAIM, body)
+        if created:
+            self.recorder.record(
+                original, "Normal", "Replacing", f"launching replacement NodeClaim {body['metadata']['name']}"
+            )
         return claim
