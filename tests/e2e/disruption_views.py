@@ -3,6 +3,7 @@ NodeClaims as the Kubernetes API shows them, and the disruption controller's sta
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from temporalio.client import Client
@@ -120,3 +121,21 @@ RIGHT_SIZED = [{"name": "app", "image": "registry.k8s.io/pause:3.9",
 def right_size(stack: DevStack, name: str) -> None:
     """Shrink Deployment `name`'s pod to 500m/512Mi: its new pod fits on the big node, now mostly idle."""
     stack.kube.patch(r.DEPLOYMENT, name, {"spec": {"template": {"spec": {"containers": RIGHT_SIZED}}}}, "default")
+
+
+class PendingWatch:
+    """The longest time any pod of Deployment `app` was seen not Running, over the `sample` calls."""
+
+    def __init__(self, stack: DevStack, app: str) -> None:
+        self.stack, self.app = stack, app
+        self.longest = 0.0
+        self._since: dict[str, float] = {}  # pod uid -> when first seen not Running
+
+    def sample(self) -> None:
+        now = time.monotonic()
+        for pod in pods_of(self.stack, self.app):
+            uid = pod["metadata"]["uid"]
+            if pod.get("status", {}).get("phase") == "Running":
+                self._since.pop(uid, None)
+            else:
+                self.longest = max(self.longest, now - self._since.setdefault(uid, now))

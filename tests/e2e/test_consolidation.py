@@ -10,7 +10,6 @@ Kubernetes API only.
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import pytest
@@ -20,6 +19,7 @@ from devstack.stack import DevStack
 from kube import resources as r
 from tests.e2e.conftest import deployment
 from tests.e2e.disruption_views import (
+    PendingWatch,
     all_running,
     claim_prices,
     claims_of_pool,
@@ -71,17 +71,10 @@ def test_a_right_sized_workload_is_consolidated_onto_a_cheaper_node_with_its_pod
 
     # The workload is right-sized: the new pod fits on the big node, which is now mostly idle.
     right_size(stack, "resize")
-    pending_since: dict[str, float] = {}
-    longest_pending = [0.0]
+    pending = PendingWatch(stack, "resize")
 
     def consolidated() -> bool:
-        now = time.monotonic()
-        for pod in pods_of(stack, "resize"):
-            uid = pod["metadata"]["uid"]
-            if pod.get("status", {}).get("phase") == "Running":
-                pending_since.pop(uid, None)
-            else:
-                longest_pending[0] = max(longest_pending[0], now - pending_since.setdefault(uid, now))
+        pending.sample()
         claims = claim_prices(stack, "resize")
         return len(claims) == 1 and next(iter(claims)) not in big and all_running(stack, "resize")
 
@@ -92,7 +85,7 @@ def test_a_right_sized_workload_is_consolidated_onto_a_cheaper_node_with_its_pod
         raise AssertionError(f"{err}; claims {claim_prices(stack, 'resize')}; controller: {recent}") from None
     small_type = next(iter(claim_prices(stack, "resize").values()))
     assert prices[small_type] < prices[big_type], (small_type, big_type)
-    assert longest_pending[0] < 30, f"a pod was pending {longest_pending[0]:.0f}s"
+    assert pending.longest < 30, f"a pod was pending {pending.longest:.0f}s"
     print(f"{big_type} (${prices[big_type]}/h) -> {small_type} (${prices[small_type]}/h)")
     stack.kube.delete(r.DEPLOYMENT, "resize", "default")
 

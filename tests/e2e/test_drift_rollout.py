@@ -5,7 +5,6 @@ the NodePool's budget. Observed through the Kubernetes API and EC2 only."""
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import pytest
@@ -14,6 +13,7 @@ from devstack.stack import DevStack
 from kube import resources as r
 from tests.e2e.conftest import claim_tag, deployment, live_instances
 from tests.e2e.disruption_views import (
+    PendingWatch,
     all_running,
     claim_prices,
     controller_state,
@@ -83,18 +83,11 @@ def test_a_changed_node_class_ami_rolls_every_node_within_the_budget_without_man
     assert {images[c] for c in originals} == {old}
 
     stack.apply_text(pinned_ami_pool(stack.config.cluster_name, new))
-    pending_since: dict[str, float] = {}
-    longest_pending = [0.0]
+    pending = PendingWatch(stack, "amiroll")
     most_disrupting = [0]
 
     def rolled() -> bool:
-        now = time.monotonic()
-        for pod in pods_of(stack, "amiroll"):
-            uid = pod["metadata"]["uid"]
-            if pod.get("status", {}).get("phase") == "Running":
-                pending_since.pop(uid, None)
-            else:
-                longest_pending[0] = max(longest_pending[0], now - pending_since.setdefault(uid, now))
+        pending.sample()
         claims = {
             c["metadata"]["name"]: c
             for c in stack.kube.list(r.NODECLAIM)
@@ -139,6 +132,6 @@ def test_a_changed_node_class_ami_rolls_every_node_within_the_budget_without_man
         ) from None
     # Seen disrupting (tainted or deleting) while sampled, never two at once with a budget of one node.
     assert most_disrupting[0] == 1, f"at most {most_disrupting[0]} node(s) seen disrupted at once; budget 1"
-    assert longest_pending[0] < 30, f"a pod was pending {longest_pending[0]:.0f}s"
-    print(f"rolled {sorted(originals)} from {old} to {new}; longest pending pod {longest_pending[0]:.1f}s")
+    assert pending.longest < 30, f"a pod was pending {pending.longest:.0f}s"
+    print(f"rolled {sorted(originals)} from {old} to {new}; longest pending pod {pending.longest:.1f}s")
     stack.kube.delete(r.DEPLOYMENT, "amiroll", "default")
