@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from devstack.stack import DevStack
+from kube import resources as r
 from kube.resources import NODECLAIM
 from workers.dev_cmd import stack_config
 
@@ -44,6 +45,11 @@ spec:
           image: registry.k8s.io/pause:3.9
           resources: {{requests: {{cpu: "{cpu}", memory: {memory}}}}}
 """
+
+
+def pods_of(stack: DevStack, app: str) -> list[dict[str, Any]]:
+    """The pods of Deployment `app` (label app=<app>) in namespace default."""
+    return stack.kube.list(r.POD, namespace="default", label_selector=f"app={app}")
 
 
 def all_instances(stack: DevStack) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from devstack.stack import DevStack
 from kube import resources as r
+from tests.e2e.conftest import pods_of
 from workflows.disruption import WORKFLOW_ID, DisruptionState
 
 
@@ -38,10 +39,6 @@ def pinned(name: str) -> str:
         f"      nodeSelector: {{karpenter.sh/nodepool: {name}}}\n"
         f"      tolerations: [{{key: pool, value: {name}, effect: NoSchedule}}]"
     )
-
-
-def pods_of(stack: DevStack, app: str) -> list[dict[str, Any]]:
-    return stack.kube.list(r.POD, namespace="default", label_selector=f"app={app}")
 
 
 def all_running(stack: DevStack, app: str) -> bool:

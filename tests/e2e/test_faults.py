@@ -21,6 +21,7 @@ from tests.e2e.conftest import (
     claim_tag,
     deployment,
     live_instances,
+    pods_of,
 )
 from tests.eventually import eventually, eventually_async
 from workflows import garbage_collection as gc
@@ -70,10 +71,6 @@ def settle(stack: DevStack) -> dict[str, Any]:
     summary = stack.wait_settled(timeout=SETTLE_SECONDS)
     assert summary["settled"], summary["unsettled"]
     return summary
-
-
-def pods_of(stack: DevStack, app: str) -> list[dict[str, Any]]:
-    return stack.kube.list(r.POD, namespace="default", label_selector=f"app={app}")
 
 
 def node_zone(stack: DevStack, node_name: str) -> str:

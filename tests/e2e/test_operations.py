@@ -19,7 +19,7 @@ from activities.replace import REPLACEMENT_OF_ANNOTATION
 from devstack.stack import DevStack
 from kube import resources as r
 from kube.errors import NotFoundError
-from tests.e2e.conftest import REPO, assert_one_instance_per_claim, deployment
+from tests.e2e.conftest import REPO, assert_one_instance_per_claim, deployment, pods_of
 from tests.eventually import eventually
 from workers.dev_cmd import stack_config
 
@@ -63,10 +63,6 @@ def nodeflow(stack: DevStack, *args: str) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env, cwd=REPO)
     assert done.returncode == 0, f"nodeflow {' '.join(args)}: {done.stderr}"
     return done
-
-
-def pods_of(stack: DevStack, app: str) -> list[dict[str, Any]]:
-    return stack.kube.list(r.POD, namespace="default", label_selector=f"app={app}")
 
 
 def claim_of_node(stack: DevStack, node_name: str) -> dict[str, Any]:

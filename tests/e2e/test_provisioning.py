@@ -13,14 +13,10 @@ import pytest
 from devstack.stack import DevStack
 from kube import resources as r
 from kube.errors import NotFoundError
-from tests.e2e.conftest import assert_one_instance_per_claim, deployment, live_instances
+from tests.e2e.conftest import assert_one_instance_per_claim, deployment, live_instances, pods_of
 from tests.eventually import eventually
 
 pytestmark = pytest.mark.e2e
-
-
-def pods_of(stack: DevStack, app: str) -> list[dict[str, Any]]:
-    return stack.kube.list(r.POD, namespace="default", label_selector=f"app={app}")
 
 
 def test_should_bind_a_deployments_pods_to_new_nodes(stack: DevStack) -> None:
