@@ -87,6 +87,18 @@ def _total_price(states: Sequence[NodeState]) -> float | None:
     return None if any(p is None for p in prices) else sum(p for p in prices if p is not None)
 
 
+def _deleting(method: Method, reason: Reason, states: Sequence[NodeState], message: str) -> Command:
+    """The command deleting these nodes (no replacement), priced at what they cost now."""
+    return Command(
+        method=method,
+        reason=reason,
+        action="Delete",
+        candidates=[candidate_ref(s) for s in states],
+        price=_total_price(states),
+        message=message,
+    )
+
+
 class _Pass:
     """One decision over one snapshot: candidates, budgets, rejections, the simulator and the clock."""
 
@@ -162,14 +174,7 @@ class _Pass:
         empty = self.within_budget([s for s in self.consolidatable if s.empty], "Empty", "Emptiness")
         if not empty:
             return None
-        return Command(
-            method="Emptiness",
-            reason="Empty",
-            action="Delete",
-            candidates=[candidate_ref(s) for s in empty],
-            price=_total_price(empty),
-            message=f"delete {len(empty)} empty node(s)",
-        )
+        return _deleting("Emptiness", "Empty", empty, f"delete {len(empty)} empty node(s)")
 
     def drift(self) -> Command | None:
         drifted = []
@@ -185,14 +190,7 @@ class _Pass:
         drifted = self.within_budget(drifted, "Drifted", "Drift")
         empty = [s for s in drifted if s.empty]
         if empty:
-            return Command(
-                method="Drift",
-                reason="Drifted",
-                action="Delete",
-                candidates=[candidate_ref(s) for s in empty],
-                price=_total_price(empty),
-                message=f"delete {len(empty)} empty drifted node(s)",
-            )
+            return _deleting("Drift", "Drifted", empty, f"delete {len(empty)} empty drifted node(s)")
         for index, state in enumerate(drifted):
             if self.out_of_time():
                 for rest in drifted[index:]:
@@ -276,18 +274,10 @@ class _Pass:
         if plan.unschedulable:
             first = plan.unschedulable[0]
             return None, "Unschedulable", f"pod {first.pod} would fit nowhere else: {first.reason}"
-        total = _total_price(states)
         if not plan.node_claims:
             message = f"delete {', '.join(s.name for s in states)}: their pods fit on other nodes"
-            command = Command(
-                method=method,
-                reason="Underutilized",
-                action="Delete",
-                candidates=[candidate_ref(s) for s in states],
-                price=total,
-                message=message,
-            )
-            return command, "", ""
+            return _deleting(method, "Underutilized", states, message), "", ""
+        total = _total_price(states)
         if len(plan.node_claims) > 1:
             return None, "TooManyReplacements", f"its pods need {len(plan.node_claims)} new nodes; at most 1 replaces"
         if total is None:
