@@ -36,6 +36,7 @@ from apis.quantity import format_resource_list
 from scheduling import solve
 from scheduling.disruption import Command, Decision, DisruptionInput, Rejection, decide
 from scheduling.disruption.candidates import is_reschedulable, offering_price
+from scheduling.disruption.model import METHOD_ORDER
 from scheduling.disruption.simulate import allowed_values
 from scheduling.manifests import expand
 from scheduling.provisionable import pod_key
@@ -45,7 +46,7 @@ Obj = dict[str, Any]
 MAX_COMMANDS = 50
 # The methods whose commands the running controller executes with its default settings (the others are
 # decided and recorded only); workflows.disruption.DisruptionSettings is the source, kept equal by a test.
-CONTROLLER_EXECUTES = ("Emptiness", "Drift", "MultiNodeConsolidation", "SingleNodeConsolidation")
+CONTROLLER_EXECUTES = METHOD_ORDER
 
 
 def _name(obj: Obj) -> str:

@@ -19,11 +19,14 @@
 | max_concurrent_workflow_tasks | NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASKS | 100 |
 | max_concurrent_workflow_task_polls | NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASK_POLLS | 5 |
 | nonsticky_to_sticky_poll_ratio | NODEFLOW_NONSTICKY_TO_STICKY_POLL_RATIO | 0.2 |
-| disruption_methods | NODEFLOW_DISRUPTION_METHODS | Emptiness,Drift,MultiNodeConsolidation,SingleNodeConsolidation |
+| disruption_methods | NODEFLOW_DISRUPTION_METHODS | all five methods, in order (below) |
 
-`disruption_methods`: the disruption methods whose commands the controller executes (comma-separated;
+`disruption_methods`: the disruption methods whose commands the controller executes (comma-separated,
+from Drift,Emptiness,MultiNodeConsolidation,SingleNodeConsolidation,SplitConsolidation;
 "" = none). The others are still decided and recorded in the controller's history, so `nodeflow explain`
-and the Temporal UI show what they would do. The last worker to start sets them.
+and the Temporal UI show what they would do. The last worker to start sets them. SplitConsolidation
+is nodeflow's own (one underused node replaced by several smaller ones costing at least 25% less);
+leave it out for exactly Karpenter's behaviour.
 
 The garbage collector terminates, every `garbage_collection_interval`, the cluster's instances whose
 NodeClaim is gone and which launched at least `garbage_collection_min_age` ago. The last worker to start
@@ -45,9 +48,10 @@ import os
 from dataclasses import dataclass, fields
 
 from apis.duration import parse_duration
+from scheduling.disruption.model import METHOD_ORDER
 
-# Karpenter's disruption methods, in the order the controller tries them (scheduling.disruption).
-DISRUPTION_METHODS = ("Emptiness", "Drift", "MultiNodeConsolidation", "SingleNodeConsolidation")
+# The disruption methods, in the order the controller tries them (scheduling.disruption.decide).
+DISRUPTION_METHODS: tuple[str, ...] = METHOD_ORDER
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ original on its NodePool's template as it is now. They bypass budgets, consolida
 `executable_methods`; a claim gone, without a Node yet, or already being disrupted is skipped, recorded.
 
 Only the methods in `DisruptionSettings.executable_methods` act (the worker setting `disruption_methods`,
-by default all four; each starting worker signals `configure`). Commands of the other methods are decided
+by default all of them; each starting worker signals `configure`). Commands of the other methods are decided
 and recorded in history without acting.
 
 Every decision, taken or abandoned, is an activity result in history; the memo holds the last one and the
@@ -55,6 +55,7 @@ from activities.disruption_execution import (
 from activities.manual_replacement import MANUAL, LaunchManualInput, ManualReplacement, ManualRequest
 from activities.provisioning_models import ProvisionRound
 from scheduling.disruption import Command
+from scheduling.disruption.model import METHOD_ORDER
 
 WORKFLOW_ID = "disruption"
 POLL = timedelta(seconds=10)
@@ -70,11 +71,10 @@ REPLACEMENT_POLL_MAX = timedelta(seconds=15)
 REPLACEMENT_TIMEOUT = timedelta(minutes=15)
 SIGNAL_CONFIGURE = "configure"
 SIGNAL_REPLACE = "replace"
-ALL_METHODS = ("Emptiness", "Drift", "MultiNodeConsolidation", "SingleNodeConsolidation")
 
 
 class DisruptionSettings(BaseModel):
-    executable_methods: list[str] = Field(default_factory=lambda: list(ALL_METHODS))
+    executable_methods: list[str] = Field(default_factory=lambda: list[str](METHOD_ORDER))
     spot_to_spot_consolidation: bool = False
 
 

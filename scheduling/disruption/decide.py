@@ -1,16 +1,16 @@
 """The disruption decision: one command per pass, from the first method that finds one. Pure.
 
-Methods run in Karpenter v1's order (its disruption controller, see
-https://karpenter.sh/docs/concepts/disruption/#automated-graceful-methods), and the first that yields a
-command ends the pass:
+Methods run in Karpenter v1's order (its disruption controller tries drift, then emptiness, then
+multi-node and single-node consolidation; see https://karpenter.sh/docs/concepts/disruption/), then one
+method of nodeflow's own, and the first that yields a command ends the pass:
 
-1. Emptiness: delete empty consolidatable nodes (no reschedulable pods), as many as the pools' `Empty`
-   budgets allow, in one command.
-2. Drift: replace a node whose NodeClaim has `Drifted=True`. Empty drifted nodes go first, all at once;
+1. Drift: replace a node whose NodeClaim has `Drifted=True`. Empty drifted nodes go first, all at once;
    otherwise the earliest drifted node whose pods all schedule is replaced by whatever new nodes they
    need (drift does not ask for a cheaper replacement). With `terminationGracePeriod` set on the
    NodeClaim, pods with do-not-disrupt or a blocking PDB do not stop drift (the drain waits for them
    until the grace period ends).
+2. Emptiness: delete empty consolidatable nodes (no reschedulable pods), as many as the pools' `Empty`
+   budgets allow, in one command.
 3. Multi-node consolidation: among consolidation candidates sorted by disruption cost (at most
    `Limits.multi_node_candidates`, within the `Underutilized` budgets), binary-search the largest prefix
    that can be deleted, or replaced by one node cheaper than the prefix's total price. A replacement
@@ -22,6 +22,9 @@ command ends the pass:
    one cheaper node. The candidates a pass did not reach are returned (`Decision.single_node_skipped`);
    passed back as `DisruptionInput.single_node_first`, they go first next time, so every candidate is
    evaluated in turn however many there are.
+5. Split consolidation (not in Karpenter; drop it from the worker's `disruption_methods` for Karpenter's
+   behaviour): for at most `Limits.split_candidates` nodes, the most unused dollars first, replace one node
+   by two or more smaller ones when they cost at least 25% less (scheduling.disruption.split).
 
 Replacement prices follow Karpenter: only options cheaper than the candidates' total price are kept; a
 replacement that could be on-demand or spot is launched as spot (so a shortage of spot does not fall back
@@ -51,6 +54,7 @@ from scheduling.disruption.candidates import (
     pod_rejection,
 )
 from scheduling.disruption.model import (
+    METHOD_ORDER,
     CandidateRef,
     Command,
     Decision,
@@ -60,7 +64,8 @@ from scheduling.disruption.model import (
     Reason,
     Rejection,
 )
-from scheduling.disruption.simulate import Simulator, allowed_values, narrowed, option_prices
+from scheduling.disruption.simulate import Simulator, narrowed, option_prices, replacement_capacity_types
+from scheduling.disruption.split import SPLIT_MIN_SAVING, best_split
 from scheduling.provisionable import pod_key
 from scheduling.types import PlannedNodeClaim
 
@@ -252,6 +257,50 @@ class _Pass:
             self.reject(state, "SingleNodeConsolidation", code, message)
         return None
 
+    def split(self) -> Command | None:
+        """Beyond Karpenter (scheduling.disruption.split): one node, most dollars unused first, replaced by
+        several smaller nodes costing at least SPLIT_MIN_SAVING less."""
+        candidates = [
+            s
+            for s in self.consolidatable
+            if len(s.reschedulable) > 1 and s.price and self.budgets[s.pool_name or ""].allowed("Underutilized") > 0
+        ]
+        candidates.sort(key=lambda s: (-(s.price or 0.0) * self.simulator.unused_share(s.name), s.name))
+        for state in candidates[: self.inp.limits.split_candidates]:
+            if self.out_of_time():
+                return None
+            assert state.price is not None
+            found, why = best_split(
+                state,
+                self.simulator,
+                self.inp.cluster.instance_types,
+                self.catalog,
+                self.inp.spot_to_spot_consolidation,
+                self.out_of_time,
+            )
+            if found is None:
+                self.reject(state, "SplitConsolidation", "NoSplit", why)
+                continue
+            if not _cheaper(found.price, state.price * (1 - SPLIT_MIN_SAVING)):
+                saving = 1 - found.price / state.price
+                why = (
+                    f"the cheapest split, {found.describe()}, saves {saving:.0%} of {state.ref_price()}; a split "
+                    f"needs at least {SPLIT_MIN_SAVING:.0%}"
+                )
+                self.reject(state, "SplitConsolidation", "SplitNotCheaper", why)
+                continue
+            return Command(
+                method="SplitConsolidation",
+                reason="Underutilized",
+                action="Replace",
+                candidates=[candidate_ref(state)],
+                replacements=found.replacements,
+                price=state.price,
+                replacement_price=found.price,
+                message=f"split {state.name} ({state.ref_price()}) into {found.describe()}",
+            )
+        return None
+
     def _quiet_budget(self, states: list[NodeState]) -> list[NodeState]:
         """`within_budget` without recording rejections (multi-node failing is not a per-node fact)."""
         left = {name: budget.allowed("Underutilized") for name, budget in self.budgets.items()}
@@ -289,15 +338,10 @@ class _Pass:
     ) -> tuple[Command | None, str, str]:
         """Replace the nodes (costing `total` per hour) with the planned claim, narrowed to cheaper options
         under Karpenter's capacity-type rules, or (None, code, why not)."""
-        capacity_types = allowed_values(claim, L.CAPACITY_TYPE) or {ON_DEMAND, SPOT}
+        capacity_types, why_not = replacement_capacity_types(claim, states, self.inp.spot_to_spot_consolidation)
+        if not capacity_types:
+            return None, "SpotToSpotDisabled", why_not
         all_spot = all(s.capacity_type == SPOT for s in states)
-        if all_spot and SPOT in capacity_types:
-            if not self.inp.spot_to_spot_consolidation:
-                why = "replacing spot with spot needs the SpotToSpotConsolidation feature gate (off)"
-                return None, "SpotToSpotDisabled", why
-            capacity_types = {SPOT}
-        elif SPOT in capacity_types and ON_DEMAND in capacity_types:
-            capacity_types = {SPOT}
         kinds = "/".join(sorted(capacity_types))
         options = option_prices(claim, self.catalog, capacity_types)
         if not options:
@@ -368,12 +412,13 @@ def _drifted_at(state: NodeState) -> str:
     return condition.last_transition_time if condition else ""
 
 
-METHODS: tuple[Callable[[_Pass], Command | None], ...] = (
-    _Pass.emptiness,
-    _Pass.drift,
-    _Pass.multi_node,
-    _Pass.single_node,
-)
+METHODS: dict[Method, Callable[[_Pass], Command | None]] = {
+    "Drift": _Pass.drift,
+    "Emptiness": _Pass.emptiness,
+    "MultiNodeConsolidation": _Pass.multi_node,
+    "SingleNodeConsolidation": _Pass.single_node,
+    "SplitConsolidation": _Pass.split,
+}
 
 
 def decide(inp: DisruptionInput, clock: Callable[[], float] = time.perf_counter) -> Decision:
@@ -382,8 +427,8 @@ def decide(inp: DisruptionInput, clock: Callable[[], float] = time.perf_counter)
     (`clock` measures it; the decision then says `timedOut`)."""
     run = _Pass(inp, clock)
     command = None
-    for method in METHODS:
-        command = method(run)
+    for name in METHOD_ORDER:
+        command = METHODS[name](run)
         if command is not None:
             break
     return Decision(

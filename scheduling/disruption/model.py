@@ -18,8 +18,18 @@ from scheduling.types import PlannedNodeClaim, SchedulingInput
 Obj = dict[str, Any]
 # "Manual": a manual replace (`nodeflow replace`), which no budget limits
 Reason = Literal["Empty", "Drifted", "Underutilized", "Manual"]
-Method = Literal["Emptiness", "Drift", "MultiNodeConsolidation", "SingleNodeConsolidation", "Manual"]
+Method = Literal[
+    "Drift", "Emptiness", "MultiNodeConsolidation", "SingleNodeConsolidation", "SplitConsolidation", "Manual"
+]
 REASONS: tuple[Reason, ...] = ("Empty", "Drifted", "Underutilized")
+# The automatic methods in the order a decision tries them (scheduling.disruption.decide).
+METHOD_ORDER: tuple[Method, ...] = (
+    "Drift",
+    "Emptiness",
+    "MultiNodeConsolidation",
+    "SingleNodeConsolidation",
+    "SplitConsolidation",
+)
 
 
 class _Model(BaseModel):
@@ -34,12 +44,14 @@ class Limits(_Model):
     - multi_node_candidates: multi-node consolidation looks at most at this many candidates (Karpenter: 100).
     - single_node_candidates: single-node consolidation simulates at most this many candidates per decision;
       the rest wait for the next pass (Karpenter instead time-boxes the pass at 3 minutes).
+    - split_candidates: split consolidation (beyond Karpenter) tries at most this many nodes per decision.
     - seconds: a wall-clock budget for consolidation simulations; when it runs out the methods stop and the
       decision says `timedOut` (Karpenter: 1 minute for multi-node, 3 for single-node).
     """
 
     multi_node_candidates: int = 100
     single_node_candidates: int = 20
+    split_candidates: int = 2
     seconds: float = 1.5
 
 

@@ -39,7 +39,9 @@ from scheduling.disruption.model import Decision
 
 UNCONSOLIDATABLE = "Unconsolidatable"
 DISRUPTION_BLOCKED = "DisruptionBlocked"
-CONSOLIDATION_METHODS = frozenset({"Emptiness", "Consolidation", "MultiNodeConsolidation", "SingleNodeConsolidation"})
+CONSOLIDATION_METHODS = frozenset(
+    {"Emptiness", "Consolidation", "MultiNodeConsolidation", "SingleNodeConsolidation", "SplitConsolidation"}
+)
 UNCONSOLIDATABLE_CODES = frozenset(
     {
         "ConsolidationDisabled",

@@ -72,10 +72,12 @@ class Simulator:
                 used[host] = add(used.get(host, {}), requests)
         self.reduced: dict[str, Obj] = {}
         self.free: dict[str, ResourceList] = {}
+        self.allocatable: dict[str, ResourceList] = {}
         for node in cluster.nodes:
             name = str((node.get("metadata") or {}).get("name", ""))
             status = node.get("status") or {}
             allocatable = to_resource_list(status.get("allocatable") or status.get("capacity") or {})
+            self.allocatable[name] = allocatable
             free = {k: max(0, v) for k, v in subtract(allocatable, used.get(name, {})).items()}
             reduced = {**node, "status": {**status, "allocatable": format_resource_list(free)}}
             if not format_resource_list(free):
@@ -112,8 +114,16 @@ class Simulator:
                 )
         return ""
 
-    def run(self, removed: Sequence[NodeState]) -> Plan:
-        """Where the removed nodes' reschedulable pods would go if those nodes were gone."""
+    def unused_share(self, name: str) -> float:
+        """The share of the node's allocatable cpu or memory, whichever is busier, that no pod requests
+        (0.0 when full, 1.0 when empty or unknown)."""
+        allocatable, free = self.allocatable.get(name, {}), self.free.get(name, {})
+        shares = [free.get(r, 0) / allocatable[r] for r in ("cpu", "memory") if allocatable.get(r)]
+        return min(shares, default=1.0)
+
+    def run(self, removed: Sequence[NodeState], instance_types: Sequence[InstanceType] | None = None) -> Plan:
+        """Where the removed nodes' reschedulable pods would go if those nodes were gone; new nodes from
+        `instance_types` when given (else the whole catalog)."""
         self.runs += 1
         names = {s.name for s in removed}
         pending = []
@@ -133,10 +143,10 @@ class Simulator:
             nodes = [self.reduced[str((n.get("metadata") or {}).get("name", ""))] for n in remaining]
             bound = [p for node, pods in self.kept.items() if node not in names for p in pods]
         claims = [c for c in self.cluster.node_claims if not (c.status.node_name and c.status.node_name in names)]
-        inp = self.cluster.model_copy(
-            update={"pods": pending, "bound_pods": bound, "nodes": nodes, "node_claims": claims}
-        )
-        return solve(inp)
+        update = {"pods": pending, "bound_pods": bound, "nodes": nodes, "node_claims": claims}
+        if instance_types is not None:
+            update["instance_types"] = list(instance_types)
+        return solve(self.cluster.model_copy(update=update))
 
 
 def allowed_values(claim: PlannedNodeClaim, key: str) -> set[str] | None:
@@ -145,6 +155,23 @@ def allowed_values(claim: PlannedNodeClaim, key: str) -> set[str] | None:
         if req.key == key and req.operator == "In":
             return set(req.values)
     return None
+
+
+def replacement_capacity_types(
+    claim: PlannedNodeClaim, states: Sequence[NodeState], spot_to_spot: bool
+) -> tuple[set[str], str]:
+    """The capacity types a replacement of these nodes may launch as, by Karpenter's rules, or (empty, why
+    not): spot nodes are replaced by spot only with the `SpotToSpotConsolidation` gate (`spot_to_spot`); a
+    replacement that could be on-demand or spot is launched as spot (a shortage of spot must not fall back
+    to a dearer on-demand node)."""
+    capacity_types = allowed_values(claim, L.CAPACITY_TYPE) or {L.CAPACITY_TYPE_ON_DEMAND, L.CAPACITY_TYPE_SPOT}
+    if L.CAPACITY_TYPE_SPOT not in capacity_types:
+        return capacity_types, ""
+    if all(s.capacity_type == L.CAPACITY_TYPE_SPOT for s in states):
+        if not spot_to_spot:
+            return set(), "replacing spot with spot needs the SpotToSpotConsolidation feature gate (off)"
+        return {L.CAPACITY_TYPE_SPOT}, ""
+    return {L.CAPACITY_TYPE_SPOT}, ""
 
 
 def option_prices(

@@ -48,7 +48,8 @@ def test_the_commands_in_order_with_prices(tmp_path: Path, capsys: pytest.Captur
     assert why["ip-10-0-1-2"]["code"] == "PodDoNotDisrupt" and "default/critical" in why["ip-10-0-1-2"]["message"]
     assert why["ip-10-0-1-4"]["code"] == "PodDisruptionBudget" and "default/db" in why["ip-10-0-1-4"]["message"]
     assert why["ip-10-0-2-1"]["code"] == "Budget" and 'schedule "0 9 * * mon-fri"' in why["ip-10-0-2-1"]["message"]
-    assert why[replacement["node"]]["code"] == "NotCheaper"
+    replacement_codes = [r["code"] for r in out["remaining"] if r["node"] == replacement["node"]]
+    assert replacement_codes == ["NotCheaper", "SplitNotCheaper"]
 
 
 def test_table_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
