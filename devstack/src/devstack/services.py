@@ -35,6 +35,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--moto-port", type=int, default=0, help="moto (AWS) port (0 = a free port)")
     parser.add_argument("--cluster-name", default="nodeflow-dev", help="tag value of the seeded subnets/SGs")
     parser.add_argument("--region", default=DEFAULT_REGION)
+    parser.add_argument("--response-cache", type=Path, default=None,
+                        help="keep moto's unchanging answers (DescribeInstanceTypes) in this directory")  # fmt: skip
     parser.add_argument("--ready-file", type=Path, required=True, help="JSON written once everything serves")
     return parser.parse_args(argv)
 
@@ -64,14 +66,16 @@ def ec2_client(endpoint_url: str, region: str) -> Any:
 class Services:
     """The servers and loops of this process. `start()` returns once both servers serve."""
 
-    def __init__(self, kube_port: int, moto_port: int, cluster_name: str, region: str) -> None:
+    def __init__(
+        self, kube_port: int, moto_port: int, cluster_name: str, region: str, response_cache: Path | None = None
+    ) -> None:
         from devstack.aws.server import MotoServer
         from devstack.kube.server import KubeApiServer
 
         self.cluster_name = cluster_name
         self.region = region
         self.kube_server = KubeApiServer(host=HOST, port=kube_port)
-        self.moto_server = MotoServer(HOST, moto_port, cluster_name, region=region)
+        self.moto_server = MotoServer(HOST, moto_port, cluster_name, region=region, response_cache=response_cache)
         self.stop_event = threading.Event()
         self.failed = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -126,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)  # one line per request drowns the rest
-    services = Services(args.kube_port, args.moto_port, args.cluster_name, args.region)
+    services = Services(args.kube_port, args.moto_port, args.cluster_name, args.region, args.response_cache)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         log.info("received %s; stopping", signal.Signals(signum).name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import urllib.request
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -12,8 +13,9 @@ from werkzeug.serving import BaseWSGIServer, make_server
 
 from devstack.aws import patches
 from devstack.aws.faults import FaultClient, FaultStore
+from devstack.aws.response_cache import ResponseCache
 from devstack.aws.seed import seed, zones
-from devstack.aws.wsgi import FaultInjectingApp
+from devstack.aws.wsgi import FaultInjectingApp, WSGIApp
 
 
 class _QuietHandler(MotoRequestHandler):
@@ -27,16 +29,23 @@ class MotoServer:
     """Start with `.start()` (or `with MotoServer() as aws:`); `.url` is the endpoint for every AWS client.
 
     `port=0` picks a free port. `start()` applies the patches, serves, seeds, and returns when ready.
-    `seeded` holds the ids the seed created (vpc, subnets, securityGroup, role).
+    `seeded` holds the ids the seed created (vpc, subnets, securityGroup, role). With `response_cache`
+    (a directory), moto's unchanging answers are kept there across processes (devstack.aws.response_cache).
     """
 
     def __init__(
-        self, host: str = "127.0.0.1", port: int = 0, cluster_name: str = "nodeflow-dev", region: str = "us-west-2"
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        cluster_name: str = "nodeflow-dev",
+        region: str = "us-west-2",
+        response_cache: Path | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.cluster_name = cluster_name
         self.region = region
+        self.response_cache = response_cache
         self.faults = FaultStore()
         self.seeded: dict[str, Any] = {}
         self._server: BaseWSGIServer | None = None
@@ -56,7 +65,10 @@ class MotoServer:
             return self
         patches.install()
         patches.offer_everywhere(self.region, zones(self.region))
-        app = FaultInjectingApp(DomainDispatcherApplication(create_backend_app), self.faults)
+        moto: WSGIApp = DomainDispatcherApplication(create_backend_app)
+        if self.response_cache is not None:
+            moto = ResponseCache(moto, self.response_cache)
+        app = FaultInjectingApp(moto, self.faults)
         self._server = make_server(self.host, self.port, app, threaded=True, request_handler=_QuietHandler)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="moto-server", daemon=True

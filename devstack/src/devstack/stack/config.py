@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from devstack.aws.response_cache import default_cache_dir
+
 DEFAULT_TEMPORAL_PORT = 7233
 DEFAULT_UI_PORT = 8233
 DEFAULT_KUBE_PORT = 6443
@@ -38,6 +40,8 @@ class DevStackConfig:
       schemas' structural defaults to custom resources. The product's composition root passes its
       own CRDs; without them custom resources are stored as given.
     apply_defaults: apply `devstack/defaults.yaml` (NodePool and EC2NodeClass `default`) at start.
+    response_cache: where moto keeps its unchanging answers across stacks (DescribeInstanceTypes, 2 s of
+      CPU each time; see `devstack.aws.response_cache`); None to serialise them every time.
     """
 
     state_dir: Path = DEFAULT_STATE_DIR
@@ -55,6 +59,7 @@ class DevStackConfig:
     crds: list[Path] = field(default_factory=list)
     apply_defaults: bool = True
     region: str = DEFAULT_REGION
+    response_cache: Path | None = field(default_factory=default_cache_dir)
     start_timeout: float = 60.0
 
     def __post_init__(self) -> None:

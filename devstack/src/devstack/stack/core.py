@@ -173,6 +173,8 @@ class DevStack:
             "--region", cfg.region,
             "--ready-file", str(cfg.ready_file),
         ]  # fmt: skip
+        if cfg.response_cache is not None:
+            argv += ["--response-cache", str(cfg.response_cache)]
         self._services = ChildProcess("services", argv, cfg.logs_dir / "services.log", child_env(),
                                       SERVICES_GRACE_SECONDS)  # fmt: skip
         self._services.start()
