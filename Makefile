@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test pytest lint typecheck imports unit e2e crds lock clean
+.PHONY: run test pytest lint typecheck imports unit e2e crds chart-crds lock clean
 
 # Byte-compile what Python imports: every process of the suite and the local stack imports boto3, moto,
 # kubernetes and temporalio, and compiling them from source each time (an environment may set
@@ -57,8 +57,14 @@ unit: $(STAMP)
 e2e: $(STAMP)
 	$(BIN)/pytest -q -m e2e
 
+# deploy/crds is the source (generated from apis/); the Helm chart ships copies in its crds/ directory.
 crds: $(STAMP)
 	$(BIN)/nodeflow crds deploy/crds
+	$(MAKE) --no-print-directory chart-crds
+
+chart-crds:
+	rm -f deploy/charts/nodeflow/crds/*.yaml
+	cp deploy/crds/*.yaml deploy/charts/nodeflow/crds/
 
 clean:
 	rm -rf $(VENV) .nodeflow .mypy_cache .ruff_cache

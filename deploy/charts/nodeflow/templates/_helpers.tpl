@@ -1,0 +1,102 @@
+{{/* The release's full name: the release name, with the chart's name unless it already holds it. */}}
+{{- define "nodeflow.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "nodeflow.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The labels that select the worker's pods (stable across upgrades). */}}
+{{- define "nodeflow.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "nodeflow.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "nodeflow.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{ include "nodeflow.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{- define "nodeflow.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "nodeflow.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "nodeflow.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The container's memory: resources.memory, else baseMemoryMiB + maxCachedWorkflows x
+memoryPerCachedWorkflowKiB (rounded up to whole MiB); see values.yaml. */}}
+{{- define "nodeflow.memory" -}}
+{{- if .Values.resources.memory -}}
+{{- .Values.resources.memory -}}
+{{- else -}}
+{{- $kib := mul (int64 .Values.maxCachedWorkflows) (int64 .Values.resources.memoryPerCachedWorkflowKiB) -}}
+{{- printf "%dMi" (add (int64 .Values.resources.baseMemoryMiB) (div (add $kib 1023) 1024)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The worker container's env, as a YAML list: every NODEFLOW_<SETTING> (and AWS_REGION) whose value
+is set (not null, not ""), then the Temporal API key from its Secret, then extraEnv. Values are strings. */}}
+{{- define "nodeflow.env" -}}
+{{- $tls := .Values.temporal.tls -}}
+{{- $dir := include "nodeflow.tlsDir" . -}}
+{{- $gate := "" -}}
+{{- if not (kindIs "invalid" .Values.featureGates.spotToSpotConsolidation) -}}
+{{- $gate = printf "SpotToSpotConsolidation=%t" .Values.featureGates.spotToSpotConsolidation -}}
+{{- end -}}
+{{- $pairs := list
+  (list "NODEFLOW_CLUSTER_NAME" .Values.clusterName)
+  (list "NODEFLOW_CLUSTER_ENDPOINT" .Values.clusterEndpoint)
+  (list "NODEFLOW_INTERRUPTION_QUEUE" .Values.interruptionQueue)
+  (list "AWS_REGION" .Values.awsRegion)
+  (list "NODEFLOW_KUBERNETES_VERSION" .Values.kubernetesVersion)
+  (list "NODEFLOW_TEMPORAL_ADDRESS" .Values.temporal.address)
+  (list "NODEFLOW_TEMPORAL_NAMESPACE" .Values.temporal.namespace)
+  (list "NODEFLOW_TASK_QUEUE" .Values.temporal.taskQueue)
+  (list "NODEFLOW_TEMPORAL_TLS" (ternary "true" "" (eq (toString $tls.enabled) "true")))
+  (list "NODEFLOW_TEMPORAL_TLS_CA_FILE" (ternary (printf "%s/ca.crt" $dir) "" (and $tls.enabled $tls.secretName $tls.caKey | empty | not)))
+  (list "NODEFLOW_TEMPORAL_TLS_CERT_FILE" (ternary (printf "%s/tls.crt" $dir) "" (and $tls.enabled $tls.secretName $tls.certKey | empty | not)))
+  (list "NODEFLOW_TEMPORAL_TLS_KEY_FILE" (ternary (printf "%s/tls.key" $dir) "" (and $tls.enabled $tls.secretName $tls.keyKey | empty | not)))
+  (list "NODEFLOW_TEMPORAL_TLS_SERVER_NAME" (ternary $tls.serverName "" (eq (toString $tls.enabled) "true")))
+  (list "NODEFLOW_FEATURE_GATES" $gate)
+  (list "NODEFLOW_DISRUPTION_METHODS" .Values.disruptionMethods)
+  (list "NODEFLOW_MAX_CACHED_WORKFLOWS" .Values.maxCachedWorkflows)
+  (list "NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASKS" .Values.maxConcurrentWorkflowTasks)
+  (list "NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASK_POLLS" .Values.maxConcurrentWorkflowTaskPolls)
+  (list "NODEFLOW_HEALTH_PROBE_PORT" .Values.healthProbePort) -}}
+{{- $env := list -}}
+{{- range $pairs -}}
+{{- $value := index . 1 -}}
+{{- if not (or (kindIs "invalid" $value) (eq (toString $value) "")) -}}
+{{- $env = append $env (dict "name" (index . 0) "value" (toString $value)) -}}
+{{- end -}}
+{{- end -}}
+{{- with .Values.temporal.apiKey.secretName -}}
+{{- $ref := dict "name" . "key" $.Values.temporal.apiKey.key -}}
+{{- $env = append $env (dict "name" "NODEFLOW_TEMPORAL_API_KEY" "valueFrom" (dict "secretKeyRef" $ref)) -}}
+{{- end -}}
+{{- toYaml (concat $env (default (list) .Values.extraEnv)) -}}
+{{- end -}}
+
+{{- define "nodeflow.tlsDir" -}}/etc/nodeflow/temporal-tls{{- end -}}

@@ -1,0 +1,311 @@
+"""The Helm chart (deploy/charts/nodeflow): it lints, renders with its default values and with every
+value set (ci/full-values.yaml), every rendered manifest is valid against the Kubernetes API schemas,
+its CRDs are the generated ones, and its ClusterRole grants exactly what the worker's code calls.
+
+Rendering goes through Helm v4's SDK (helm-python-sdk), validation through kubernetes-validate (strict:
+an unknown field fails), both offline."""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kube import resources as kube_resources
+from workers.settings import Settings
+
+helm_python = pytest.importorskip("helm_python")
+kubernetes_validate = pytest.importorskip("kubernetes_validate")
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "deploy" / "charts" / "nodeflow"
+FULL_VALUES = CHART / "ci" / "full-values.yaml"
+KUBERNETES_VERSION = "1.30.0"
+RELEASE, NAMESPACE = "nodeflow", "nodeflow"
+
+Manifest = dict[str, Any]
+Grant = tuple[str, str, str]  # (API group, resource or resource/subresource, verb)
+
+
+@cache
+def render(full: bool) -> tuple[Manifest, ...]:
+    """The chart's manifests (templates only; Helm installs crds/ as they are), with the default values
+    or with ci/full-values.yaml."""
+    values = yaml.safe_load(FULL_VALUES.read_text()) if full else {}
+    files = helm_python.Chart.load(str(CHART)).render(values, name=RELEASE, namespace=NAMESPACE)
+    return tuple(doc for text in files.values() for doc in yaml.safe_load_all(text) if doc)
+
+
+def one(docs: tuple[Manifest, ...], kind: str) -> Manifest:
+    [doc] = [d for d in docs if d["kind"] == kind]
+    return doc
+
+
+def container(docs: tuple[Manifest, ...]) -> Manifest:
+    [worker] = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    return worker
+
+
+def env(docs: tuple[Manifest, ...]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container(docs)["env"]}
+
+
+def grants(rules: list[Manifest]) -> set[Grant]:
+    return {(g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+
+
+# -- lint, render, validate ------------------------------------------------------------------------
+
+
+def test_the_chart_lints_without_warnings() -> None:
+    for values in ({}, yaml.safe_load(FULL_VALUES.read_text())):
+        result = helm_python.lint(str(CHART), values, strict=True)
+        assert result["errors"] == []
+        # Helm's severities: 1 info (e.g. "icon is recommended"), 2 warning, 4 error.
+        assert [m for m in result["messages"] if m["severity"] > 1] == []
+
+
+@pytest.mark.parametrize("full", [False, True], ids=["default-values", "full-values"])
+def test_every_rendered_manifest_is_valid_kubernetes(full: bool) -> None:
+    docs = render(full)
+    kinds = sorted(d["kind"] for d in docs)
+    assert kinds == sorted(
+        [
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Deployment",
+            "PodDisruptionBudget",
+            "Role",
+            "RoleBinding",
+            "ServiceAccount",
+        ]
+    )
+    for doc in docs:
+        kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+        if doc["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
+            assert doc["metadata"]["namespace"] == NAMESPACE, doc["kind"]
+
+
+def test_the_charts_crds_are_the_generated_ones() -> None:
+    """deploy/crds is the source (`make crds`); the chart holds copies (`make chart-crds`)."""
+    source = {p.name: p.read_text() for p in (ROOT / "deploy" / "crds").glob("*.yaml")}
+    copies = {p.name: p.read_text() for p in (CHART / "crds").glob("*.yaml")}
+    assert source, "deploy/crds holds no CRD"
+    assert copies == source, "the chart's CRDs differ from deploy/crds: run `make chart-crds` and commit the result"
+
+
+# -- RBAC: exactly what the code calls -------------------------------------------------------------
+
+# Verbs of the Kube boundary's methods and of the helpers that take a resource constant (kube.resources)
+# as an argument: `kube.list(r.POD)`, `kubeops.get_or_none(kube, r.NODE, name)`, ...
+CALL_VERBS: dict[str, tuple[str, ...]] = {
+    "get": ("get",),
+    "get_or_none": ("get",),
+    "list": ("list",),
+    "watch": ("watch",),
+    "_watch_forever": ("watch",),
+    "create": ("create",),
+    "create_or_get": ("create", "get"),
+    "patch": ("patch",),
+    "delete": ("delete",),
+}
+# What the code does through helpers that receive the resource in a variable, not at the call site:
+# activities.ownership reads, patches (as kubeops.update: get, then a merge patch with the
+# resourceVersion read), finalizes and deletes the Nodes and NodeClaims it owns, and writes NodeClaim
+# status; KubeClient.evict posts pods/eviction.
+INDIRECT: set[Grant] = {
+    ("", "nodes", "get"),
+    ("", "nodes", "patch"),
+    ("", "nodes", "delete"),
+    ("karpenter.sh", "nodeclaims", "get"),
+    ("karpenter.sh", "nodeclaims", "patch"),
+    ("karpenter.sh", "nodeclaims", "delete"),
+    ("karpenter.sh", "nodeclaims/status", "patch"),
+    ("", "pods/eviction", "create"),
+}
+# Modules the worker process does not run: commands a person runs with their own kubeconfig.
+NOT_THE_WORKER = {"cli.py", "crds_cmd.py", "dev_cmd.py", "explain_cmd.py", "ops_cmd.py", "simulate_cmd.py"}
+
+
+def _resource_of(node: ast.expr) -> kube_resources.Resource | None:
+    """The kube.resources constant an argument names (`r.POD`, `POD`), else None."""
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+    value = getattr(kube_resources, name, None) if name and name.isupper() else None
+    return value if isinstance(value, kube_resources.Resource) else None
+
+
+def calls_in(source: str) -> set[Grant]:
+    """The (group, resource, verb) of every call in `source` that names a kube.resources constant as an
+    argument and whose method is one of CALL_VERBS; `subresource="status"` makes it <plural>/status."""
+    found: set[Grant] = set()
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        verbs = CALL_VERBS.get(node.func.attr, ())
+        resource = next((res for res in map(_resource_of, node.args) if res is not None), None)
+        if not verbs or resource is None:
+            continue
+        sub = next((k.value for k in node.keywords if k.arg == "subresource"), None)
+        plural = resource.plural + ("/status" if isinstance(sub, ast.Constant) and sub.value == "status" else "")
+        found |= {(resource.group, plural, verb) for verb in verbs}
+    return found
+
+
+def test_calls_in_reads_the_call_sites() -> None:
+    source = """
+kube.list(r.POD)
+self.kube.patch(r.NODEPOOL, name, {}, subresource="status")
+kubeops.create_or_get(self.kube, r.NODECLAIM, body)
+reads.get(NodePool, r.NODEPOOL, name)
+self._kube.create(EVENT, event, namespace)
+labels.get(L.ZONE, "")
+"""
+    assert calls_in(source) == {
+        ("", "pods", "list"),
+        ("karpenter.sh", "nodepools/status", "patch"),
+        ("karpenter.sh", "nodeclaims", "create"),
+        ("karpenter.sh", "nodeclaims", "get"),
+        ("karpenter.sh", "nodepools", "get"),
+        ("", "events", "create"),
+    }
+
+
+def test_the_indirect_grants_come_from_the_helpers_named() -> None:
+    """INDIRECT stays honest: ownership works on Nodes and NodeClaims through kubeops.update and
+    kube.delete, and writes NodeClaim status; the client's evict posts a pod's eviction subresource."""
+    ownership = (ROOT / "activities" / "ownership.py").read_text()
+    needed = ("r.NODE", "r.NODECLAIM", "kubeops.update(", "kube.delete(", 'subresource="status"')
+    assert [s for s in needed if s not in ownership] == []
+    assert 'kube.patch(resource, name, patch, patch_type="merge"' in (ROOT / "activities" / "kubeops.py").read_text()
+    assert 'POD.path(namespace, name, "eviction")' in (ROOT / "kube" / "client.py").read_text()
+
+
+def worker_calls() -> set[Grant]:
+    """What the worker's code calls, read from kube/, activities/ and workers/ (its commands left out)."""
+    paths = [p for d in ("kube", "activities", "workers") for p in sorted((ROOT / d).glob("*.py"))]
+    return set().union(*(calls_in(p.read_text()) for p in paths if p.name not in NOT_THE_WORKER))
+
+
+@pytest.mark.parametrize("full", [False, True], ids=["default-values", "full-values"])
+def test_the_cluster_role_grants_exactly_what_the_worker_calls(full: bool) -> None:
+    granted = grants(one(render(full), "ClusterRole")["rules"])
+    used = worker_calls() | INDIRECT
+    assert {"missing": used - granted, "unused": granted - used} == {"missing": set(), "unused": set()}
+    # What the worker must never do: change the cluster administrator's NodePools and EC2NodeClasses.
+    for kind in ("nodepools", "ec2nodeclasses"):
+        assert {v for g, r, v in granted if r == kind} <= {"get", "list", "watch"}, kind
+
+
+def test_the_worker_may_write_what_it_owns() -> None:
+    granted = grants(one(render(False), "ClusterRole")["rules"])
+    assert {
+        ("karpenter.sh", "nodeclaims", "create"),
+        ("karpenter.sh", "nodeclaims/status", "patch"),
+        ("karpenter.sh", "nodepools/status", "patch"),
+        ("karpenter.k8s.aws", "ec2nodeclasses/status", "patch"),
+        ("", "pods/eviction", "create"),
+        ("", "nodes", "patch"),
+        ("", "nodes", "delete"),
+        ("", "events", "create"),
+    } <= granted
+
+
+def test_leader_election_has_a_lease_role_in_the_release_namespace_only() -> None:
+    docs = render(False)
+    role, binding = one(docs, "Role"), one(docs, "RoleBinding")
+    assert grants(role["rules"]) == {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")}
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    sa = one(docs, "ServiceAccount")["metadata"]
+    for b in (binding, one(docs, "ClusterRoleBinding")):
+        assert b["subjects"] == [{"kind": "ServiceAccount", "name": sa["name"], "namespace": NAMESPACE}]
+
+
+# -- the worker Deployment -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("full", [False, True], ids=["default-values", "full-values"])
+def test_the_worker_runs_locked_down(full: bool) -> None:
+    docs = render(full)
+    pod = one(docs, "Deployment")["spec"]["template"]["spec"]
+    ctx = container(docs)["securityContext"]
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] == 65532
+    assert ctx["runAsNonRoot"] is True and ctx["runAsUser"] == 65532
+    assert ctx["readOnlyRootFilesystem"] is True and ctx["allowPrivilegeEscalation"] is False
+    assert ctx["capabilities"] == {"drop": ["ALL"]}
+    assert ctx["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+
+
+@pytest.mark.parametrize(("full", "port"), [(False, 8081), (True, 9081)], ids=["default-values", "full-values"])
+def test_the_probes_hit_the_health_endpoints_on_the_health_probe_port(full: bool, port: int) -> None:
+    docs = render(full)
+    worker = container(docs)
+    assert worker["ports"] == [{"name": "health", "containerPort": port, "protocol": "TCP"}]
+    assert worker["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert worker["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+    assert env(docs)["NODEFLOW_HEALTH_PROBE_PORT"] == str(port)
+
+
+def test_two_replicas_spread_over_zones_and_hosts_with_a_disruption_budget() -> None:
+    docs = render(False)
+    deployment, pdb = one(docs, "Deployment"), one(docs, "PodDisruptionBudget")
+    selector = deployment["spec"]["selector"]["matchLabels"]
+    assert deployment["spec"]["replicas"] == 2
+    assert pdb["spec"] == {"maxUnavailable": 1, "selector": {"matchLabels": selector}}
+    spread = deployment["spec"]["template"]["spec"]["topologySpreadConstraints"]
+    assert {s["topologyKey"] for s in spread} == {"topology.kubernetes.io/zone", "kubernetes.io/hostname"}
+    assert all(s["labelSelector"] == {"matchLabels": selector} for s in spread)
+    assert selector.items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+
+
+@pytest.mark.parametrize(
+    ("full", "mib"), [(False, 256 + 1954), (True, 256 + 489)], ids=["default-values", "full-values"]
+)
+def test_memory_is_sized_from_the_cached_workflows(full: bool, mib: int) -> None:
+    """baseMemoryMiB + ceil(maxCachedWorkflows x 100 KiB / 1024), as request and limit (values.yaml)."""
+    resources = container(render(full))["resources"]
+    assert resources["requests"]["memory"] == resources["limits"]["memory"] == f"{mib}Mi"
+
+
+def test_default_values_render_only_the_settings_they_set() -> None:
+    assert env(render(False)) == {
+        "NODEFLOW_TEMPORAL_NAMESPACE": "default",
+        "NODEFLOW_TASK_QUEUE": "nodeflow",
+        "NODEFLOW_MAX_CACHED_WORKFLOWS": "20000",
+        "NODEFLOW_HEALTH_PROBE_PORT": "8081",
+    }
+    worker = container(render(False))
+    assert worker["args"] == ["--log-level", "INFO"]
+    assert [m["name"] for m in worker["volumeMounts"]] == ["tmp"]
+
+
+def test_full_values_reach_the_worker_as_its_settings() -> None:
+    docs = render(True)
+    values = env(docs)
+    assert values["NODEFLOW_CLUSTER_NAME"] == "prod"
+    assert values["NODEFLOW_TEMPORAL_ADDRESS"] == "prod.a1b2c.tmprl.cloud:7233"
+    assert values["NODEFLOW_TEMPORAL_TLS"] == "true"
+    assert values["NODEFLOW_TEMPORAL_TLS_CA_FILE"] == "/etc/nodeflow/temporal-tls/ca.crt"
+    assert values["NODEFLOW_TEMPORAL_TLS_CERT_FILE"] == "/etc/nodeflow/temporal-tls/tls.crt"
+    assert values["NODEFLOW_TEMPORAL_TLS_KEY_FILE"] == "/etc/nodeflow/temporal-tls/tls.key"
+    assert values["NODEFLOW_TEMPORAL_TLS_SERVER_NAME"] == "prod.a1b2c.tmprl.cloud"
+    assert values["NODEFLOW_TEMPORAL_API_KEY"] == {"secretKeyRef": {"name": "temporal-api-key", "key": "api-key"}}
+    assert values["NODEFLOW_FEATURE_GATES"] == "SpotToSpotConsolidation=true"
+    assert values["NODEFLOW_DISRUPTION_METHODS"] == "Drift,Emptiness,MultiNodeConsolidation,SingleNodeConsolidation"
+    assert values["NODEFLOW_DRIFT_CHECK_INTERVAL"] == "10m"  # extraEnv
+    # Every value rendered for a setting the worker already has is one it accepts.
+    known = {f"NODEFLOW_{name.upper()}": name for name in Settings.__dataclass_fields__}
+    settings = {known[k]: v for k, v in values.items() if k in known}
+    assert Settings(**settings).task_queue == "nodeflow-prod"  # type: ignore[arg-type]
+    mounts = {m["name"]: m for m in container(docs)["volumeMounts"]}
+    assert mounts["temporal-tls"] == {
+        "name": "temporal-tls",
+        "mountPath": "/etc/nodeflow/temporal-tls",
+        "readOnly": True,
+    }
+    sa = one(docs, "ServiceAccount")["metadata"]["annotations"]
+    assert sa["eks.amazonaws.com/role-arn"] == "arn:aws:iam::123456789012:role/nodeflow-prod"
