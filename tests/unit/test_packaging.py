@@ -118,3 +118,38 @@ def test_every_library_the_product_imports_is_in_the_runtime_lock() -> None:
 
 def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _dockerfile() -> list[str]:
+    """The Dockerfile's instructions, one per line, comments and blank lines left out."""
+    lines = [line.strip() for line in (ROOT / "deploy" / "Dockerfile").read_text().splitlines()]
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def test_the_worker_image_starts_from_a_base_pinned_by_digest() -> None:
+    lines = _dockerfile()
+    args = dict(re.findall(r"^ARG (\w+)=(\S+)$", "\n".join(lines), re.MULTILINE))
+    bases = [
+        re.sub(r"\$\{(\w+)\}", lambda m: args[m.group(1)], line.split()[1]) for line in lines if line.startswith("FROM")
+    ]
+    assert len(bases) == 2, bases
+    assert all(re.fullmatch(r"python:3\.11-slim@sha256:[0-9a-f]{64}", b) for b in bases), bases
+
+
+def test_the_worker_image_installs_with_pip_from_the_lock_and_holds_no_uv() -> None:
+    lines = _dockerfile()
+    assert not [line for line in lines if re.search(r"\buv\b", line)], "no uv in the image: pip installs the lock"
+    [from_lock] = [line for line in lines if "-r requirements.lock" in line]
+    assert "pip install" in from_lock and "--no-deps" in from_lock
+    hashed = "--hash=sha256:" in (ROOT / "requirements.lock").read_text()
+    assert ("--require-hashes" in from_lock) == hashed, "a lock with hashes is installed with --require-hashes"
+
+
+def test_the_worker_image_runs_the_product_as_the_charts_non_root_user() -> None:
+    lines = _dockerfile()
+    final = lines[max(i for i, line in enumerate(lines) if line.startswith("FROM")) :]
+    assert [line for line in final if line.startswith(("COPY", "ADD"))] == [
+        "COPY --from=build /opt/nodeflow /opt/nodeflow"
+    ]
+    assert "USER 65532:65532" in final
+    assert final[-1] == 'ENTRYPOINT ["nodeflow", "worker"]'
