@@ -1,4 +1,4 @@
-"""Deployment artifacts stay valid: compose file, manifests, IAM policy."""
+"""Deployment artifacts stay valid: compose file, IAM policy (the Helm chart: test_chart.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,30 +28,6 @@ def test_docker_compose_file_is_valid() -> None:
         [str(binary), "-f", str(ROOT / "docker-compose.yml"), "config", "-q"], capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
-
-
-@pytest.mark.parametrize("path", sorted((ROOT / "deploy" / "kubernetes").glob("*.yaml")), ids=lambda p: p.name)
-def test_manifests_parse_and_name_their_kind(path: Path) -> None:
-    docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
-    assert docs
-    for doc in docs:
-        assert doc["apiVersion"] and doc["kind"] and doc["metadata"]["name"]
-
-
-def test_rbac_allows_what_the_worker_does() -> None:
-    docs = list(yaml.safe_load_all((ROOT / "deploy" / "kubernetes" / "rbac.yaml").read_text()))
-    rules = next(d for d in docs if d["kind"] == "ClusterRole")["rules"]
-    granted = {(g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
-    needed = [
-        ("karpenter.sh", "nodeclaims", "create"),
-        ("karpenter.sh", "nodeclaims/status", "patch"),
-        ("karpenter.sh", "nodepools/status", "patch"),
-        ("", "pods/eviction", "create"),
-        ("", "nodes", "patch"),
-        ("", "nodes", "delete"),
-        ("", "events", "create"),
-    ]
-    assert [n for n in needed if n not in granted] == []
 
 
 def test_iam_policy_is_json_with_the_launch_and_terminate_actions() -> None:
