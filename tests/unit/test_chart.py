@@ -8,6 +8,7 @@ an unknown field fails), both offline."""
 from __future__ import annotations
 
 import ast
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from apis.manifests import load_documents, parse_api_object
 from kube import resources as kube_resources
 from workers.settings import Settings
 
@@ -309,3 +311,27 @@ def test_full_values_reach_the_worker_as_its_settings() -> None:
     }
     sa = one(docs, "ServiceAccount")["metadata"]["annotations"]
     assert sa["eks.amazonaws.com/role-arn"] == "arn:aws:iam::123456789012:role/nodeflow-prod"
+
+
+# -- the README's install steps --------------------------------------------------------------------
+
+
+def test_the_readme_install_sets_only_values_the_chart_has() -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Install on EKS") :]
+    keys = set(re.findall(r"--set ([\w.]+)=", section))
+    assert {"clusterName", "temporal.address", "image.repository"} <= keys
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    for key in keys:
+        node = values
+        for part in key.split("."):
+            assert isinstance(node, dict) and part in node, f"README sets {key}, which values.yaml does not have"
+            node = node[part]
+    assert "helm upgrade --install nodeflow deploy/charts/nodeflow --namespace nodeflow --create-namespace" in section
+    assert "nodeflow iam-policy" in section
+
+
+def test_the_readme_nodepool_and_ec2nodeclass_are_valid() -> None:
+    text = (ROOT / "examples" / "eks-default-nodepool.yaml").read_text()
+    objects = [parse_api_object(d) for d in load_documents(text, {"CLUSTER_NAME": "prod"})]
+    assert sorted(type(o).__name__ for o in objects) == ["EC2NodeClass", "NodePool"]
