@@ -39,7 +39,8 @@ def render(full: bool) -> tuple[Manifest, ...]:
     or with ci/full-values.yaml."""
     values = yaml.safe_load(FULL_VALUES.read_text()) if full else {}
     files = helm_python.Chart.load(str(CHART)).render(values, name=RELEASE, namespace=NAMESPACE)
-    return tuple(doc for text in files.values() for doc in yaml.safe_load_all(text) if doc)
+    texts = [text for path, text in files.items() if path.endswith(".yaml")]  # not NOTES.txt
+    return tuple(doc for text in texts for doc in yaml.safe_load_all(text) if doc)
 
 
 def one(docs: tuple[Manifest, ...], kind: str) -> Manifest:
