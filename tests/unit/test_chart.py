@@ -13,15 +13,14 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import helm_python
+import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 import yaml
 
 from apis.manifests import load_documents, parse_api_object
 from kube import resources as kube_resources
 from workers.settings import Settings
-
-helm_python = pytest.importorskip("helm_python")
-kubernetes_validate = pytest.importorskip("kubernetes_validate")
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "deploy" / "charts" / "nodeflow"
@@ -65,7 +64,8 @@ def grants(rules: list[Manifest]) -> set[Grant]:
 
 
 def test_the_chart_lints_without_warnings() -> None:
-    for values in ({}, yaml.safe_load(FULL_VALUES.read_text())):
+    full: dict[str, Any] = yaml.safe_load(FULL_VALUES.read_text())
+    for values in ({}, full):
         result = helm_python.lint(str(CHART), values, strict=True)
         assert result["errors"] == []
         # Helm's severities: 1 info (e.g. "icon is recommended"), 2 warning, 4 error.
