@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from temporalio import activity
 
 import scheduling
-from activities import kubeops, nodeclass_status
+from activities import kubeops, nodeclass_status, nodepool_status
 from activities.claim_launcher import ClaimLauncher, WorkflowStarter
 from activities.heartbeat import heartbeating
 from activities.provisioning_models import ApplyPlanInput, ApplyPlanResult, InvalidObject, ProvisionPlan, ProvisionRound
@@ -211,7 +211,8 @@ class ProvisioningActivities:
 
     def _apply_plan(self, inp: ApplyPlanInput) -> ApplyPlanResult:
         created = self.launcher.launch(inp.round, inp.plan.node_claims)
-        self._report_node_pools(inp.plan.invalid)
+        pools = self._report_node_pools(inp.plan.invalid)
+        nodepool_status.sync_all_counts(self.kube, pools)
         for pod in inp.plan.unschedulable[:200]:
             namespace, _, name = pod.pod.partition("/")
             pod_obj = kubeops.get_or_none(self.kube, r.POD, name, namespace)
@@ -219,15 +220,17 @@ class ProvisioningActivities:
                 self.recorder.record(pod_obj, "Warning", "FailedScheduling", f"Failed to schedule pod, {pod.reason}")
         return ApplyPlanResult(created=created)
 
-    def _report_node_pools(self, invalid: list[InvalidObject]) -> None:
+    def _report_node_pools(self, invalid: list[InvalidObject]) -> list[str]:
         """NodePool conditions as Karpenter sets them, with an Event when a problem appears or changes:
         an invalid NodePool gets ValidationSucceeded=False and Ready=False (ValidationFailed); one whose
         EC2NodeClass is not ready or missing gets NodeClassReady=False and Ready=False with that reason;
-        the others get all three True."""
+        the others get all three True. Returns the names of the NodePools."""
         problems = {i.name: i for i in invalid if i.kind == "NodePool"}
         stamp = now_rfc3339()
+        names: list[str] = []
         for obj in self.kube.list(r.NODEPOOL):
             name = obj["metadata"]["name"]
+            names.append(name)
             problem = problems.get(name)
             message = problem.message if problem else ""
             reason = (problem.reason or "ValidationFailed") if problem else "Ready"
@@ -256,6 +259,7 @@ class ProvisioningActivities:
                 )
             except NotFoundError:
                 pass
+        return names
 
 
 def _has(conditions: list[Condition], type_: str, status: str, reason: str, message: str) -> bool:

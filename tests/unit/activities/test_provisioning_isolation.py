@@ -280,3 +280,27 @@ def test_valid_pools_plan_whatever_broken_objects_are_mixed_in(seed: int) -> Non
         assert world.condition(r.NODEPOOL, name, "Ready")["status"] == "False"
     for name in valid:
         assert world.condition(r.NODEPOOL, name, "Ready")["status"] == "True"
+
+
+def test_pods_of_a_cluster_whose_only_pool_is_not_ready_say_so_and_name_the_node_class() -> None:
+    world = World(
+        [node_class("default", alias="windows2022@latest"), node_pool("default", "default"), pending_pod("web-0")]
+    )
+
+    world.apply(world.solve())
+
+    failed = [m for reason, m in world.events.recorded if reason == "FailedScheduling"]
+    assert failed and failed[0].startswith("Failed to schedule pod, no ready NodePool (default: ")
+    assert 'EC2NodeClass "default" is not ready' in failed[0] and UNSUPPORTED in failed[0]
+
+
+def test_apply_writes_each_pools_node_count_and_resources() -> None:
+    world = windows_and_general_purpose()
+
+    world.apply(world.solve())
+
+    status = world.kube.get(r.NODEPOOL, "general-purpose")["status"]
+    assert status["nodes"] == len(world.starter.started) > 0
+    assert status["resources"]["nodes"] == str(status["nodes"])
+    empty = world.kube.get(r.NODEPOOL, "windows2022")["status"]
+    assert (empty["nodes"], empty["resources"]["cpu"]) == (0, "0")
