@@ -6,6 +6,7 @@ was launched, and changing the solver never breaks replay."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -248,18 +249,26 @@ class ProvisioningActivities:
             current = get_condition(conditions, "Ready")
             if message and not (current and current.status == "False" and current.message == message):
                 self.recorder.record(obj, "Warning", reason, message)
-            for type_, status, why, text in wanted:
-                conditions = set_condition(conditions, type_, status, why, text, stamp)  # type: ignore[arg-type]
-            try:
-                self.kube.patch(
-                    r.NODEPOOL,
-                    name,
-                    {"status": {"conditions": [c.to_kube() for c in conditions]}},
-                    subresource="status",
-                )
-            except NotFoundError:
-                pass
+            kubeops.update(self.kube, r.NODEPOOL, name, _setting(wanted, stamp), subresource="status")
         return names
+
+
+def _setting(wanted: list[tuple[str, str, str, str]], stamp: str) -> Callable[[Obj], bool]:
+    """A status mutation for `kubeops.update` setting these NodePool conditions (type, status, reason,
+    message) on the object as read, so a condition another writer set meanwhile (NodeRegistrationHealthy)
+    is kept; False when they are already so."""
+
+    def mutate(obj: Obj) -> bool:
+        status = obj.setdefault("status", {})
+        conditions = [Condition.model_validate(c) for c in status.get("conditions") or []]
+        if all(_has(conditions, *want) for want in wanted):
+            return False
+        for type_, state, why, text in wanted:
+            conditions = set_condition(conditions, type_, state, why, text, stamp)  # type: ignore[arg-type]
+        status["conditions"] = [c.to_kube() for c in conditions]
+        return True
+
+    return mutate
 
 
 def _has(conditions: list[Condition], type_: str, status: str, reason: str, message: str) -> bool:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from temporalio.testing import ActivityEnvironment
 
+from activities import nodepool_status
 from activities.provisioning import ProvisioningActivities
 from activities.provisioning_models import ApplyPlanInput, ProvisionPlan, ProvisionRound
 from cloudprovider.errors import CloudProviderError, ThrottledError
@@ -304,3 +305,14 @@ def test_apply_writes_each_pools_node_count_and_resources() -> None:
     assert status["resources"]["nodes"] == str(status["nodes"])
     empty = world.kube.get(r.NODEPOOL, "windows2022")["status"]
     assert (empty["nodes"], empty["resources"]["cpu"]) == (0, "0")
+
+
+def test_apply_keeps_the_registration_health_a_claim_reported() -> None:
+    world = windows_and_general_purpose()
+    plan = world.solve()
+    nodepool_status.set_registration_health(world.kube, "windows2022", False, "NodeClaim x did not register")
+
+    world.apply(plan)
+
+    assert world.condition(r.NODEPOOL, "windows2022", "NodeRegistrationHealthy")["status"] == "False"
+    assert world.condition(r.NODEPOOL, "windows2022", "Ready")["status"] == "False"
