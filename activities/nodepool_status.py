@@ -10,7 +10,7 @@ carrying the resourceVersion read, made only when something changes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from activities import kubeops
@@ -66,12 +66,16 @@ def status_of(total: Mapping[str, int]) -> tuple[dict[str, str], int]:
 EMPTY = status_of({})
 
 
-def _setting_counts(resources: dict[str, str], count: int) -> Any:
+def _setting_counts(count: Callable[[], tuple[dict[str, str], int]]) -> Callable[[Obj], bool]:
+    """A status mutation for `kubeops.update`. The count is taken after the NodePool is read, so a write
+    racing with another recount conflicts and is retried on fresh lists rather than writing stale ones."""
+
     def mutate(obj: Obj) -> bool:
+        resources, nodes = count()
         status = obj.setdefault("status", {})
-        if status.get("resources") == resources and status.get("nodes") == count:
+        if status.get("resources") == resources and status.get("nodes") == nodes:
             return False
-        status["resources"], status["nodes"] = resources, count
+        status["resources"], status["nodes"] = resources, nodes
         return True
 
     return mutate
@@ -81,17 +85,18 @@ def sync_counts(kube: Kube, pool: str) -> None:
     """Recount one NodePool's `status.resources` and `status.nodes` from a fresh list of its Nodes and
     NodeClaims, and write them when they changed. A pool that does not exist is left alone."""
     selector = f"{labels.NODEPOOL}={pool}"
-    counts = pool_resources(kube.list(r.NODE, label_selector=selector), kube.list(r.NODECLAIM, label_selector=selector))
-    resources, count = counts.get(pool, EMPTY)
-    kubeops.update(kube, r.NODEPOOL, pool, _setting_counts(resources, count), subresource="status")
+
+    def count() -> tuple[dict[str, str], int]:
+        nodes, claims = kube.list(r.NODE, label_selector=selector), kube.list(r.NODECLAIM, label_selector=selector)
+        return pool_resources(nodes, claims).get(pool, EMPTY)
+
+    kubeops.update(kube, r.NODEPOOL, pool, _setting_counts(count), subresource="status")
 
 
 def sync_all_counts(kube: Kube, pools: Iterable[str]) -> None:
-    """`sync_counts` for each of these NodePools, from one list of Nodes and one of NodeClaims."""
-    counts = pool_resources(kube.list(r.NODE), kube.list(r.NODECLAIM))
+    """`sync_counts` for each of these NodePools."""
     for pool in pools:
-        resources, count = counts.get(pool, EMPTY)
-        kubeops.update(kube, r.NODEPOOL, pool, _setting_counts(resources, count), subresource="status")
+        sync_counts(kube, pool)
 
 
 def set_registration_health(kube: Kube, pool: str, healthy: bool, message: str) -> None:

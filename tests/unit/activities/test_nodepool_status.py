@@ -76,3 +76,25 @@ def test_registration_health_turns_false_then_true_and_repeats_are_not_written()
     version = kube.get(r.NODEPOOL, "default")["metadata"]["resourceVersion"]
     nodepool_status.set_registration_health(kube, "default", True, "node n2 registered")
     assert kube.get(r.NODEPOOL, "default")["metadata"]["resourceVersion"] == version
+
+
+def test_a_recount_racing_with_another_is_retried_on_fresh_lists() -> None:
+    class Racing(MemKube):
+        """Another recount writes the pool between this one's read of the pool and its write."""
+
+        raced = False
+
+        def list(self, resource: r.Resource, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+            found = super().list(resource, *args, **kwargs)
+            if resource == r.NODECLAIM and not self.raced:
+                self.raced = True
+                self.create(r.NODECLAIM, claim("default-2", "default", cpu="4"))
+                self.patch(r.NODEPOOL, "default", {"status": {"nodes": 2}}, subresource="status")
+            return found
+
+    kube = Racing()
+    kube.create(r.NODEPOOL, POOL)
+    kube.create(r.NODECLAIM, claim("default-1", "default", cpu="2"))
+    nodepool_status.sync_counts(kube, "default")
+    status = kube.get(r.NODEPOOL, "default")["status"]
+    assert (status["nodes"], status["resources"]["cpu"]) == (2, "6")
