@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from activities import kubeops, ownership
+from activities import kubeops, nodepool_status, ownership
 from activities.models import ClaimIdentity, ClaimRef
 from activities.shared_reads import SharedReads
+from apis import labels
 from apis.meta import now_rfc3339, set_condition
 from apis.nodeclaim import NodeClaim
 from cloudprovider.types import CloudProvider
@@ -93,6 +94,19 @@ class ClaimActivities:
     def _set_conditions(self, ref: ClaimRef, *updates: tuple[str, str, str, str], **status: Any) -> None:
         """Set status conditions (type, status, reason, message) and other status fields on the claim."""
         ownership.update(self.kube, self._own_claim(ref), setting_conditions(*updates, **status), subresource="status")
+
+    @staticmethod
+    def _pool_of(claim: Obj | NodeClaim | None) -> str:
+        """The NodePool a claim was launched from (its `karpenter.sh/nodepool` label), '' when unknown."""
+        if claim is None:
+            return ""
+        found = claim.metadata.labels if isinstance(claim, NodeClaim) else claim["metadata"].get("labels") or {}
+        return str(found.get(labels.NODEPOOL, ""))
+
+    def _recount(self, pool: str) -> None:
+        """Rewrite the pool's `status.resources` and `status.nodes` when this claim's change moved them."""
+        if pool:
+            nodepool_status.sync_counts(self.kube, pool)
 
     def _drop_condition(self, ref: ClaimRef, type_: str) -> None:
         def mutate(obj: Obj) -> bool:

@@ -106,21 +106,34 @@ def sync_node(node: dict[str, Any], claim: NodeClaim) -> bool:
     return before != repr((meta.get("labels"), meta.get("annotations"), meta.get("finalizers"), node.get("spec")))
 
 
-def initialization_blocker(node: dict[str, Any], claim: NodeClaim) -> str:
-    """Why the node is not initialized yet ('' when it is): Ready, startup and ephemeral taints gone,
-    requested extended resources allocatable."""
+def initialization_blocker(node: dict[str, Any], claim: NodeClaim) -> tuple[str, str]:
+    """Why the node is not initialized yet: the reason of the claim's Initialized condition while it waits
+    (Karpenter's reasons) and what it waits for; ("", "") when it is. In order: the Node is Ready
+    (`NodeNotReady`), the claim's startup taints are gone (`StartupTaintsExist`), the taints the node
+    lifecycle controller puts on a new node are gone (`KnownEphemeralTaintsExist`), and the extended
+    resources the claim requested are allocatable (`ResourceNotRegistered`)."""
+    name = node.get("metadata", {}).get("name", "")
     conditions = node.get("status", {}).get("conditions") or []
-    if not any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
-        return "node is not Ready"
+    ready = next((c for c in conditions if c.get("type") == "Ready"), None)
+    if ready is None or ready.get("status") != "True":
+        why = f" ({ready.get('reason') or ready.get('status')})" if ready else " (no Ready condition yet)"
+        return "NodeNotReady", f"Node {name} to be Ready{why}"
     taints = node.get("spec", {}).get("taints") or []
     for taint in claim.spec.startup_taints:
         if any(t.get("key") == taint.key and t.get("effect") == taint.effect for t in taints):
-            return f"startup taint {taint.key}:{taint.effect} is still present"
+            return (
+                "StartupTaintsExist",
+                f"startup taint {taint.key}:{taint.effect} to be removed from Node {name}",
+            )
     for taint in taints:
         if taint.get("key") in EPHEMERAL_TAINT_KEYS:
-            return f"taint {taint.get('key')} is still present"
+            spec = f"{taint.get('key')}:{taint.get('effect')}"
+            return "KnownEphemeralTaintsExist", f"taint {spec} to be removed from Node {name}"
     allocatable = node.get("status", {}).get("allocatable") or {}
     for resource in sorted(claim.spec.resources.requests):
         if resource not in WELL_KNOWN_RESOURCES and str(allocatable.get(resource, "0")) in ("0", ""):
-            return f"extended resource {resource} is not allocatable yet"
-    return ""
+            return (
+                "ResourceNotRegistered",
+                f"resource {resource}, requested by the NodeClaim, to be allocatable on Node {name}",
+            )
+    return "", ""

@@ -37,15 +37,17 @@ class InitializationActivities(ClaimActivities):
     @activity.defn(name="check_initialized")
     def check_initialized(self, ident: ClaimIdentity) -> InitializationResult:
         """Initialized = Ready, startup and ephemeral taints gone, requested extended resources present.
-        When it is, label the Node and set Initialized and Ready on the claim."""
+        When it is, label the Node and set Initialized and Ready on the claim; until then Initialized is
+        Unknown with the reason and a message saying what it waits for (written when that changes)."""
         claim = self._claim(ident)
         node = ownership.get(self.kube, self._own_node(ident))
         if claim is None or node is None:
             gone = self._own_claim(ident).describe() if claim is None else self._own_node(ident).describe()
             return InitializationResult(gone=True, waiting_for=f"{gone} is gone")
-        blocker = claims.initialization_blocker(node, claim)
-        if blocker:
-            return InitializationResult(waiting_for=blocker)
+        reason, waiting_for = claims.initialization_blocker(node, claim)
+        if reason:
+            self._set_conditions(ident, (INITIALIZED, "Unknown", reason, f"waiting for {waiting_for}"))
+            return InitializationResult(waiting_for=waiting_for)
 
         def label(obj: Obj) -> bool:
             node_labels = obj["metadata"].get("labels") or {}

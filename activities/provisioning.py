@@ -6,13 +6,14 @@ was launched, and changing the solver never breaks replay."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
 from temporalio import activity
 
 import scheduling
-from activities import kubeops, nodeclass_status
+from activities import kubeops, nodeclass_status, nodepool_status
 from activities.claim_launcher import ClaimLauncher, WorkflowStarter
 from activities.heartbeat import heartbeating
 from activities.provisioning_models import ApplyPlanInput, ApplyPlanResult, InvalidObject, ProvisionPlan, ProvisionRound
@@ -211,7 +212,8 @@ class ProvisioningActivities:
 
     def _apply_plan(self, inp: ApplyPlanInput) -> ApplyPlanResult:
         created = self.launcher.launch(inp.round, inp.plan.node_claims)
-        self._report_node_pools(inp.plan.invalid)
+        pools = self._report_node_pools(inp.plan.invalid)
+        nodepool_status.sync_all_counts(self.kube, pools)
         for pod in inp.plan.unschedulable[:200]:
             namespace, _, name = pod.pod.partition("/")
             pod_obj = kubeops.get_or_none(self.kube, r.POD, name, namespace)
@@ -219,15 +221,17 @@ class ProvisioningActivities:
                 self.recorder.record(pod_obj, "Warning", "FailedScheduling", f"Failed to schedule pod, {pod.reason}")
         return ApplyPlanResult(created=created)
 
-    def _report_node_pools(self, invalid: list[InvalidObject]) -> None:
+    def _report_node_pools(self, invalid: list[InvalidObject]) -> list[str]:
         """NodePool conditions as Karpenter sets them, with an Event when a problem appears or changes:
         an invalid NodePool gets ValidationSucceeded=False and Ready=False (ValidationFailed); one whose
         EC2NodeClass is not ready or missing gets NodeClassReady=False and Ready=False with that reason;
-        the others get all three True."""
+        the others get all three True. Returns the names of the NodePools."""
         problems = {i.name: i for i in invalid if i.kind == "NodePool"}
         stamp = now_rfc3339()
+        names: list[str] = []
         for obj in self.kube.list(r.NODEPOOL):
             name = obj["metadata"]["name"]
+            names.append(name)
             problem = problems.get(name)
             message = problem.message if problem else ""
             reason = (problem.reason or "ValidationFailed") if problem else "Ready"
@@ -245,17 +249,26 @@ class ProvisioningActivities:
             current = get_condition(conditions, "Ready")
             if message and not (current and current.status == "False" and current.message == message):
                 self.recorder.record(obj, "Warning", reason, message)
-            for type_, status, why, text in wanted:
-                conditions = set_condition(conditions, type_, status, why, text, stamp)  # type: ignore[arg-type]
-            try:
-                self.kube.patch(
-                    r.NODEPOOL,
-                    name,
-                    {"status": {"conditions": [c.to_kube() for c in conditions]}},
-                    subresource="status",
-                )
-            except NotFoundError:
-                pass
+            kubeops.update(self.kube, r.NODEPOOL, name, _setting(wanted, stamp), subresource="status")
+        return names
+
+
+def _setting(wanted: list[tuple[str, str, str, str]], stamp: str) -> Callable[[Obj], bool]:
+    """A status mutation for `kubeops.update` setting these NodePool conditions (type, status, reason,
+    message) on the object as read, so a condition another writer set meanwhile (NodeRegistrationHealthy)
+    is kept; False when they are already so."""
+
+    def mutate(obj: Obj) -> bool:
+        status = obj.setdefault("status", {})
+        conditions = [Condition.model_validate(c) for c in status.get("conditions") or []]
+        if all(_has(conditions, *want) for want in wanted):
+            return False
+        for type_, state, why, text in wanted:
+            conditions = set_condition(conditions, type_, state, why, text, stamp)  # type: ignore[arg-type]
+        status["conditions"] = [c.to_kube() for c in conditions]
+        return True
+
+    return mutate
 
 
 def _has(conditions: list[Condition], type_: str, status: str, reason: str, message: str) -> bool:

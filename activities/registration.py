@@ -9,10 +9,11 @@ from typing import Any
 from pydantic import BaseModel
 from temporalio import activity
 
-from activities import claims, ownership
+from activities import claims, nodepool_status, ownership
 from activities.claim_base import ClaimActivities
 from activities.models import ClaimIdentity, ClaimRef
-from apis.nodeclaim import REGISTERED
+from apis.meta import is_true
+from apis.nodeclaim import REGISTERED, NodeClaim
 from kube import resources as r
 
 
@@ -42,18 +43,23 @@ class RegistrationActivities(ClaimActivities):
     def find_node(self, inp: FindNodeInput) -> NodeRef:
         """The Node whose spec.providerID is the claim's instance (name and uid), or '' if it has not
         registered yet; `claim_gone` when the claim itself no longer exists."""
-        if self._claim_obj(inp) is None:
+        claim = self._claim_obj(inp)
+        if claim is None:
             return NodeRef(claim_gone=True)
         for node in self.kube.list(r.NODE):
             if node.get("spec", {}).get("providerID") == inp.provider_id:
                 return NodeRef(node_name=node["metadata"]["name"], node_uid=node["metadata"].get("uid", ""))
+        if not is_true(NodeClaim.model_validate(claim).status.conditions, REGISTERED):
+            message = f"Node not registered with cluster: waiting for a Node with providerID {inp.provider_id}"
+            self._set_conditions(inp, (REGISTERED, "Unknown", "NodeNotFound", message))
         return NodeRef()
 
     @activity.defn(name="register_node")
     def register_node(self, ident: ClaimIdentity) -> None:
         """Sync the claim's labels, annotations and taints onto the Node, add the termination finalizer and
-        the registered label, drop the unregistered taint; set nodeName and Registered on the claim. A gone
-        claim, or a Node that is not the claim's, is left alone."""
+        the registered label, drop the unregistered taint; set nodeName and Registered on the claim; recount
+        the claim's NodePool and mark it NodeRegistrationHealthy. A gone claim, or a Node that is not the
+        claim's, is left alone."""
         claim = self._claim(ident)
         if claim is None:
             return
@@ -61,3 +67,6 @@ class RegistrationActivities(ClaimActivities):
         self._set_conditions(
             ident, (REGISTERED, "True", "Registered", f"node {ident.node_name} registered"), node_name=ident.node_name
         )
+        pool = self._pool_of(claim)
+        self._recount(pool)
+        nodepool_status.set_registration_health(self.kube, pool, True, f"node {ident.node_name} registered")

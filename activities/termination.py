@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 from temporalio import activity
 
-from activities import drain, kubeops, ownership
+from activities import drain, kubeops, nodepool_status, ownership
 from activities.claim_base import ClaimActivities
 from activities.heartbeat import heartbeating
 from activities.models import ClaimIdentity, ClaimRef
@@ -27,10 +27,12 @@ from kube.types import Obj
 
 class BeginTerminationInput(ClaimIdentity):
     """Why the claim terminates (the `DisruptionTerminating` event); `expired`: set condition Expired=True
-    first (expireAfter passed or the `expire` signal)."""
+    first (expireAfter passed or the `expire` signal); `registration_failed`: its Node did not register
+    within the registration TTL, so its NodePool turns NodeRegistrationHealthy=False with `reason`."""
 
     reason: str = ""
     expired: bool = False
+    registration_failed: bool = False
 
 
 class DrainInput(ClaimIdentity):
@@ -75,6 +77,9 @@ class TerminationActivities(ClaimActivities):
         claim_obj = self._claim_obj(inp)
         if claim_obj is None:
             return
+        if inp.registration_failed:
+            message = f"NodeClaim {inp.name}: {inp.reason}" if inp.reason else f"NodeClaim {inp.name} did not register"
+            nodepool_status.set_registration_health(self.kube, self._pool_of(claim_obj), False, message)
         if inp.expired and not is_true(NodeClaim.model_validate(claim_obj).status.conditions, EXPIRED):
             self._set_conditions(inp, (EXPIRED, "True", "Expired", inp.reason or "expired"))
         if not claim_obj["metadata"].get("deletionTimestamp"):
@@ -200,7 +205,8 @@ class TerminationActivities(ClaimActivities):
     @activity.defn(name="finalize")
     def finalize(self, ident: ClaimIdentity) -> None:
         """The instance is gone: delete the Node (dropping our finalizer) and let the NodeClaim go. Only the
-        claim's own Node and NodeClaim are touched."""
+        claim's own Node and NodeClaim are touched; the NodePool's node count follows."""
+        pool = self._pool_of(self._claim_obj(ident))
         if ident.node_name:
             node = self._own_node(ident)
             ownership.delete(self.kube, node)
@@ -208,3 +214,4 @@ class TerminationActivities(ClaimActivities):
         claim = self._own_claim(ident)
         ownership.delete(self.kube, claim)
         ownership.remove_finalizer(self.kube, claim, labels.TERMINATION_FINALIZER)
+        self._recount(pool)

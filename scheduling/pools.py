@@ -85,6 +85,24 @@ def is_ready(conditions: Iterable[Condition]) -> str:
     return ""
 
 
+def pool_problems(pools: Sequence[Pool]) -> list[str]:
+    """Why the pools that cannot launch cannot, one entry each, for an unschedulable pod's reason. When none
+    can (the cluster has NodePools but no ready one), a single entry says so, naming each pool with the
+    message of its Ready condition (e.g. which EC2NodeClass is not ready and why), or its problem; no
+    pool at all is "no NodePool exists"."""
+    if not pools:
+        return ["no NodePool exists"]
+    if any(not p.problem for p in pools):
+        return [f"NodePool {p.name}: {p.problem}" for p in pools if p.problem]
+    why = "; ".join(f"{p.name}: {_ready_message(p) or p.problem}" for p in pools)
+    return [f"no ready NodePool ({why})"]
+
+
+def _ready_message(pool: Pool) -> str:
+    ready = next((c for c in pool.api.status.conditions if c.type == "Ready"), None)
+    return ready.message if ready is not None and ready.status != "True" else ""
+
+
 def pool_requirements(pool: NodePool) -> Requirements:
     template = pool.spec.template
     reqs = from_api(template.spec.requirements, f"NodePool {pool.name} spec.template.spec.requirements")

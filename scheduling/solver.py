@@ -28,7 +28,7 @@ from scheduling.explain import limits_reason, limits_remaining, no_room_reason, 
 from scheduling.output import INF, planned_claim
 from scheduling.packing import IntArray
 from scheduling.pods import Variant, group_pods
-from scheduling.pools import Pool, build_pools
+from scheduling.pools import Pool, build_pools, pool_problems
 from scheduling.requirements import Requirements
 from scheduling.resources import ports_conflict
 from scheduling.state import bound_anti_terms, cluster_targets, in_flight_targets, runtime_overheads, volume_resolver
@@ -50,6 +50,7 @@ class Solver:
             inp.node_pools, inp.node_classes, inp.instance_types, inp.daemonsets, existing_capacity
         )
         self.ready_pools = [p for p in self.pools if not p.problem]
+        self.pool_problems = pool_problems(self.pools)
         self.targets.extend(in_flight_targets(inp, self.pools, {t.name for t in self.targets}))
         self.all: list[Target] = list(self.targets)
         self.claims: list[Claim] = []
@@ -160,8 +161,7 @@ class Solver:
     def _place_variant(self, state: ClassState, index: int, variant: Variant, pods: list[str]) -> tuple[int, str]:
         pins, pin_reason = self.domains.pins(state, index, variant)
         if not pins:
-            problems = [f"NodePool {p.name}: {p.problem}" for p in self.pools if p.problem]
-            return 0, "; ".join([pin_reason, *problems])
+            return 0, "; ".join([pin_reason, *self.pool_problems])
         reason = ""
         for pin in pins:
             reqs = variant.reqs.intersect(pin) if pin else variant.reqs
@@ -201,7 +201,7 @@ class Solver:
         """Launch new claims (each from the first pool, by weight, where the pods fit) until all pods are
         placed or no pool can take them; (count, reason when 0)."""
         placed = 0
-        reasons: list[str] = [f"NodePool {p.name}: {p.problem}" for p in self.pools if p.problem]
+        reasons = list(self.pool_problems)
         while placed < len(pods):
             count, reasons_now = self._new_claim(state, variant, reqs, pods[placed:])
             if count == 0:
@@ -213,7 +213,7 @@ class Solver:
             return placed, ""
         existing = len(self.all)
         prefix = f"did not fit {existing} existing node(s) or planned claim(s); " if existing else ""
-        return 0, prefix + ("; ".join(reasons) if reasons else "no NodePool exists")
+        return 0, prefix + "; ".join(reasons)
 
     # --- one target ---------------------------------------------------------------------------------
 

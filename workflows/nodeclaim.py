@@ -207,6 +207,7 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
             deadline = self.state.registration_deadline
             if deadline is not None and workflow.now() >= deadline:
                 self.pending_termination = f"the node did not register within {self.input.registration_ttl}"
+                self.state.registration_failed = True
                 self.state.phase = TERMINATING
                 return
             self.state.waiting_for = "the Node with this instance's providerID"
@@ -302,7 +303,12 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
 
     async def terminate(self) -> None:
         if not self.state.termination_reason:
-            ref = BeginTerminationInput(**self._identity(), reason=self.pending_termination, expired=self.state.expired)
+            ref = BeginTerminationInput(
+                **self._identity(),
+                reason=self.pending_termination,
+                expired=self.state.expired,
+                registration_failed=self.state.registration_failed,
+            )
             await self._run_activity(TerminationActivities.begin_termination, ref)
             self.state.termination_reason = self.pending_termination
         while True:

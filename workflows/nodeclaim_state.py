@@ -50,6 +50,7 @@ class NodeClaimState(BaseModel):
     drift_checks: int = 0
     last_drift_check: datetime | None = None
     expired: bool = False  # expireAfter passed or `expire` signalled: condition Expired before draining
+    registration_failed: bool = False  # the Node did not register within the registration TTL
 
     def conditions_summary(self) -> str:
         """`Drifted=True (AMIDrift), Initialized=True`, sorted by type."""

@@ -34,6 +34,16 @@ def test_should_bind_a_deployments_pods_to_new_nodes(stack: DevStack) -> None:
         assert not any(t["key"] == "karpenter.sh/unregistered" for t in node["spec"].get("taints") or [])
     assert_one_instance_per_claim(stack)
 
+    def pool_counted() -> dict[str, Any] | None:  # the NODES column of `kubectl get nodepools`
+        claims = stack.kube.list(r.NODECLAIM, label_selector="karpenter.sh/nodepool=default")
+        status = stack.kube.get(r.NODEPOOL, "default").get("status") or {}
+        return status if claims and status.get("nodes") == len(claims) else None
+
+    status = eventually(pool_counted, timeout=30, what="NodePool default status.nodes")
+    assert status["resources"]["nodes"] == str(status["nodes"]) and status["resources"]["cpu"] != "0"
+    health = next(c for c in status["conditions"] if c["type"] == "NodeRegistrationHealthy")
+    assert health["status"] == "True"
+
 
 def test_should_list_nodeclaim_workflows_in_the_temporal_ui(stack: DevStack) -> None:
     assert stack.ui_url

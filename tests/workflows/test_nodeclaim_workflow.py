@@ -53,6 +53,7 @@ async def test_should_run_the_whole_lifecycle_when_the_claim_is_deleted(
         "drain_step", "drain_step", "finalize",
     ]  # fmt: skip
     assert world.terminate_calls == 2
+    assert [i.registration_failed for i in world.begin_inputs] == [False]
 
 
 async def test_should_delete_the_claim_when_every_offering_is_out_of_capacity(
@@ -78,6 +79,7 @@ async def test_should_terminate_the_instance_when_the_node_never_registers(
     assert "did not register within 3m" in final.termination_reason
     assert "register_node" not in world.calls
     assert world.calls[-1] == "finalize"
+    assert [i.registration_failed for i in world.begin_inputs] == [True]  # the NodePool is told
 
 
 async def test_should_expire_the_node_after_expire_after(

@@ -25,9 +25,30 @@ def initialization(kube: MemKube, cloud: FakeCloudProvider, events: Events) -> I
 IDENT = ClaimIdentity(name=NAME, provider_id=PROVIDER_ID, node_name=NODE)
 
 
-def test_a_node_not_ready_is_waited_for(initialization: InitializationActivities) -> None:
+def initialized(kube: MemKube) -> tuple[str, str, str]:
+    found = condition(kube, "Initialized")
+    assert found is not None
+    return found["status"], found["reason"], found["message"]
+
+
+def test_a_node_not_ready_is_waited_for(initialization: InitializationActivities, kube: MemKube) -> None:
     result = initialization.check_initialized(IDENT)
-    assert (result.initialized, result.gone, result.waiting_for) == (False, False, "node is not Ready")
+    waiting = "Node node-1 to be Ready (no Ready condition yet)"
+    assert (result.initialized, result.gone, result.waiting_for) == (False, False, waiting)
+    assert initialized(kube) == ("Unknown", "NodeNotReady", f"waiting for {waiting}")
+    not_ready = {"conditions": [{"type": "Ready", "status": "False", "reason": "KubeletNotReady"}]}
+    as_admin_patch(kube, r.NODE, NODE, {"status": not_ready}, subresource="status")
+    initialization.check_initialized(IDENT)
+    assert initialized(kube) == ("Unknown", "NodeNotReady", "waiting for Node node-1 to be Ready (KubeletNotReady)")
+
+
+def test_the_waiting_reason_is_written_only_when_it_changes(
+    initialization: InitializationActivities, kube: MemKube
+) -> None:
+    initialization.check_initialized(IDENT)
+    version = kube.get(r.NODECLAIM, NAME)["metadata"]["resourceVersion"]
+    initialization.check_initialized(IDENT)
+    assert kube.get(r.NODECLAIM, NAME)["metadata"]["resourceVersion"] == version
 
 
 def test_a_startup_taint_is_waited_for(initialization: InitializationActivities, kube: MemKube) -> None:
@@ -36,6 +57,28 @@ def test_a_startup_taint_is_waited_for(initialization: InitializationActivities,
     as_admin_patch(kube, r.NODE, NODE, {"spec": {"taints": [startup]}})
     as_admin_patch(kube, r.NODE, NODE, {"status": READY}, subresource="status")
     assert "startup taint example.com/agent" in initialization.check_initialized(IDENT).waiting_for
+    status, reason, message = initialized(kube)
+    assert (status, reason) == ("Unknown", "StartupTaintsExist")
+    assert message == "waiting for startup taint example.com/agent:NoSchedule to be removed from Node node-1"
+
+
+def test_an_ephemeral_taint_is_waited_for(initialization: InitializationActivities, kube: MemKube) -> None:
+    taint = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+    as_admin_patch(kube, r.NODE, NODE, {"spec": {"taints": [taint]}})
+    as_admin_patch(kube, r.NODE, NODE, {"status": READY}, subresource="status")
+    initialization.check_initialized(IDENT)
+    assert initialized(kube)[:2] == ("Unknown", "KnownEphemeralTaintsExist")
+    assert "node.kubernetes.io/not-ready:NoSchedule" in initialized(kube)[2]
+
+
+def test_a_requested_resource_is_waited_for(initialization: InitializationActivities, kube: MemKube) -> None:
+    as_admin_patch(kube, r.NODECLAIM, NAME, {"spec": {"resources": {"requests": {"nvidia.com/gpu": "1"}}}})
+    as_admin_patch(kube, r.NODE, NODE, {"status": READY}, subresource="status")
+    result = initialization.check_initialized(IDENT)
+    assert not result.initialized
+    status, reason, message = initialized(kube)
+    assert (status, reason) == ("Unknown", "ResourceNotRegistered")
+    assert message.startswith("waiting for resource nvidia.com/gpu") and "Node node-1" in message
 
 
 def test_a_ready_node_initializes_the_claim(initialization: InitializationActivities, kube: MemKube) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from temporalio.testing import ActivityEnvironment
 
+from activities import nodepool_status
 from activities.provisioning import ProvisioningActivities
 from activities.provisioning_models import ApplyPlanInput, ProvisionPlan, ProvisionRound
 from cloudprovider.errors import CloudProviderError, ThrottledError
@@ -280,3 +281,38 @@ def test_valid_pools_plan_whatever_broken_objects_are_mixed_in(seed: int) -> Non
         assert world.condition(r.NODEPOOL, name, "Ready")["status"] == "False"
     for name in valid:
         assert world.condition(r.NODEPOOL, name, "Ready")["status"] == "True"
+
+
+def test_pods_of_a_cluster_whose_only_pool_is_not_ready_say_so_and_name_the_node_class() -> None:
+    world = World(
+        [node_class("default", alias="windows2022@latest"), node_pool("default", "default"), pending_pod("web-0")]
+    )
+
+    world.apply(world.solve())
+
+    failed = [m for reason, m in world.events.recorded if reason == "FailedScheduling"]
+    assert failed and failed[0].startswith("Failed to schedule pod, no ready NodePool (default: ")
+    assert 'EC2NodeClass "default" is not ready' in failed[0] and UNSUPPORTED in failed[0]
+
+
+def test_apply_writes_each_pools_node_count_and_resources() -> None:
+    world = windows_and_general_purpose()
+
+    world.apply(world.solve())
+
+    status = world.kube.get(r.NODEPOOL, "general-purpose")["status"]
+    assert status["nodes"] == len(world.starter.started) > 0
+    assert status["resources"]["nodes"] == str(status["nodes"])
+    empty = world.kube.get(r.NODEPOOL, "windows2022")["status"]
+    assert (empty["nodes"], empty["resources"]["cpu"]) == (0, "0")
+
+
+def test_apply_keeps_the_registration_health_a_claim_reported() -> None:
+    world = windows_and_general_purpose()
+    plan = world.solve()
+    nodepool_status.set_registration_health(world.kube, "windows2022", False, "NodeClaim x did not register")
+
+    world.apply(plan)
+
+    assert world.condition(r.NODEPOOL, "windows2022", "NodeRegistrationHealthy")["status"] == "False"
+    assert world.condition(r.NODEPOOL, "windows2022", "Ready")["status"] == "False"

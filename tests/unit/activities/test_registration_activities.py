@@ -25,6 +25,12 @@ def test_find_node_waits_until_a_node_has_the_instances_provider_id(
 ) -> None:
     check = FindNodeInput(name=NAME, provider_id=PROVIDER_ID)
     assert registration.find_node(check).node_name == ""
+    waiting = condition(kube, "Registered")
+    assert waiting is not None and (waiting["status"], waiting["reason"]) == ("Unknown", "NodeNotFound")
+    assert waiting["message"] == f"Node not registered with cluster: waiting for a Node with providerID {PROVIDER_ID}"
+    version = claim(kube)["metadata"]["resourceVersion"]
+    registration.find_node(check)
+    assert claim(kube)["metadata"]["resourceVersion"] == version, "an unchanged wait is not written again"
     as_admin_patch(kube, r.NODE, NODE, {"spec": {"providerID": PROVIDER_ID}})
     found = registration.find_node(check)
     assert (found.node_name, found.node_uid, found.claim_gone) == (NODE, uid(kube, r.NODE, NODE), False)
@@ -58,3 +64,19 @@ def test_register_node_leaves_a_node_with_another_provider_id_alone(
     before = kube.get(r.NODE, NODE)
     registration.register_node(ClaimIdentity(name=NAME, provider_id=PROVIDER_ID, node_name=NODE))
     assert kube.get(r.NODE, NODE) == before
+
+
+def test_register_node_counts_the_node_on_its_pool_and_marks_the_pool_healthy(
+    registration: RegistrationActivities, kube: MemKube
+) -> None:
+    capacity = {"cpu": "2", "memory": "4Gi", "pods": "29", "ephemeral-storage": "20Gi"}
+    as_admin_patch(kube, r.NODE, NODE, {"spec": {"providerID": PROVIDER_ID}})
+    as_admin_patch(kube, r.NODE, NODE, {"status": {"capacity": capacity}}, subresource="status")
+    registration.register_node(
+        ClaimIdentity(name=NAME, provider_id=PROVIDER_ID, node_name=NODE, node_uid=uid(kube, r.NODE, NODE))
+    )
+    status = kube.get(r.NODEPOOL, "default")["status"]
+    assert status["nodes"] == 1
+    assert status["resources"] == {**capacity, "nodes": "1"}
+    healthy = next(c for c in status["conditions"] if c["type"] == "NodeRegistrationHealthy")
+    assert (healthy["status"], healthy["reason"]) == ("True", "NodeRegistrationHealthy")

@@ -181,3 +181,34 @@ def test_finalize_before_registration_only_lets_the_claim_go(termination: Termin
     with pytest.raises(NotFoundError):
         kube.get(r.NODECLAIM, NAME)
     assert kube.get(r.NODE, NODE)  # not the claim's Node: it never registered
+
+
+def pool_condition(kube: MemKube, type_: str) -> dict[str, str] | None:
+    conditions = kube.get(r.NODEPOOL, "default").get("status", {}).get("conditions") or []
+    return next((c for c in conditions if c["type"] == type_), None)
+
+
+def test_a_claim_that_did_not_register_marks_its_pool_unhealthy(
+    termination: TerminationActivities, kube: MemKube
+) -> None:
+    reason = "the node did not register within 15m"
+    termination.begin_termination(BeginTerminationInput(name=NAME, reason=reason, registration_failed=True))
+    health = pool_condition(kube, "NodeRegistrationHealthy")
+    assert health and (health["status"], health["reason"]) == ("False", "RegistrationFailed")
+    assert health["message"] == f"NodeClaim {NAME}: {reason}"
+
+
+def test_any_other_termination_leaves_the_pools_registration_health_alone(
+    termination: TerminationActivities, kube: MemKube
+) -> None:
+    termination.begin_termination(BeginTerminationInput(name=NAME, reason="manual drain"))
+    assert pool_condition(kube, "NodeRegistrationHealthy") is None
+
+
+def test_finalize_recounts_the_claims_pool(termination: TerminationActivities, kube: MemKube) -> None:
+    with kube.as_admin():
+        kube.patch(r.NODEPOOL, "default", {"status": {"nodes": 1, "resources": {"cpu": "2", "nodes": "1"}}})
+    termination.finalize(ClaimIdentity(name=NAME))
+    status = kube.get(r.NODEPOOL, "default")["status"]
+    assert status["nodes"] == 0
+    assert status["resources"] == {"cpu": "0", "ephemeral-storage": "0", "memory": "0", "nodes": "0", "pods": "0"}

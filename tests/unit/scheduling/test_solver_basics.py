@@ -139,7 +139,24 @@ def test_pools_are_tried_by_weight_and_not_ready_pools_skipped() -> None:
     )  # fmt: skip
     assert schedule([pod("p")], [light, broken]).node_claims[0].node_pool == "light"
     plan = schedule([pod("p")], [broken])
-    assert "NodePool heavy: not ready" in reason(plan, "default/p")
+    assert reason(plan, "default/p") == "no ready NodePool (heavy: x)"
+
+
+def test_a_pod_says_which_pools_exist_and_why_none_is_ready() -> None:
+    def not_ready(name: str, message: str) -> Any:
+        condition = {"type": "Ready", "status": "False", "reason": "NodeClassNotReady", "message": message,
+                     "lastTransitionTime": "2024-01-01T00:00:00Z"}  # fmt: skip
+        return node_pool(name, status={"conditions": [condition]})
+
+    a = not_ready("a", 'EC2NodeClass "a" is not ready: no subnet matches')
+    b = not_ready("b", 'EC2NodeClass "b" not found')
+    assert reason(schedule([pod("p")], [a, b]), "default/p") == (
+        'no ready NodePool (a: EC2NodeClass "a" is not ready: no subnet matches; b: EC2NodeClass "b" not found)'
+    )
+    # with a ready pool beside them, each unready one is named as before
+    mixed = reason(schedule([pod("p", cpu="1000")], [a, node_pool("c")]), "default/p")
+    assert "NodePool a: not ready (NodeClassNotReady: " in mixed and "no ready NodePool" not in mixed
+    assert reason(schedule([pod("p")], []), "default/p") == "no NodePool exists"
 
 
 def test_limits_are_never_exceeded() -> None:
