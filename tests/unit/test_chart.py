@@ -114,6 +114,7 @@ CALL_VERBS: dict[str, tuple[str, ...]] = {
     "create": ("create",),
     "create_or_get": ("create", "get"),
     "patch": ("patch",),
+    "update": ("get", "patch"),
     "delete": ("delete",),
 }
 # What the code does through helpers that receive the resource in a variable, not at the call site:
@@ -154,7 +155,10 @@ def calls_in(source: str) -> set[Grant]:
             continue
         sub = next((k.value for k in node.keywords if k.arg == "subresource"), None)
         plural = resource.plural + ("/status" if isinstance(sub, ast.Constant) and sub.value == "status" else "")
-        found |= {(resource.group, plural, verb) for verb in verbs}
+        if node.func.attr == "update":  # kubeops.update: get the object, merge-patch it (or its status)
+            found |= {(resource.group, resource.plural, "get"), (resource.group, plural, "patch")}
+        else:
+            found |= {(resource.group, plural, verb) for verb in verbs}
     return found
 
 
