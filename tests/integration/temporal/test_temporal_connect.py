@@ -18,6 +18,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from tests.tls_certs import Pki, make_pki
 from tests.tls_proxy import server_context, tls_proxy
+from workers.namespace_owner import claim_namespace, namespace_owner
 from workers.settings import Settings
 from workers.temporal_client import TemporalSettingError, connect
 
@@ -168,6 +169,24 @@ async def test_mutual_tls_with_a_certificate_of_another_ca_fails(dev_server: str
         message = await refused(settings)
     assert message.startswith("temporal_tls_cert_file")
     assert f"refused the client certificate {pki.other_ca.cert}" in message
+
+
+# -- one cluster per namespace --------------------------------------------------------------------------
+
+
+async def test_a_namespace_serves_one_cluster(dev_server: str) -> None:
+    first = Settings(temporal_address=dev_server, cluster_name="blue")
+    client = await connect(first)
+    await claim_namespace(client, first)
+    assert await namespace_owner(client) == (True, "blue")
+    await claim_namespace(client, first)  # a second worker of the same cluster is welcome
+
+    second = Settings(temporal_address=dev_server, cluster_name="green")
+    with pytest.raises(TemporalSettingError) as err:
+        await claim_namespace(client, second)
+    message = str(err.value)
+    assert message.startswith("temporal_namespace") and "belongs to cluster 'blue'" in message
+    assert "cluster_name (flag --cluster-name, env NODEFLOW_CLUSTER_NAME) is 'green'" in message
 
 
 # -- the commands ----------------------------------------------------------------------------------------
