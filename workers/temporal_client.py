@@ -25,7 +25,7 @@ from workers.temporal_errors import TemporalSettingError, describe_connect_failu
 from workers.temporal_tls import tls_config
 from workflows import search_attributes as sa
 
-CONNECT_TIMEOUT_SECONDS = 8.0
+CONNECT_TIMEOUT_SECONDS = 5.0  # connect, handshake and namespace check; a process fails within 10 s
 
 __all__ = ["CONNECT_TIMEOUT_SECONDS", "TemporalSettingError", "connect", "register_search_attributes"]
 

@@ -21,6 +21,7 @@ from tests.tls_proxy import server_context, tls_proxy
 from workers.namespace_owner import claim_namespace, namespace_owner
 from workers.settings import Settings
 from workers.temporal_client import TemporalSettingError, connect
+from workflows.garbage_collection import start_garbage_collector
 
 FAIL_WITHIN_SECONDS = 10.0
 
@@ -187,6 +188,14 @@ async def test_a_namespace_serves_one_cluster(dev_server: str) -> None:
     message = str(err.value)
     assert message.startswith("temporal_namespace") and "belongs to cluster 'blue'" in message
     assert "cluster_name (flag --cluster-name, env NODEFLOW_CLUSTER_NAME) is 'green'" in message
+
+
+async def test_a_collector_that_records_no_owner_is_accepted(dev_server: str) -> None:
+    settings = Settings(temporal_address=dev_server, cluster_name="blue")
+    client = await connect(settings)
+    await start_garbage_collector(client, settings.task_queue)  # as a nodeflow before the owner memo did
+    await claim_namespace(client, settings)
+    assert await namespace_owner(client) == (True, None)
 
 
 # -- the commands ----------------------------------------------------------------------------------------
