@@ -62,10 +62,13 @@ async def _check_namespace(client: Client, settings: Settings, timeout: float) -
     """DescribeNamespace: a missing namespace or one the credentials may not use fails here, at start,
     rather than at the first workflow call."""
     namespace = settings.temporal_namespace
+    request = DescribeNamespaceRequest(namespace=namespace)
     try:
-        await client.workflow_service.describe_namespace(
-            DescribeNamespaceRequest(namespace=namespace), timeout=timedelta(seconds=timeout)
-        )
+        call = client.workflow_service.describe_namespace(request, timeout=timedelta(seconds=timeout))
+        await asyncio.wait_for(call, timeout + 1)  # the RPC deadline, and a guard should it not fire
+    except TimeoutError:
+        why = f"Temporal at {settings.temporal_address} did not describe namespace {namespace!r} in {timeout:.0f}s"
+        raise TemporalSettingError(f"{where('temporal_namespace')}: {why}") from None
     except RPCError as err:
         if err.status == RPCStatusCode.NOT_FOUND:
             why = f"no namespace {namespace!r} at {settings.temporal_address}"
