@@ -46,6 +46,7 @@ from workers.cluster_reads import ClusterReadError, build_kube, parse_now
 from workers.disruption_dryrun import apply_command
 from workers.process_exit import exiting_after
 from workers.simulate_cmd import InputError, load_catalog
+from workers.temporal_errors import TemporalSettingError
 
 HISTORY_CONDITIONS = ("DisruptionReason", "Drifted", "Expired", "Consolidatable")
 EVENT_LIMIT = 10
@@ -308,7 +309,7 @@ def fetch_controller_decisions(settings: settings_mod.Settings, timeout: float =
         from workers.temporal_client import connect  # Temporal is loaded only for this part
         from workflows.disruption import WORKFLOW_ID, DisruptionControllerWorkflow
 
-        client = await asyncio.wait_for(connect(settings), timeout)
+        client = await connect(settings, timeout)
         handle = client.get_workflow_handle(WORKFLOW_ID)
         state = await handle.query(DisruptionControllerWorkflow.status, rpc_timeout=timedelta(seconds=timeout))
         return list(state.recent)
@@ -320,7 +321,9 @@ def controller_history(exp: Explanation, fetch: Callable[[], list[str]], address
     """The controller's recent decisions that mention the node or its NodeClaim; unreachable in one line."""
     try:
         recent = fetch()
-    except Exception as err:  # unreachable, no such workflow, no worker answering the query
+    except TemporalSettingError as err:  # already one line naming the setting (workers.temporal_client)
+        return ControllerHistory(False, error=str(err))
+    except Exception as err:  # no such workflow, no worker answering the query
         text = str(err).splitlines()[0] if str(err) else type(err).__name__
         text = text if len(text) <= 120 else text[:117] + "..."
         return ControllerHistory(False, error=f"Temporal at {address}: {type(err).__name__}: {text}")

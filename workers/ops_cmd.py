@@ -32,7 +32,7 @@ from kube.errors import NotFoundError
 from kube.types import Kube
 from workers import settings as settings_mod
 from workers.process_exit import exiting_after
-from workers.temporal_client import connect
+from workers.temporal_client import TemporalSettingError, connect
 from workflows import search_attributes as sa
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
 from workflows.nodeclaim_state import PHASES, NodeClaimState
@@ -240,7 +240,11 @@ def _add_status(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
 
 
 def _settings(args: argparse.Namespace) -> settings_mod.Settings:
-    return settings_mod.Settings.from_env().with_args(args)
+    """The settings, or OpsError naming the bad one."""
+    try:
+        return settings_mod.Settings.from_env().with_args(args)
+    except ValueError as problem:
+        raise OpsError(str(problem)) from None
 
 
 def _kube(settings: settings_mod.Settings) -> Kube:
@@ -252,15 +256,14 @@ def _kube(settings: settings_mod.Settings) -> Kube:
 def _guard(body: Callable[[], int], err: TextIO) -> int:
     try:
         return body()
-    except OpsError as problem:
+    except (OpsError, TemporalSettingError) as problem:
         print(f"error: {problem}", file=err)
         return 1
 
 
 def run_signal(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
-    settings = _settings(args)
-
     def body() -> int:
+        settings = _settings(args)
         claim = resolve_claim_name(_kube(settings), args.target)
 
         async def send() -> None:
@@ -276,9 +279,8 @@ def run_signal(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO =
 
 
 def run_status(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
-    settings = _settings(args)
-
     def body() -> int:
+        settings = _settings(args)
         if args.name:
             claim = _resolve_quietly(settings, args.name)
 

@@ -4,6 +4,12 @@
 | --- | --- | --- |
 | temporal_address | NODEFLOW_TEMPORAL_ADDRESS | 127.0.0.1:7233 |
 | temporal_namespace | NODEFLOW_TEMPORAL_NAMESPACE | default |
+| temporal_tls | NODEFLOW_TEMPORAL_TLS | off; on when a TLS file or an API key is given |
+| temporal_tls_ca_file | NODEFLOW_TEMPORAL_TLS_CA_FILE | none (the system's roots) |
+| temporal_tls_cert_file | NODEFLOW_TEMPORAL_TLS_CERT_FILE | none (no client certificate) |
+| temporal_tls_key_file | NODEFLOW_TEMPORAL_TLS_KEY_FILE | none (give it with the certificate) |
+| temporal_tls_server_name | NODEFLOW_TEMPORAL_TLS_SERVER_NAME | none (the address's host) |
+| temporal_api_key | NODEFLOW_TEMPORAL_API_KEY | none (never logged) |
 | task_queue | NODEFLOW_TASK_QUEUE | nodeflow |
 | kubeconfig | NODEFLOW_KUBECONFIG (then in-cluster config) | none |
 | aws_endpoint_url | NODEFLOW_AWS_ENDPOINT_URL | none (real AWS) |
@@ -39,6 +45,14 @@ replays its history (see benchmarks/README.md for the measured cost per cached w
 `max_concurrent_workflow_task_polls` long polls, the share `nonsticky_to_sticky_poll_ratio` (at least
 one) takes workflow tasks of workflows not in this worker's cache, such as newly started NodeClaims:
 with the SDK's defaults (5, 0.2) that is one poll, about 6 new workflows a second on the dev server.
+
+Temporal connection: `temporal_tls` takes true/false (the flag alone, `--temporal-tls`, means true).
+TLS is on when it is true or when any `temporal_tls_*_file` or `temporal_api_key` is given; false
+with a TLS file is refused, false with an API key sends the key in plain text (a local proxy). The
+certificate and key files are PEM and come together (mutual TLS); the CA file is PEM and replaces the
+system's roots. `temporal_api_key` (Temporal Cloud) is sent as a bearer token and never appears in
+logs or in the settings' repr. workers.temporal_client checks the files, the server and the namespace
+before anything runs, and fails in one line naming the setting.
 """
 
 from __future__ import annotations
@@ -46,6 +60,7 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import dataclass, fields
+from dataclasses import field as dataclass_field
 
 from apis.duration import parse_duration
 from scheduling.disruption.model import METHOD_ORDER
@@ -74,8 +89,15 @@ class Settings:
     max_concurrent_workflow_task_polls: int = 5
     nonsticky_to_sticky_poll_ratio: float = 0.2
     disruption_methods: str = ",".join(DISRUPTION_METHODS)
+    temporal_tls: bool | None = None  # None: on exactly when a TLS file or an API key is given
+    temporal_tls_ca_file: str | None = None
+    temporal_tls_cert_file: str | None = None
+    temporal_tls_key_file: str | None = None
+    temporal_tls_server_name: str | None = None
+    temporal_api_key: str | None = dataclass_field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        _check_temporal_tls(self)
         for field in fields(self):
             if field.type in ("int", int):
                 object.__setattr__(self, field.name, int(_positive_number(field.name, getattr(self, field.name), int)))
@@ -105,6 +127,12 @@ class Settings:
                 "share between 0 and 1"
             )
 
+    def temporal_tls_enabled(self) -> bool:
+        """Whether the Temporal connection uses TLS: as set, else on when a TLS file or an API key is given."""
+        if self.temporal_tls is not None:
+            return bool(self.temporal_tls)
+        return bool(self.temporal_api_key) or any(getattr(self, name) for name in TEMPORAL_TLS_FILES)
+
     def disruption_method_list(self) -> list[str]:
         return [m.strip() for m in self.disruption_methods.split(",") if m.strip()]
 
@@ -132,6 +160,33 @@ class Settings:
 _ENV = {"region": "AWS_REGION"}
 DURATIONS = ("registration_ttl", "drift_check_interval", "garbage_collection_interval", "garbage_collection_min_age")
 FINITE_DURATIONS = ("garbage_collection_interval", "garbage_collection_min_age")
+TEMPORAL_TLS_FILES = ("temporal_tls_ca_file", "temporal_tls_cert_file", "temporal_tls_key_file")
+_TRUE = ("true", "1", "yes", "on")
+_FALSE = ("false", "0", "no", "off")
+
+
+def where(name: str) -> str:
+    """A setting as the user can give it: `name (flag --name, env NODEFLOW_NAME)`."""
+    return f"{name} (flag --{name.replace('_', '-')}, env {_ENV.get(name, f'NODEFLOW_{name.upper()}')})"
+
+
+def _check_temporal_tls(settings: Settings) -> None:
+    """Parse `temporal_tls` (a bool, or true/false text from a flag or the environment) in place; a
+    ValueError naming the setting for other text, for false with a TLS file, and for a certificate
+    without its key or a key without its certificate. The files themselves are read when connecting."""
+    value = settings.temporal_tls
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text not in _TRUE + _FALSE:
+            raise ValueError(f"{where('temporal_tls')} is {value!r}: give true or false")
+        object.__setattr__(settings, "temporal_tls", text in _TRUE)
+    given = [name for name in TEMPORAL_TLS_FILES if getattr(settings, name)]
+    if settings.temporal_tls is False and given:
+        raise ValueError(f"{where('temporal_tls')} is false but {where(given[0])} is set: drop one of them")
+    cert, key = settings.temporal_tls_cert_file, settings.temporal_tls_key_file
+    if bool(cert) != bool(key):
+        missing = "temporal_tls_key_file" if cert else "temporal_tls_cert_file"
+        raise ValueError(f"{where(missing)} is not set: a client certificate and its key come together")
 
 
 def _positive_number(name: str, value: object, kind: type[int] | type[float]) -> float:
@@ -152,4 +207,7 @@ def _positive_number(name: str, value: object, kind: type[int] | type[float]) ->
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags for every setting (`--temporal-address`, `--cluster-name`, ...); unset flags keep env/defaults."""
     for field in fields(Settings):
+        if field.name == "temporal_tls":  # `--temporal-tls` alone means true; `--temporal-tls false` also works
+            parser.add_argument("--temporal-tls", dest=field.name, default=None, nargs="?", const="true")
+            continue
         parser.add_argument(f"--{field.name.replace('_', '-')}", dest=field.name, default=None)

@@ -1,22 +1,93 @@
-"""Connecting to Temporal (dev server, self-hosted cluster or Temporal Cloud) with nodeflow's converter."""
+"""Connecting to Temporal (dev server, self-hosted cluster or Temporal Cloud) with nodeflow's converter:
+the one place that builds the client, for the worker and every command that talks to Temporal.
+
+`connect` checks before returning: the TLS files (workers.temporal_tls), that the server answers (TLS
+handshake included) and that the namespace exists, each within CONNECT_TIMEOUT_SECONDS. Any failure is a
+TemporalSettingError with one line naming the setting and the cause; callers print it and exit non-zero.
+The API key never appears in a message.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import time
+from datetime import timedelta
+
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
 
-from workers.settings import Settings
+from workers.settings import Settings, where
+from workers.temporal_errors import TemporalSettingError, describe_connect_failure
+from workers.temporal_tls import tls_config
 from workflows import search_attributes as sa
 
+CONNECT_TIMEOUT_SECONDS = 5.0  # connect, handshake and namespace check; a process fails within 10 s
 
-async def connect(settings: Settings) -> Client:
-    """A client for the configured address and namespace, converting payloads with pydantic."""
-    return await Client.connect(
-        settings.temporal_address, namespace=settings.temporal_namespace, data_converter=pydantic_data_converter
-    )
+__all__ = ["CONNECT_TIMEOUT_SECONDS", "TemporalSettingError", "connect", "register_search_attributes"]
+
+
+async def connect(settings: Settings, timeout: float = CONNECT_TIMEOUT_SECONDS) -> Client:
+    """A client for the configured address, namespace, TLS and API key, converting payloads with pydantic,
+    once the server answered and the namespace exists. Raises TemporalSettingError (one line) otherwise,
+    within about `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    tls = tls_config(settings)
+    try:
+        client = await asyncio.wait_for(
+            Client.connect(
+                settings.temporal_address,
+                namespace=settings.temporal_namespace,
+                data_converter=pydantic_data_converter,
+                tls=tls,
+                api_key=settings.temporal_api_key or None,
+            ),
+            timeout,
+        )
+    except TimeoutError:
+        raise TemporalSettingError(
+            f"{where('temporal_address')}: Temporal at {settings.temporal_address} did not answer within "
+            f"{timeout:g}s (check the address, a firewall, and whether the server expects TLS)"
+        ) from None
+    except (RuntimeError, RPCError) as err:
+        raise TemporalSettingError(_scrub(settings, describe_connect_failure(settings, str(err)))) from None
+    await _check_namespace(client, settings, max(deadline - time.monotonic(), 1.0))
+    return client
+
+
+async def _check_namespace(client: Client, settings: Settings, timeout: float) -> None:
+    """DescribeNamespace: a missing namespace or one the credentials may not use fails here, at start,
+    rather than at the first workflow call."""
+    namespace = settings.temporal_namespace
+    request = DescribeNamespaceRequest(namespace=namespace)
+    try:
+        call = client.workflow_service.describe_namespace(request, timeout=timedelta(seconds=timeout))
+        await asyncio.wait_for(call, timeout + 1)  # the RPC deadline, and a guard should it not fire
+    except TimeoutError:
+        why = f"Temporal at {settings.temporal_address} did not describe namespace {namespace!r} in {timeout:.0f}s"
+        raise TemporalSettingError(f"{where('temporal_namespace')}: {why}") from None
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            why = f"no namespace {namespace!r} at {settings.temporal_address}"
+            raise TemporalSettingError(f"{where('temporal_namespace')}: {why}") from None
+        if err.status in (RPCStatusCode.PERMISSION_DENIED, RPCStatusCode.UNAUTHENTICATED):
+            setting = "temporal_api_key" if settings.temporal_api_key else "temporal_tls_cert_file"
+            why = f"not allowed to use namespace {namespace!r} at {settings.temporal_address}: {err.message}"
+            raise TemporalSettingError(_scrub(settings, f"{where(setting)}: {why}")) from None
+        if err.status == RPCStatusCode.DEADLINE_EXCEEDED:
+            why = f"Temporal at {settings.temporal_address} did not describe namespace {namespace!r} in {timeout:.0f}s"
+            raise TemporalSettingError(f"{where('temporal_namespace')}: {why}") from None
+        why = f"describing namespace {namespace!r} at {settings.temporal_address} failed: {err.message}"
+        raise TemporalSettingError(_scrub(settings, f"{where('temporal_namespace')}: {why}")) from None
+
+
+def _scrub(settings: Settings, message: str) -> str:
+    """The message without the API key, should a server ever echo it."""
+    key = settings.temporal_api_key
+    return message.replace(key, "<temporal_api_key>") if key else message
 
 
 async def register_search_attributes(client: Client, namespace: str = "default") -> None:

@@ -21,6 +21,7 @@ from cloudprovider.aws.factory import new_aws_cloud_provider
 from cloudprovider.types import CloudProvider
 from kube.client import KubeClient
 from kube.events import EventRecorder
+from workers.namespace_owner import claim_namespace
 from workers.reconcile import adopt_node_claims, end_orphaned_workflows
 from workers.settings import Settings
 from workers.starter import TemporalStarter
@@ -49,8 +50,10 @@ def build_kube(settings: Settings) -> KubeClient:
 
 async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
     """Run until `stop` is set. First ends NodeClaim workflows whose NodeClaim is gone and adopts NodeClaims
-    without a workflow (workers.reconcile), then serves workflows and activities."""
+    without a workflow (workers.reconcile), then serves workflows and activities. Before that, refuses
+    (TemporalSettingError) a bad connection and a namespace another cluster uses (workers.namespace_owner)."""
     client = await connect(settings)
+    await claim_namespace(client, settings)  # before anything touches a workflow: one cluster per namespace
     kube = build_kube(settings)
     cloud = new_aws_cloud_provider(
         settings.region,

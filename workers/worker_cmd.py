@@ -7,8 +7,11 @@ import argparse
 import asyncio
 import logging
 import signal
+import sys
 
 from workers import settings as settings_mod
+from workers.process_exit import exiting_after
+from workers.temporal_client import TemporalSettingError
 from workers.worker import run_worker
 
 
@@ -16,7 +19,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     parser = subparsers.add_parser("worker", help="run the nodeflow worker (Temporal worker + watchers)")
     settings_mod.add_arguments(parser)
     parser.add_argument("--log-level", default="INFO")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=exiting_after(run))  # a failed connect must not abort in finalization
 
 
 def run(args: argparse.Namespace) -> int:
@@ -24,7 +27,11 @@ def run(args: argparse.Namespace) -> int:
         level=getattr(logging, str(args.log_level).upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    settings = settings_mod.Settings.from_env().with_args(args)
+    try:
+        settings = settings_mod.Settings.from_env().with_args(args)
+    except ValueError as problem:
+        print(f"nodeflow worker: {problem}", file=sys.stderr)
+        return 2
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -33,5 +40,9 @@ def run(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, stop.set)
         await run_worker(settings, stop)
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except TemporalSettingError as problem:  # the connection, the namespace or its owner: one line, no traceback
+        print(f"nodeflow worker: {problem}", file=sys.stderr)
+        return 1
     return 0

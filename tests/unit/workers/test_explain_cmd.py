@@ -142,6 +142,21 @@ def test_temporal_unreachable_is_one_line_and_the_rest_is_printed(tmp_path: Path
     assert "budgets of NodePool general" in out
 
 
+def test_a_bad_temporal_setting_is_named_in_the_controller_line(tmp_path: Path) -> None:
+    missing = tmp_path / "missing-ca.pem"
+    code, out, _ = explain(
+        tmp_path,
+        "ip-10-0-1-2",
+        "--temporal-tls-ca-file",
+        str(missing),
+        fetch=explain_cmd.fetch_controller_decisions,  # the real one: the file check fails before connecting
+    )
+    lines = [line for line in out.splitlines() if "controller decisions" in line]
+    assert code == 0 and len(lines) == 1
+    setting = "temporal_tls_ca_file (flag --temporal-tls-ca-file, env NODEFLOW_TEMPORAL_TLS_CA_FILE)"
+    assert f"unavailable ({setting}: {missing}: no such file)" in lines[0]
+
+
 def test_the_controllers_decisions_that_mention_the_node(tmp_path: Path) -> None:
     recent = [
         "no command; rejected: {'PodDoNotDisrupt': 1}",
