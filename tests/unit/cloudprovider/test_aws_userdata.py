@@ -3,16 +3,14 @@
 
 from __future__ import annotations
 
-import email
 import shlex
 import tomllib
-from typing import Any
 
 import pytest
-import yaml
 
 from apis.ec2nodeclass import KubeletConfiguration
 from cloudprovider.aws.userdata import BootstrapOptions, render
+from tests.userdata_parsing import bootstrap_argv, bottlerocket_kubernetes, flag, mime_parts, node_config
 
 CA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMuLi4KLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
 OPTIONS = BootstrapOptions(
@@ -33,33 +31,6 @@ IPV6 = BootstrapOptions(
     dns_ip="fd30:1c53:5f8a::a",
     ip_family="ipv6",
 )
-
-
-def mime_parts(text: str) -> list[tuple[str, str]]:
-    """(content type, body) of each part of a MIME multi-part document."""
-    message = email.message_from_string(text)
-    assert message.is_multipart(), text
-    return [(part.get_content_type(), str(part.get_payload())) for part in message.get_payload()]  # type: ignore[union-attr]
-
-
-def node_config(text: str) -> dict[str, Any]:
-    configs = [yaml.safe_load(body) for kind, body in mime_parts(text) if kind == "application/node.eks.aws"]
-    assert len(configs) == 1
-    assert configs[0]["apiVersion"] == "node.eks.aws/v1alpha1"
-    assert configs[0]["kind"] == "NodeConfig"
-    return dict(configs[0])
-
-
-def bootstrap_argv(text: str) -> list[str]:
-    """The words of the /etc/eks/bootstrap.sh command in the shell part."""
-    scripts = [body for kind, body in mime_parts(text) if kind == "text/x-shellscript" and "bootstrap.sh" in body]
-    assert len(scripts) == 1
-    words = shlex.split(scripts[0].split("/etc/eks/bootstrap.sh", 1)[1])
-    return words
-
-
-def flag(argv: list[str], name: str) -> str | None:
-    return argv[argv.index(name) + 1] if name in argv else None
 
 
 def test_al2023_node_config_carries_everything_a_node_needs_to_join() -> None:
@@ -115,7 +86,7 @@ def test_al2_ipv6() -> None:
 
 
 def test_bottlerocket_settings_carry_everything_a_node_needs_to_join() -> None:
-    kubernetes = tomllib.loads(render("Bottlerocket", OPTIONS))["settings"]["kubernetes"]
+    kubernetes = bottlerocket_kubernetes(render("Bottlerocket", OPTIONS))
     assert kubernetes["cluster-name"] == "prod"
     assert kubernetes["api-server"] == "https://example.eks.amazonaws.com"
     assert kubernetes["cluster-certificate"] == CA
@@ -161,7 +132,7 @@ def test_unknown_dns_ip_and_cidr_are_left_out() -> None:
     bare = BootstrapOptions(cluster_name="prod", cluster_endpoint="https://e", ca_bundle=CA)
     assert "cidr" not in node_config(render("AL2023", bare))["spec"]["cluster"]
     assert "--dns-cluster-ip" not in bootstrap_argv(render("AL2", bare))
-    assert "cluster-dns-ip" not in tomllib.loads(render("Bottlerocket", bare))["settings"]["kubernetes"]
+    assert "cluster-dns-ip" not in bottlerocket_kubernetes(render("Bottlerocket", bare))
 
 
 def test_custom_user_data_is_passed_through() -> None:
