@@ -15,7 +15,7 @@ from apis.ec2nodeclass import EC2NodeClass
 from cloudprovider.aws.cluster import ClusterConnection
 from cloudprovider.aws.factory import new_aws_cloud_provider, resolve_eks_cluster
 from cloudprovider.aws.provider import AWSCloudProvider
-from cloudprovider.errors import CloudProviderError
+from cloudprovider.errors import CloudProviderError, NodeClassNotReadyError
 from cloudprovider.types import LaunchRequest
 from devstack.aws.server import MotoServer
 from tests.userdata_parsing import bootstrap_argv, bottlerocket_kubernetes, flag, node_config
@@ -65,35 +65,38 @@ def test_an_unknown_cluster_fails_naming_the_settings(aws: MotoServer) -> None:
     assert not raised.value.retryable
 
 
-def node_class(alias: str) -> EC2NodeClass:
+def node_class(alias: str, name: str = "", **spec: object) -> EC2NodeClass:
     selector = [{"tags": {"karpenter.sh/discovery": CLUSTER}}]
     return EC2NodeClass.model_validate(
         {
-            "metadata": {"name": alias.split("@")[0]},
+            "metadata": {"name": name or alias.split("@")[0]},
             "spec": {
                 "role": f"KarpenterNodeRole-{CLUSTER}",
                 "amiSelectorTerms": [{"alias": alias}],
                 "subnetSelectorTerms": selector,
                 "securityGroupSelectorTerms": selector,
+                **spec,
             },
+        }
+    )
+
+
+def launch_request(klass: EC2NodeClass) -> LaunchRequest:
+    return LaunchRequest.model_validate(
+        {
+            "node_claim_name": f"{klass.name}-claim",
+            "node_pool": "default",
+            "client_token": f"{klass.name}-token",
+            "node_class": klass,
+            "instance_types": ["m5.large"],
+            "capacity_types": ["on-demand"],
         }
     )
 
 
 def launched_user_data(aws: MotoServer, provider: AWSCloudProvider, alias: str) -> str:
     """Launch one claim with the alias's node class; the user data of the launch template with its AMI."""
-    name = alias.split("@")[0]
-    request = LaunchRequest.model_validate(
-        {
-            "node_claim_name": f"{name}-claim",
-            "node_pool": "default",
-            "client_token": f"{name}-token",
-            "node_class": node_class(alias),
-            "instance_types": ["m5.large"],
-            "capacity_types": ["on-demand"],
-        }
-    )
-    instance = provider.create(request)
+    instance = provider.create(launch_request(node_class(alias)))
     ec2: Any = boto3.client("ec2", endpoint_url=aws.url, region_name=REGION, **KEYS)
     names = [t["LaunchTemplateName"] for t in ec2.describe_launch_templates()["LaunchTemplates"]]
     datas = [
@@ -136,3 +139,9 @@ def test_bottlerocket_node_joins_the_described_cluster(
     assert kubernetes["api-server"] == ENDPOINT
     assert kubernetes["cluster-certificate"] == cluster.ca_bundle
     assert kubernetes["cluster-dns-ip"] == "10.100.0.10"
+
+
+def test_bottlerocket_user_data_that_is_not_toml_makes_the_node_class_not_ready(provider: AWSCloudProvider) -> None:
+    klass = node_class("bottlerocket@latest", "bad-toml", userData="#!/bin/bash\necho hi\n")
+    with pytest.raises(NodeClassNotReadyError, match=r"EC2NodeClass bad-toml: spec\.userData is not valid TOML"):
+        provider.create(launch_request(klass))
