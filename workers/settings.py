@@ -15,7 +15,9 @@
 | aws_endpoint_url | NODEFLOW_AWS_ENDPOINT_URL | none (real AWS) |
 | region | AWS_REGION | us-west-2 |
 | cluster_name | NODEFLOW_CLUSTER_NAME | nodeflow-dev |
-| cluster_endpoint | NODEFLOW_CLUSTER_ENDPOINT | "" (user data) |
+| cluster_endpoint | NODEFLOW_CLUSTER_ENDPOINT | "" (from eks:DescribeCluster) |
+| cluster_ca_bundle | NODEFLOW_CLUSTER_CA_BUNDLE | "" (from eks:DescribeCluster) |
+| cluster_service_cidr | NODEFLOW_CLUSTER_SERVICE_CIDR | "" (from eks:DescribeCluster) |
 | kubernetes_version | NODEFLOW_KUBERNETES_VERSION | 1.32 |
 | registration_ttl | NODEFLOW_REGISTRATION_TTL | 15m |
 | drift_check_interval | NODEFLOW_DRIFT_CHECK_INTERVAL | 5m |
@@ -26,6 +28,10 @@
 | max_concurrent_workflow_task_polls | NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASK_POLLS | 5 |
 | nonsticky_to_sticky_poll_ratio | NODEFLOW_NONSTICKY_TO_STICKY_POLL_RATIO | 0.2 |
 | disruption_methods | NODEFLOW_DISRUPTION_METHODS | all five methods, in order (below) |
+
+`cluster_endpoint`, `cluster_ca_bundle` (base64 PEM, Karpenter's `clusterCABundle`) and
+`cluster_service_cidr` go into the nodes' user data; the worker reads the ones not given from
+`eks:DescribeCluster` once at start (cloudprovider.aws.cluster), and does not start without it.
 
 `disruption_methods`: the disruption methods whose commands the controller executes (comma-separated,
 from Drift,Emptiness,MultiNodeConsolidation,SingleNodeConsolidation,SplitConsolidation;
@@ -79,6 +85,8 @@ class Settings:
     region: str = "us-west-2"
     cluster_name: str = "nodeflow-dev"
     cluster_endpoint: str = ""
+    cluster_ca_bundle: str = ""
+    cluster_service_cidr: str = ""
     kubernetes_version: str = "1.32"
     registration_ttl: str = "15m"
     drift_check_interval: str = "5m"

@@ -17,7 +17,7 @@ from activities.garbage_collection import GarbageCollectionActivities
 from activities.lifecycle import node_claim_activities
 from activities.manual_replacement import ManualReplacement
 from activities.provisioning import ProvisioningActivities
-from cloudprovider.aws.factory import new_aws_cloud_provider
+from cloudprovider.aws.factory import new_aws_cloud_provider, resolve_eks_cluster
 from cloudprovider.types import CloudProvider
 from kube.client import KubeClient
 from kube.events import EventRecorder
@@ -49,17 +49,32 @@ def build_kube(settings: Settings) -> KubeClient:
 
 
 async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
-    """Run until `stop` is set. First ends NodeClaim workflows whose NodeClaim is gone and adopts NodeClaims
-    without a workflow (workers.reconcile), then serves workflows and activities. Before that, refuses
-    (TemporalSettingError) a bad connection and a namespace another cluster uses (workers.namespace_owner)."""
+    """Run until `stop` is set. Refuses (TemporalSettingError) a bad connection and a namespace another
+    cluster uses (workers.namespace_owner); reads what nodes need to join the cluster (settings, else
+    eks:DescribeCluster; raises CloudProviderError when neither gives it); ends NodeClaim workflows whose
+    NodeClaim is gone and adopts NodeClaims without a workflow (workers.reconcile); then serves workflows
+    and activities."""
     client = await connect(settings)
     await claim_namespace(client, settings)  # before anything touches a workflow: one cluster per namespace
     kube = build_kube(settings)
-    cloud = new_aws_cloud_provider(
+    cluster = await asyncio.to_thread(
+        resolve_eks_cluster,
         settings.region,
         settings.aws_endpoint_url,
         cluster_name=settings.cluster_name,
         cluster_endpoint=settings.cluster_endpoint,
+        cluster_ca_bundle=settings.cluster_ca_bundle,
+        cluster_service_cidr=settings.cluster_service_cidr,
+    )
+    log.info(
+        "cluster %s: endpoint %s, service CIDR %s, DNS IP %s",
+        cluster.name, cluster.endpoint or "(none)", cluster.service_cidr or "(none)", cluster.dns_ip or "(none)",
+    )  # fmt: skip
+    cloud = new_aws_cloud_provider(
+        settings.region,
+        settings.aws_endpoint_url,
+        cluster_name=settings.cluster_name,
+        cluster=cluster,
         kubernetes_version=settings.kubernetes_version,
     )
     recorder = EventRecorder(kube)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import boto3
 from botocore.config import Config
 
+from cloudprovider.aws.cluster import ClusterConnection, resolve_cluster_connection
 from cloudprovider.aws.provider import AWSCloudProvider
 
 
@@ -16,19 +18,9 @@ def sdk_config(max_attempts: int = 3) -> Config:
     return Config(retries={"mode": "standard", "total_max_attempts": max_attempts}, connect_timeout=5, read_timeout=30)
 
 
-def new_aws_cloud_provider(
-    region: str,
-    endpoint_url: str | None = None,
-    *,
-    cluster_name: str,
-    cluster_endpoint: str = "",
-    kubernetes_version: str = "1.32",
-    clock: Callable[[], float] = time.monotonic,
-    credentials: tuple[str, str] | None = None,
-    max_attempts: int = 3,
-) -> AWSCloudProvider:
-    """An AWSCloudProvider for `region`. `endpoint_url` points EC2, SSM and IAM elsewhere (e.g. the local
-    stack); `credentials` (access key id, secret) override the default credential chain."""
+def _client_factory(
+    region: str, endpoint_url: str | None, credentials: tuple[str, str] | None, max_attempts: int
+) -> Callable[[str], Any]:
     if not region:
         raise ValueError("new_aws_cloud_provider: region is required (e.g. us-west-2)")
     keys = {"aws_access_key_id": credentials[0], "aws_secret_access_key": credentials[1]} if credentials else {}
@@ -38,6 +30,25 @@ def new_aws_cloud_provider(
     def client(service: str):  # type: ignore[no-untyped-def]
         return session.client(service, endpoint_url=endpoint_url, config=config)  # type: ignore[call-overload]
 
+    return client
+
+
+def new_aws_cloud_provider(
+    region: str,
+    endpoint_url: str | None = None,
+    *,
+    cluster_name: str,
+    cluster_endpoint: str = "",
+    cluster: ClusterConnection | None = None,
+    kubernetes_version: str = "1.32",
+    clock: Callable[[], float] = time.monotonic,
+    credentials: tuple[str, str] | None = None,
+    max_attempts: int = 3,
+) -> AWSCloudProvider:
+    """An AWSCloudProvider for `region`. `endpoint_url` points EC2, SSM and IAM elsewhere (e.g. the local
+    stack); `credentials` (access key id, secret) override the default credential chain; `cluster`
+    (from `resolve_eks_cluster`) is what the launched nodes need to join."""
+    client = _client_factory(region, endpoint_url, credentials, max_attempts)
     return AWSCloudProvider(
         client("ec2"),
         client("ssm"),
@@ -45,6 +56,30 @@ def new_aws_cloud_provider(
         region=region,
         cluster_name=cluster_name,
         cluster_endpoint=cluster_endpoint,
+        cluster=cluster,
         kubernetes_version=kubernetes_version,
         clock=clock,
+    )
+
+
+def resolve_eks_cluster(
+    region: str,
+    endpoint_url: str | None = None,
+    *,
+    cluster_name: str,
+    cluster_endpoint: str = "",
+    cluster_ca_bundle: str = "",
+    cluster_service_cidr: str = "",
+    credentials: tuple[str, str] | None = None,
+    max_attempts: int = 3,
+) -> ClusterConnection:
+    """The given values completed from `eks:DescribeCluster` on `endpoint_url` (or real AWS), per
+    `cloudprovider.aws.cluster.resolve_cluster_connection` (no call when all three are given)."""
+    client = _client_factory(region, endpoint_url, credentials, max_attempts)
+    return resolve_cluster_connection(
+        client("eks"),
+        cluster_name,
+        endpoint=cluster_endpoint,
+        ca_bundle=cluster_ca_bundle,
+        service_cidr=cluster_service_cidr,
     )

@@ -8,6 +8,7 @@ from typing import Any
 
 from apis.instancetype import InstanceType
 from apis.labels import ARCH, NODECLASS
+from cloudprovider.aws.cluster import ClusterConnection
 from cloudprovider.aws.errors import call, fleet_error_offering, has_code, is_capacity_code
 from cloudprovider.aws.instanceprofile import InstanceProfiles
 from cloudprovider.aws.instances import InstanceQueries, to_instance
@@ -16,7 +17,12 @@ from cloudprovider.aws.launchtemplate import LaunchTemplates, LaunchTemplateSpec
 from cloudprovider.aws.nodeclass import NodeClassResolver, ResolvedAMI, ami_family, instance_profile_name
 from cloudprovider.aws.sdk import EC2API
 from cloudprovider.aws.userdata import BootstrapOptions, render
-from cloudprovider.errors import CloudProviderError, InsufficientCapacityError, UnavailableOffering
+from cloudprovider.errors import (
+    CloudProviderError,
+    InsufficientCapacityError,
+    NodeClassNotReadyError,
+    UnavailableOffering,
+)
 from cloudprovider.types import (
     TAG_CLUSTER_PREFIX,
     TAG_EKS_CLUSTER_NAME,
@@ -43,9 +49,14 @@ class Override:
 
 @dataclass(frozen=True)
 class ClusterInfo:
-    name: str
-    endpoint: str
+    """The cluster the launched nodes join, and the region they run in."""
+
     region: str
+    connection: ClusterConnection
+
+    @property
+    def name(self) -> str:
+        return self.connection.name
 
 
 def choose_capacity_type(allowed: list[str], candidates: Mapping[str, list[Override]]) -> str:
@@ -125,17 +136,23 @@ class Launcher:
             instance_profile_name(self._cluster.name, self._cluster.region, node_class), node_class.spec.role
         )
         tags = self.tags(request)
-        user_data = render(
-            family,
-            BootstrapOptions(
-                cluster_name=self._cluster.name,
-                cluster_endpoint=self._cluster.endpoint,
-                labels=request.labels,
-                taints=request.taints,
-                kubelet=node_class.spec.kubelet,
-                custom_user_data=node_class.spec.user_data,
-            ),
+        connection = self._cluster.connection
+        options = BootstrapOptions(
+            cluster_name=connection.name,
+            cluster_endpoint=connection.endpoint,
+            ca_bundle=connection.ca_bundle,
+            service_cidr=connection.service_cidr,
+            dns_ip=connection.dns_ip,
+            ip_family=connection.ip_family,
+            labels=request.labels,
+            taints=request.taints,
+            kubelet=node_class.spec.kubelet,
+            custom_user_data=node_class.spec.user_data,
         )
+        try:
+            user_data = render(family, options)
+        except ValueError as error:
+            raise NodeClassNotReadyError(f"EC2NodeClass {node_class.name}: {error}") from error
         configs = self._launch_template_configs(overrides, user_data, groups, profile, family, request, tags)
         return self._fleet(request, capacity_type, configs, tags, {s["id"]: s["zone"] for s in subnets})
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from apis.ec2nodeclass import EC2NodeClass
 from apis.instancetype import InstanceType
+from cloudprovider.aws.cluster import ClusterConnection
 from cloudprovider.aws.errors import call
 from cloudprovider.aws.instanceprofile import InstanceProfiles
 from cloudprovider.aws.instances import InstanceQueries
@@ -28,7 +29,11 @@ from cloudprovider.unavailable import UnavailableOfferings
 
 
 class AWSCloudProvider:
-    """The AWS implementation of the CloudProvider protocol (see its docstrings for each contract)."""
+    """The AWS implementation of the CloudProvider protocol (see its docstrings for each contract).
+
+    `cluster` is what launched nodes need to join (endpoint, CA, service CIDR; see
+    `cloudprovider.aws.cluster.resolve_cluster_connection`); without it their user data carries only
+    the name and `cluster_endpoint`."""
 
     def __init__(
         self,
@@ -39,6 +44,7 @@ class AWSCloudProvider:
         region: str,
         cluster_name: str,
         cluster_endpoint: str = "",
+        cluster: ClusterConnection | None = None,
         kubernetes_version: str = "1.32",
         prices: PriceTable | None = None,
         unavailable: UnavailableOfferings | None = None,
@@ -47,6 +53,8 @@ class AWSCloudProvider:
     ) -> None:
         if not cluster_name:
             raise ValueError("AWSCloudProvider: cluster_name is required (the EKS cluster name, e.g. my-cluster)")
+        if cluster is not None and cluster.name != cluster_name:
+            raise ValueError(f"AWSCloudProvider: cluster {cluster.name!r} is not cluster_name {cluster_name!r}")
         self._ec2 = ec2
         self.unavailable = unavailable or UnavailableOfferings(clock=clock)
         self.resolver = NodeClassResolver(ec2, ssm, cluster_name, region, kubernetes_version)
@@ -57,7 +65,7 @@ class AWSCloudProvider:
         self._profiles = InstanceProfiles(iam, cluster_name)
         self._launcher = Launcher(
             ec2,
-            ClusterInfo(cluster_name, cluster_endpoint, region),
+            ClusterInfo(region, cluster or ClusterConnection(cluster_name, cluster_endpoint)),
             self.resolver,
             LaunchTemplates(ec2),
             self._profiles,

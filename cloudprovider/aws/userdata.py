@@ -6,13 +6,29 @@
 - Custom: `spec.userData` unchanged.
 
 Every node registers with the `karpenter.sh/unregistered:NoExecute` taint, which the registration step
-removes. The node class's own `spec.userData` is merged as an extra MIME part (AL2, AL2023) or prepended
-(Bottlerocket TOML).
+removes. The node class's own `spec.userData` is merged as an extra MIME part (AL2, AL2023) or, for
+Bottlerocket, parsed as TOML and merged key by key under nodeflow's settings (nodeflow's values win,
+labels and taints are merged; see `cloudprovider.aws.tomlwriter.merge`).
+
+What a node needs to join (`BootstrapOptions`, from `cloudprovider.aws.cluster.ClusterConnection`) goes
+where each family reads it:
+
+| | AL2023 NodeConfig | AL2 bootstrap.sh | Bottlerocket `[settings.kubernetes]` |
+| --- | --- | --- | --- |
+| cluster name | spec.cluster.name | first argument | cluster-name |
+| endpoint | spec.cluster.apiServerEndpoint | --apiserver-endpoint | api-server |
+| CA (base64) | spec.cluster.certificateAuthority | --b64-cluster-ca | cluster-certificate |
+| service CIDR | spec.cluster.cidr | (--service-ipv6-cidr for IPv6) | - |
+| DNS IP | kubelet config clusterDNS | --dns-cluster-ip | cluster-dns-ip |
+
+The DNS IP is the node class's `spec.kubelet.clusterDNS` when set, else the one derived from the
+service CIDR; an unknown DNS IP or CIDR is left out, so the AMI's own default applies.
 """
 
 from __future__ import annotations
 
-import json
+import shlex
+import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -20,6 +36,7 @@ import yaml
 
 from apis.ec2nodeclass import KubeletConfiguration
 from apis.labels import UNREGISTERED_TAINT_KEY
+from cloudprovider.aws import tomlwriter
 
 BOUNDARY = "//"
 UNREGISTERED_TAINT = {"key": UNREGISTERED_TAINT_KEY, "effect": "NoExecute"}
@@ -27,13 +44,26 @@ UNREGISTERED_TAINT = {"key": UNREGISTERED_TAINT_KEY, "effect": "NoExecute"}
 
 @dataclass(frozen=True)
 class BootstrapOptions:
+    """Inputs of the user data. `ca_bundle` is base64 PEM (DescribeCluster's certificateAuthority.data);
+    `dns_ip` the cluster DNS Service IP derived from `service_cidr` ("" when unknown)."""
+
     cluster_name: str
     cluster_endpoint: str = ""
     ca_bundle: str = ""
+    service_cidr: str = ""
+    dns_ip: str = ""
+    ip_family: str = "ipv4"
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: Sequence[Mapping[str, str]] = ()
     kubelet: KubeletConfiguration | None = None
     custom_user_data: str | None = None
+
+
+def dns_ip(options: BootstrapOptions) -> str:
+    """The node class's first `spec.kubelet.clusterDNS` entry when set, else `options.dns_ip`."""
+    if options.kubelet is not None and options.kubelet.cluster_dns:
+        return options.kubelet.cluster_dns[0]
+    return options.dns_ip
 
 
 def _taints(options: BootstrapOptions) -> list[Mapping[str, str]]:
@@ -80,19 +110,22 @@ def al2023(options: BootstrapOptions) -> str:
     flags = [f"--node-labels={_label_flag(options.labels)}"] if options.labels else []
     flags.append(f"--register-with-taints={_taint_flag(_taints(options))}")
     kubelet: dict[str, object] = {"flags": flags}
-    if config := _kubelet_config(options.kubelet):
-        kubelet["config"] = config
+    config = _kubelet_config(options.kubelet)
+    if "clusterDNS" not in config and (dns := dns_ip(options)):
+        config = {**config, "clusterDNS": [dns]}
+    if config:
+        kubelet["config"] = {k: config[k] for k in sorted(config)}
+    cluster: dict[str, object] = {
+        "name": options.cluster_name,
+        "apiServerEndpoint": options.cluster_endpoint,
+        "certificateAuthority": options.ca_bundle,
+    }
+    if options.service_cidr:
+        cluster["cidr"] = options.service_cidr
     node_config = {
         "apiVersion": "node.eks.aws/v1alpha1",
         "kind": "NodeConfig",
-        "spec": {
-            "cluster": {
-                "name": options.cluster_name,
-                "apiServerEndpoint": options.cluster_endpoint,
-                "certificateAuthority": options.ca_bundle,
-            },
-            "kubelet": kubelet,
-        },
+        "spec": {"cluster": cluster, "kubelet": kubelet},
     }
     body = yaml.safe_dump(node_config, sort_keys=False, default_flow_style=False)
     return _mime([*_custom_part(options.custom_user_data), ("application/node.eks.aws", body)])
@@ -105,42 +138,62 @@ def al2(options: BootstrapOptions) -> str:
     max_pods = options.kubelet.max_pods if options.kubelet else None
     if max_pods is not None:
         extra.append(f"--max-pods={max_pods}")
+    args = [
+        options.cluster_name,
+        "--apiserver-endpoint",
+        options.cluster_endpoint,
+        "--b64-cluster-ca",
+        options.ca_bundle,
+    ]
+    if dns := dns_ip(options):
+        args += ["--dns-cluster-ip", dns]
+    if options.ip_family == "ipv6":
+        args += ["--ip-family", "ipv6"]
+        if options.service_cidr:
+            args += ["--service-ipv6-cidr", options.service_cidr]
+    if max_pods is not None:
+        args += ["--use-max-pods", "false"]
     script = "\n".join(
         [
             "#!/bin/bash -xe",
             "exec > >(tee /var/log/user-data.log|logger -t user-data -s 2>/dev/console) 2>&1",
-            f"/etc/eks/bootstrap.sh '{options.cluster_name}' --apiserver-endpoint '{options.cluster_endpoint}' "
-            f"--b64-cluster-ca '{options.ca_bundle}'"
-            + (" --use-max-pods false" if max_pods is not None else "")
-            + f" \\\n  --kubelet-extra-args '{' '.join(extra)}'",
+            "/etc/eks/bootstrap.sh "
+            + " ".join(shlex.quote(a) for a in args)
+            + f" \\\n  --kubelet-extra-args {shlex.quote(' '.join(extra))}",
         ]
     )
     return _mime([*_custom_part(options.custom_user_data), ("text/x-shellscript; charset=us-ascii", script)])
 
 
-def _toml_string(value: str) -> str:
-    return json.dumps(value)  # a JSON string is a valid TOML basic string
-
-
-def bottlerocket(options: BootstrapOptions) -> str:
-    lines = [options.custom_user_data.rstrip("\n"), ""] if options.custom_user_data else []
-    lines += [
-        "[settings.kubernetes]",
-        f"cluster-name = {_toml_string(options.cluster_name)}",
-        f"api-server = {_toml_string(options.cluster_endpoint)}",
-        f"cluster-certificate = {_toml_string(options.ca_bundle)}",
-    ]
+def _bottlerocket_settings(options: BootstrapOptions) -> dict[str, object]:
+    kubernetes: dict[str, object] = {
+        "cluster-name": options.cluster_name,
+        "api-server": options.cluster_endpoint,
+        "cluster-certificate": options.ca_bundle,
+    }
+    if dns := dns_ip(options):
+        kubernetes["cluster-dns-ip"] = dns
     if options.kubelet and options.kubelet.max_pods is not None:
-        lines.append(f"max-pods = {options.kubelet.max_pods}")
+        kubernetes["max-pods"] = options.kubelet.max_pods
     if options.labels:
-        lines += ["", "[settings.kubernetes.node-labels]"]
-        lines += [f"{_toml_string(k)} = {_toml_string(options.labels[k])}" for k in sorted(options.labels)]
+        kubernetes["node-labels"] = {k: options.labels[k] for k in sorted(options.labels)}
     taints: dict[str, list[str]] = {}
     for t in _taints(options):
         taints.setdefault(t["key"], []).append(f"{t.get('value', '')}:{t['effect']}")
-    lines += ["", "[settings.kubernetes.node-taints]"]
-    lines += [f"{_toml_string(k)} = {json.dumps(v)}" for k, v in sorted(taints.items())]
-    return "\n".join(lines) + "\n"
+    kubernetes["node-taints"] = dict(sorted(taints.items()))
+    return {"settings": {"kubernetes": kubernetes}}
+
+
+def bottlerocket(options: BootstrapOptions) -> str:
+    """TOML: the node class's `spec.userData` (TOML) merged key by key with nodeflow's settings.
+    Raises ValueError when `spec.userData` is not TOML."""
+    custom: dict[str, object] = {}
+    if options.custom_user_data:
+        try:
+            custom = tomllib.loads(options.custom_user_data)
+        except tomllib.TOMLDecodeError as error:
+            raise ValueError(f"spec.userData is not valid TOML for Bottlerocket: {error}") from None
+    return tomlwriter.dumps(tomlwriter.merge(custom, _bottlerocket_settings(options)))
 
 
 def render(family: str, options: BootstrapOptions) -> str:

@@ -86,6 +86,7 @@ class Services:
         from kube.client import KubeClient
 
         self.kube_server.start()
+        self.moto_server.cluster_endpoint = self.kube_url  # what DescribeCluster answers, as on EKS
         self.moto_server.start()
         kubelet = SimulatedKubelet(KubeClient.for_url(self.kube_server.url), ec2_client(self.moto_url, self.region),
                                    self.cluster_name)  # fmt: skip

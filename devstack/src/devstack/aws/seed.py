@@ -4,14 +4,19 @@
 - the SSM public parameters of the EKS-optimized AMI aliases (AL2023, AL2, Bottlerocket; x86_64/arm64,
   standard/nvidia; Kubernetes 1.28-1.34; `latest` and pinned releases), each pointing at an AMI that
   DescribeImages returns with a sensible name and architecture;
-- the IAM role `KarpenterNodeRole-<cluster>`.
+- the IAM role `KarpenterNodeRole-<cluster>`;
+- the EKS cluster `<cluster>` (service CIDR 10.100.0.0/16, IPv4), whose DescribeCluster answers the
+  given endpoint (the Kubernetes emulator's URL in the local stack) and a PEM-looking CA bundle, so
+  the worker reads them as it would on EKS.
 
-Network and IAM go through the API (boto3); SSM parameters under /aws/ and Amazon-owned AMIs cannot be
-created through the API, so they are written into moto's backends in this process.
+Network, IAM and the cluster go through the API (boto3); SSM parameters under /aws/ and Amazon-owned
+AMIs cannot be created through the API, and moto makes up a cluster's endpoint and CA, so those are
+written into moto's backends in this process.
 """
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import hashlib
 import json
@@ -21,6 +26,7 @@ import boto3
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ec2.models import ec2_backends
 from moto.ec2.models.amis import Ami
+from moto.eks.models import eks_backends
 from moto.ssm.models import Parameter, ssm_backends
 
 from cloudprovider.aws.amis import ALIAS_FAMILIES, alias_parameters
@@ -33,6 +39,8 @@ PINNED_RELEASES = {"AL2023": "v20240807", "AL2": "v20240807", "Bottlerocket": "v
 EKS_AMI_OWNER = "602401143452"
 VPC_CIDR = "10.0.0.0/16"
 SUBNET_CIDRS = ("10.0.0.0/20", "10.0.16.0/20", "10.0.32.0/20")
+SERVICE_CIDR = "10.100.0.0/16"
+CLUSTER_VERSION = "1.32"
 
 
 def zones(region: str) -> list[str]:
@@ -77,13 +85,45 @@ def seed_network(ec2: Any, cluster: str, region: str) -> dict[str, Any]:
 
 
 def seed_role(iam: Any, cluster: str) -> str:
-    name = f"KarpenterNodeRole-{cluster}"
+    return _ensure_role(iam, f"KarpenterNodeRole-{cluster}", "ec2.amazonaws.com")
+
+
+def _ensure_role(iam: Any, name: str, service: str) -> str:
     try:
         return str(iam.get_role(RoleName=name)["Role"]["Arn"])
     except iam.exceptions.NoSuchEntityException:
-        statement = {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        statement = {"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}
         policy = {"Version": "2012-10-17", "Statement": [statement]}
         return str(iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(policy))["Role"]["Arn"])
+
+
+def fake_ca_bundle(cluster: str) -> str:
+    """Base64 of a PEM-looking certificate block (not a real certificate), as DescribeCluster's
+    `certificateAuthority.data`."""
+    body = base64.b64encode(hashlib.sha256(cluster.encode()).digest() * 8).decode()
+    lines = [body[i : i + 64] for i in range(0, len(body), 64)]
+    pem = "\n".join(["-----BEGIN CERTIFICATE-----", *lines, "-----END CERTIFICATE-----", ""])
+    return base64.b64encode(pem.encode()).decode()
+
+
+def seed_cluster(eks: Any, iam: Any, cluster: str, region: str, subnets: list[str], endpoint: str | None) -> str:
+    """The EKS cluster `cluster`; `endpoint` (None: moto's made-up one) and a fake CA bundle are set in
+    moto's backend. Returns the endpoint DescribeCluster answers."""
+    try:
+        eks.describe_cluster(name=cluster)
+    except eks.exceptions.ResourceNotFoundException:
+        eks.create_cluster(
+            name=cluster,
+            version=CLUSTER_VERSION,
+            roleArn=_ensure_role(iam, f"{cluster}-cluster-role", "eks.amazonaws.com"),
+            resourcesVpcConfig={"subnetIds": subnets},
+            kubernetesNetworkConfig={"serviceIpv4Cidr": SERVICE_CIDR, "ipFamily": "ipv4"},
+        )
+    model = eks_backends[DEFAULT_ACCOUNT_ID][region].clusters[cluster]
+    if endpoint is not None:
+        model.endpoint = endpoint
+    model.certificate_authority = {"data": fake_ca_bundle(cluster)}
+    return str(model.endpoint)
 
 
 def _ami_name(family: str, k8s: str, arch: str, variant: str, release: str) -> str:
@@ -164,11 +204,14 @@ def seed_amis(region: str) -> int:
     return count
 
 
-def seed(url: str, cluster: str, region: str) -> dict[str, Any]:
-    """Seed everything; safe to call again (after a moto reset it recreates what was lost)."""
+def seed(url: str, cluster: str, region: str, cluster_endpoint: str | None = None) -> dict[str, Any]:
+    """Seed everything; safe to call again (after a moto reset it recreates what was lost).
+    `cluster_endpoint`: what DescribeCluster answers as the cluster's endpoint (None: moto's own)."""
     keys = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing", "region_name": region}
     ec2 = boto3.client("ec2", endpoint_url=url, **keys)
     iam = boto3.client("iam", endpoint_url=url, **keys)
+    eks = boto3.client("eks", endpoint_url=url, **keys)
     network = seed_network(ec2, cluster, region)
     role = seed_role(iam, cluster)
-    return {**network, "role": role, "amiParameters": seed_amis(region)}
+    endpoint = seed_cluster(eks, iam, cluster, region, network["subnets"], cluster_endpoint)
+    return {**network, "role": role, "clusterEndpoint": endpoint, "amiParameters": seed_amis(region)}

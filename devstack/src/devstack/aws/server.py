@@ -29,7 +29,9 @@ class MotoServer:
     """Start with `.start()` (or `with MotoServer() as aws:`); `.url` is the endpoint for every AWS client.
 
     `port=0` picks a free port. `start()` applies the patches, serves, seeds, and returns when ready.
-    `seeded` holds the ids the seed created (vpc, subnets, securityGroup, role). With `response_cache`
+    `seeded` holds the ids the seed created (vpc, subnets, securityGroup, role, clusterEndpoint).
+    `cluster_endpoint` is the endpoint the seeded EKS cluster answers (None: moto's made-up one); set it
+    before `start()`, e.g. to the Kubernetes emulator's URL. With `response_cache`
     (a directory), moto's unchanging answers are kept there across processes (devstack.aws.response_cache).
     """
 
@@ -40,12 +42,14 @@ class MotoServer:
         cluster_name: str = "nodeflow-dev",
         region: str = "us-west-2",
         response_cache: Path | None = None,
+        cluster_endpoint: str | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.cluster_name = cluster_name
         self.region = region
         self.response_cache = response_cache
+        self.cluster_endpoint = cluster_endpoint
         self.faults = FaultStore()
         self.seeded: dict[str, Any] = {}
         self._server: BaseWSGIServer | None = None
@@ -74,7 +78,7 @@ class MotoServer:
             target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="moto-server", daemon=True
         )
         self._thread.start()
-        self.seeded = seed(self.url, self.cluster_name, self.region)
+        self.seeded = seed(self.url, self.cluster_name, self.region, self.cluster_endpoint)
         return self
 
     def reset(self) -> None:
@@ -84,7 +88,7 @@ class MotoServer:
             pass
         self.faults.clear()
         self.faults.clear_fleet_tokens()
-        self.seeded = seed(self.url, self.cluster_name, self.region)
+        self.seeded = seed(self.url, self.cluster_name, self.region, self.cluster_endpoint)
 
     def stop(self) -> None:
         if self._server is None:

@@ -30,9 +30,10 @@ class DevStackConfig:
     search_attributes: (name, type) of the custom search attributes Temporal registers at start (see
       `devstack.temporal.TemporalDevServer`). The product's composition root passes its own.
     start_worker: run the worker as a child: `worker_command` (required then) followed by
-      `--temporal-address`, `--kubeconfig`, `--aws-endpoint-url`, `--region`, `--cluster-name` and
-      `--cluster-endpoint` (each with its value: the stack's endpoints), then `worker_args`. The worker
-      runs with fake AWS credentials in its environment. The product's composition root passes its
+      `--temporal-address`, `--kubeconfig`, `--aws-endpoint-url`, `--region` and `--cluster-name` (each
+      with its value: the stack's endpoints), then `worker_args`; the cluster's endpoint, CA and
+      service CIDR come from the seeded EKS cluster (DescribeCluster). The worker runs with fake AWS
+      credentials in its environment. The product's composition root passes its
       worker command; the dev stack does not know the product.
     crds: manifests of `CustomResourceDefinition`s (files, or directories whose `*.yaml`, `*.yml` and
       `*.json` files are taken in name order) applied at start before anything else, as

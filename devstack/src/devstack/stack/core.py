@@ -217,7 +217,6 @@ class DevStack:
             "--aws-endpoint-url", self.moto_url,
             "--region", cfg.region,
             "--cluster-name", cfg.cluster_name,
-            "--cluster-endpoint", self.kube_url,
             *cfg.worker_args,
         ]  # fmt: skip
 

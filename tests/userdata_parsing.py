@@ -1,0 +1,44 @@
+"""Read rendered user data the way each AMI family does: MIME parts, the nodeadm NodeConfig (YAML), the
+/etc/eks/bootstrap.sh command line (shlex) and Bottlerocket's `[settings.kubernetes]` (TOML)."""
+
+from __future__ import annotations
+
+import email
+import shlex
+import tomllib
+from typing import Any
+
+import yaml
+
+
+def mime_parts(text: str) -> list[tuple[str, str]]:
+    """(content type, body) of each part of a MIME multi-part document."""
+    message = email.message_from_string(text)
+    assert message.is_multipart(), text
+    return [(part.get_content_type(), str(part.get_payload())) for part in message.get_payload()]  # type: ignore[union-attr]
+
+
+def node_config(text: str) -> dict[str, Any]:
+    """The one NodeConfig of AL2023 user data."""
+    configs = [yaml.safe_load(body) for kind, body in mime_parts(text) if kind == "application/node.eks.aws"]
+    assert len(configs) == 1, text
+    assert configs[0]["apiVersion"] == "node.eks.aws/v1alpha1"
+    assert configs[0]["kind"] == "NodeConfig"
+    return dict(configs[0])
+
+
+def bootstrap_argv(text: str) -> list[str]:
+    """The arguments of the /etc/eks/bootstrap.sh command in AL2 user data."""
+    scripts = [body for kind, body in mime_parts(text) if kind == "text/x-shellscript" and "bootstrap.sh" in body]
+    assert len(scripts) == 1, text
+    return shlex.split(scripts[0].split("/etc/eks/bootstrap.sh", 1)[1])
+
+
+def flag(argv: list[str], name: str) -> str | None:
+    """The value after `name` in `argv`, None when absent."""
+    return argv[argv.index(name) + 1] if name in argv else None
+
+
+def bottlerocket_kubernetes(text: str) -> dict[str, Any]:
+    """`settings.kubernetes` of Bottlerocket user data (tomllib refuses a table declared twice)."""
+    return dict(tomllib.loads(text)["settings"]["kubernetes"])
