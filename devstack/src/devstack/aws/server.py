@@ -8,6 +8,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from moto.moto_api._internal.models import moto_api_backend
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
 
@@ -68,6 +69,9 @@ class MotoServer:
         if self._server is not None:
             return self
         patches.install()
+        # moto keeps its resources in process-wide backends: start empty, so a server never serves what an
+        # earlier server of this process created (two servers running at once in one process would share).
+        moto_api_backend.reset()
         patches.offer_everywhere(self.region, zones(self.region))
         moto: WSGIApp = DomainDispatcherApplication(create_backend_app)
         if self.response_cache is not None:
