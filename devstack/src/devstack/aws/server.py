@@ -12,6 +12,7 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoReque
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from devstack.aws import patches
+from devstack.aws.calls import CallRecorder, call_log_from_env
 from devstack.aws.faults import FaultClient, FaultStore
 from devstack.aws.response_cache import ResponseCache
 from devstack.aws.seed import seed, zones
@@ -31,6 +32,8 @@ class MotoServer:
     `port=0` picks a free port. `start()` applies the patches, serves, seeds, and returns when ready.
     `seeded` holds the ids the seed created (vpc, subnets, securityGroup, role). With `response_cache`
     (a directory), moto's unchanging answers are kept there across processes (devstack.aws.response_cache).
+    With `call_log` (a directory; by default the one `DEVSTACK_AWS_CALL_LOG` names, if any), every AWS
+    operation clients call is recorded there (devstack.aws.calls).
     """
 
     def __init__(
@@ -40,12 +43,14 @@ class MotoServer:
         cluster_name: str = "nodeflow-dev",
         region: str = "us-west-2",
         response_cache: Path | None = None,
+        call_log: Path | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.cluster_name = cluster_name
         self.region = region
         self.response_cache = response_cache
+        self.call_log = call_log if call_log is not None else call_log_from_env()
         self.faults = FaultStore()
         self.seeded: dict[str, Any] = {}
         self._server: BaseWSGIServer | None = None
@@ -68,7 +73,9 @@ class MotoServer:
         moto: WSGIApp = DomainDispatcherApplication(create_backend_app)
         if self.response_cache is not None:
             moto = ResponseCache(moto, self.response_cache)
-        app = FaultInjectingApp(moto, self.faults)
+        app: WSGIApp = FaultInjectingApp(moto, self.faults)
+        if self.call_log is not None:
+            app = CallRecorder(app, self.call_log)
         self._server = make_server(self.host, self.port, app, threaded=True, request_handler=_QuietHandler)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="moto-server", daemon=True
