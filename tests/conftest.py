@@ -61,12 +61,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     if _is_xdist_worker(config) or not config.stash.get(_CALL_LOG_OWNED, False):
         return
-    from tests.iam_coverage import coverage_problems, covers_every_aws_test, nodeflow_calls
+    from tests.iam_coverage import coverage_problems, covers_every_aws_test, narrowed, nodeflow_calls
 
     directory = Path(os.environ[CALL_LOG_ENV])
     called = nodeflow_calls(read_calls(directory)) if directory.is_dir() else set()
     complete = exitstatus == 0 and covers_every_aws_test(
-        list(config.args), config.invocation_params.dir, config.option.keyword, config.option.markexpr
+        list(config.args), config.invocation_params.dir, narrowed(config.option)
     )
     problems = coverage_problems(called, complete)
     shutil.rmtree(directory, ignore_errors=True)

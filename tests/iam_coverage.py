@@ -59,9 +59,16 @@ def nodeflow_calls(recorded: set[str]) -> set[str]:
     return {line.split(" ", 1)[1] for line in recorded if line.split(" ", 1)[0] == USER_AGENT_APP_ID}
 
 
-def covers_every_aws_test(args: list[str], invocation_dir: Path, keyword: str, markers: str) -> bool:
-    """Whether a run with these command-line paths (and -k / -m) collects every test of COVERING_DIRS."""
-    if keyword or markers:
+def narrowed(option: Any) -> bool:
+    """Whether pytest's options leave tests out or run none (-k, -m, --deselect, --ignore, --co)."""
+    names = ("keyword", "markexpr", "deselect", "ignore", "ignore_glob", "collectonly")
+    return any(getattr(option, name, None) for name in names)
+
+
+def covers_every_aws_test(args: list[str], invocation_dir: Path, narrowed: bool) -> bool:
+    """Whether a run with these command-line paths collects every test of COVERING_DIRS; `narrowed`:
+    options leave some out (see `narrowed`)."""
+    if narrowed:
         return False
     paths = [(invocation_dir / a).resolve() for a in args if "::" not in a] if args else [invocation_dir]
     if len(paths) != len(args or ["."]):

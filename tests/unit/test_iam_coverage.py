@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from cloudprovider.aws.iam_policy import API_ACTIONS
-from tests.iam_coverage import ROOT, coverage_problems, covers_every_aws_test, nodeflow_calls
+from tests.iam_coverage import ROOT, coverage_problems, covers_every_aws_test, narrowed, nodeflow_calls
 
 
 def test_only_runs_that_collect_every_aws_test_are_complete() -> None:
-    assert covers_every_aws_test([], ROOT, "", "")
-    assert covers_every_aws_test(["tests"], ROOT, "", "")
-    assert covers_every_aws_test([str(ROOT / "tests")], ROOT / "benchmarks", "", "")
-    assert covers_every_aws_test(["tests/e2e", "tests/integration"], ROOT, "", "")
-    assert not covers_every_aws_test(["tests/e2e"], ROOT, "", "")
-    assert not covers_every_aws_test(["tests/e2e/test_safety.py", "tests/integration"], ROOT, "", "")
-    assert not covers_every_aws_test(["tests"], ROOT, "launch", "")
-    assert not covers_every_aws_test(["tests"], ROOT, "", "e2e")
-    assert not covers_every_aws_test(["tests/e2e::x", "tests/integration"], ROOT, "", "")
+    assert covers_every_aws_test([], ROOT, False)
+    assert covers_every_aws_test(["tests"], ROOT, False)
+    assert covers_every_aws_test([str(ROOT / "tests")], ROOT / "benchmarks", False)
+    assert covers_every_aws_test(["tests/e2e", "tests/integration"], ROOT, False)
+    assert not covers_every_aws_test(["tests/e2e"], ROOT, False)
+    assert not covers_every_aws_test(["tests/e2e/test_safety.py", "tests/integration"], ROOT, False)
+    assert not covers_every_aws_test(["tests"], ROOT, True)
+    assert not covers_every_aws_test(["tests/e2e::x", "tests/integration"], ROOT, False)
+
+
+def test_options_that_leave_tests_out_narrow_the_run() -> None:
+    assert not narrowed(SimpleNamespace(keyword="", markexpr="", deselect=None, collectonly=False))
+    assert narrowed(SimpleNamespace(keyword="launch", markexpr=""))
+    assert narrowed(SimpleNamespace(markexpr="e2e"))
+    assert narrowed(SimpleNamespace(collectonly=True))
+    assert narrowed(SimpleNamespace(deselect=["tests/e2e/test_safety.py"]))
 
 
 def test_only_nodeflows_calls_count() -> None:
