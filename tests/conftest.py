@@ -11,7 +11,16 @@ the gaps at the end.
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
 import pytest
+
+from devstack.aws.calls import CALL_LOG_ENV, read_calls
+
+_CALL_LOG_OWNED = pytest.StashKey[bool]()
 
 
 def uses_shared_stack(item: pytest.Item) -> bool:
@@ -29,3 +38,45 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if not uses_shared_stack(item):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
+
+
+# -- IAM policy coverage (tests/iam_coverage.py) -----------------------------------------------------
+
+
+def _is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In the controller (or a run without xdist): a fresh directory where every moto server of the run
+    records the AWS calls it serves; workers and stacks inherit the variable. Kept when already set."""
+    if _is_xdist_worker(config) or os.environ.get(CALL_LOG_ENV):
+        return
+    os.environ[CALL_LOG_ENV] = tempfile.mkdtemp(prefix="nodeflow-aws-calls-")
+    config.stash[_CALL_LOG_OWNED] = True
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """After every worker and stack stopped: nodeflow's recorded AWS calls against the IAM policy."""
+    config = session.config
+    if _is_xdist_worker(config) or not config.stash.get(_CALL_LOG_OWNED, False):
+        return
+    from tests.iam_coverage import coverage_problems, covers_every_aws_test, narrowed, nodeflow_calls
+
+    directory = Path(os.environ[CALL_LOG_ENV])
+    called = nodeflow_calls(read_calls(directory)) if directory.is_dir() else set()
+    complete = exitstatus == 0 and covers_every_aws_test(
+        list(config.args), config.invocation_params.dir, narrowed(config.option)
+    )
+    problems = coverage_problems(called, complete)
+    shutil.rmtree(directory, ignore_errors=True)
+    if problems:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line("")
+            reporter.write_sep(
+                "=", "IAM policy coverage (tests/iam_coverage.py): the policy and the AWS calls disagree"
+            )
+            for line in problems:
+                reporter.write_line(line, red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

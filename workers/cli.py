@@ -11,7 +11,8 @@ from collections.abc import Sequence
 DESCRIPTION = (
     "nodeflow: Karpenter-compatible node autoscaling for Kubernetes on AWS, every node a durable Temporal "
     "workflow. Commands: dev (the local stack), worker, simulate (dry run; --disruption: the disruption "
-    "controller's), explain (why a node is or is not disrupted), drain|expire|replace|status, crds (write the CRDs)."
+    "controller's), explain (why a node is or is not disrupted), drain|expire|replace|status, crds (write the CRDs), "
+    "iam-policy (print the controller's IAM policy)."
 )
 
 # subcommand -> module; imported lazily so `nodeflow simulate` never loads Temporal or the dev stack.
@@ -25,6 +26,7 @@ SUBCOMMANDS: dict[str, str] = {
     "replace": "workers.ops_cmd",
     "status": "workers.ops_cmd",
     "crds": "workers.crds_cmd",
+    "iam-policy": "workers.iam_policy_cmd",
 }
 
 

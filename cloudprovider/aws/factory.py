@@ -12,10 +12,18 @@ from botocore.config import Config
 from cloudprovider.aws.cluster import ClusterConnection, resolve_cluster_connection
 from cloudprovider.aws.provider import AWSCloudProvider
 
+# Sent in every request's User-Agent as `app/nodeflow`: CloudTrail shows which calls are nodeflow's.
+USER_AGENT_APP_ID = "nodeflow"
+
 
 def sdk_config(max_attempts: int = 3) -> Config:
     """Standard retry mode with few attempts: the workflow owns long retries with its own backoff."""
-    return Config(retries={"mode": "standard", "total_max_attempts": max_attempts}, connect_timeout=5, read_timeout=30)
+    return Config(
+        retries={"mode": "standard", "total_max_attempts": max_attempts},
+        connect_timeout=5,
+        read_timeout=30,
+        user_agent_appid=USER_AGENT_APP_ID,
+    )
 
 
 def _client_factory(

@@ -30,7 +30,18 @@ def test_docker_compose_file_is_valid() -> None:
     assert result.returncode == 0, result.stderr
 
 
-def test_iam_policy_is_json_with_the_launch_and_terminate_actions() -> None:
-    policy = json.loads((ROOT / "deploy" / "iam-policy.json").read_text())
-    actions = {a for s in policy["Statement"] for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
-    assert {"ec2:CreateFleet", "ec2:TerminateInstances", "ec2:DescribeInstanceTypes", "iam:PassRole"} <= actions
+# deploy/iam-policy.json is `nodeflow iam-policy` with placeholders, for envsubst (see the README).
+IAM_POLICY_PLACEHOLDERS = ["--cluster-name", "${CLUSTER_NAME}", "--account", "${AWS_ACCOUNT_ID}",
+                           "--region", "${AWS_REGION}", "--partition", "${AWS_PARTITION}"]  # fmt: skip
+
+
+def test_iam_policy_file_is_the_commands_output(capsys: pytest.CaptureFixture[str]) -> None:
+    from workers.cli import main
+
+    assert main(["iam-policy", *IAM_POLICY_PLACEHOLDERS]) == 0
+    printed = capsys.readouterr().out
+    regenerate = "nodeflow iam-policy " + " ".join(f"'{a}'" if "$" in a else a for a in IAM_POLICY_PLACEHOLDERS)
+    assert (ROOT / "deploy" / "iam-policy.json").read_text() == printed, (
+        f"regenerate: {regenerate} > deploy/iam-policy.json"
+    )
+    assert json.loads(printed)["Statement"]

@@ -13,6 +13,7 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoReque
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from devstack.aws import patches
+from devstack.aws.calls import CallRecorder, call_log_from_env
 from devstack.aws.faults import FaultClient, FaultStore
 from devstack.aws.response_cache import ResponseCache
 from devstack.aws.seed import seed, zones
@@ -34,6 +35,8 @@ class MotoServer:
     `cluster_endpoint` is the endpoint the seeded EKS cluster answers (None: moto's made-up one); set it
     before `start()`, e.g. to the Kubernetes emulator's URL. With `response_cache`
     (a directory), moto's unchanging answers are kept there across processes (devstack.aws.response_cache).
+    With `call_log` (a directory; by default the one `DEVSTACK_AWS_CALL_LOG` names, if any), every AWS
+    operation clients call is recorded there (devstack.aws.calls).
     """
 
     def __init__(
@@ -44,6 +47,7 @@ class MotoServer:
         region: str = "us-west-2",
         response_cache: Path | None = None,
         cluster_endpoint: str | None = None,
+        call_log: Path | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -51,6 +55,7 @@ class MotoServer:
         self.region = region
         self.response_cache = response_cache
         self.cluster_endpoint = cluster_endpoint
+        self.call_log = call_log if call_log is not None else call_log_from_env()
         self.faults = FaultStore()
         self.seeded: dict[str, Any] = {}
         self._server: BaseWSGIServer | None = None
@@ -76,7 +81,9 @@ class MotoServer:
         moto: WSGIApp = DomainDispatcherApplication(create_backend_app)
         if self.response_cache is not None:
             moto = ResponseCache(moto, self.response_cache)
-        app = FaultInjectingApp(moto, self.faults)
+        app: WSGIApp = FaultInjectingApp(moto, self.faults)
+        if self.call_log is not None:
+            app = CallRecorder(app, self.call_log)
         self._server = make_server(self.host, self.port, app, threaded=True, request_handler=_QuietHandler)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="moto-server", daemon=True

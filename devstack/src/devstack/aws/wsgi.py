@@ -20,7 +20,7 @@ _ERRORS = {
 }
 
 
-def _action(environ: dict[str, Any]) -> tuple[str | None, bool]:
+def request_action(environ: dict[str, Any]) -> tuple[str | None, bool]:
     """The API action of a request and whether it uses the JSON protocol; restores the body it reads."""
     target = environ.get("HTTP_X_AMZ_TARGET")
     if target:
@@ -58,7 +58,7 @@ class FaultInjectingApp:
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if environ.get("PATH_INFO", "") == FAULTS_PATH:
             return self._control(environ, start_response)
-        action, json_protocol = _action(environ)
+        action, json_protocol = request_action(environ)
         kind = self._faults.take(action) if action else None
         if kind is not None:
             return _error_response(kind, json_protocol, start_response)

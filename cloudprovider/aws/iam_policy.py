@@ -1,0 +1,243 @@
+"""The controller's least-privilege IAM policy, built from names (pure: no I/O, no AWS SDK).
+
+`controller_policy(cluster_name, ...)` returns the policy document `nodeflow iam-policy` prints. It is
+scoped the way Karpenter's getting-started CloudFormation template scopes its controller policy
+(https://karpenter.sh/docs/reference/cloudformation/): launches only with this cluster's and a
+NodePool's tags on what they create, deletes only what carries those tags, reads only in the region.
+Statements, by Sid:
+
+- `AllowRegionalReadActions`: the EC2 Describe calls nodeflow makes (instance types, offerings, spot
+  prices, subnets, security groups, images, launch templates, instances), in the region only.
+- `AllowSSMReadActions`: `ssm:GetParameter` on the public AWS parameters (`/aws/service/*`) where the
+  EKS-optimised AMI ids of the AMI aliases live; never on the account's own parameters.
+- `AllowScopedEC2InstanceAccessActions`: `RunInstances`/`CreateFleet` may *use* any image, snapshot,
+  security group and subnet of the region: they are read, not created, and the node class selects them.
+- `AllowScopedEC2LaunchTemplateAccessActions`: a launch may use a launch template only when the
+  template carries `kubernetes.io/cluster/<cluster>=owned` and a `karpenter.sh/nodepool` tag (nodeflow
+  tags the templates it creates so).
+- `AllowScopedEC2InstanceActionsWithTags`: `RunInstances`, `CreateFleet` and `CreateLaunchTemplate` may
+  *create* fleets, instances, volumes, network interfaces, launch templates and spot requests only when
+  the request tags them `kubernetes.io/cluster/<cluster>=owned`, `eks:eks-cluster-name=<cluster>` and
+  `karpenter.sh/nodepool=<any>`.
+- `AllowScopedResourceCreationTagging`: `ec2:CreateTags` only as part of those three launch calls
+  (`ec2:CreateAction`), with the same tags: the role can tag what it creates, never an existing
+  resource. (The old policy let it tag any instance with the cluster tag and then terminate it.)
+  nodeflow writes every tag at launch (Name and karpenter.sh/nodeclaim included) and never calls
+  CreateTags afterwards, so there is no grant to tag existing instances, unlike Karpenter's.
+- `AllowScopedDeletion`: `ec2:TerminateInstances` only on instances tagged for this cluster and a
+  NodePool. nodeflow does not delete launch templates, so there is no `DeleteLaunchTemplate`.
+- `AllowPassingInstanceRole`: `iam:PassRole` for the node role only, and only to EC2 (launching with an
+  instance profile, adding the role to a profile).
+- `AllowScopedInstanceProfileCreationActions`: `iam:CreateInstanceProfile` (and the
+  `iam:TagInstanceProfile` it needs to tag at creation) only with the tags nodeflow writes:
+  `kubernetes.io/cluster/<cluster>=owned` and `karpenter.sh/managed-by=<cluster>`, and no other keys.
+- `AllowScopedInstanceProfileActions`: `iam:AddRoleToInstanceProfile` only on profiles carrying those
+  tags (the ones nodeflow created).
+- `AllowInstanceProfileReadActions`: `iam:GetInstanceProfile` on any profile: it asks before creating
+  (a missing profile must answer NoSuchEntity, not AccessDenied) and reads a `spec.instanceProfile` the
+  user created.
+
+`aws:RequestedRegion` is required on every EC2, SSM and EKS statement when a region is given; IAM is global.
+- `AllowAPIServerEndpointDiscovery`: `eks:DescribeCluster` on this cluster only: the worker reads the
+  endpoint, CA bundle and service CIDR the nodes' user data needs, unless the settings give them all.
+
+Not granted: `pricing:GetProducts` (on-demand prices come from a table shipped with nodeflow, see
+`cloudprovider.aws.pricing`).
+
+`API_ACTIONS` are the calls nodeflow makes; `IMPLIED_ACTIONS` the permissions AWS checks as part of one
+of them, which are never called on their own. The tests hold the policy to exactly these.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cloudprovider.types import TAG_CLUSTER_PREFIX, TAG_EKS_CLUSTER_NAME, TAG_NODEPOOL
+
+TAG_MANAGED_BY = "karpenter.sh/managed-by"  # on the instance profiles nodeflow creates, value: the cluster
+
+REGIONAL_READS = (
+    "ec2:DescribeImages",
+    "ec2:DescribeInstances",
+    "ec2:DescribeInstanceTypeOfferings",
+    "ec2:DescribeInstanceTypes",
+    "ec2:DescribeLaunchTemplates",
+    "ec2:DescribeSecurityGroups",
+    "ec2:DescribeSpotPriceHistory",
+    "ec2:DescribeSubnets",
+)
+LAUNCH_CALLS = ("ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate")
+
+# Every AWS operation nodeflow calls ("service:Action").
+API_ACTIONS = frozenset(
+    {
+        *REGIONAL_READS,
+        "ssm:GetParameter",
+        "eks:DescribeCluster",
+        "ec2:CreateFleet",
+        "ec2:CreateLaunchTemplate",
+        "ec2:TerminateInstances",
+        "iam:GetInstanceProfile",
+        "iam:CreateInstanceProfile",
+        "iam:AddRoleToInstanceProfile",
+    }
+)
+
+# Operation -> the further actions AWS authorizes when nodeflow calls it (as nodeflow calls it).
+IMPLIED_ACTIONS: dict[str, tuple[str, ...]] = {
+    # An instant fleet launches through RunInstances, tags at creation and passes the profile's role.
+    "ec2:CreateFleet": ("ec2:RunInstances", "ec2:CreateTags", "iam:PassRole"),
+    "ec2:CreateLaunchTemplate": ("ec2:CreateTags",),  # TagSpecifications
+    "iam:CreateInstanceProfile": ("iam:TagInstanceProfile",),  # Tags
+    "iam:AddRoleToInstanceProfile": ("iam:PassRole",),
+}
+
+
+def needed_actions(called: set[str] | frozenset[str]) -> set[str]:
+    """`called` and the actions AWS authorizes as part of them."""
+    return set(called) | {a for c in called for a in IMPLIED_ACTIONS.get(c, ())}
+
+
+def controller_policy(
+    cluster_name: str,
+    *,
+    account: str = "*",
+    region: str = "*",
+    partition: str = "aws",
+    node_role: str | None = None,
+) -> dict[str, Any]:
+    """The policy document for the controller of `cluster_name` (see the module docstring).
+
+    `account` and `region` default to "*" (any); with region "*" there is no `aws:RequestedRegion`
+    condition. `node_role` is the role name of the nodes (EC2NodeClass `spec.role`), by default
+    `KarpenterNodeRole-<cluster_name>`. Raises ValueError for an empty or blank name."""
+    for label, value in (
+        ("cluster_name", cluster_name),
+        ("account", account),
+        ("region", region),
+        ("partition", partition),
+    ):
+        if not value or any(c.isspace() for c in value):
+            raise ValueError(f"{label} {value!r} must be a non-empty name without spaces")
+    role = node_role or f"KarpenterNodeRole-{cluster_name}"
+    ec2 = f"arn:{partition}:ec2:{region}"
+    iam = f"arn:{partition}:iam::{account}"
+    cluster_tag = TAG_CLUSTER_PREFIX + cluster_name
+    in_region = {"StringEquals": {"aws:RequestedRegion": region}} if region != "*" else {}
+    request_tags = {
+        "StringEquals": {
+            f"aws:RequestTag/{cluster_tag}": "owned",
+            f"aws:RequestTag/{TAG_EKS_CLUSTER_NAME}": cluster_name,
+        },
+        "StringLike": {f"aws:RequestTag/{TAG_NODEPOOL}": "*"},
+    }
+    resource_tags = {
+        "StringEquals": {f"aws:ResourceTag/{cluster_tag}": "owned"},
+        "StringLike": {f"aws:ResourceTag/{TAG_NODEPOOL}": "*"},
+    }
+    created = [
+        f"{ec2}:{account}:{kind}/*"
+        for kind in ("fleet", "instance", "volume", "network-interface", "launch-template", "spot-instances-request")
+    ]
+    profile_tags = {cluster_tag: "owned", TAG_MANAGED_BY: cluster_name}
+
+    def regional(statement: dict[str, Any]) -> dict[str, Any]:
+        condition = dict(statement.get("Condition", {}))
+        for operator, values in in_region.items():
+            condition[operator] = {**condition.get(operator, {}), **values}
+        return {**statement, "Condition": condition} if condition else statement
+
+    statements = [
+        regional({"Sid": "AllowRegionalReadActions", "Action": list(REGIONAL_READS), "Resource": "*"}),
+        regional(
+            {
+                "Sid": "AllowSSMReadActions",
+                "Action": ["ssm:GetParameter"],
+                "Resource": f"arn:{partition}:ssm:{region}::parameter/aws/service/*",
+            }
+        ),
+        regional(
+            {
+                "Sid": "AllowScopedEC2InstanceAccessActions",
+                "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
+                "Resource": [
+                    f"{ec2}::image/*",
+                    f"{ec2}::snapshot/*",
+                    f"{ec2}:{account}:security-group/*",
+                    f"{ec2}:{account}:subnet/*",
+                ],
+            }
+        ),
+        regional(
+            {
+                "Sid": "AllowScopedEC2LaunchTemplateAccessActions",
+                "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
+                "Resource": f"{ec2}:{account}:launch-template/*",
+                "Condition": resource_tags,
+            }
+        ),
+        regional(
+            {
+                "Sid": "AllowScopedEC2InstanceActionsWithTags",
+                "Action": list(LAUNCH_CALLS),
+                "Resource": created,
+                "Condition": request_tags,
+            }
+        ),
+        regional(
+            {
+                "Sid": "AllowScopedResourceCreationTagging",
+                "Action": ["ec2:CreateTags"],
+                "Resource": created,
+                "Condition": {
+                    "StringEquals": {
+                        **request_tags["StringEquals"],
+                        "ec2:CreateAction": [a.split(":")[1] for a in LAUNCH_CALLS],
+                    },
+                    "StringLike": request_tags["StringLike"],
+                },
+            }
+        ),
+        regional(
+            {
+                "Sid": "AllowScopedDeletion",
+                "Action": ["ec2:TerminateInstances"],
+                "Resource": f"{ec2}:{account}:instance/*",
+                "Condition": resource_tags,
+            }
+        ),
+        {
+            "Sid": "AllowPassingInstanceRole",
+            "Action": ["iam:PassRole"],
+            "Resource": f"{iam}:role/{role}",
+            "Condition": {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
+        },
+        {
+            "Sid": "AllowScopedInstanceProfileCreationActions",
+            "Action": ["iam:CreateInstanceProfile", "iam:TagInstanceProfile"],
+            "Resource": f"{iam}:instance-profile/*",
+            "Condition": {
+                "StringEquals": {f"aws:RequestTag/{k}": v for k, v in profile_tags.items()},
+                "ForAllValues:StringEquals": {"aws:TagKeys": sorted(profile_tags)},
+            },
+        },
+        {
+            "Sid": "AllowScopedInstanceProfileActions",
+            "Action": ["iam:AddRoleToInstanceProfile"],
+            "Resource": f"{iam}:instance-profile/*",
+            "Condition": {"StringEquals": {f"aws:ResourceTag/{k}": v for k, v in profile_tags.items()}},
+        },
+        {
+            "Sid": "AllowInstanceProfileReadActions",
+            "Action": ["iam:GetInstanceProfile"],
+            "Resource": f"{iam}:instance-profile/*",
+        },
+        regional(
+            {
+                "Sid": "AllowAPIServerEndpointDiscovery",
+                "Action": ["eks:DescribeCluster"],
+                "Resource": f"arn:{partition}:eks:{region}:{account}:cluster/{cluster_name}",
+            }
+        ),
+    ]
+    return {"Version": "2012-10-17", "Statement": [{"Sid": s["Sid"], "Effect": "Allow", **s} for s in statements]}

@@ -1,0 +1,140 @@
+"""The controller policy's scoping: each statement's resources and conditions (cloudprovider.aws.iam_policy)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cloudprovider.aws.iam_policy import IMPLIED_ACTIONS, controller_policy, needed_actions
+
+CLUSTER = "prod"
+
+
+def statements(**kw: Any) -> dict[str, dict[str, Any]]:
+    policy = controller_policy(CLUSTER, **{"account": "111122223333", "region": "eu-west-1", **kw})
+    assert policy["Version"] == "2012-10-17"
+    by_sid = {s["Sid"]: s for s in policy["Statement"]}
+    assert len(by_sid) == len(policy["Statement"]), "Sids are unique"
+    return by_sid
+
+
+def resources(statement: dict[str, Any]) -> list[str]:
+    r = statement["Resource"]
+    return [r] if isinstance(r, str) else r
+
+
+def test_every_statement_allows_and_no_write_is_granted_on_star() -> None:
+    for sid, s in statements().items():
+        assert s["Effect"] == "Allow"
+        actions = s["Action"]
+        if resources(s) == ["*"]:
+            assert all(":Describe" in a for a in actions), sid
+
+
+def test_create_tags_only_in_the_launch_calls_with_the_cluster_and_nodepool_request_tags() -> None:
+    tagging = [s for s in statements().values() if "ec2:CreateTags" in s["Action"]]
+    assert [s["Sid"] for s in tagging] == ["AllowScopedResourceCreationTagging"]
+    condition = tagging[0]["Condition"]
+    assert condition["StringEquals"]["ec2:CreateAction"] == ["RunInstances", "CreateFleet", "CreateLaunchTemplate"]
+    assert condition["StringEquals"]["aws:RequestTag/kubernetes.io/cluster/prod"] == "owned"
+    assert condition["StringEquals"]["aws:RequestTag/eks:eks-cluster-name"] == "prod"
+    assert condition["StringLike"] == {"aws:RequestTag/karpenter.sh/nodepool": "*"}
+
+
+def test_launches_create_only_tagged_resources_and_use_only_tagged_templates() -> None:
+    s = statements()
+    created = s["AllowScopedEC2InstanceActionsWithTags"]
+    assert created["Action"] == ["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"]
+    assert "arn:aws:ec2:eu-west-1:111122223333:instance/*" in resources(created)
+    assert created["Condition"]["StringEquals"]["aws:RequestTag/kubernetes.io/cluster/prod"] == "owned"
+    assert created["Condition"]["StringLike"] == {"aws:RequestTag/karpenter.sh/nodepool": "*"}
+    template = s["AllowScopedEC2LaunchTemplateAccessActions"]
+    assert resources(template) == ["arn:aws:ec2:eu-west-1:111122223333:launch-template/*"]
+    assert template["Condition"]["StringEquals"]["aws:ResourceTag/kubernetes.io/cluster/prod"] == "owned"
+    assert template["Condition"]["StringLike"] == {"aws:ResourceTag/karpenter.sh/nodepool": "*"}
+    used = s["AllowScopedEC2InstanceAccessActions"]
+    assert "Condition" not in used or set(used["Condition"]["StringEquals"]) == {"aws:RequestedRegion"}
+    assert sorted(resources(used)) == [
+        "arn:aws:ec2:eu-west-1:111122223333:security-group/*",
+        "arn:aws:ec2:eu-west-1:111122223333:subnet/*",
+        "arn:aws:ec2:eu-west-1::image/*",
+        "arn:aws:ec2:eu-west-1::snapshot/*",
+    ]
+
+
+def test_terminate_only_instances_of_this_cluster_and_a_nodepool() -> None:
+    deletion = statements()["AllowScopedDeletion"]
+    assert deletion["Action"] == ["ec2:TerminateInstances"]
+    assert resources(deletion) == ["arn:aws:ec2:eu-west-1:111122223333:instance/*"]
+    assert deletion["Condition"]["StringEquals"]["aws:ResourceTag/kubernetes.io/cluster/prod"] == "owned"
+    assert deletion["Condition"]["StringLike"] == {"aws:ResourceTag/karpenter.sh/nodepool": "*"}
+
+
+def test_ssm_reads_only_the_public_aws_parameters() -> None:
+    assert resources(statements()["AllowSSMReadActions"]) == ["arn:aws:ssm:eu-west-1::parameter/aws/service/*"]
+
+
+def test_pass_role_only_for_the_node_role_and_only_to_ec2() -> None:
+    default = statements()["AllowPassingInstanceRole"]
+    assert resources(default) == ["arn:aws:iam::111122223333:role/KarpenterNodeRole-prod"]
+    assert default["Condition"] == {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}}
+    named = statements(node_role="nodes", partition="aws-cn")["AllowPassingInstanceRole"]
+    assert resources(named) == ["arn:aws-cn:iam::111122223333:role/nodes"]
+
+
+def test_instance_profiles_request_tags_on_create_resource_tags_on_the_rest() -> None:
+    s = statements()
+    create = s["AllowScopedInstanceProfileCreationActions"]
+    assert create["Condition"]["StringEquals"] == {
+        "aws:RequestTag/kubernetes.io/cluster/prod": "owned",
+        "aws:RequestTag/karpenter.sh/managed-by": "prod",
+    }
+    assert create["Condition"]["ForAllValues:StringEquals"] == {
+        "aws:TagKeys": ["karpenter.sh/managed-by", "kubernetes.io/cluster/prod"]
+    }
+    add = s["AllowScopedInstanceProfileActions"]
+    assert add["Condition"]["StringEquals"] == {
+        "aws:ResourceTag/kubernetes.io/cluster/prod": "owned",
+        "aws:ResourceTag/karpenter.sh/managed-by": "prod",
+    }
+    for sid in ("AllowScopedInstanceProfileCreationActions", "AllowScopedInstanceProfileActions",
+                "AllowInstanceProfileReadActions"):  # fmt: skip
+        assert resources(s[sid]) == ["arn:aws:iam::111122223333:instance-profile/*"]
+
+
+def test_every_regional_statement_requires_the_region_and_iam_ones_do_not() -> None:
+    for sid, s in statements().items():
+        regional = any(a.split(":")[0] in ("ec2", "ssm", "eks") for a in s["Action"])
+        assert (s.get("Condition", {}).get("StringEquals", {}).get("aws:RequestedRegion") == "eu-west-1") == regional, (
+            sid
+        )
+
+
+def test_defaults_are_any_account_and_region_without_a_region_condition() -> None:
+    for s in controller_policy(CLUSTER)["Statement"]:
+        assert "aws:RequestedRegion" not in str(s.get("Condition", {}))
+        for r in resources(s):
+            assert r == "*" or r.startswith("arn:aws:"), r
+    s = {s["Sid"]: s for s in controller_policy(CLUSTER)["Statement"]}
+    assert resources(s["AllowScopedDeletion"]) == ["arn:aws:ec2:*:*:instance/*"]
+    assert resources(s["AllowSSMReadActions"]) == ["arn:aws:ssm:*::parameter/aws/service/*"]
+
+
+@pytest.mark.parametrize("bad", ["", "two words"])
+def test_blank_names_are_refused(bad: str) -> None:
+    with pytest.raises(ValueError):
+        controller_policy(bad)
+    with pytest.raises(ValueError):
+        controller_policy(CLUSTER, region=bad)
+
+
+def test_needed_actions_add_what_aws_authorizes_with_a_call() -> None:
+    assert needed_actions({"ec2:CreateFleet"}) == {"ec2:CreateFleet", *IMPLIED_ACTIONS["ec2:CreateFleet"]}
+    assert needed_actions({"ec2:DescribeImages"}) == {"ec2:DescribeImages"}
+
+
+def test_describe_cluster_is_granted_on_this_cluster_only() -> None:
+    statement = statements()["AllowAPIServerEndpointDiscovery"]
+    assert statement["Action"] == ["eks:DescribeCluster"]
+    assert resources(statement) == [f"arn:aws:eks:eu-west-1:111122223333:cluster/{CLUSTER}"]
