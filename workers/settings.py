@@ -20,6 +20,9 @@
 | max_concurrent_workflow_task_polls | NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASK_POLLS | 5 |
 | nonsticky_to_sticky_poll_ratio | NODEFLOW_NONSTICKY_TO_STICKY_POLL_RATIO | 0.2 |
 | disruption_methods | NODEFLOW_DISRUPTION_METHODS | all five methods, in order (below) |
+| health_probe_port | NODEFLOW_HEALTH_PROBE_PORT | 8081 (0 = no probe server) |
+| leader_election_name | NODEFLOW_LEADER_ELECTION_NAME | nodeflow-leader-election |
+| leader_election_namespace | NODEFLOW_LEADER_ELECTION_NAMESPACE | "" (POD_NAMESPACE, else kube-system) |
 
 `disruption_methods`: the disruption methods whose commands the controller executes (comma-separated,
 from Drift,Emptiness,MultiNodeConsolidation,SingleNodeConsolidation,SplitConsolidation;
@@ -39,6 +42,12 @@ replays its history (see benchmarks/README.md for the measured cost per cached w
 `max_concurrent_workflow_task_polls` long polls, the share `nonsticky_to_sticky_poll_ratio` (at least
 one) takes workflow tasks of workflows not in this worker's cache, such as newly started NodeClaims:
 with the SDK's defaults (5, 0.2) that is one poll, about 6 new workflows a second on the dev server.
+
+Replicas: every worker polls the task queue; only the holder of the `coordination.k8s.io/v1` Lease
+`leader_election_name` in `leader_election_namespace` runs the watchers and the start-up work
+(workers.worker). An empty namespace means the worker's own (the POD_NAMESPACE environment variable,
+set from the downward API), else kube-system. `health_probe_port` serves /healthz and /readyz
+(workers.health) on all interfaces; 0 turns the server off.
 """
 
 from __future__ import annotations
@@ -74,10 +83,15 @@ class Settings:
     max_concurrent_workflow_task_polls: int = 5
     nonsticky_to_sticky_poll_ratio: float = 0.2
     disruption_methods: str = ",".join(DISRUPTION_METHODS)
+    health_probe_port: int = 8081
+    leader_election_name: str = "nodeflow-leader-election"
+    leader_election_namespace: str = ""
 
     def __post_init__(self) -> None:
         for field in fields(self):
-            if field.type in ("int", int):
+            if field.name in PORTS:
+                object.__setattr__(self, field.name, _port(field.name, getattr(self, field.name)))
+            elif field.type in ("int", int):
                 object.__setattr__(self, field.name, int(_positive_number(field.name, getattr(self, field.name), int)))
             elif field.type in ("float", float):
                 object.__setattr__(self, field.name, _positive_number(field.name, getattr(self, field.name), float))
@@ -104,6 +118,11 @@ class Settings:
                 f"NODEFLOW_NONSTICKY_TO_STICKY_POLL_RATIO) is {self.nonsticky_to_sticky_poll_ratio}: give a "
                 "share between 0 and 1"
             )
+
+    def lease_namespace(self, env: dict[str, str] | None = None) -> str:
+        """The namespace of the leader-election Lease: the setting, else POD_NAMESPACE, else kube-system."""
+        env = dict(os.environ if env is None else env)
+        return self.leader_election_namespace or env.get("POD_NAMESPACE") or "kube-system"
 
     def disruption_method_list(self) -> list[str]:
         return [m.strip() for m in self.disruption_methods.split(",") if m.strip()]
@@ -132,6 +151,7 @@ class Settings:
 _ENV = {"region": "AWS_REGION"}
 DURATIONS = ("registration_ttl", "drift_check_interval", "garbage_collection_interval", "garbage_collection_min_age")
 FINITE_DURATIONS = ("garbage_collection_interval", "garbage_collection_min_age")
+PORTS = ("health_probe_port",)  # 0 allowed: the server is off
 
 
 def _positive_number(name: str, value: object, kind: type[int] | type[float]) -> float:
@@ -147,6 +167,18 @@ def _positive_number(name: str, value: object, kind: type[int] | type[float]) ->
         wanted = "a positive whole number" if kind is int else "a positive number"
         raise ValueError(f"{name} (flag {flag}, env {env}) is {value!r}: give {wanted}")
     return number
+
+
+def _port(name: str, value: object) -> int:
+    """`value` as a TCP port number (0-65535); a ValueError naming the setting otherwise."""
+    try:
+        port = int(str(value).strip())
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        flag, env = f"--{name.replace('_', '-')}", f"NODEFLOW_{name.upper()}"
+        raise ValueError(f"{name} (flag {flag}, env {env}) is {value!r}: give a port 1-65535, or 0 for none")
+    return port
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
