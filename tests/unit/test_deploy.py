@@ -59,3 +59,24 @@ def test_iam_policy_is_json_with_the_launch_and_terminate_actions() -> None:
     policy = json.loads((ROOT / "deploy" / "iam-policy.json").read_text())
     actions = {a for s in policy["Statement"] for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
     assert {"ec2:CreateFleet", "ec2:TerminateInstances", "ec2:DescribeInstanceTypes", "iam:PassRole"} <= actions
+
+
+def test_rbac_lets_the_workers_hold_their_leader_election_lease() -> None:
+    docs = list(yaml.safe_load_all((ROOT / "deploy" / "kubernetes" / "rbac.yaml").read_text()))
+    role = next(d for d in docs if d["kind"] == "Role" and d["metadata"]["name"] == "nodeflow-leader-election")
+    granted = {
+        (v, name)
+        for rule in role["rules"]
+        if rule["apiGroups"] == ["coordination.k8s.io"] and rule["resources"] == ["leases"]
+        for v in rule["verbs"]
+        for name in rule.get("resourceNames", ["*"])
+    }
+    assert {("create", "*"), ("get", "nodeflow-leader-election"), ("update", "nodeflow-leader-election")} <= granted
+    worker = yaml.safe_load((ROOT / "deploy" / "kubernetes" / "worker.yaml").read_text())
+    container = worker["spec"]["template"]["spec"]["containers"][0]
+    assert role["metadata"]["namespace"] == worker["metadata"]["namespace"]
+    assert "POD_NAMESPACE" in [e["name"] for e in container["env"]]
+    assert (container["livenessProbe"]["httpGet"]["path"], container["readinessProbe"]["httpGet"]["path"]) == (
+        "/healthz",
+        "/readyz",
+    )
