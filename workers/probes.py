@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 from temporalio.client import Client
@@ -50,6 +51,9 @@ def worker_probes(
     instance-type catalog is loaded."""
     if not port:
         return None
+    # One thread of its own for the Kubernetes read: a hung API server fails the check at its timeout
+    # without tying up the loop's default executor, and probes do not pile up reads behind it.
+    kube_reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="probe")
 
     async def worker_running() -> str | None:
         return None if worker.is_running and not worker.is_shutdown else "the Temporal worker is not running"
@@ -60,7 +64,7 @@ def worker_probes(
 
     async def kubernetes() -> str | None:
         try:
-            await asyncio.to_thread(leases.read)
+            await asyncio.get_running_loop().run_in_executor(kube_reads, leases.read)
         except ServerError as exc:
             return str(exc)
         except KubeError:

@@ -147,11 +147,13 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
             probes = worker_probes(settings.health_probe_port, client, worker, leases, catalog)
             if probes is not None:
                 await probes.start()
-            election = asyncio.create_task(elector.run(stop), name="leader-election")
+            leaving = asyncio.Event()  # set however this coroutine ends, `stop` or not
+            election = asyncio.create_task(elector.run(leaving), name="leader-election")
             log.info("worker %s up on task queue %r", identity, settings.task_queue)
             try:
                 await stop.wait()
             finally:
+                leaving.set()
                 await election  # cancels the leader's work, then releases the Lease
                 warm_catalog.cancel()
                 if probes is not None:
