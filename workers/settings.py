@@ -45,9 +45,10 @@ with the SDK's defaults (5, 0.2) that is one poll, about 6 new workflows a secon
 
 Replicas: every worker polls the task queue; only the holder of the `coordination.k8s.io/v1` Lease
 `leader_election_name` in `leader_election_namespace` runs the watchers and the start-up work
-(workers.worker). An empty namespace means the worker's own (the POD_NAMESPACE environment variable,
-set from the downward API), else kube-system. `health_probe_port` serves /healthz and /readyz
-(workers.health) on all interfaces; 0 turns the server off.
+(workers.worker), so "the last worker to start" above is the last one to become the leader. An empty
+namespace means the worker's own (the POD_NAMESPACE environment variable, set from the downward API),
+else kube-system. `health_probe_port` serves /healthz and /readyz (workers.health) on all interfaces;
+0 turns the server off.
 """
 
 from __future__ import annotations
