@@ -46,6 +46,7 @@ RUNTIMECLASS = Resource("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", F
 NODEPOOL = Resource("karpenter.sh", "v1", "nodepools", "NodePool", False)
 NODECLAIM = Resource("karpenter.sh", "v1", "nodeclaims", "NodeClaim", False)
 EC2NODECLASS = Resource("karpenter.k8s.aws", "v1", "ec2nodeclasses", "EC2NodeClass", False)
+LEASE = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
 
 ALL: tuple[Resource, ...] = (
     POD,
@@ -64,5 +65,6 @@ ALL: tuple[Resource, ...] = (
     NODEPOOL,
     NODECLAIM,
     EC2NODECLASS,
+    LEASE,
 )
 BY_KIND: dict[str, Resource] = {r.kind: r for r in ALL}

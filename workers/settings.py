@@ -28,6 +28,9 @@
 | max_concurrent_workflow_task_polls | NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASK_POLLS | 5 |
 | nonsticky_to_sticky_poll_ratio | NODEFLOW_NONSTICKY_TO_STICKY_POLL_RATIO | 0.2 |
 | disruption_methods | NODEFLOW_DISRUPTION_METHODS | all five methods, in order (below) |
+| health_probe_port | NODEFLOW_HEALTH_PROBE_PORT | 8081 (0 = no probe server) |
+| leader_election_name | NODEFLOW_LEADER_ELECTION_NAME | nodeflow-leader-election |
+| leader_election_namespace | NODEFLOW_LEADER_ELECTION_NAMESPACE | "" (POD_NAMESPACE, else kube-system) |
 
 `cluster_endpoint`, `cluster_ca_bundle` (base64 PEM, Karpenter's `clusterCABundle`) and
 `cluster_service_cidr` go into the nodes' user data; the worker reads the ones not given from
@@ -59,6 +62,13 @@ certificate and key files are PEM and come together (mutual TLS); the CA file is
 system's roots. `temporal_api_key` (Temporal Cloud) is sent as a bearer token and never appears in
 logs or in the settings' repr. workers.temporal_client checks the files, the server and the namespace
 before anything runs, and fails in one line naming the setting.
+
+Replicas: every worker polls the task queue; only the holder of the `coordination.k8s.io/v1` Lease
+`leader_election_name` in `leader_election_namespace` runs the watchers and the start-up work
+(workers.worker), so "the last worker to start" above is the last one to become the leader. An empty
+namespace means the worker's own (the POD_NAMESPACE environment variable, set from the downward API),
+else kube-system. `health_probe_port` serves /healthz and /readyz (workers.health) on all interfaces;
+0 turns the server off.
 """
 
 from __future__ import annotations
@@ -103,11 +113,16 @@ class Settings:
     temporal_tls_key_file: str | None = None
     temporal_tls_server_name: str | None = None
     temporal_api_key: str | None = dataclass_field(default=None, repr=False)
+    health_probe_port: int = 8081
+    leader_election_name: str = "nodeflow-leader-election"
+    leader_election_namespace: str = ""
 
     def __post_init__(self) -> None:
         _check_temporal_tls(self)
         for field in fields(self):
-            if field.type in ("int", int):
+            if field.name in PORTS:
+                object.__setattr__(self, field.name, _port(field.name, getattr(self, field.name)))
+            elif field.type in ("int", int):
                 object.__setattr__(self, field.name, int(_positive_number(field.name, getattr(self, field.name), int)))
             elif field.type in ("float", float):
                 object.__setattr__(self, field.name, _positive_number(field.name, getattr(self, field.name), float))
@@ -140,6 +155,11 @@ class Settings:
         if self.temporal_tls is not None:
             return bool(self.temporal_tls)
         return bool(self.temporal_api_key) or any(getattr(self, name) for name in TEMPORAL_TLS_FILES)
+
+    def lease_namespace(self, env: dict[str, str] | None = None) -> str:
+        """The namespace of the leader-election Lease: the setting, else POD_NAMESPACE, else kube-system."""
+        env = dict(os.environ if env is None else env)
+        return self.leader_election_namespace or env.get("POD_NAMESPACE") or "kube-system"
 
     def disruption_method_list(self) -> list[str]:
         return [m.strip() for m in self.disruption_methods.split(",") if m.strip()]
@@ -197,6 +217,9 @@ def _check_temporal_tls(settings: Settings) -> None:
         raise ValueError(f"{where(missing)} is not set: a client certificate and its key come together")
 
 
+PORTS = ("health_probe_port",)  # 0 allowed: the server is off
+
+
 def _positive_number(name: str, value: object, kind: type[int] | type[float]) -> float:
     """`value` (a number, or a string from the environment or a flag) as a positive `kind`; a
     ValueError naming the setting, its flag and its environment variable otherwise."""
@@ -210,6 +233,18 @@ def _positive_number(name: str, value: object, kind: type[int] | type[float]) ->
         wanted = "a positive whole number" if kind is int else "a positive number"
         raise ValueError(f"{name} (flag {flag}, env {env}) is {value!r}: give {wanted}")
     return number
+
+
+def _port(name: str, value: object) -> int:
+    """`value` as a TCP port number (0-65535); a ValueError naming the setting otherwise."""
+    try:
+        port = int(str(value).strip())
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        flag, env = f"--{name.replace('_', '-')}", f"NODEFLOW_{name.upper()}"
+        raise ValueError(f"{name} (flag {flag}, env {env}) is {value!r}: give a port 1-65535, or 0 for none")
+    return port
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

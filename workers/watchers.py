@@ -14,6 +14,10 @@
   signal to each of its claims' workflows (at most SIGNALS_PER_SECOND), so drift is marked within
   seconds rather than at the next periodic check.
 
+Only the worker holding the leader-election Lease runs them (workers.worker, workers.leadership): with
+several replicas, one set of watchers. When it stops leading, their stop event is set at once and no
+watch event is handled after it; a watch blocked on the API ends at its next event or timeout.
+
 Watchers run in threads (the Kubernetes client is synchronous) and hand signals to the event loop.
 Errors are logged and the watch restarts after a short pause: the worker keeps running.
 """

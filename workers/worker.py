@@ -1,14 +1,19 @@
-"""The worker process: the composition root that builds the real clients and runs the Temporal worker
-plus the Kubernetes watchers until asked to stop. Scale out by running more of these on one task queue
-(the watchers are idempotent triggers, so several replicas only send duplicate, harmless signals)."""
+"""The worker process: the composition root that builds the real clients and runs the Temporal worker,
+the health probes and, while it is the leader, the Kubernetes watchers, until asked to stop. Scale out
+by running more of these on one task queue: every replica serves workflows and activities; one, the
+holder of the leader-election Lease (workers.leadership), runs the watchers and the start-up work."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 import threading
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 
+from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.disruption import DisruptionActivities
@@ -21,7 +26,11 @@ from cloudprovider.aws.factory import new_aws_cloud_provider, resolve_eks_cluste
 from cloudprovider.types import CloudProvider
 from kube.client import KubeClient
 from kube.events import EventRecorder
+from kube.leases import LeaseClient
+from workers.leader_election import Election, candidate_identity
+from workers.leadership import LeaderElector
 from workers.namespace_owner import claim_namespace
+from workers.probes import CatalogWarmer, worker_probes
 from workers.reconcile import adopt_node_claims, end_orphaned_workflows
 from workers.settings import Settings
 from workers.starter import TemporalStarter
@@ -36,12 +45,45 @@ log = logging.getLogger(__name__)
 ACTIVITY_THREADS = 32
 
 
-def _warm_catalog(cloud: CloudProvider) -> None:
+async def _lead(
+    settings: Settings, client: Client, kube: KubeClient, cloud: CloudProvider, starter: TemporalStarter
+) -> None:
+    """The leader's work, run only while this worker holds the Lease (workers.leadership), until
+    cancelled: end NodeClaim workflows whose NodeClaim is gone, adopt NodeClaims without a workflow
+    (workers.reconcile), nudge the provisioner, start or reconfigure the garbage collector and the
+    disruption controller (so the leader's settings win), then run the Kubernetes watchers. A new
+    leader does all of it again: each step is idempotent."""
+    await end_orphaned_workflows(client, kube, cloud)
+    adopted = await adopt_node_claims(kube, starter)
+    log.info("leading: %d NodeClaims adopted", adopted)
+    await starter.signal_provisioner()
+    await start_garbage_collector(
+        client,
+        settings.task_queue,
+        GarbageCollectorSettings(
+            interval_seconds=settings.seconds("garbage_collection_interval"),
+            min_age_seconds=settings.seconds("garbage_collection_min_age"),
+        ),
+    )
+    disruption_settings = DisruptionSettings(executable_methods=settings.disruption_method_list())
+    await start_disruption_controller(client, settings.task_queue, disruption_settings)
+    loop = asyncio.get_running_loop()
+    watch_stop = threading.Event()
+    threads = [
+        threading.Thread(target=w.run, args=(watch_stop,), name=type(w).__name__, daemon=True)
+        for w in (
+            PodWatcher(kube, starter, loop),
+            DeletionWatcher(kube, starter, loop),
+            DriftTrigger(kube, starter, loop),
+            Resync(starter, loop),
+        )
+    ]
+    for thread in threads:
+        thread.start()
     try:
-        count = len(cloud.instance_types(None))
-        log.info("instance type catalog loaded: %d types", count)
-    except Exception:
-        log.exception("loading the instance type catalog failed; the first provisioning round retries")
+        await asyncio.Event().wait()  # until cancelled
+    finally:
+        watch_stop.set()  # each watcher acts no more; a watch blocked on the API ends at its next event
 
 
 def build_kube(settings: Settings) -> KubeClient:
@@ -50,10 +92,11 @@ def build_kube(settings: Settings) -> KubeClient:
 
 async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
     """Run until `stop` is set. Refuses (TemporalSettingError) a bad connection and a namespace another
-    cluster uses (workers.namespace_owner); reads what nodes need to join the cluster (settings, else
-    eks:DescribeCluster; raises CloudProviderError when neither gives it); ends NodeClaim workflows whose
-    NodeClaim is gone and adopts NodeClaims without a workflow (workers.reconcile); then serves workflows
-    and activities."""
+    cluster uses (workers.namespace_owner), and reads what nodes need to join the cluster (settings, else
+    eks:DescribeCluster; raises CloudProviderError when neither gives it). Then serves workflows and
+    activities and the health probes, and campaigns for the Lease; while holding it, runs the leader's
+    work (`_lead`). On stop, the leader's work ends and the Lease is released before the Temporal worker
+    shuts down."""
     client = await connect(settings)
     await claim_namespace(client, settings)  # before anything touches a workflow: one cluster per namespace
     kube = build_kube(settings)
@@ -78,16 +121,18 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
         kubernetes_version=settings.kubernetes_version,
     )
     recorder = EventRecorder(kube)
-    loop = asyncio.get_running_loop()
     starter = TemporalStarter(
-        client, settings.task_queue, loop, settings.registration_ttl, settings.drift_check_interval
+        client,
+        settings.task_queue,
+        asyncio.get_running_loop(),
+        settings.registration_ttl,
+        settings.drift_check_interval,
     )
     provisioning = ProvisioningActivities(kube, cloud, recorder, starter)
     collector = GarbageCollectionActivities(kube, cloud)
     disruption = DisruptionActivities(kube, cloud, recorder)
     execution = DisruptionExecution(kube, recorder, starter)
     manual = ManualReplacement(kube, recorder, starter)
-    watch_stop = threading.Event()
     with ThreadPoolExecutor(max_workers=ACTIVITY_THREADS, thread_name_prefix="activity") as executor:
         worker = Worker(
             client,
@@ -111,36 +156,24 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
         )
         async with worker:
             # The first catalog read (DescribeInstanceTypes, offerings, spot prices) takes seconds; pay it
-            # now rather than in the first provisioning round.
-            warm_catalog = asyncio.create_task(asyncio.to_thread(_warm_catalog, cloud))
-            await end_orphaned_workflows(client, kube, cloud)
-            adopted = await adopt_node_claims(kube, starter)
-            log.info("worker up on task queue %r; %d NodeClaims adopted", settings.task_queue, adopted)
-            await starter.signal_provisioner()
-            await start_garbage_collector(
-                client,
-                settings.task_queue,
-                GarbageCollectorSettings(
-                    interval_seconds=settings.seconds("garbage_collection_interval"),
-                    min_age_seconds=settings.seconds("garbage_collection_min_age"),
-                ),
-            )
-            disruption_settings = DisruptionSettings(executable_methods=settings.disruption_method_list())
-            await start_disruption_controller(client, settings.task_queue, disruption_settings)
-            threads = [
-                threading.Thread(target=w.run, args=(watch_stop,), name=type(w).__name__, daemon=True)
-                for w in (
-                    PodWatcher(kube, starter, loop),
-                    DeletionWatcher(kube, starter, loop),
-                    DriftTrigger(kube, starter, loop),
-                    Resync(starter, loop),
-                )
-            ]
-            for thread in threads:
-                thread.start()
+            # now rather than in the first provisioning round. Every replica serves activities: all warm it.
+            catalog = CatalogWarmer(cloud)
+            warm_catalog = asyncio.create_task(catalog.run())
+            leases = LeaseClient(kube, settings.lease_namespace(), settings.leader_election_name)
+            identity = candidate_identity(os.environ.get("HOSTNAME") or socket.gethostname(), uuid.uuid4().hex[:8])
+            elector = LeaderElector(leases, Election(identity), lambda: _lead(settings, client, kube, cloud, starter))
+            probes = worker_probes(settings.health_probe_port, client, worker, leases, catalog)
+            if probes is not None:
+                await probes.start()
+            leaving = asyncio.Event()  # set however this coroutine ends, `stop` or not
+            election = asyncio.create_task(elector.run(leaving), name="leader-election")
+            log.info("worker %s up on task queue %r", identity, settings.task_queue)
             try:
                 await stop.wait()
             finally:
-                watch_stop.set()
+                leaving.set()
+                await election  # cancels the leader's work, then releases the Lease
                 warm_catalog.cancel()
+                if probes is not None:
+                    await probes.close()
     log.info("worker stopped")

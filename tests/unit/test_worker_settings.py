@@ -65,3 +65,21 @@ def test_a_bad_setting_names_its_flag_and_variable(env: dict[str, str], message:
 
 def test_a_zero_min_age_is_allowed() -> None:
     assert Settings.from_env({"NODEFLOW_GARBAGE_COLLECTION_MIN_AGE": "0s"}).seconds("garbage_collection_min_age") == 0
+
+
+def test_the_probe_port_defaults_to_8081_and_0_turns_it_off() -> None:
+    assert Settings.from_env({}).health_probe_port == 8081
+    assert Settings.from_env({"NODEFLOW_HEALTH_PROBE_PORT": "0"}).health_probe_port == 0
+    assert Settings.from_env({}).with_args(parse("--health-probe-port", "9440")).health_probe_port == 9440
+    with pytest.raises(
+        ValueError, match=r"health_probe_port \(flag --health-probe-port, env NODEFLOW_HEALTH_PROBE_PORT\)"
+    ):
+        Settings.from_env({"NODEFLOW_HEALTH_PROBE_PORT": "70000"})
+
+
+def test_the_lease_namespace_is_the_setting_else_the_pods_else_kube_system() -> None:
+    assert Settings.from_env({}).lease_namespace({}) == "kube-system"
+    assert Settings.from_env({}).lease_namespace({"POD_NAMESPACE": "nodeflow"}) == "nodeflow"
+    chosen = Settings.from_env({"NODEFLOW_LEADER_ELECTION_NAMESPACE": "ops"})
+    assert chosen.lease_namespace({"POD_NAMESPACE": "nodeflow"}) == "ops"
+    assert Settings.from_env({}).leader_election_name == "nodeflow-leader-election"

@@ -92,6 +92,8 @@ is set (not null, not ""), then the Temporal API key from its Secret, then extra
 {{- $env = append $env (dict "name" (index . 0) "value" (toString $value)) -}}
 {{- end -}}
 {{- end -}}
+{{- /* the leader-election Lease lives in the worker's own namespace (the Role grants it there) */ -}}
+{{- $env = append $env (dict "name" "POD_NAMESPACE" "valueFrom" (dict "fieldRef" (dict "fieldPath" "metadata.namespace"))) -}}
 {{- with .Values.temporal.apiKey.secretName -}}
 {{- $ref := dict "name" . "key" $.Values.temporal.apiKey.key -}}
 {{- $env = append $env (dict "name" "NODEFLOW_TEMPORAL_API_KEY" "valueFrom" (dict "secretKeyRef" $ref)) -}}

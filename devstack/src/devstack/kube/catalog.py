@@ -88,7 +88,7 @@ RUNTIMECLASS = _from(kr.RUNTIMECLASS)
 NODEPOOL = _from(kr.NODEPOOL, (), _KARPENTER, ("status",), builtin=False)
 NODECLAIM = _from(kr.NODECLAIM, (), _KARPENTER, ("status",), builtin=False)
 EC2NODECLASS = _from(kr.EC2NODECLASS, ("ec2nc", "ec2ncs"), _KARPENTER, ("status",), builtin=False)
-LEASE = ServedResource("coordination.k8s.io", "v1", "leases", "Lease", True)
+LEASE = _from(kr.LEASE)
 # Stored and served so `kubectl apply -f deploy/crds/` works; the store defaults custom resources from
 # their schemas (see devstack.kube.defaulting). Which custom resources are served stays fixed (above).
 CRD = ServedResource(

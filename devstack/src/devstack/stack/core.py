@@ -3,7 +3,8 @@
 Process layout (every child in its own process group, its output in `<state_dir>/logs/<name>.log`):
 - `temporal`: the Temporal dev server (`devstack.temporal`);
 - `services`: `python -m devstack.services` (Kubernetes API emulator, moto, simulated kubelet, pod binder);
-- `worker`: `config.worker_command` with the stack's endpoints as flags: the product's worker, unchanged.
+- `worker`: `config.worker_command` with the stack's endpoints as flags: the product's worker, unchanged;
+  more workers on the same stack (replicas) with `start_worker(name)`, each logging to `<name>.log`.
 
 `start()` returns once every server answers, with the kubeconfig written, the CRDs (`config.crds`)
 and then the defaults applied.
@@ -86,7 +87,9 @@ class DevStack:
         self.ec2: Any = None
         self._temporal: temporal.TemporalDevServer | None = None
         self._services: ChildProcess | None = None
-        self._worker: ChildProcess | None = None
+        self._workers: dict[str, ChildProcess] = {}
+        self._expected_workers: set[str] = set()  # started and not stopped or killed through this object
+        self._probe_ports: dict[str, int] = {}
         self._problems: list[str] = []
         self._since = time.monotonic()
         self._kube_client: KubeClient | None = None
@@ -197,8 +200,8 @@ class DevStack:
         """Stop the worker, then the services and Temporal together. Idempotent; never raises for a
         child that already ended."""
         atexit.unregister(self.stop)
-        if self._worker is not None:
-            self._worker.stop()
+        stop_all(list(self._workers.values()), WORKER_GRACE_SECONDS)
+        self._expected_workers.clear()
         rest = [c for c in (self._services, self._temporal.process if self._temporal else None) if c is not None]
         stop_all(rest, SERVICES_GRACE_SECONDS)
         self.config.ready_file.unlink(missing_ok=True)
@@ -208,8 +211,13 @@ class DevStack:
 
     # -- worker and Temporal, for crash tests --------------------------------------------------------
 
-    def worker_argv(self) -> list[str]:
+    def worker_argv(self, name: str = "worker") -> list[str]:
+        """The command line of worker `name`: `config.worker_command`, the stack's endpoints, its own
+        `--health-probe-port` (a free port picked at its first start, kept across restarts), then
+        `config.worker_args`."""
         cfg = self.config
+        if name not in self._probe_ports:
+            self._probe_ports[name] = free_port()
         return [
             *cfg.worker_command,
             "--temporal-address", self.temporal_address,
@@ -217,31 +225,51 @@ class DevStack:
             "--aws-endpoint-url", self.moto_url,
             "--region", cfg.region,
             "--cluster-name", cfg.cluster_name,
+            "--health-probe-port", str(self._probe_ports[name]),
             *cfg.worker_args,
         ]  # fmt: skip
 
-    def start_worker(self) -> None:
-        """Start the worker child (again after stop_worker/kill_worker). No-op while it runs."""
-        if self._worker is not None and self._worker.running():
+    def start_worker(self, name: str = "worker") -> None:
+        """Start worker `name` (again after stop_worker/kill_worker); no-op while it runs. Several names
+        run several replicas of the worker on the same stack, as a Deployment's pods would; each gets
+        HOSTNAME=`name` in its environment, as a pod gets its pod's name."""
+        if not name or any(c.isspace() or c == "/" for c in name):
+            raise ValueError(f"worker name {name!r} must be non-empty, without spaces or slashes")
+        child = self._workers.get(name)
+        if child is not None and child.running():
             return
         fake_aws = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                    "AWS_DEFAULT_REGION": self.config.region}  # fmt: skip
+                    "AWS_DEFAULT_REGION": self.config.region, "HOSTNAME": name}  # fmt: skip
         env = child_env(fake_aws)
         env.pop("AWS_SESSION_TOKEN", None)
         env.pop("AWS_PROFILE", None)
-        self._worker = ChildProcess("worker", self.worker_argv(), self.config.logs_dir / "worker.log", env,
-                                    WORKER_GRACE_SECONDS)  # fmt: skip
-        self._worker.start()
+        child = ChildProcess(name, self.worker_argv(name), self.config.logs_dir / f"{name}.log", env,
+                             WORKER_GRACE_SECONDS)  # fmt: skip
+        self._workers[name] = child
+        child.start()
+        self._expected_workers.add(name)
 
-    def stop_worker(self) -> None:
-        """SIGTERM the worker (graceful shutdown), SIGKILL after the grace period."""
-        if self._worker is not None:
-            self._worker.stop()
+    def stop_worker(self, name: str = "worker") -> None:
+        """SIGTERM worker `name` (graceful shutdown), SIGKILL after the grace period."""
+        if name in self._workers:
+            self._expected_workers.discard(name)
+            self._workers[name].stop()
 
-    def kill_worker(self) -> None:
-        """SIGKILL the worker, as in a crash: no shutdown code runs."""
-        if self._worker is not None:
-            self._worker.stop(kill=True)
+    def kill_worker(self, name: str = "worker") -> None:
+        """SIGKILL worker `name`, as in a crash: no shutdown code runs."""
+        if name in self._workers:
+            self._expected_workers.discard(name)
+            self._workers[name].stop(kill=True)
+
+    def worker_names(self) -> list[str]:
+        """The workers started so far (running or not), in start order."""
+        return list(self._workers)
+
+    def worker_probe_url(self, name: str = "worker") -> str:
+        """The base URL of worker `name`'s health probes (`/healthz`, `/readyz`)."""
+        if name not in self._probe_ports:
+            raise KeyError(f"worker {name!r} was never started")
+        return f"http://127.0.0.1:{self._probe_ports[name]}"
 
     def restart_temporal(self, kill: bool = False) -> None:
         """Stop Temporal (SIGKILL when `kill`) and start it again on the same ports and db. Without
@@ -268,14 +296,14 @@ class DevStack:
 
     def pids(self) -> dict[str, int]:
         """Pid of every child started so far (it is also its process group id), by name."""
-        children = [self._temporal.process if self._temporal else None, self._services, self._worker]
+        children = [self._temporal.process if self._temporal else None, self._services, *self._workers.values()]
         return {c.name: c.pid for c in children if c is not None and c.pid is not None}
 
     def dead_children(self) -> list[str]:
-        """Children that should run but have exited, as "name (exit N, log PATH)" lines."""
+        """Children that should run but have exited, as "name (exit N, log PATH)" lines. A worker should
+        run from its start_worker() until its stop_worker() or kill_worker()."""
         children = [self._temporal.process if self._temporal else None, self._services]
-        if self.config.start_worker:
-            children.append(self._worker)
+        children += [child for name, child in self._workers.items() if name in self._expected_workers]
         return [
             f"{c.name} exited (code {c.exit_code()}); see {c.log_path}"
             for c in children
