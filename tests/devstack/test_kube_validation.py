@@ -103,6 +103,9 @@ class TestViolations:
     def test_a_mistyped_value_or_no_schema_is_left_alone(self) -> None:
         assert violations(SCHEMA, {"spec": {"tags": "oops", "items": {"a": 1}}}) == []
         assert violations(None, {"spec": {}}) == []
+        malformed = {"type": "object", "x-kubernetes-validations": ["self", {"message": "no rule"}, {"rule": 3}]}
+        assert violations(malformed, {"spec": {}}) == []
+        assert violations({"type": "object", "x-kubernetes-validations": "self"}, {}) == []
         assert check("self >= 0", "m", 1, ABSENT) is None
 
 

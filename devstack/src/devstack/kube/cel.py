@@ -18,6 +18,7 @@ controller's own validation stays the backstop. Compiled rules are cached for th
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from typing import Any, Final
@@ -69,15 +70,18 @@ KUBERNETES_FUNCTIONS: Final[dict[str, Any]] = {
 
 _UNSUPPORTED = object()  # cache value of a rule that is skipped
 _programs: dict[str, Any] = {}
-_environment: list[celpy.Environment] = []
+
+
+@functools.cache
+def _environment() -> celpy.Environment:
+    """cel-python's parser, built on first use (a quarter of a second)."""
+    return celpy.Environment()
 
 
 def _program(rule: str) -> Any:
     """The compiled rule, or _UNSUPPORTED (logged once) when cel-python cannot parse it."""
     if rule not in _programs:
-        if not _environment:
-            _environment.append(celpy.Environment())
-        env = _environment[0]
+        env = _environment()
         try:
             _programs[rule] = env.program(env.compile(rule), functions=KUBERNETES_FUNCTIONS)
         except Exception as error:  # any failure to compile means: skip this rule
@@ -95,9 +99,10 @@ def _error_text(error: BaseException) -> str:
     return str(first)
 
 
-def check(rule: str, message: str, value: Any, old: Any = ABSENT) -> str | None:
+def check(rule: str, message: str | None, value: Any, old: Any = ABSENT) -> str | None:
     """None when `rule` holds for `value` (``self``) and `old` (``oldSelf``), or is skipped; else the
-    problem, as described in the module docstring."""
+    problem, as described in the module docstring (without a message: ``failed rule: <rule>``, and the
+    rule itself after ``evaluating rule:``, as the API server words them)."""
     program = _program(rule)
     if program is _UNSUPPORTED:
         return None
@@ -111,10 +116,10 @@ def check(rule: str, message: str, value: Any, old: Any = ABSENT) -> str | None:
         if text.startswith("undeclared reference"):
             _skip(rule, f"cel-python lacks a function or name it uses ({text.split(' (in activation')[0]})")
             return None
-        return f"{text} evaluating rule: {message}"
+        return f"{text} evaluating rule: {message or rule}"
     except Exception as error:  # a cel-python failure must not break the emulator
         _skip(rule, f"cel-python failed evaluating it ({error!r})")
         return None
     if isinstance(result, ct.BoolType):
-        return None if bool(result) else message
-    return f"rule did not evaluate to a bool evaluating rule: {message}"
+        return None if bool(result) else (message or f"failed rule: {rule}")
+    return f"rule did not evaluate to a bool evaluating rule: {message or rule}"

@@ -13,7 +13,9 @@ each rule (``devstack.kube.cel``) on the value at its node, as the API server do
   rules existed can still be updated elsewhere. (The API server still runs transition rules there; the
   ones CRDs use, ``self == oldSelf`` and the like, hold on equal values.)
 
-Each failure is a :class:`Violation` at its field path (``spec.disruption.budgets``,
+Only ``rule`` and ``message`` are read: ``messageExpression``, ``reason``, ``fieldPath`` and
+``optionalOldSelf`` are ignored (Karpenter's rules use none of them). Each failure is a
+:class:`Violation` at its field path (``spec.disruption.budgets``,
 ``spec.template.spec.requirements[0].key``, map values as ``spec.tags[key]``), in walk order.
 """
 
@@ -77,10 +79,12 @@ def _walk(schema: Schema, value: Any, old: Any, path: str, found: list[Violation
         return
     if old is not ABSENT and value == old:
         return  # ratcheting: unchanged
-    for entry in schema.get("x-kubernetes-validations") or []:
-        rule, message = entry.get("rule"), entry.get("message") or f"failed rule: {entry.get('rule')}"
+    rules = schema.get("x-kubernetes-validations")
+    for entry in rules if isinstance(rules, list) else []:
+        rule = entry.get("rule") if isinstance(entry, dict) else None
         if not isinstance(rule, str) or (is_transition_rule(rule) and old is ABSENT):
             continue
+        message = entry.get("message") if isinstance(entry.get("message"), str) else None
         problem = check(rule, message, value, old if is_transition_rule(rule) else ABSENT)
         if problem is not None:
             found.append(Violation(path or "<root>", str(schema.get("type", "object")), problem))
