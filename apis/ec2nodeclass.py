@@ -16,6 +16,7 @@ from typing import Annotated, Final, Literal
 from pydantic import AfterValidator, Field, model_validator
 
 from apis.base import KubeModel
+from apis.cel import CelRule, RuleTable, cel_list
 from apis.labels import NODECLASS_HASH_ANNOTATION, NODECLASS_HASH_VERSION_ANNOTATION
 from apis.meta import Condition, ObjectMeta, get_condition
 from apis.quantity import QUANTITY_PATTERN, parse_quantity
@@ -540,3 +541,204 @@ class EC2NodeClass(KubeModel):
         doc["amiFamily"] = self.spec.effective_ami_family()
         digest = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
         return str(int(digest[:15], 16))
+
+
+# ----- the CRD's CEL rules (apis.cel), where Karpenter's EC2NodeClass CRD attaches them, adapted to this
+# model: amiSelectorTerms may be absent (see the module docstring), so rules reading it test has() first, and
+# the evictionSoft/evictionSoftGracePeriod pairing rules do not fail on an absent map. Karpenter writes the
+# "'id' is mutually exclusive" rules of subnet, security group and capacity reservation terms as
+# `!self.all(x, ...)`, which only fires when every term breaks it; here they are `!self.exists(x, ...)`, so
+# one bad term is refused, as the models refuse it.
+
+
+def _exclusive(field_name: str, others: tuple[str, ...], message: str) -> CelRule:
+    combination = " || ".join(f"has(x.{o})" for o in others)
+    return CelRule(f"!self.exists(x, has(x.{field_name}) && ({combination}))", message)
+
+
+def _at_least_one(fields: tuple[str, ...]) -> CelRule:
+    listed = ", ".join(f"'{f}'" for f in fields)
+    any_set = " || ".join(f"has(x.{f})" for f in fields)
+    return CelRule(f"self.all(x, {any_set})", f"expected at least one, got none, [{listed}]")
+
+
+def _alias_family_rule(alias_family: str, ami_family: str) -> CelRule:
+    article = "an" if ami_family[0] in "AEIOU" else "a"
+    return CelRule(
+        "!has(self.amiFamily) || (has(self.amiSelectorTerms) && self.amiSelectorTerms.exists(x, has(x.alias) && "
+        f"x.alias.find('^[^@]+') == '{alias_family}') ? (self.amiFamily == 'Custom' || "
+        f"self.amiFamily == '{ami_family}') : true)",
+        f"if set, amiFamily must be '{ami_family}' or 'Custom' when using {article} {ami_family} alias",
+    )
+
+
+def _keys_in(name: str, allowed: tuple[str, ...]) -> CelRule:
+    listed = cel_list(allowed, quote="'")
+    return CelRule(f"self.all(x, x in {listed})", f"valid keys for {name} are {listed.replace(', ', ',')}")
+
+
+def _not_negative(name: str) -> CelRule:
+    return CelRule("self.all(x, !self[x].startsWith('-'))", f"{name} value cannot be a negative resource quantity")
+
+
+_SELECTOR_TAGS_RULES = (CelRule("self.all(k, k != '' && self[k] != '')", "empty tag keys or values aren't supported"),)
+_WINDOWS_ALIASES = tuple(f for f in ALIAS_FAMILIES if f.startswith("windows"))
+_NODE_TAG_RULES = (
+    CelRule("self.all(k, k != '')", "empty tag keys aren't supported"),
+    *(
+        CelRule(
+            f"self.all(k, !k.startsWith('{key}'))" if key == RESTRICTED_TAG_PREFIX else f"self.all(k, k != '{key}')",
+            f"tag contains a restricted tag matching {key}{'/' if key == RESTRICTED_TAG_PREFIX else ''}",
+        )
+        for key in (RESTRICTED_TAG_KEYS[0], RESTRICTED_TAG_PREFIX, *RESTRICTED_TAG_KEYS[1:])
+    ),
+)
+
+CEL_RULES: RuleTable = {
+    "spec": (
+        CelRule(
+            "(has(self.role) && !has(self.instanceProfile)) || (!has(self.role) && has(self.instanceProfile))",
+            "must specify exactly one of ['role', 'instanceProfile']",
+        ),
+        *(_alias_family_rule(alias, family) for alias, family in ALIAS_FAMILIES.items()),
+        CelRule(
+            "(has(self.amiSelectorTerms) && self.amiSelectorTerms.exists(x, has(x.alias))) ? true : "
+            "has(self.amiFamily)",
+            "must specify amiFamily if amiSelectorTerms does not contain an alias",
+        ),
+    ),
+    "spec.amiSelectorTerms": (
+        _at_least_one(("tags", "id", "name", "alias", "ssmParameter")),
+        _exclusive(
+            "id",
+            ("alias", "tags", "name", "owner"),
+            "'id' is mutually exclusive, cannot be set with a combination of other fields in amiSelectorTerms",
+        ),
+        _exclusive(
+            "alias",
+            ("id", "tags", "name", "owner"),
+            "'alias' is mutually exclusive, cannot be set with a combination of other fields in amiSelectorTerms",
+        ),
+        CelRule(
+            "!(self.exists(x, has(x.alias)) && self.size() != 1)",
+            "'alias' is mutually exclusive, cannot be set with a combination of other amiSelectorTerms",
+        ),
+    ),
+    "spec.amiSelectorTerms[].alias": (
+        CelRule(
+            f"self.matches('{_ALIAS.pattern}')",
+            "'alias' is improperly formatted, must match the format 'family@version'",
+        ),
+        CelRule(
+            f"self.split('@')[0] in {cel_list(tuple(ALIAS_FAMILIES), quote=chr(39))}",
+            "family is not supported, must be one of the following: " + ", ".join(f"'{f}'" for f in ALIAS_FAMILIES),
+        ),
+        CelRule(
+            f"self.split('@')[0] in {cel_list(_WINDOWS_ALIASES, quote=chr(39))} ? "
+            "self.split('@')[1] == 'latest' : true",
+            "windows families may only specify version 'latest'",
+        ),
+    ),
+    "spec.amiSelectorTerms[].tags": _SELECTOR_TAGS_RULES,
+    "spec.blockDeviceMappings": (
+        CelRule(
+            "self.filter(x, has(x.rootVolume) ? x.rootVolume == true : false).size() <= 1",
+            "must have only one blockDeviceMappings with rootVolume",
+        ),
+    ),
+    "spec.blockDeviceMappings[].ebs": (
+        CelRule("has(self.snapshotID) || has(self.volumeSize)", "snapshotID or volumeSize must be defined"),
+        CelRule(
+            "!has(self.volumeInitializationRate) || (has(self.snapshotID) && self.snapshotID != '')",
+            "snapshotID must be set when volumeInitializationRate is set",
+        ),
+    ),
+    "spec.capacityReservationSelectorTerms": (
+        _at_least_one(("tags", "id", "instanceMatchCriteria")),
+        _exclusive(
+            "id",
+            ("tags", "ownerID", "instanceMatchCriteria"),
+            "'id' is mutually exclusive, cannot be set along with other fields in a capacity reservation selector term",
+        ),
+    ),
+    "spec.capacityReservationSelectorTerms[].tags": _SELECTOR_TAGS_RULES,
+    "spec.connectionTracking": (
+        CelRule(
+            "has(self.tcpEstablishedTimeout) || has(self.udpStreamTimeout) || has(self.udpTimeout)",
+            "at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be set",
+        ),
+    ),
+    "spec.instanceProfile": (CelRule("self != ''", "instanceProfile cannot be empty"),),
+    "spec.kubelet": (
+        CelRule(
+            "has(self.imageGCHighThresholdPercent) && has(self.imageGCLowThresholdPercent) ? "
+            "self.imageGCHighThresholdPercent > self.imageGCLowThresholdPercent : true",
+            "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent",
+        ),
+        CelRule(
+            "has(self.evictionSoft) ? (has(self.evictionSoftGracePeriod) && "
+            "self.evictionSoft.all(e, e in self.evictionSoftGracePeriod)) : true",
+            "evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod",
+        ),
+        CelRule(
+            "has(self.evictionSoftGracePeriod) ? (has(self.evictionSoft) && "
+            "self.evictionSoftGracePeriod.all(e, e in self.evictionSoft)) : true",
+            "evictionSoftGracePeriod OwnerKey does not have a matching evictionSoft",
+        ),
+    ),
+    **{
+        f"spec.kubelet.{name}": (_keys_in(name, EVICTION_SIGNALS),)
+        for name in ("evictionHard", "evictionSoft", "evictionSoftGracePeriod")
+    },
+    **{
+        f"spec.kubelet.{name}": (_keys_in(name, RESERVED_RESOURCES), _not_negative(name))
+        for name in ("kubeReserved", "systemReserved")
+    },
+    "spec.networkInterfaces": (
+        CelRule(
+            "self.size() == 0 || self.exists(x, x.deviceIndex == 0 && x.networkCardIndex == 0 && "
+            "x.interfaceType == 'interface')",
+            "networkInterfaces must include a primary interface with interfaceType='interface'",
+        ),
+        CelRule(
+            "self.all(x, self.filter(y, x.networkCardIndex == y.networkCardIndex && x.deviceIndex == y.deviceIndex)"
+            ".size() == 1 && (x.interfaceType != 'efa-only' || self.filter(y, x.networkCardIndex == "
+            "y.networkCardIndex && y.interfaceType == 'efa-only').size() == 1))",
+            "networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, and can have at "
+            "most one efa device per network card",
+        ),
+    ),
+    "spec.placementGroupSelector": (
+        CelRule("has(self.name) || has(self.id)", "expected at least one, got none, ['name', 'id']"),
+        CelRule("!(has(self.name) && has(self.id))", "'name' and 'id' are mutually exclusive"),
+    ),
+    "spec.role": (CelRule("self != ''", "role cannot be empty"),),
+    "spec.securityGroupSelectorTerms": (
+        CelRule("self.size() != 0", "securityGroupSelectorTerms cannot be empty"),
+        _at_least_one(("tags", "id", "name")),
+        _exclusive(
+            "id",
+            ("tags", "name"),
+            "'id' is mutually exclusive, cannot be set with a combination of other fields in a security group "
+            "selector term",
+        ),
+        _exclusive(
+            "name",
+            ("tags", "id"),
+            "'name' is mutually exclusive, cannot be set with a combination of other fields in a security group "
+            "selector term",
+        ),
+    ),
+    "spec.securityGroupSelectorTerms[].tags": _SELECTOR_TAGS_RULES,
+    "spec.subnetSelectorTerms": (
+        CelRule("self.size() != 0", "subnetSelectorTerms cannot be empty"),
+        _at_least_one(("tags", "id")),
+        _exclusive(
+            "id",
+            ("tags",),
+            "'id' is mutually exclusive, cannot be set with a combination of other fields in a subnet selector term",
+        ),
+    ),
+    "spec.subnetSelectorTerms[].tags": _SELECTOR_TAGS_RULES,
+    "spec.tags": _NODE_TAG_RULES,
+}

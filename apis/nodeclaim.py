@@ -7,11 +7,18 @@ from typing import Annotated, Final, Literal
 from pydantic import AfterValidator, Field
 
 from apis.base import KubeModel
+from apis.cel import CelRule, RuleTable
 from apis.labels import restricted_label_reason
 from apis.meta import Condition, ObjectMeta, is_true
-from apis.nodepool import Duration, FiniteDuration, NodeClassReference
+from apis.nodepool import NODE_CLASS_REF_RULES, Duration, FiniteDuration, NodeClassReference
 from apis.quantity import Quantity
-from apis.requirements import NodeSelectorRequirement, Taint, requirement_problem
+from apis.requirements import (
+    REQUIREMENT_LIST_RULES,
+    NodeSelectorRequirement,
+    Taint,
+    label_key_rules,
+    requirement_problem,
+)
 from apis.syntax import field_error
 
 API_VERSION: Final = "karpenter.sh/v1"
@@ -85,3 +92,13 @@ class NodeClaim(KubeModel):
 
     def condition_true(self, type_: str) -> bool:
         return is_true(self.status.conditions, type_)
+
+
+# The CRD's CEL rules (apis.cel), where Karpenter's NodeClaim CRD attaches them: the spec never changes
+# after creation; requirements follow the NodePool's rules, except that karpenter.sh/nodepool is allowed.
+CEL_RULES: RuleTable = {
+    "spec": (CelRule("self == oldSelf", "spec is immutable"),),
+    **{f"spec.nodeClassRef.{name}": rules for name, rules in NODE_CLASS_REF_RULES.items()},
+    "spec.requirements": REQUIREMENT_LIST_RULES,
+    "spec.requirements[].key": label_key_rules("self", allow_nodepool=True),
+}

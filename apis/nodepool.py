@@ -14,15 +14,26 @@ from typing import Annotated, Final, Literal
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from apis.base import KubeModel
+from apis.cel import CelRule, RuleTable, not_empty
 from apis.duration import BudgetDuration, Duration, FiniteDuration
 from apis.labels import NODEPOOL_HASH_ANNOTATION, NODEPOOL_HASH_VERSION_ANNOTATION, nodepool_label_reason
 from apis.meta import Condition, ObjectMeta
 from apis.quantity import Quantity
-from apis.requirements import LabelValue, NodeSelectorRequirement, Taint, requirement_problem, validate_label_key
+from apis.requirements import (
+    REQUIREMENT_LIST_RULES,
+    LabelValue,
+    NodeSelectorRequirement,
+    Taint,
+    label_key_rules,
+    label_map_rules,
+    requirement_problem,
+    validate_label_key,
+)
 from apis.syntax import SchemaExtra, field_error
 
 __all__ = [
     "API_VERSION",
+    "CEL_RULES",
     "KIND",
     "Budget",
     "Disruption",
@@ -264,3 +275,38 @@ class NodePool(KubeModel):
         }
         digest = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
         return str(int(digest[:15], 16))
+
+
+NODE_CLASS_REF_RULES: RuleTable = {
+    "group": (not_empty("group"),),
+    "kind": (not_empty("kind"),),
+    "name": (not_empty("name"),),
+}
+
+# The CRD's CEL rules (apis.cel), where Karpenter's NodePool CRD attaches them. The models check the same
+# (budgets, static pools, restricted labels, requirements); the node class's group and kind may not change.
+CEL_RULES: RuleTable = {
+    "spec": (
+        CelRule(
+            "has(self.replicas) == has(oldSelf.replicas)",
+            "Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes",
+        ),
+        CelRule(
+            "!has(self.replicas) || (!has(self.limits) || size(self.limits) == 0 || "
+            "(size(self.limits) == 1 && 'nodes' in self.limits))",
+            "only 'limits.nodes' is supported on static NodePools",
+        ),
+        CelRule("!has(self.replicas) || !has(self.weight)", "'weight' is not supported on static NodePools"),
+    ),
+    "spec.disruption.budgets": (
+        CelRule("self.all(x, has(x.schedule) == has(x.duration))", "'schedule' must be set with 'duration'"),
+    ),
+    "spec.template.metadata.labels": label_map_rules(allow_nodepool=False),
+    "spec.template.spec.nodeClassRef": (
+        CelRule("self.group == oldSelf.group", "nodeClassRef.group is immutable"),
+        CelRule("self.kind == oldSelf.kind", "nodeClassRef.kind is immutable"),
+    ),
+    **{f"spec.template.spec.nodeClassRef.{name}": rules for name, rules in NODE_CLASS_REF_RULES.items()},
+    "spec.template.spec.requirements": REQUIREMENT_LIST_RULES,
+    "spec.template.spec.requirements[].key": label_key_rules("self", allow_nodepool=False),
+}

@@ -12,7 +12,8 @@ from typing import Annotated, Literal, get_args
 from pydantic import AfterValidator, BeforeValidator, Field
 
 from apis.base import KubeModel
-from apis.labels import CAPACITY_TYPE, CAPACITY_TYPES
+from apis.cel import CelRule, cel_list
+from apis.labels import AWS_WELL_KNOWN_LABELS, CAPACITY_TYPE, CAPACITY_TYPES, HOSTNAME, NODEPOOL, label_domain
 from apis.syntax import (
     LABEL_VALUE_PATTERN,
     QUALIFIED_NAME_PATTERN,
@@ -141,3 +142,48 @@ class Taint(KubeModel):
     def matches(self, other: Taint) -> bool:
         """Same key and effect (the identity of a taint on a node)."""
         return self.key == other.key and self.effect == other.effect
+
+
+# CEL rules of the CRDs (apis.cel) on requirement lists and keys, as Karpenter's NodePool and NodeClaim CRDs
+# carry them; `requirement_problem` and the restricted-label checks are the models' versions of them.
+_NUMERIC = " || ".join(f"x.operator == '{op}'" for op in NUMERIC_OPERATORS)
+REQUIREMENT_LIST_RULES: tuple[CelRule, ...] = (
+    CelRule(
+        "self.all(x, x.operator == 'In' ? x.values.size() != 0 : true)",
+        "requirements with operator 'In' must have a value defined",
+    ),
+    CelRule(
+        f"self.all(x, ({_NUMERIC}) ? (x.values.size() == 1 && int(x.values[0]) >= 0) : true)",
+        "requirements operator 'Gt', 'Lt', 'Gte', or 'Lte' must have a single positive integer value",
+    ),
+    CelRule(
+        "self.all(x, (x.operator == 'In' && has(x.minValues)) ? x.values.size() >= x.minValues : true)",
+        "requirements with 'minValues' must have at least that many values specified in the 'values' field",
+    ),
+)
+# The well-known keys of the two restricted Karpenter domains: only these may be used there.
+KARPENTER_DOMAIN_LABELS: tuple[str, ...] = (CAPACITY_TYPE, NODEPOOL)
+AWS_DOMAIN_LABELS: tuple[str, ...] = tuple(k for k in AWS_WELL_KNOWN_LABELS if label_domain(k) == "karpenter.k8s.aws")
+
+
+def label_key_rules(var: str, allow_nodepool: bool) -> tuple[CelRule, ...]:
+    """The CRD rules on one label key named `var` (`self` for a requirement key, the loop variable inside
+    `self.all(x, ...)` for a map of labels): the restricted karpenter.sh and karpenter.k8s.aws domains allow
+    only their well-known keys, kubernetes.io/hostname is Karpenter's, and so is karpenter.sh/nodepool
+    unless `allow_nodepool` (NodeClaims carry it; NodePools may not set it)."""
+
+    def domain(name: str, allowed: tuple[str, ...]) -> CelRule:
+        rule = f'{var} in {cel_list(allowed)} || !{var}.find("^([^/]+)").endsWith("{name}")'
+        return CelRule(rule, f'label domain "{name}" is restricted')
+
+    rules = [domain("karpenter.sh", KARPENTER_DOMAIN_LABELS)]
+    if not allow_nodepool:
+        rules.append(CelRule(f'{var} != "{NODEPOOL}"', f'label "{NODEPOOL}" is restricted'))
+    rules.append(CelRule(f'{var} != "{HOSTNAME}"', f'label "{HOSTNAME}" is restricted'))
+    rules.append(domain("karpenter.k8s.aws", AWS_DOMAIN_LABELS))
+    return tuple(rules)
+
+
+def label_map_rules(allow_nodepool: bool) -> tuple[CelRule, ...]:
+    """`label_key_rules` for every key of a map of labels (`self.all(x, ...)`)."""
+    return tuple(CelRule(f"self.all(x, {r.rule})", r.message) for r in label_key_rules("x", allow_nodepool))

@@ -15,6 +15,7 @@ from devstack.kube.catalog import NODEPOOL as SERVED_NODEPOOL
 from devstack.kube.defaulting import apply_defaults, crd_schemas
 from devstack.kube.server import KubeApiServer
 from kube.client import KubeClient
+from kube.errors import InvalidError
 from kube.resources import EC2NODECLASS, NODECLAIM, NODEPOOL, Resource
 
 CRD = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False)
@@ -270,3 +271,14 @@ class TestEmulatorDefaults:
             },
         )
         assert "expireAfter" not in claim["spec"]
+
+    def test_validation_rules_of_the_crds_refuse_an_invalid_object_with_422(self, kube: KubeClient) -> None:
+        pool = minimal_nodepool("invalid")
+        pool["spec"]["disruption"] = {"budgets": [{"nodes": "1", "duration": "1h"}]}
+        with pytest.raises(InvalidError) as raised:
+            kube.create(NODEPOOL, pool)
+        assert raised.value.status == 422
+        assert (
+            'NodePool.karpenter.sh "invalid" is invalid: spec.disruption.budgets: Invalid value: "array": '
+            "'schedule' must be set with 'duration'" in str(raised.value)
+        )

@@ -53,3 +53,29 @@ def test_the_crds_are_served(stack: DevStack) -> None:
         "nodeclaims.karpenter.sh",
         "nodepools.karpenter.sh",
     ]
+
+
+def test_kubectl_create_of_an_invalid_nodepool_is_refused_by_the_crds_rules(stack: DevStack) -> None:
+    pool = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "invalid"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                    "requirements": [{"key": "kubernetes.io/hostname", "operator": "Exists"}],
+                }
+            }
+        },
+    }
+    result = subprocess.run(
+        ["kubectl", "--kubeconfig", str(stack.kubeconfig), "create", "--validate=false", "-f", "-"],
+        input=yaml.safe_dump(pool), capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert result.returncode != 0
+    # kubectl words it from the Status details (kind, name, causes), as it does with a real API server
+    assert result.stderr == (
+        'The NodePool "invalid" is invalid: spec.template.spec.requirements[0].key: Invalid value: "string": '
+        'label "kubernetes.io/hostname" is restricted\n'
+    )

@@ -9,6 +9,9 @@ of trouble, kept apart on purpose:
 - validation problems: a NodePool, EC2NodeClass or NodeClaim that the API models reject. Returned as
   messages, and the object is applied anyway, because the worker itself must answer an invalid
   NodePool with a status condition rather than the stack refusing it.
+- refusals: an object the API server itself refuses (422 Invalid, e.g. a rule of its CRD, as on a real
+  cluster). Returned as messages by `apply_all`, which applies the other objects, as `kubectl apply`
+  reports each refused object and goes on.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 from apis.errors import ApiValidationError
 from apis.manifests import ManifestError, is_api_object, load_documents, parse_api_object
 from devstack.kube.catalog import SERVED
-from kube.errors import AlreadyExistsError
+from kube.errors import AlreadyExistsError, InvalidError
 from kube.resources import Resource
 from kube.types import Kube, Obj
 
@@ -137,6 +140,13 @@ def apply_manifest(kube: Kube, manifest: Manifest) -> Obj:
         return kube.patch(manifest.resource, meta["name"], {**obj, "metadata": meta}, manifest.namespace, "merge")
 
 
-def apply_all(kube: Kube, manifests: Iterable[Manifest]) -> list[Obj]:
-    """Apply in order (put namespaces and classes before what uses them). Kube errors propagate."""
-    return [apply_manifest(kube, m) for m in manifests]
+def apply_all(kube: Kube, manifests: Iterable[Manifest]) -> list[str]:
+    """Apply in order (put namespaces and classes before what uses them). Returns the refusals, each as
+    `<source>: refused by the API server: <its message>`; other Kube errors propagate."""
+    refused: list[str] = []
+    for manifest in manifests:
+        try:
+            apply_manifest(kube, manifest)
+        except InvalidError as err:
+            refused.append(f"{manifest.source}: refused by the API server: {err}")
+    return refused

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 import devstack
-from devstack.apply import ManifestError, apply_manifest, load_file, load_text
-from kube.errors import AlreadyExistsError
+from devstack.apply import ManifestError, apply_all, apply_manifest, load_file, load_text
+from kube.errors import AlreadyExistsError, InvalidError
 from kube.resources import DEPLOYMENT, NODEPOOL, Resource
 
 VARS = {"CLUSTER_NAME": "demo"}
@@ -101,6 +101,8 @@ class RecordingKube:
         self.calls.append(("create", resource.kind, namespace, obj))
         if obj["metadata"]["name"] in self.existing:
             raise AlreadyExistsError("exists")
+        if obj["metadata"]["name"] == "invalid":
+            raise InvalidError('NodePool.karpenter.sh "invalid" is invalid: spec: Invalid value: "object": no')
         return obj
 
     def patch(self, resource: Resource, name: str, patch: Any, namespace: str | None = None,
@@ -126,3 +128,18 @@ def test_apply_merge_patches_an_existing_object_without_its_resource_version() -
     apply_manifest(kube, manifest)  # type: ignore[arg-type]
     assert [c[:3] for c in kube.calls] == [("create", "NodePool", None), ("patch-merge", "NodePool", None)]
     assert kube.calls[1][3]["metadata"] == {"name": "pool"}
+
+
+def test_apply_all_reports_what_the_api_server_refuses_and_applies_the_rest() -> None:
+    kube = RecordingKube(set())
+    text = "".join(
+        f"---\napiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {{name: {name}}}\nspec: {{}}\n"
+        for name in ("invalid", "good")
+    )
+    manifests = load_text(text, "p.yaml", VARS)[0]
+    refused = apply_all(kube, manifests)  # type: ignore[arg-type]
+    assert refused == [
+        'p.yaml#0: refused by the API server: NodePool.karpenter.sh "invalid" is invalid: spec: Invalid value: '
+        '"object": no'
+    ]
+    assert [c[3]["metadata"]["name"] for c in kube.calls] == ["invalid", "good"]

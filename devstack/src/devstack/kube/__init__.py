@@ -9,7 +9,8 @@ Where a module lives: ``catalog`` (served resources), ``routing`` (paths), ``ver
 ``bookkeeping`` (server-owned metadata), ``store`` (objects, resourceVersion, watch history),
 ``watch``, ``selectors``, ``patches`` / ``strategic_merge``, ``disruption`` (PDB + eviction),
 ``subresources`` (binding, scale), ``discovery``, ``tables`` (kubectl get), ``defaulting``
-(structural defaults from CRD schemas), ``controllers/``.
+(structural defaults from CRD schemas), ``validation`` and ``cel`` (the CRDs' CEL rules),
+``controllers/``.
 
 Deliberate differences from a real kube-apiserver 1.32:
 
@@ -20,8 +21,11 @@ Deliberate differences from a real kube-apiserver 1.32:
   DELETE or eviction; ``deletionGracePeriodSeconds`` is recorded for objects with finalizers.
 - Foreground deletion is treated as background; Orphan is honoured.
 - No admission and no schema validation (custom resources are not validated against their
-  openAPIV3Schema, and nothing is pruned but ``null`` values the schema does not admit);
-  ``dryRun`` and server-side apply are refused with 400 / 415.
+  openAPIV3Schema's types, patterns or required fields, and nothing is pruned but ``null`` values
+  the schema does not admit); ``dryRun`` and server-side apply are refused with 400 / 415. The
+  CRDs' CEL rules (``x-kubernetes-validations``) are evaluated, with cel-python, on create and update
+  (422 Invalid); rules cel-python cannot run are skipped (see ``cel``), and unchanged subtrees are not
+  rechecked (ratcheting).
 - Structural defaults come from stored ``CustomResourceDefinition`` objects (``kubectl apply -f
   deploy/crds/``; ``DevStackConfig.crds`` applies them at start), on every create and update, and
   are not applied when objects are read: an object stored before its CRD gets them on its next

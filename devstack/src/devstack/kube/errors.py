@@ -78,6 +78,19 @@ def invalid(res: ServedResource, name: str, field: str, problem: str) -> ApiErro
     return ApiError(422, "Invalid", f'{res.kind} "{name}" is invalid: {field}: {problem}', details)
 
 
+def invalid_fields(res: ServedResource, name: str, causes: list[tuple[str, str]]) -> ApiError:
+    """422 Invalid listing several field errors, each (field path, ``Invalid value: "<type>": <message>``),
+    worded as kube-apiserver's validation of custom resources: ``NodePool.karpenter.sh "x" is invalid:
+    spec.weight: Invalid value: "integer": ...``; several causes are joined in brackets."""
+    details = _details(res, name)
+    details["kind"] = res.kind
+    details["causes"] = [{"reason": "FieldValueInvalid", "message": m, "field": f} for f, m in causes]
+    listed = [f"{f}: {m}" for f, m in causes]
+    summary = listed[0] if len(listed) == 1 else "[" + ", ".join(listed) + "]"
+    group_kind = f"{res.kind}.{res.group}" if res.group else res.kind
+    return ApiError(422, "Invalid", f'{group_kind} "{name}" is invalid: {summary}', details)
+
+
 def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 

@@ -16,6 +16,11 @@ bookkeeping: the request body, and the stored object it replaces (as kube-apiser
 objects read from etcd), so the result is the object with its defaults. A status write takes only
 ``.status`` from its body, so only status defaults come from it. Objects stored before their CRD
 get the defaults on their next write (a real server also defaults them when read).
+
+Validation rules: the same schemas' ``x-kubernetes-validations`` (CEL) are then evaluated on the
+defaulted object, with the stored one as ``oldSelf`` on update (see :mod:`devstack.kube.validation`);
+an object that breaks one is refused with 422 Invalid naming each field and rule message, and nothing
+is stored.
 """
 
 from __future__ import annotations
@@ -31,8 +36,10 @@ from typing import Any
 
 from devstack.kube import bookkeeping, errors
 from devstack.kube.catalog import CRD, SERVED, ServedResource
+from devstack.kube.cel import ABSENT
 from devstack.kube.defaulting import Schema, apply_defaults, crd_schemas
 from devstack.kube.selectors import Predicate
+from devstack.kube.validation import violations
 
 Key = tuple[str | None, str]  # (namespace or None, name)
 Clock = Callable[[], datetime.datetime]
@@ -132,6 +139,7 @@ class ObjectStore:
         new = bookkeeping.prepare_create(res, apply_defaults(schema, body), namespace, self._clock(), self._rv + 1)
         new = apply_defaults(schema, new)
         key = self._key(res, new)
+        self._validate(res, key[1], schema, new)
         if res.namespaced and not self._objects["v1/namespaces"].get((None, key[0] or "")):
             raise errors.ApiError(
                 404, "NotFound", f'namespaces "{key[0]}" not found', {"name": key[0], "kind": "namespaces"}
@@ -163,6 +171,7 @@ class ObjectStore:
         new = bookkeeping.prepare_update(res, current, apply_defaults(schema, body), subresource, self._rv + 1)
         if bookkeeping.same_content(old, new):
             return old
+        self._validate(res, name, schema, new, current)
         if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
             self._commit(res, "DELETED", new, old)
         else:
@@ -248,6 +257,15 @@ class ObjectStore:
     def _key(res: ServedResource, obj: dict[str, Any]) -> Key:
         meta = obj["metadata"]
         return (meta.get("namespace") if res.namespaced else None, meta["name"])
+
+    @staticmethod
+    def _validate(
+        res: ServedResource, name: str, schema: Schema | None, new: dict[str, Any], old: Any = ABSENT
+    ) -> None:
+        """Raise 422 Invalid when `new` breaks a validation rule of `schema` (`old`: the stored object)."""
+        failed = violations(schema, new, old)
+        if failed:
+            raise errors.invalid_fields(res, name, [(v.field, v.detail()) for v in failed])
 
     def _record_schemas(self, kind: str, crd: dict[str, Any]) -> None:
         name = crd["metadata"]["name"]

@@ -317,7 +317,8 @@ class DevStack:
 
     def apply_text(self, text: str, source: str = "<text>") -> list[str]:
         """Apply a multi-document manifest. Returns the validation problems (the objects are applied
-        anyway); raises ManifestError before applying anything when the text cannot be applied."""
+        anyway) and the API server's refusals (those objects are not); raises ManifestError before
+        applying anything when the text cannot be applied."""
         manifests, problems = applying.load_text(text, source, self.variables())
         return self._apply(manifests, problems)
 
@@ -332,7 +333,7 @@ class DevStack:
         return self._apply(manifests, problems)
 
     def _apply(self, manifests: list[applying.Manifest], problems: list[str]) -> list[str]:
-        applying.apply_all(self.kube, manifests)
+        problems = problems + applying.apply_all(self.kube, manifests)
         self._problems += [p for p in problems if p not in self._problems]
         self._since = time.monotonic()
         return problems
