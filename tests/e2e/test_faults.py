@@ -24,6 +24,7 @@ from tests.e2e.conftest import (
     pods_of,
 )
 from tests.eventually import eventually, eventually_async
+from workflows import disruption
 from workflows import garbage_collection as gc
 from workflows.nodeclaim import workflow_id
 
@@ -167,21 +168,23 @@ def test_kubernetes_api_conflicts_throttling_server_errors_and_dropped_watches(s
 
 async def _collect_fast(address: str) -> None:
     """Reconfigure the worker's collector to run every 2 s and spare only instances younger than 1 s (the
-    worker starts it with 2 minutes for both; the test cannot wait that long). After the worker has
-    started it: a later start by the worker would configure it back."""
+    worker starts it with 2 minutes for both; the test cannot wait that long). After the leader's start-up
+    work has configured it: a later start by the worker would configure it back. The leader starts the
+    collector and then the disruption controller (workers.worker `_lead`), so the controller's existence
+    says the collector's configuration is done (the collector itself may exist earlier: the worker
+    records its namespace's owner in it before it campaigns for leadership)."""
     client = await Client.connect(address, data_converter=pydantic_data_converter)
-    handle = client.get_workflow_handle(gc.WORKFLOW_ID)
 
-    async def started() -> bool:  # the worker starts its collector once it is up
+    async def led() -> bool:
         try:
-            await handle.describe()
+            await client.get_workflow_handle(disruption.WORKFLOW_ID).describe()
         except RPCError as err:
             if err.status != RPCStatusCode.NOT_FOUND:
                 raise
             return False
         return True
 
-    await eventually_async(started, timeout=30, interval=0.2, what="the worker to start its garbage collector")
+    await eventually_async(led, timeout=45, interval=0.2, what="the leader to start its singletons")
     await gc.start_garbage_collector(
         client, "nodeflow", gc.GarbageCollectorSettings(interval_seconds=2, min_age_seconds=1)
     )
