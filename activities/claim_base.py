@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from activities import kubeops, nodepool_status, ownership
+from activities import kubeops, ownership
 from activities.models import ClaimIdentity, ClaimRef
 from activities.shared_reads import SharedReads
 from apis import labels
@@ -102,11 +102,6 @@ class ClaimActivities:
             return ""
         found = claim.metadata.labels if isinstance(claim, NodeClaim) else claim["metadata"].get("labels") or {}
         return str(found.get(labels.NODEPOOL, ""))
-
-    def _recount(self, pool: str) -> None:
-        """Rewrite the pool's `status.resources` and `status.nodes` when this claim's change moved them."""
-        if pool:
-            nodepool_status.sync_counts(self.kube, pool)
 
     def _drop_condition(self, ref: ClaimRef, type_: str) -> None:
         def mutate(obj: Obj) -> bool:

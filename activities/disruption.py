@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from pydantic import BaseModel, Field, ValidationError
 from temporalio import activity
 
-from activities import kubeops, ownership
+from activities import kubeops, nodepool_status, ownership
 from activities.disruption_snapshot import read_disruption_input
 from activities.heartbeat import heartbeating
 from apis.meta import rfc3339, set_condition
@@ -145,6 +145,12 @@ class DisruptionActivities:
             except KubeError as err:
                 log.warning("Consolidatable of NodeClaim %s not written (the next decision retries): %s",
                             change.node_claim, err)  # fmt: skip
+        counts = nodepool_status.pool_resources(cluster.nodes, [c.to_kube() for c in cluster.node_claims])
+        for name in sorted(pools):
+            try:
+                nodepool_status.write_counts(self.kube, name, counts.get(name, nodepool_status.EMPTY))
+            except KubeError as err:
+                log.warning("status of NodePool %s not written (the next decision retries): %s", name, err)
         claims = node_claims_by_node(cluster.nodes, cluster.node_claims)
         nodes = {str((n.get("metadata") or {}).get("name", "")): n for n in cluster.nodes}
         with self._lock:

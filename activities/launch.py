@@ -162,7 +162,6 @@ class LaunchActivities(ClaimActivities):
             capacity=capacity,
             allocatable=allocatable,
         )
-        self._recount(self._pool_of(claim))
 
     @activity.defn(name="launch_failed")
     def launch_failed(self, inp: LaunchFailedInput) -> None:
@@ -182,4 +181,3 @@ class LaunchActivities(ClaimActivities):
                 pass
         ownership.delete(self.kube, self._own_claim(inp))
         ownership.remove_finalizer(self.kube, self._own_claim(inp), labels.TERMINATION_FINALIZER)
-        self._recount(self._pool_of(claim_obj))

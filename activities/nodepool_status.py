@@ -93,6 +93,12 @@ def sync_counts(kube: Kube, pool: str) -> None:
     kubeops.update(kube, r.NODEPOOL, pool, _setting_counts(count), subresource="status")
 
 
+def write_counts(kube: Kube, pool: str, counted: tuple[dict[str, str], int]) -> None:
+    """Write a pool's `status.resources` and `status.nodes` as counted (from a snapshot), when they
+    differ. A pool that does not exist is left alone."""
+    kubeops.update(kube, r.NODEPOOL, pool, _setting_counts(lambda: counted), subresource="status")
+
+
 def sync_all_counts(kube: Kube, pools: Iterable[str]) -> None:
     """`sync_counts` for each of these NodePools."""
     for pool in pools:

@@ -57,8 +57,9 @@ class RegistrationActivities(ClaimActivities):
     @activity.defn(name="register_node")
     def register_node(self, ident: ClaimIdentity) -> None:
         """Sync the claim's labels, annotations and taints onto the Node, add the termination finalizer and
-        the registered label, drop the unregistered taint; set nodeName and Registered on the claim; recount
-        the claim's NodePool and mark it NodeRegistrationHealthy. A gone claim, or a Node that is not the
+        the registered label, drop the unregistered taint; set nodeName and Registered on the claim; mark
+        the claim's NodePool NodeRegistrationHealthy (its counts follow at the disruption controller's next
+        round, activities.disruption). A gone claim, or a Node that is not the
         claim's, is left alone."""
         claim = self._claim(ident)
         if claim is None:
@@ -68,5 +69,4 @@ class RegistrationActivities(ClaimActivities):
             ident, (REGISTERED, "True", "Registered", f"node {ident.node_name} registered"), node_name=ident.node_name
         )
         pool = self._pool_of(claim)
-        self._recount(pool)
         nodepool_status.set_registration_health(self.kube, pool, True, f"node {ident.node_name} registered")

@@ -205,8 +205,8 @@ class TerminationActivities(ClaimActivities):
     @activity.defn(name="finalize")
     def finalize(self, ident: ClaimIdentity) -> None:
         """The instance is gone: delete the Node (dropping our finalizer) and let the NodeClaim go. Only the
-        claim's own Node and NodeClaim are touched; the NodePool's node count follows."""
-        pool = self._pool_of(self._claim_obj(ident))
+        claim's own Node and NodeClaim are touched; the NodePool's counts follow at the disruption
+        controller's next round (activities.disruption)."""
         if ident.node_name:
             node = self._own_node(ident)
             ownership.delete(self.kube, node)
@@ -214,4 +214,3 @@ class TerminationActivities(ClaimActivities):
         claim = self._own_claim(ident)
         ownership.delete(self.kube, claim)
         ownership.remove_finalizer(self.kube, claim, labels.TERMINATION_FINALIZER)
-        self._recount(pool)

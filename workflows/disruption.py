@@ -94,6 +94,7 @@ class DisruptionControllerWorkflow:
     def __init__(self) -> None:
         self.state = DisruptionState()
         self._configured: DisruptionSettings | None = None  # from `configure` before run() (signal-with-start)
+        self._replacing = ""  # the NodeClaim whose manual replace runs now
 
     @workflow.signal(name=SIGNAL_CONFIGURE)
     def configure(self, settings: DisruptionSettings) -> None:
@@ -102,8 +103,11 @@ class DisruptionControllerWorkflow:
 
     @workflow.signal(name=SIGNAL_REPLACE)
     def replace(self, node_claim: str, reason: str = "") -> None:
-        """Queue a manual replace of the NodeClaim `node_claim` (a request for a name already queued is
-        dropped); it runs before the next decision (see the module docstring)."""
+        """Queue a manual replace of the NodeClaim `node_claim` (a request for a name already queued, or
+        whose replace is running now, is dropped); it runs before the next decision (see the module
+        docstring)."""
+        if node_claim == self._replacing:
+            return
         self.state.manual = _queued(self.state.manual, [ManualRequest(node_claim=node_claim, reason=reason)])
 
     @workflow.query(name="status")
@@ -155,11 +159,15 @@ class DisruptionControllerWorkflow:
         """Run the queued manual replaces, oldest first, each as its own `Manual` command."""
         while self.state.manual:
             request = self.state.manual.pop(0)
-            plan = await self._step(ManualReplacement.plan_manual_replacement, request)
-            if plan.command is None:
-                self._record(f"manual replace of {request.node_claim} skipped: {plan.skipped}")
-                continue
-            await self._execute(DisruptionRound(command=plan.command, executable=True), plan.command)
+            self._replacing = request.node_claim
+            try:
+                plan = await self._step(ManualReplacement.plan_manual_replacement, request)
+                if plan.command is None:
+                    self._record(f"manual replace of {request.node_claim} skipped: {plan.skipped}")
+                    continue
+                await self._execute(DisruptionRound(command=plan.command, executable=True), plan.command)
+            finally:
+                self._replacing = ""
 
     async def _round(self) -> None:
         await self._manual_replaces()

@@ -262,3 +262,15 @@ def test_launching_replacements_creates_their_claims_and_starts_their_workflows_
     assert execution.launch_replacements(inp) == [name]  # a retried activity finds the same claim
     assert len([c for c in kube.list(r.NODECLAIM) if c["metadata"]["name"] == name]) == 1
     assert execution.starter.started == [name, name]  # type: ignore[attr-defined]  # a retry starts again: the starter finds it running
+
+
+def test_a_decision_counts_each_pools_nodes_on_its_status_once(acts: DisruptionActivities, kube: MemKube) -> None:
+    """NodePool `status.resources` and `status.nodes` (the NODES column) come from the decision's snapshot,
+    every round, rather than from a list per NodeClaim step (quadratic in the nodes)."""
+    acts.decide_disruption(DecideInput())
+    status = kube.get(r.NODEPOOL, POOL["metadata"]["name"])["status"]
+    assert status["nodes"] == 1
+    assert status["resources"] == {"cpu": "2", "ephemeral-storage": "0", "memory": "8Gi", "nodes": "1", "pods": "110"}
+    version = kube.get(r.NODEPOOL, POOL["metadata"]["name"])["metadata"]["resourceVersion"]
+    acts.decide_disruption(DecideInput())  # nothing changed: no write
+    assert kube.get(r.NODEPOOL, POOL["metadata"]["name"])["metadata"]["resourceVersion"] == version

@@ -203,12 +203,3 @@ def test_any_other_termination_leaves_the_pools_registration_health_alone(
 ) -> None:
     termination.begin_termination(BeginTerminationInput(name=NAME, reason="manual drain"))
     assert pool_condition(kube, "NodeRegistrationHealthy") is None
-
-
-def test_finalize_recounts_the_claims_pool(termination: TerminationActivities, kube: MemKube) -> None:
-    with kube.as_admin():
-        kube.patch(r.NODEPOOL, "default", {"status": {"nodes": 1, "resources": {"cpu": "2", "nodes": "1"}}})
-    termination.finalize(ClaimIdentity(name=NAME))
-    status = kube.get(r.NODEPOOL, "default")["status"]
-    assert status["nodes"] == 0
-    assert status["resources"] == {"cpu": "0", "ephemeral-storage": "0", "memory": "0", "nodes": "0", "pods": "0"}
