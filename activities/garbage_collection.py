@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pydantic import BaseModel, Field
 from temporalio import activity
 
+from apis.meta import parse_rfc3339
 from cloudprovider.errors import InstanceNotFoundError
 from cloudprovider.types import CloudProvider, Instance
 from kube import resources as r
@@ -51,13 +52,7 @@ class CollectResult(BaseModel):
 
 def launched_at(instance: Instance) -> datetime | None:
     """The instance's launch time (UTC), or None when the cloud did not report a parseable one."""
-    if not instance.launch_time:
-        return None
-    try:
-        moment = datetime.fromisoformat(instance.launch_time.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return parse_rfc3339(instance.launch_time)
 
 
 class GarbageCollectionActivities:

@@ -108,6 +108,17 @@ def as_utc(moment: datetime) -> datetime:
     return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def parse_rfc3339(text: object) -> datetime | None:
+    """An RFC 3339 timestamp as Kubernetes (and EC2) write them, `Z` or an offset, any precision, as an
+    aware UTC-based datetime (a naive one is taken to be UTC); None when absent, not text or unreadable."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return as_utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
+    except ValueError:
+        return None
+
+
 def rfc3339(moment: datetime) -> str:
     """RFC3339 in UTC to the second, as Kubernetes writes timestamps."""
     return as_utc(moment).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from apis.meta import parse_rfc3339
 from kube import resources as r
 from kube.errors import NotFoundError
 from kube.types import Kube, Obj
@@ -59,13 +60,7 @@ def format_micro_time(when: datetime) -> str:
 
 def parse_micro_time(text: object) -> datetime | None:
     """A MicroTime or Time string as an aware datetime; None when absent or unreadable."""
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return parse_rfc3339(text)
 
 
 @dataclass(frozen=True)

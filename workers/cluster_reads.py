@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from apis.meta import parse_rfc3339
 from kube.types import Kube
 from workers.settings import Settings
 
@@ -33,8 +34,7 @@ def parse_now(text: str | None) -> datetime:
     Raises ValueError on anything else."""
     if not text:
         return datetime.now(UTC)
-    try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(f"--now {text!r}: give an RFC 3339 time such as 2026-01-05T12:00:00Z") from None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
+    when = parse_rfc3339(text)
+    if when is None:
+        raise ValueError(f"--now {text!r}: give an RFC 3339 time such as 2026-01-05T12:00:00Z")
+    return when

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from apis import labels as L
 from apis.duration import parse_duration
 from apis.instancetype import InstanceType
+from apis.meta import parse_rfc3339
 from apis.nodeclaim import INITIALIZED, NodeClaim
 from apis.nodepool import NodePool
 from scheduling.disruption.budgets import is_disrupting, is_initialized
@@ -38,13 +39,7 @@ DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
 
 def parse_time(text: str | None) -> datetime | None:
     """An RFC 3339 timestamp as the API writes it, in UTC; None when absent or unreadable."""
-    if not text:
-        return None
-    try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
+    return parse_rfc3339(text)
 
 
 def _owner_kinds(pod: Obj) -> set[str]:

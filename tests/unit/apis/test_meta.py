@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from apis.meta import Condition, get_condition, is_true, set_condition
+from datetime import UTC, datetime, timedelta
+
+from apis.meta import Condition, get_condition, is_true, parse_rfc3339, set_condition
 
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z"
 
@@ -42,3 +44,13 @@ def test_a_condition_without_a_time_gets_one_when_reconfirmed() -> None:
     stale = [Condition(type="Ready", status="True")]
     (ready,) = set_condition(stale, "Ready", "True", "Ready", "", now=T1)
     assert ready.last_transition_time == T1
+
+
+def test_parse_rfc3339_reads_what_kubernetes_and_ec2_write() -> None:
+    assert parse_rfc3339("2026-01-05T12:00:00Z") == datetime(2026, 1, 5, 12, tzinfo=UTC)
+    assert parse_rfc3339("2026-01-05T12:00:00.123456Z") == datetime(2026, 1, 5, 12, 0, 0, 123456, tzinfo=UTC)
+    assert parse_rfc3339("2026-01-05T14:00:00+02:00") == datetime(2026, 1, 5, 12, tzinfo=UTC)
+    assert parse_rfc3339("2026-01-05T12:00:00") == datetime(2026, 1, 5, 12, tzinfo=UTC)  # naive: UTC
+    for unreadable in (None, "", "yesterday", 42):
+        assert parse_rfc3339(unreadable) is None
+    assert UTC == UTC and timedelta(0) == (parse_rfc3339("2026-01-05T12:00:00Z") or datetime.min).utcoffset()
