@@ -128,26 +128,24 @@ class Settings:
                 object.__setattr__(self, field.name, _positive_number(field.name, getattr(self, field.name), float))
         for name in DURATIONS:
             value = getattr(self, name)
-            where = f"{name} (flag --{name.replace('_', '-')}, env NODEFLOW_{name.upper()})"
             try:
                 parsed = parse_duration(value)
             except ValueError as err:
-                raise ValueError(f"{where}: {err}") from None
+                raise ValueError(f"{where(name)}: {err}") from None
             if name in FINITE_DURATIONS and parsed is None:
-                raise ValueError(f"{where} is {value!r}: give a duration such as 2m (Never is not allowed here)")
+                raise ValueError(f"{where(name)} is {value!r}: give a duration such as 2m (Never is not allowed here)")
             if name == "garbage_collection_interval" and parsed is not None and parsed.total_seconds() < 1:
-                raise ValueError(f"{where} is {value!r}: give at least 1s")
+                raise ValueError(f"{where(name)} is {value!r}: give at least 1s")
         unknown = [m for m in self.disruption_method_list() if m not in DISRUPTION_METHODS]
         if unknown:
             raise ValueError(
-                f"disruption_methods (flag --disruption-methods, env NODEFLOW_DISRUPTION_METHODS): unknown "
-                f"{', '.join(unknown)}; give a comma-separated subset of {','.join(DISRUPTION_METHODS)}"
+                f"{where('disruption_methods')}: unknown {', '.join(unknown)}; give a comma-separated subset of "
+                f"{','.join(DISRUPTION_METHODS)}"
             )
         if self.nonsticky_to_sticky_poll_ratio > 1:
             raise ValueError(
-                f"nonsticky_to_sticky_poll_ratio (flag --nonsticky-to-sticky-poll-ratio, env "
-                f"NODEFLOW_NONSTICKY_TO_STICKY_POLL_RATIO) is {self.nonsticky_to_sticky_poll_ratio}: give a "
-                "share between 0 and 1"
+                f"{where('nonsticky_to_sticky_poll_ratio')} is {self.nonsticky_to_sticky_poll_ratio}: give a share "
+                "between 0 and 1"
             )
 
     def temporal_tls_enabled(self) -> bool:
@@ -228,10 +226,8 @@ def _positive_number(name: str, value: object, kind: type[int] | type[float]) ->
     except ValueError:
         number = 0
     if number <= 0:
-        env = _ENV.get(name, f"NODEFLOW_{name.upper()}")
-        flag = f"--{name.replace('_', '-')}"
         wanted = "a positive whole number" if kind is int else "a positive number"
-        raise ValueError(f"{name} (flag {flag}, env {env}) is {value!r}: give {wanted}")
+        raise ValueError(f"{where(name)} is {value!r}: give {wanted}")
     return number
 
 
