@@ -21,10 +21,9 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # devstack.aws.wsgi imports moto (seconds); the test suite's conftest imports this module
-    from devstack.aws.wsgi import WSGIApp
+from devstack.aws.request import WSGIApp, request_action
 
 CALL_LOG_ENV = "DEVSTACK_AWS_CALL_LOG"
 _SCOPE = re.compile(r"Credential=[^/,\s]+/\d{8}/[^/]+/([^/]+)/aws4_request")
@@ -42,8 +41,6 @@ def operation(environ: dict[str, Any]) -> str | None:
     scope = _SCOPE.search(str(environ.get("HTTP_AUTHORIZATION", "")))
     if scope is None:
         return None
-    from devstack.aws.wsgi import request_action
-
     service = scope.group(1)
     action, _ = request_action(environ)
     if not action:

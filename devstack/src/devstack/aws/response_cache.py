@@ -13,7 +13,6 @@ and still apply. Delete the directory to drop the cache; nothing else expires it
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import tempfile
@@ -23,7 +22,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
-WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+from devstack.aws.request import WSGIApp, request_body
+
 CACHED_ACTIONS = frozenset({"DescribeInstanceTypes"})
 FORMAT = 1  # bump when what is stored changes
 
@@ -52,10 +52,7 @@ class ResponseCache:
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if environ.get("REQUEST_METHOD") != "POST" or environ.get("HTTP_X_AMZ_TARGET"):
             return self._app(environ, start_response)
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-        body = environ["wsgi.input"].read(length) if length else b""
-        environ["wsgi.input"] = io.BytesIO(body)
-        params = sorted(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+        params = sorted(parse_qsl(request_body(environ).decode("utf-8", "replace"), keep_blank_values=True))
         if dict(params).get("Action") not in CACHED_ACTIONS:
             return self._app(environ, start_response)
         key = json.dumps([FORMAT, self._moto, _region(environ), params]).encode()

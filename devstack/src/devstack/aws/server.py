@@ -15,9 +15,10 @@ from werkzeug.serving import BaseWSGIServer, make_server
 from devstack.aws import patches
 from devstack.aws.calls import CallRecorder, call_log_from_env
 from devstack.aws.faults import FaultClient, FaultStore
+from devstack.aws.request import WSGIApp
 from devstack.aws.response_cache import ResponseCache
 from devstack.aws.seed import seed, zones
-from devstack.aws.wsgi import FaultInjectingApp, WSGIApp
+from devstack.aws.wsgi import FaultInjectingApp
 
 
 class _QuietHandler(MotoRequestHandler):

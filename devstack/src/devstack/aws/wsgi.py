@@ -2,35 +2,19 @@
 
 from __future__ import annotations
 
-import io
 import json
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
-from urllib.parse import parse_qs
 
 from devstack.aws.faults import FAULTS_PATH, FaultStore
 from devstack.aws.patches import set_request_faults
-
-WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+from devstack.aws.request import WSGIApp, request_action
 
 _ERRORS = {
     "throttle": ("503 Service Unavailable", "RequestLimitExceeded", "Request limit exceeded."),
     "server_error": ("500 Internal Server Error", "InternalError", "An internal error has occurred"),
 }
-
-
-def request_action(environ: dict[str, Any]) -> tuple[str | None, bool]:
-    """The API action of a request and whether it uses the JSON protocol; restores the body it reads."""
-    target = environ.get("HTTP_X_AMZ_TARGET")
-    if target:
-        return str(target).rsplit(".", 1)[-1], True
-    length = int(environ.get("CONTENT_LENGTH") or 0)
-    body = environ["wsgi.input"].read(length) if length else b""
-    environ["wsgi.input"] = io.BytesIO(body)
-    query = parse_qs(environ.get("QUERY_STRING", "")) | parse_qs(body.decode("utf-8", "replace"))
-    actions = query.get("Action")
-    return (actions[0] if actions else None), False
 
 
 def _error_response(kind: str, json_protocol: bool, start_response: Callable[..., Any]) -> list[bytes]:
