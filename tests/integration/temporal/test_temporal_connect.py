@@ -5,7 +5,6 @@ Every failure is one line naming the setting, well within 10 seconds."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 import socket
 import subprocess
 import sys
@@ -18,20 +17,13 @@ from temporalio.testing import WorkflowEnvironment
 
 from tests.tls_certs import Pki, make_pki
 from tests.tls_proxy import server_context, tls_proxy
+from tests.workflows.conftest import venv_binary
 from workers.namespace_owner import claim_namespace, namespace_owner
 from workers.settings import Settings
 from workers.temporal_client import TemporalSettingError, connect
 from workflows.garbage_collection import start_garbage_collector
 
 FAIL_WITHIN_SECONDS = 10.0
-
-
-def venv_binary(name: str) -> str:
-    local = Path(sys.executable).parent / name
-    found = str(local) if local.exists() else shutil.which(name)
-    if not found:
-        pytest.skip(f"{name} not installed (pip install the dev extras)")
-    return found
 
 
 @pytest.fixture

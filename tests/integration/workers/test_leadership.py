@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from devstack.kube.server import KubeApiServer
 from kube.client import KubeClient
 from kube.errors import ServerError
 from kube.leases import LeaseClient, LeaseRecord, StoredLease
@@ -19,21 +18,6 @@ from workers.leadership import LeaderElector
 
 FAST = Timing(lease_duration=3.0, renew_deadline=2.0, retry_period=0.25)
 NAMESPACE = "kube-system"
-
-
-@pytest.fixture(scope="module")
-def api_server() -> Iterator[KubeApiServer]:
-    server = KubeApiServer(controllers=False)
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def kube(api_server: KubeApiServer) -> Iterator[KubeClient]:
-    client = KubeClient.for_url(api_server.url)
-    yield client
-    client.close()
 
 
 class FlakyLeases(LeaseClient):

@@ -1,4 +1,4 @@
-"""Fixtures: one emulated API server per module, and a `KubeClient` on it."""
+"""Fixtures of the integration tests: one emulated Kubernetes API server per module, and a `KubeClient` on it."""
 
 from __future__ import annotations
 
