@@ -72,10 +72,11 @@ def best_split(
         return None, f"instance type {state.instance_type or '(none)'} is not in the catalog"
     best: Split | None = None
     why = "its pods need no set of two or more smaller nodes"
+    sized = [(vcpus(it), it) for it in catalog]  # parsed once, not once per cap
     for cap in size_caps(catalog, vcpus(own)):
         if out_of_time():
             break
-        plan = simulator.run([state], [it for it in catalog if vcpus(it) <= cap])
+        plan = simulator.run([state], [it for size, it in sized if size <= cap])
         if plan.unschedulable or len(plan.node_claims) < 2:
             continue
         priced, unpriced = _priced(plan.node_claims, state, by_name, spot_to_spot)
