@@ -5,8 +5,10 @@ round, a validation period), not using the CPU, so several run at once on two co
 stays on one worker (its module-scoped stack or server is booted once), except the end-to-end tests
 on the shared stack, which go one by one to whichever worker is free (each worker has its own shared
 stack, see tests/e2e/conftest.py). The modules that boot a stack of their own go first, the shared
-stack's tests next and the quick tests last, so the longest work starts first and the quick tests fill
-the gaps at the end.
+stack's tests next and the quick tests last, each kind with its `long` tests (a minute or more) first, so
+the longest work starts first and the quick tests fill the gaps at the end. `make test` passes
+`--no-loadscope-reorder`: pytest-xdist would otherwise send the groups with the most tests first, and the
+one-test chaos modules last.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,17 +30,37 @@ def uses_shared_stack(item: pytest.Item) -> bool:
     return "shared_stack" in getattr(item, "fixturenames", ())
 
 
-def start_order(item: pytest.Item) -> int:
+def start_order(item: pytest.Item) -> tuple[int, int]:
+    """Own-stack modules, then shared-stack tests, then the rest; within each, `long` ones first."""
+    first = 0 if item.get_closest_marker("long") else 1
     if item.get_closest_marker("e2e") is None:
-        return 2
-    return 1 if uses_shared_stack(item) else 0
+        return 2, first
+    return (1 if uses_shared_stack(item) else 0), first
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Order and group the items. First among the hooks: pytest-xdist's own hook in each worker reads the
+    `xdist_group` markers to name the groups (a nodeid suffix), so they must be on the items by then."""
     items.sort(key=start_order)  # stable: each module keeps its order
     for item in items:
         if not uses_shared_stack(item):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
+
+
+_GROUPS_LOST = pytest.StashKey[list[str]]()
+
+
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """In the controller, per worker: every test outside tests/e2e must arrive with its group (the
+    `@<group>` suffix pytest-xdist's loadgroup adds). Without it, modules are spread over workers and
+    each boots its own stack, silently (pytest-dev/pytest-xdist#1386); the run fails at its end instead."""
+    config = node.config
+    if config.getvalue("dist") != "loadgroup":
+        return
+    lost = [i for i in ids if "@" not in i and not i.startswith("tests/e2e/")]
+    if lost:
+        config.stash[_GROUPS_LOST] = lost
 
 
 # -- IAM policy coverage (tests/iam_coverage.py) -----------------------------------------------------
@@ -59,6 +82,16 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """After every worker and stack stopped: nodeflow's recorded AWS calls against the IAM policy."""
     config = session.config
+    lost = config.stash.get(_GROUPS_LOST, [])
+    if lost:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(
+                f"pytest-xdist lost the test groups ({len(lost)} tests without one, e.g. {lost[0]}): check the "
+                "pytest and pytest-xdist versions (pyproject.toml)",
+                red=True,
+            )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
     if _is_xdist_worker(config) or not config.stash.get(_CALL_LOG_OWNED, False):
         return
     from tests.iam_coverage import coverage_problems, covers_every_aws_test, narrowed, nodeflow_calls

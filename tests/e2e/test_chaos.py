@@ -33,7 +33,7 @@ from tests.e2e.conftest import (
 )
 from tests.eventually import eventually
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 
 @pytest.fixture(scope="module")

@@ -90,6 +90,7 @@ def test_a_right_sized_workload_is_consolidated_onto_a_cheaper_node_with_its_pod
     stack.kube.delete(r.DEPLOYMENT, "resize", "default")
 
 
+@pytest.mark.long
 def test_a_do_not_disrupt_pod_keeps_its_node_until_the_annotation_goes(stack: DevStack) -> None:
     prices = load_price_table().prices
     stack.apply_text(pool("keep", "100%"))

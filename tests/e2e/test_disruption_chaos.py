@@ -22,7 +22,7 @@ from tests.e2e.disruption_views import (
 )
 from tests.eventually import eventually
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from tests.e2e.disruption_views import (
 )
 from tests.eventually import eventually
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 
 def al2023_image(stack: DevStack, release: str) -> str:

@@ -23,7 +23,7 @@ from tests.e2e.conftest import REPO, assert_one_instance_per_claim, deployment, 
 from tests.eventually import eventually
 from workers.dev_cmd import stack_config
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 DRIFT_INTERVAL = "2s"
 SMALL = {"cpu": "250m", "memory": "256Mi"}
