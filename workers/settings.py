@@ -28,6 +28,7 @@
 | max_concurrent_workflow_task_polls | NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASK_POLLS | 5 |
 | nonsticky_to_sticky_poll_ratio | NODEFLOW_NONSTICKY_TO_STICKY_POLL_RATIO | 0.2 |
 | disruption_methods | NODEFLOW_DISRUPTION_METHODS | all five methods, in order (below) |
+| feature_gates | NODEFLOW_FEATURE_GATES | Karpenter's defaults (workers.feature_gates) |
 | health_probe_port | NODEFLOW_HEALTH_PROBE_PORT | 8081 (0 = no probe server) |
 | leader_election_name | NODEFLOW_LEADER_ELECTION_NAME | nodeflow-leader-election |
 | leader_election_namespace | NODEFLOW_LEADER_ELECTION_NAMESPACE | "" (POD_NAMESPACE, else kube-system) |
@@ -55,6 +56,10 @@ replays its history (see benchmarks/README.md for the measured cost per cached w
 one) takes workflow tasks of workflows not in this worker's cache, such as newly started NodeClaims:
 with the SDK's defaults (5, 0.2) that is one poll, about 6 new workflows a second on the dev server.
 
+`feature_gates`: Karpenter's `--feature-gates` value as is (`SpotToSpotConsolidation=true,NodeRepair=false`);
+an unknown gate or a value other than true/false is refused. Of Karpenter's gates, nodeflow acts on
+`SpotToSpotConsolidation`; the worker logs a warning at start for any other one turned on.
+
 Temporal connection: `temporal_tls` takes true/false (the flag alone, `--temporal-tls`, means true).
 TLS is on when it is true or when any `temporal_tls_*_file` or `temporal_api_key` is given; false
 with a TLS file is refused, false with an API key sends the key in plain text (a local proxy). The
@@ -80,6 +85,7 @@ from dataclasses import field as dataclass_field
 
 from apis.duration import parse_duration
 from scheduling.disruption.model import METHOD_ORDER
+from workers.feature_gates import parse_feature_gates
 
 # The disruption methods, in the order the controller tries them (scheduling.disruption.decide).
 DISRUPTION_METHODS: tuple[str, ...] = METHOD_ORDER
@@ -107,6 +113,7 @@ class Settings:
     max_concurrent_workflow_task_polls: int = 5
     nonsticky_to_sticky_poll_ratio: float = 0.2
     disruption_methods: str = ",".join(DISRUPTION_METHODS)
+    feature_gates: str = ""
     temporal_tls: bool | None = None  # None: on exactly when a TLS file or an API key is given
     temporal_tls_ca_file: str | None = None
     temporal_tls_cert_file: str | None = None
@@ -142,6 +149,7 @@ class Settings:
                 f"{where('disruption_methods')}: unknown {', '.join(unknown)}; give a comma-separated subset of "
                 f"{','.join(DISRUPTION_METHODS)}"
             )
+        self.feature_gate_values()  # refuses a malformed value now, not when the leader starts
         if self.nonsticky_to_sticky_poll_ratio > 1:
             raise ValueError(
                 f"{where('nonsticky_to_sticky_poll_ratio')} is {self.nonsticky_to_sticky_poll_ratio}: give a share "
@@ -158,6 +166,10 @@ class Settings:
         """The namespace of the leader-election Lease: the setting, else POD_NAMESPACE, else kube-system."""
         env = dict(os.environ if env is None else env)
         return self.leader_election_namespace or env.get("POD_NAMESPACE") or "kube-system"
+
+    def feature_gate_values(self) -> dict[str, bool]:
+        """Every feature gate's value (workers.feature_gates): the setting over Karpenter's defaults."""
+        return parse_feature_gates(self.feature_gates, where("feature_gates"))
 
     def disruption_method_list(self) -> list[str]:
         return [m.strip() for m in self.disruption_methods.split(",") if m.strip()]

@@ -27,6 +27,7 @@ from cloudprovider.types import CloudProvider
 from kube.client import KubeClient
 from kube.events import EventRecorder
 from kube.leases import LeaseClient
+from workers.feature_gates import not_implemented
 from workers.leader_election import Election, candidate_identity
 from workers.leadership import LeaderElector
 from workers.namespace_owner import claim_namespace
@@ -65,7 +66,10 @@ async def _lead(
             min_age_seconds=settings.seconds("garbage_collection_min_age"),
         ),
     )
-    disruption_settings = DisruptionSettings(executable_methods=settings.disruption_method_list())
+    disruption_settings = DisruptionSettings(
+        executable_methods=settings.disruption_method_list(),
+        spot_to_spot_consolidation=settings.feature_gate_values()["SpotToSpotConsolidation"],
+    )
     await start_disruption_controller(client, settings.task_queue, disruption_settings)
     loop = asyncio.get_running_loop()
     watch_stop = threading.Event()
@@ -97,6 +101,8 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
     activities and the health probes, and campaigns for the Lease; while holding it, runs the leader's
     work (`_lead`). On stop, the leader's work ends and the Lease is released before the Temporal worker
     shuts down."""
+    for gate in not_implemented(settings.feature_gate_values()):
+        log.warning("feature gate %s is on, but nodeflow does not implement %s yet; it has no effect", gate, gate)
     client = await connect(settings)
     await claim_namespace(client, settings)  # before anything touches a workflow: one cluster per namespace
     kube = build_kube(settings)

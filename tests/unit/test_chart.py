@@ -293,6 +293,13 @@ def test_default_values_render_only_the_settings_they_set() -> None:
     assert [m["name"] for m in worker["volumeMounts"]] == ["tmp"]
 
 
+def test_an_unknown_feature_gate_fails_the_render_naming_the_key() -> None:
+    with pytest.raises(Exception, match=r"featureGates.spotToSpot: unknown feature gate; the gates are NodeRepair"):
+        helm_python.Chart.load(str(CHART)).render(
+            {"featureGates": {"spotToSpot": True}}, name=RELEASE, namespace=NAMESPACE
+        )
+
+
 def test_full_values_reach_the_worker_as_its_settings() -> None:
     docs = render(True)
     values = env(docs)
@@ -304,7 +311,7 @@ def test_full_values_reach_the_worker_as_its_settings() -> None:
     assert values["NODEFLOW_TEMPORAL_TLS_KEY_FILE"] == "/etc/nodeflow/temporal-tls/tls.key"
     assert values["NODEFLOW_TEMPORAL_TLS_SERVER_NAME"] == "prod.a1b2c.tmprl.cloud"
     assert values["NODEFLOW_TEMPORAL_API_KEY"] == {"secretKeyRef": {"name": "temporal-api-key", "key": "api-key"}}
-    assert values["NODEFLOW_FEATURE_GATES"] == "SpotToSpotConsolidation=true"
+    assert values["NODEFLOW_FEATURE_GATES"] == "NodeRepair=false,SpotToSpotConsolidation=true"
     assert values["NODEFLOW_DISRUPTION_METHODS"] == "Drift,Emptiness,MultiNodeConsolidation,SingleNodeConsolidation"
     assert values["NODEFLOW_DRIFT_CHECK_INTERVAL"] == "10m"  # extraEnv
     # Every value rendered for a setting the worker already has is one it accepts.

@@ -61,10 +61,18 @@ is set (not null, not ""), then the Temporal API key from its Secret, then extra
 {{- define "nodeflow.env" -}}
 {{- $tls := .Values.temporal.tls -}}
 {{- $dir := include "nodeflow.tlsDir" . -}}
-{{- $gate := "" -}}
-{{- if not (kindIs "invalid" .Values.featureGates.spotToSpotConsolidation) -}}
-{{- $gate = printf "SpotToSpotConsolidation=%t" .Values.featureGates.spotToSpotConsolidation -}}
+{{- $known := list "NodeRepair" "ReservedCapacity" "SpotToSpotConsolidation" "NodeOverlay" "StaticCapacity" "CapacityBuffer" -}}
+{{- $gates := list -}}
+{{- range $key, $on := .Values.featureGates -}}
+{{- $name := title $key -}}
+{{- if not (has $name $known) -}}
+{{- fail (printf "featureGates.%s: unknown feature gate; the gates are %s (as camelCase keys)" $key (join ", " $known)) -}}
 {{- end -}}
+{{- if not (kindIs "invalid" $on) -}}
+{{- $gates = append $gates (printf "%s=%s" $name (toString $on)) -}}
+{{- end -}}
+{{- end -}}
+{{- $gate := join "," $gates -}}
 {{- $pairs := list
   (list "NODEFLOW_CLUSTER_NAME" .Values.clusterName)
   (list "NODEFLOW_CLUSTER_ENDPOINT" .Values.clusterEndpoint)
