@@ -4,11 +4,12 @@ Most of the suite's wall time is end-to-end tests waiting on the local stack (a 
 round, a validation period), not using the CPU, so several run at once on two cores. Each module
 stays on one worker (its module-scoped stack or server is booted once), except the end-to-end tests
 on the shared stack, which go one by one to whichever worker is free (each worker has its own shared
-stack, see tests/e2e/conftest.py). The modules that boot a stack of their own go first, the shared
-stack's tests next and the quick tests last, each kind with its `long` tests (a minute or more) first, so
-the longest work starts first and the quick tests fill the gaps at the end. `make test` passes
-`--no-loadscope-reorder`: pytest-xdist would otherwise send the groups with the most tests first, and the
-one-test chaos modules last.
+stack, see tests/e2e/conftest.py). The `long` end-to-end tests and modules (a minute or more) go first,
+whatever their stack, then the other modules that boot a stack of their own, the shared stack's tests
+next and the quick tests last: the longest work starts first and the quick tests fill the gaps at the end.
+(Each worker holds the unit it runs and the next one, so a long test handed out late ends the run late.)
+`make test` passes `--no-loadscope-reorder`: pytest-xdist would otherwise send the groups with the most
+tests first, and the one-test chaos modules last.
 """
 
 from __future__ import annotations
@@ -30,12 +31,14 @@ def uses_shared_stack(item: pytest.Item) -> bool:
     return "shared_stack" in getattr(item, "fixturenames", ())
 
 
-def start_order(item: pytest.Item) -> tuple[int, int]:
-    """Own-stack modules, then shared-stack tests, then the rest; within each, `long` ones first."""
-    first = 0 if item.get_closest_marker("long") else 1
+def start_order(item: pytest.Item) -> int:
+    """`long` end-to-end tests (a minute or more, on any stack) first, then modules with a stack of their
+    own, then the shared stack's tests, then the rest."""
     if item.get_closest_marker("e2e") is None:
-        return 2, first
-    return (1 if uses_shared_stack(item) else 0), first
+        return 3
+    if item.get_closest_marker("long"):
+        return 0
+    return 2 if uses_shared_stack(item) else 1
 
 
 @pytest.hookimpl(tryfirst=True)

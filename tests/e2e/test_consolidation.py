@@ -58,6 +58,7 @@ def test_a_budget_of_zero_nodes_disrupts_nothing(stack: DevStack) -> None:
     stack.kube.delete(r.DEPLOYMENT, "frozen", "default")
 
 
+@pytest.mark.long
 def test_a_right_sized_workload_is_consolidated_onto_a_cheaper_node_with_its_pod_placed_throughout(
     stack: DevStack,
 ) -> None:
