@@ -19,9 +19,10 @@ def mime_parts(text: str) -> list[tuple[str, str]]:
 
 
 def node_config(text: str) -> dict[str, Any]:
-    """The one NodeConfig of AL2023 user data."""
-    configs = [yaml.safe_load(body) for kind, body in mime_parts(text) if kind == "application/node.eks.aws"]
-    assert len(configs) == 1, text
+    """nodeflow's NodeConfig in AL2023 user data: the first part (the user's own parts follow it)."""
+    kind, body = mime_parts(text)[0]
+    assert kind == "application/node.eks.aws", text
+    configs = [yaml.safe_load(body)]
     assert configs[0]["apiVersion"] == "node.eks.aws/v1alpha1"
     assert configs[0]["kind"] == "NodeConfig"
     return dict(configs[0])

@@ -6,9 +6,21 @@
 - Custom: `spec.userData` unchanged.
 
 Every node registers with the `karpenter.sh/unregistered:NoExecute` taint, which the registration step
-removes. The node class's own `spec.userData` is merged as an extra MIME part (AL2, AL2023) or, for
-Bottlerocket, parsed as TOML and merged key by key under nodeflow's settings (nodeflow's values win,
-labels and taints are merged; see `cloudprovider.aws.tomlwriter.merge`).
+removes. The node class's own `spec.userData` is merged as Karpenter merges it:
+
+- AL2023: nodeflow's NodeConfig first, then the user's parts: each part of a MIME multi-part document
+  (one that starts with `MIME-Version:` or `Content-Type:`), else the whole text as one part, a
+  NodeConfig when it is a YAML mapping, a shell script otherwise (nodeadm merges the NodeConfigs in order);
+- AL2: the user's parts (the same way, but a non-MIME text is always a shell script) before the
+  bootstrap script;
+- Bottlerocket: parsed as TOML and merged key by key under nodeflow's settings (nodeflow's values win,
+  labels and taints are merged; see `cloudprovider.aws.tomlwriter.merge`).
+
+A document that claims to be MIME but is not multi-part, or nests multi-parts, is refused (ValueError
+naming `spec.userData`).
+
+The node class's `spec.kubelet` reaches every family: AL2023 as the NodeConfig's inline kubelet config,
+AL2 as `--kubelet-extra-args` flags, Bottlerocket as its `[settings.kubernetes]` keys.
 
 What a node needs to join (`BootstrapOptions`, from `cloudprovider.aws.cluster.ClusterConnection`) goes
 where each family reads it:
@@ -27,8 +39,11 @@ service CIDR; an unknown DNS IP or CIDR is left out, so the AMI's own default ap
 
 from __future__ import annotations
 
+import email
+import email.message
 import shlex
 import tomllib
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -39,6 +54,8 @@ from apis.labels import UNREGISTERED_TAINT_KEY
 from cloudprovider.aws import tomlwriter
 
 BOUNDARY = "//"
+NODE_CONFIG = "application/node.eks.aws"
+SHELL_SCRIPT = 'text/x-shellscript; charset="us-ascii"'
 UNREGISTERED_TAINT = {"key": UNREGISTERED_TAINT_KEY, "effect": "NoExecute"}
 
 
@@ -84,19 +101,66 @@ def _label_flag(labels: Mapping[str, str]) -> str:
     return ",".join(f"{k}={labels[k]}" for k in sorted(labels))
 
 
-def _mime(parts: Sequence[tuple[str, str]]) -> str:
-    lines = ["MIME-Version: 1.0", f'Content-Type: multipart/mixed; boundary="{BOUNDARY}"', ""]
-    for content_type, body in parts:
-        lines += [f"--{BOUNDARY}", f"Content-Type: {content_type}", "", body.rstrip("\n"), ""]
-    lines.append(f"--{BOUNDARY}--")
+Part = tuple[tuple[tuple[str, str], ...], str]  # (headers, body) of one MIME part
+
+
+def _part(content_type: str, body: str) -> Part:
+    return ((("Content-Type", content_type),), body)
+
+
+def _mime(parts: Sequence[Part]) -> str:
+    boundary = BOUNDARY
+    if any(line.startswith(f"--{boundary}") for _, body in parts for line in body.splitlines()):
+        boundary = f"==nodeflow-{uuid.uuid4().hex}=="  # a user part's body holds our delimiter
+    lines = ["MIME-Version: 1.0", f'Content-Type: multipart/mixed; boundary="{boundary}"', ""]
+    for headers, body in parts:
+        lines += [f"--{boundary}", *(f"{name}: {value}" for name, value in headers), "", body.rstrip("\n"), ""]
+    lines.append(f"--{boundary}--")
     return "\n".join(lines) + "\n"
 
 
-def _custom_part(custom: str | None) -> list[tuple[str, str]]:
+def _is_mime(text: str) -> bool:
+    return text.lstrip().startswith(("MIME-Version:", "Content-Type:"))
+
+
+def _mime_parts(text: str) -> list[Part]:
+    """Each part of the user's MIME multi-part document, headers (but MIME-Version) and body as written."""
+    message = email.message_from_string(text.lstrip())
+    if not message.is_multipart():
+        raise ValueError(
+            "spec.userData starts with MIME headers but is not a multipart document: give "
+            'Content-Type: multipart/mixed; boundary="..." with its parts, or plain text without MIME headers'
+        )
+    parts: list[Part] = []
+    for part in message.get_payload():
+        assert isinstance(part, email.message.Message)
+        if part.is_multipart():
+            raise ValueError("spec.userData has a multipart part inside a multipart document: flatten it")
+        headers = tuple((name, str(value)) for name, value in part.items() if name.lower() != "mime-version")
+        body = str(part.get_payload())
+        if not headers and not body.strip():
+            continue  # a last delimiter left open (`--//` at the end, as Karpenter's examples write it)
+        parts.append((headers or (("Content-Type", "text/plain"),), body))
+    return parts
+
+
+def _is_yaml_mapping(text: str) -> bool:
+    try:
+        return isinstance(yaml.safe_load(text), dict)
+    except yaml.YAMLError:
+        return False
+
+
+def _user_parts(custom: str | None, node_config: bool) -> list[Part]:
+    """The node class's `spec.userData` as MIME parts (see the module docstring); `node_config`: a plain
+    YAML mapping is an AL2023 NodeConfig rather than a shell script."""
     if not custom:
         return []
-    content_type = "text/x-shellscript" if custom.startswith("#!") else "text/x-shellscript; charset=us-ascii"
-    return [(content_type, custom)]
+    if _is_mime(custom):
+        return _mime_parts(custom)
+    if node_config and _is_yaml_mapping(custom):
+        return [_part(NODE_CONFIG, custom)]
+    return [_part(SHELL_SCRIPT, custom)]
 
 
 def _kubelet_config(kubelet: KubeletConfiguration | None) -> dict[str, object]:
@@ -128,16 +192,48 @@ def al2023(options: BootstrapOptions) -> str:
         "spec": {"cluster": cluster, "kubelet": kubelet},
     }
     body = yaml.safe_dump(node_config, sort_keys=False, default_flow_style=False)
-    return _mime([*_custom_part(options.custom_user_data), ("application/node.eks.aws", body)])
+    return _mime([_part(NODE_CONFIG, body), *_user_parts(options.custom_user_data, node_config=True)])
+
+
+def _pairs(values: Mapping[str, str], separator: str) -> str:
+    return ",".join(f"{key}{separator}{values[key]}" for key in sorted(values))
+
+
+def kubelet_flags(kubelet: KubeletConfiguration | None) -> list[str]:
+    """`spec.kubelet` as kubelet command-line flags (AL2's `--kubelet-extra-args`), the flags Karpenter
+    writes for the same fields; map entries sorted by key. `clusterDNS` is not among them: bootstrap.sh
+    takes it as `--dns-cluster-ip`."""
+    if kubelet is None:
+        return []
+    flags: list[str] = []
+    if kubelet.max_pods is not None:
+        flags.append(f"--max-pods={kubelet.max_pods}")
+    if kubelet.pods_per_core is not None:
+        flags.append(f"--pods-per-core={kubelet.pods_per_core}")
+    maps = (
+        ("--system-reserved", kubelet.system_reserved, "="),
+        ("--kube-reserved", kubelet.kube_reserved, "="),
+        ("--eviction-hard", kubelet.eviction_hard, "<"),
+        ("--eviction-soft", kubelet.eviction_soft, "<"),
+        ("--eviction-soft-grace-period", kubelet.eviction_soft_grace_period, "="),
+    )
+    flags += [f"{flag}={_pairs(values, separator)}" for flag, values, separator in maps if values]
+    if kubelet.eviction_max_pod_grace_period is not None:
+        flags.append(f"--eviction-max-pod-grace-period={kubelet.eviction_max_pod_grace_period}")
+    if kubelet.image_gc_high_threshold_percent is not None:
+        flags.append(f"--image-gc-high-threshold={kubelet.image_gc_high_threshold_percent}")
+    if kubelet.image_gc_low_threshold_percent is not None:
+        flags.append(f"--image-gc-low-threshold={kubelet.image_gc_low_threshold_percent}")
+    if kubelet.cpu_cfs_quota is not None:
+        flags.append(f"--cpu-cfs-quota={str(kubelet.cpu_cfs_quota).lower()}")
+    return flags
 
 
 def al2(options: BootstrapOptions) -> str:
-    extra = [f"--register-with-taints={_taint_flag(_taints(options))}"]
+    extra = [f"--register-with-taints={_taint_flag(_taints(options))}", *kubelet_flags(options.kubelet)]
     if options.labels:
         extra.insert(0, f"--node-labels={_label_flag(options.labels)}")
     max_pods = options.kubelet.max_pods if options.kubelet else None
-    if max_pods is not None:
-        extra.append(f"--max-pods={max_pods}")
     args = [
         options.cluster_name,
         "--apiserver-endpoint",
@@ -162,7 +258,35 @@ def al2(options: BootstrapOptions) -> str:
             + f" \\\n  --kubelet-extra-args {shlex.quote(' '.join(extra))}",
         ]
     )
-    return _mime([*_custom_part(options.custom_user_data), ("text/x-shellscript; charset=us-ascii", script)])
+    return _mime([*_user_parts(options.custom_user_data, node_config=False), _part(SHELL_SCRIPT, script)])
+
+
+def _bottlerocket_kubelet(kubelet: KubeletConfiguration | None) -> dict[str, object]:
+    """`spec.kubelet` as Bottlerocket `settings.kubernetes` keys, typed as Karpenter writes them (the
+    image GC thresholds as strings). Bottlerocket has no pods-per-core setting; `clusterDNS` is written
+    by the caller."""
+    if kubelet is None:
+        return {}
+    out: dict[str, object] = {}
+    if kubelet.max_pods is not None:
+        out["max-pods"] = kubelet.max_pods
+    maps = (
+        ("system-reserved", kubelet.system_reserved),
+        ("kube-reserved", kubelet.kube_reserved),
+        ("eviction-hard", kubelet.eviction_hard),
+        ("eviction-soft", kubelet.eviction_soft),
+        ("eviction-soft-grace-period", kubelet.eviction_soft_grace_period),
+    )
+    out.update({key: {k: values[k] for k in sorted(values)} for key, values in maps if values})
+    if kubelet.eviction_max_pod_grace_period is not None:
+        out["eviction-max-pod-grace-period"] = kubelet.eviction_max_pod_grace_period
+    if kubelet.image_gc_high_threshold_percent is not None:
+        out["image-gc-high-threshold-percent"] = str(kubelet.image_gc_high_threshold_percent)
+    if kubelet.image_gc_low_threshold_percent is not None:
+        out["image-gc-low-threshold-percent"] = str(kubelet.image_gc_low_threshold_percent)
+    if kubelet.cpu_cfs_quota is not None:
+        out["cpu-cfs-quota-enforced"] = kubelet.cpu_cfs_quota
+    return out
 
 
 def _bottlerocket_settings(options: BootstrapOptions) -> dict[str, object]:
@@ -173,8 +297,7 @@ def _bottlerocket_settings(options: BootstrapOptions) -> dict[str, object]:
     }
     if dns := dns_ip(options):
         kubernetes["cluster-dns-ip"] = dns
-    if options.kubelet and options.kubelet.max_pods is not None:
-        kubernetes["max-pods"] = options.kubelet.max_pods
+    kubernetes.update(_bottlerocket_kubelet(options.kubelet))
     if options.labels:
         kubernetes["node-labels"] = {k: options.labels[k] for k in sorted(options.labels)}
     taints: dict[str, list[str]] = {}

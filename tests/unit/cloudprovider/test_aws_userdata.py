@@ -7,6 +7,7 @@ import shlex
 import tomllib
 
 import pytest
+import yaml
 
 from apis.ec2nodeclass import KubeletConfiguration
 from cloudprovider.aws.userdata import BootstrapOptions, render
@@ -55,11 +56,150 @@ def test_al2023_ipv6_and_the_node_classs_cluster_dns_wins() -> None:
     assert node_config(render("AL2023", custom))["spec"]["kubelet"]["config"]["clusterDNS"] == ["10.0.0.53"]
 
 
-def test_al2023_keeps_the_custom_part_first() -> None:
-    custom = BootstrapOptions(cluster_name="prod", custom_user_data="#!/bin/bash\necho hi\n")
-    parts = mime_parts(render("AL2023", custom))
-    assert [kind for kind, _ in parts] == ["text/x-shellscript", "application/node.eks.aws"]
-    assert "echo hi" in parts[0][1]
+# Karpenter's own example (al2023-custom-userdata.yaml): a MIME document with a NodeConfig and a script,
+# its last delimiter not closed.
+KARPENTER_AL2023_EXAMPLE = """MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary="//"
+
+--//
+Content-Type: application/node.eks.aws
+
+# Example custom nodeconfig which mounts individual drives on an instance
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  instance:
+    localStorage:
+      strategy: Mount
+
+--//
+Content-Type: text/x-shellscript; charset="us-ascii"
+
+#!/bin/bash
+echo "Hello, AL2023!"
+--//
+"""
+
+
+def with_user_data(user_data: str) -> BootstrapOptions:
+    return BootstrapOptions(**{**OPTIONS.__dict__, "custom_user_data": user_data})
+
+
+def test_al2023_puts_its_node_config_first_and_each_part_of_the_users_mime_after_it() -> None:
+    parts = mime_parts(render("AL2023", with_user_data(KARPENTER_AL2023_EXAMPLE)))
+    assert [kind for kind, _ in parts] == ["application/node.eks.aws", "application/node.eks.aws", "text/x-shellscript"]
+    assert yaml.safe_load(parts[1][1])["spec"]["instance"]["localStorage"] == {"strategy": "Mount"}
+    assert parts[2][1].strip() == '#!/bin/bash\necho "Hello, AL2023!"'
+    assert node_config(render("AL2023", with_user_data(KARPENTER_AL2023_EXAMPLE)))["spec"]["cluster"]["name"] == "prod"
+
+
+def test_al2023_takes_plain_user_data_as_a_node_config_when_it_is_yaml_else_as_a_script() -> None:
+    yaml_config = "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec: {kubelet: {config: {maxPods: 20}}}\n"
+    parts = mime_parts(render("AL2023", with_user_data(yaml_config)))
+    assert [kind for kind, _ in parts] == ["application/node.eks.aws", "application/node.eks.aws"]
+    assert yaml.safe_load(parts[1][1])["spec"]["kubelet"]["config"]["maxPods"] == 20
+    parts = mime_parts(render("AL2023", with_user_data("#!/bin/bash\necho hi\n")))
+    assert [kind for kind, _ in parts] == ["application/node.eks.aws", "text/x-shellscript"]
+    assert "echo hi" in parts[1][1]
+
+
+def test_al2_puts_each_part_of_the_users_mime_before_the_bootstrap_script() -> None:
+    parts = mime_parts(render("AL2", with_user_data(KARPENTER_AL2023_EXAMPLE)))
+    assert [kind for kind, _ in parts] == ["application/node.eks.aws", "text/x-shellscript", "text/x-shellscript"]
+    assert "/etc/eks/bootstrap.sh" in parts[2][1]
+    plain = mime_parts(render("AL2", with_user_data("kind: NotAScriptButStillOne\n")))
+    assert [kind for kind, _ in plain] == ["text/x-shellscript", "text/x-shellscript"]
+
+
+def test_a_user_part_holding_our_delimiter_gets_another_boundary() -> None:
+    users = 'Content-Type: multipart/mixed; boundary="XYZ"\n\n--XYZ\nContent-Type: text/x-shellscript\n\n'
+    users += "#!/bin/bash\ncat <<EOF\n--//\nEOF\n--XYZ--\n"
+    parts = mime_parts(render("AL2", with_user_data(users)))
+    assert len(parts) == 2
+    assert "--//" in parts[0][1]
+
+
+@pytest.mark.parametrize(
+    ("user_data", "message"),
+    [
+        ("MIME-Version: 1.0\nContent-Type: text/x-shellscript\n\necho hi\n", "is not a multipart document"),
+        (
+            'Content-Type: multipart/mixed; boundary="A"\n\n--A\nContent-Type: multipart/mixed; boundary="B"\n\n'
+            "--B\nContent-Type: text/plain\n\nx\n--B--\n--A--\n",
+            "multipart part inside a multipart document",
+        ),
+    ],
+)
+def test_user_data_that_claims_mime_but_is_not_usable_is_refused_naming_the_field(user_data: str, message: str) -> None:
+    for family in ("AL2023", "AL2"):
+        with pytest.raises(ValueError, match=rf"spec\.userData .*{message}"):
+            render(family, with_user_data(user_data))
+
+
+FULL_KUBELET = KubeletConfiguration.model_validate(
+    {
+        "maxPods": 58,
+        "podsPerCore": 4,
+        "systemReserved": {"cpu": "100m", "memory": "100Mi"},
+        "kubeReserved": {"cpu": "200m", "memory": "300Mi"},
+        "evictionHard": {"memory.available": "5%", "nodefs.available": "10%"},
+        "evictionSoft": {"memory.available": "10%"},
+        "evictionSoftGracePeriod": {"memory.available": "1m"},
+        "evictionMaxPodGracePeriod": 60,
+        "imageGCHighThresholdPercent": 85,
+        "imageGCLowThresholdPercent": 80,
+        "cpuCFSQuota": True,
+        "clusterDNS": ["10.0.0.53"],
+    }
+)
+
+
+def test_al2_passes_every_kubelet_setting_as_the_flag_karpenter_writes() -> None:
+    argv = bootstrap_argv(render("AL2", BootstrapOptions(**{**OPTIONS.__dict__, "kubelet": FULL_KUBELET})))
+    extra = (flag(argv, "--kubelet-extra-args") or "").split()
+    for expected in (
+        "--max-pods=58",
+        "--pods-per-core=4",
+        "--system-reserved=cpu=100m,memory=100Mi",
+        "--kube-reserved=cpu=200m,memory=300Mi",
+        "--eviction-hard=memory.available<5%,nodefs.available<10%",
+        "--eviction-soft=memory.available<10%",
+        "--eviction-soft-grace-period=memory.available=1m",
+        "--eviction-max-pod-grace-period=60",
+        "--image-gc-high-threshold=85",
+        "--image-gc-low-threshold=80",
+        "--cpu-cfs-quota=true",
+    ):
+        assert expected in extra, (expected, extra)
+    assert flag(argv, "--dns-cluster-ip") == "10.0.0.53"
+    assert flag(argv, "--use-max-pods") == "false"
+
+
+def test_bottlerocket_gets_every_kubelet_setting_it_has_as_karpenter_types_them() -> None:
+    kubernetes = bottlerocket_kubernetes(
+        render("Bottlerocket", BootstrapOptions(**{**OPTIONS.__dict__, "kubelet": FULL_KUBELET}))
+    )
+    assert kubernetes["max-pods"] == 58
+    assert kubernetes["system-reserved"] == {"cpu": "100m", "memory": "100Mi"}
+    assert kubernetes["kube-reserved"] == {"cpu": "200m", "memory": "300Mi"}
+    assert kubernetes["eviction-hard"] == {"memory.available": "5%", "nodefs.available": "10%"}
+    assert kubernetes["eviction-soft"] == {"memory.available": "10%"}
+    assert kubernetes["eviction-soft-grace-period"] == {"memory.available": "1m"}
+    assert kubernetes["eviction-max-pod-grace-period"] == 60
+    assert kubernetes["image-gc-high-threshold-percent"] == "85"
+    assert kubernetes["image-gc-low-threshold-percent"] == "80"
+    assert kubernetes["cpu-cfs-quota-enforced"] is True
+    assert kubernetes["cluster-dns-ip"] == "10.0.0.53"
+
+
+def test_al2023_inlines_every_kubelet_setting_in_its_node_config() -> None:
+    config = node_config(render("AL2023", BootstrapOptions(**{**OPTIONS.__dict__, "kubelet": FULL_KUBELET})))
+    inline = config["spec"]["kubelet"]["config"]
+    assert inline["podsPerCore"] == 4
+    assert inline["evictionSoftGracePeriod"] == {"memory.available": "1m"}
+    assert inline["imageGCHighThresholdPercent"] == 85
+    assert inline["cpuCFSQuota"] is True
+    assert inline["clusterDNS"] == ["10.0.0.53"]
 
 
 def test_al2_bootstrap_command_line_carries_everything_a_node_needs_to_join() -> None:
