@@ -154,7 +154,8 @@ class Launcher:
         except ValueError as error:
             raise NodeClassNotReadyError(f"EC2NodeClass {node_class.name}: {error}") from error
         configs = self._launch_template_configs(overrides, user_data, groups, profile, family, request, tags)
-        return self._fleet(request, capacity_type, configs, tags, {s["id"]: s["zone"] for s in subnets})
+        zones = {s["id"]: s["zone"] for s in subnets}
+        return self._fleet(request, capacity_type, configs, tags, zones, node_class.spec.context)
 
     def _unavailable_requested(self, request: LaunchRequest) -> list[UnavailableOffering]:
         """The offerings of this request that the unavailable-offerings cache holds."""
@@ -258,7 +259,10 @@ class Launcher:
         configs: list[dict[str, Any]],
         tags: dict[str, str],
         zone_of_subnet: dict[str, str],
+        context: str | None = None,
     ) -> Instance:
+        """One instant CreateFleet. `context`: the node class's `spec.context` (reserved capacity shared
+        through AWS's context mechanism), sent as CreateFleet's Context."""
         tag_list = [{"Key": k, "Value": v} for k, v in tags.items()]
         kwargs: dict[str, Any] = {
             "Type": "instant",
@@ -267,6 +271,8 @@ class Launcher:
             "TargetCapacitySpecification": {"TotalTargetCapacity": 1, "DefaultTargetCapacityType": capacity_type},
             "TagSpecifications": [{"ResourceType": r, "Tags": tag_list} for r in ("instance", "volume", "fleet")],
         }
+        if context:
+            kwargs["Context"] = context
         if capacity_type == "spot":
             kwargs["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
         else:

@@ -68,6 +68,7 @@ def _ebs(ebs: EBS) -> dict[str, Any]:
         "KmsKeyId": ebs.kms_key_id,
         "SnapshotId": ebs.snapshot_id,
         "Throughput": ebs.throughput,
+        "VolumeInitializationRate": ebs.volume_initialization_rate,
     }
     out.update({k: v for k, v in optional.items() if v is not None})
     return out
@@ -92,7 +93,6 @@ class LaunchTemplateSpec:
             "ImageId": self.image_id,
             "UserData": base64.b64encode(self.user_data.encode()).decode(),
             "IamInstanceProfile": {"Name": self.instance_profile},
-            "SecurityGroupIds": list(self.security_group_ids),
             "MetadataOptions": {
                 "HttpEndpoint": metadata.http_endpoint,
                 "HttpProtocolIpv6": metadata.http_protocol_ipv6,
@@ -106,6 +106,20 @@ class LaunchTemplateSpec:
             "Monitoring": {"Enabled": bool(spec.detailed_monitoring)},
             "TagSpecifications": [{"ResourceType": "network-interface", "Tags": _tags(self.tags)}],
         }
+        if spec.associate_public_ip_address is not None:
+            # As Karpenter: the primary interface says whether it gets a public IPv4 address, and carries the
+            # security groups (EC2 refuses them beside a network interface).
+            data["NetworkInterfaces"] = [
+                {
+                    "DeviceIndex": 0,
+                    "AssociatePublicIpAddress": spec.associate_public_ip_address,
+                    "Groups": list(self.security_group_ids),
+                }
+            ]
+        else:
+            data["SecurityGroupIds"] = list(self.security_group_ids)
+        if spec.cpu_options is not None and spec.cpu_options.nested_virtualization is not None:
+            data["CpuOptions"] = {"NestedVirtualization": spec.cpu_options.nested_virtualization}
         return data
 
     def name(self) -> str:

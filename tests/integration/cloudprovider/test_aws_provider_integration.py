@@ -264,3 +264,25 @@ def test_list_shows_only_this_clusters_live_instances(provider: AWSCloudProvider
     listed = [i.id for i in provider.list()]
     assert mine.id in listed and gone.id not in listed and other not in listed
     assert listed == sorted(listed)
+
+
+def test_a_node_class_with_a_public_ip_choice_cpu_options_and_a_context_launches(
+    provider: AWSCloudProvider, ec2
+) -> None:  # type: ignore[no-untyped-def]
+    node_class = make_node_class(
+        associatePublicIPAddress=False, cpuOptions={"nestedVirtualization": "enabled"}, context="ctx-1"
+    )
+    request = make_request(["m5.large"], node_class=node_class)
+    instance = provider.create(request)
+    assert instance.instance_type == "m5.large"
+    datas = [
+        ec2.describe_launch_template_versions(LaunchTemplateId=t["LaunchTemplateId"])["LaunchTemplateVersions"][0][
+            "LaunchTemplateData"
+        ]
+        for t in ec2.describe_launch_templates()["LaunchTemplates"]
+        if t["LaunchTemplateName"].startswith("karpenter.k8s.aws/")
+    ]
+    [data] = [d for d in datas if "NetworkInterfaces" in d]
+    (interface,) = data["NetworkInterfaces"]
+    assert interface["AssociatePublicIpAddress"] is False
+    assert interface["Groups"] and "SecurityGroupIds" not in data
