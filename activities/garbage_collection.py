@@ -1,9 +1,15 @@
-"""Garbage collection of leaked instances: live instances of this cluster whose NodeClaim is gone.
+"""Garbage collection, both ways: instances whose NodeClaim is gone, and NodeClaims whose instance is gone.
 
 An instance leaks when its NodeClaim disappears without the claim's workflow terminating it: a lost
 Temporal namespace, a cluster restored from a backup, or someone removing the claim's finalizer. The
 collector terminates such instances once they are older than a minimum age, so an instance whose claim
 is being created right now is never raced (claims are always created before their instance).
+
+A NodeClaim is stranded when its instance ends outside nodeflow (terminated in the console, a spot
+reclaim nobody handled). As Karpenter's NodeClaim garbage collection does, a registered NodeClaim whose
+instance is no longer among the cluster's live instances and whose Node is not Ready (or gone) is deleted,
+with the event `InstanceGone` on it; its workflow then drains what is left and deletes the Node. The same
+minimum age, counted from the claim's launch, spares a claim whose instance the listing may not show yet.
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ from apis.meta import parse_rfc3339
 from cloudprovider.errors import InstanceNotFoundError
 from cloudprovider.types import CloudProvider, Instance
 from kube import resources as r
-from kube.types import Kube
+from kube.errors import ConflictError, NotFoundError
+from kube.events import EventRecorder
+from kube.types import Kube, Obj
 
 log = logging.getLogger(__name__)
 
@@ -40,14 +48,62 @@ class LeakedInstance(BaseModel):
     terminated_at: str = ""
 
 
+class StrandedClaim(BaseModel):
+    """A NodeClaim the collector deleted because its instance no longer exists."""
+
+    node_claim: str
+    instance_id: str
+    node_name: str = ""
+    deleted_at: str = ""
+
+
 class CollectResult(BaseModel):
     """One collection round. `checked`: live instances of the cluster seen; `too_young`: leaked-looking
     instances spared because they launched less than the minimum age ago (or at an unknown time); `terminated`: what was
-    terminated (or was found already terminating), in instance id order."""
+    terminated (or was found already terminating), in instance id order; `deleted_claims`: NodeClaims
+    deleted because their instance is gone, in name order."""
 
     checked: int = 0
     too_young: int = 0
     terminated: list[LeakedInstance] = Field(default_factory=list)
+    deleted_claims: list[StrandedClaim] = Field(default_factory=list)
+
+
+def instance_id_of(provider_id: str) -> str:
+    """The instance id at the end of a provider ID (`aws:///us-west-2a/i-0abc` -> `i-0abc`)."""
+    return provider_id.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _condition(claim: Obj, type_: str) -> dict[str, str]:
+    conditions = (claim.get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if isinstance(c, dict) and c.get("type") == type_), {})
+
+
+def _node_ready(node: Obj | None) -> bool:
+    conditions = ((node or {}).get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions if isinstance(c, dict))
+
+
+def is_stranded(
+    claim: Obj, live_instance_ids: set[str], nodes: dict[str, Obj], now: datetime, min_age: timedelta
+) -> bool:
+    """Whether `claim` lost its instance: registered, not being deleted, its provider ID's instance not
+    among `live_instance_ids`, its Node (by `status.nodeName`) not Ready or absent, and launched at least
+    `min_age` before `now` (by its Launched condition, else its creation time; unknown: never)."""
+    status = claim.get("status") or {}
+    provider_id = str(status.get("providerID") or "")
+    if not provider_id or claim["metadata"].get("deletionTimestamp"):
+        return False
+    if _condition(claim, "Registered").get("status") != "True":
+        return False
+    if instance_id_of(provider_id) in live_instance_ids:
+        return False
+    if _node_ready(nodes.get(str(status.get("nodeName") or ""))):
+        return False
+    launched = parse_rfc3339(
+        _condition(claim, "Launched").get("lastTransitionTime") or claim["metadata"].get("creationTimestamp")
+    )
+    return launched is not None and now - launched >= min_age
 
 
 def launched_at(instance: Instance) -> datetime | None:
@@ -58,20 +114,23 @@ def launched_at(instance: Instance) -> datetime | None:
 class GarbageCollectionActivities:
     """Activities of the garbage collector workflow, over the cloud and Kubernetes boundaries."""
 
-    def __init__(self, kube: Kube, cloud: CloudProvider) -> None:
+    def __init__(self, kube: Kube, cloud: CloudProvider, recorder: EventRecorder | None = None) -> None:
         self.kube = kube
         self.cloud = cloud
+        self.recorder = recorder or EventRecorder(kube)
 
     @activity.defn(name="collect_leaked_instances")
     def collect(self, inp: CollectInput) -> CollectResult:
         """Terminate every live instance of the cluster tagged with a NodeClaim that does not exist and
-        launched at least `min_age_seconds` ago. Instances without a claim tag or without a known launch
-        time are never touched. Idempotent; a failure to list either side raises (retried), it is never
-        taken to mean "no claims"."""
+        launched at least `min_age_seconds` ago, then delete every NodeClaim stranded without its instance
+        (`is_stranded`). Instances without a claim tag or without a known launch time are never touched.
+        Idempotent; a failure to list either side raises (retried), it is never taken to mean "no
+        claims" or "no instances"."""
         # Instances first, claims second: every instance's claim was created before the instance, so a
         # claim missing from the later list was deleted, not yet to be created.
         instances = self.cloud.list()
-        claims = {obj["metadata"]["name"] for obj in self.kube.list(r.NODECLAIM)}
+        claim_objects = self.kube.list(r.NODECLAIM)
+        claims = {obj["metadata"]["name"] for obj in claim_objects}
         now = datetime.now(UTC)
         min_age = timedelta(seconds=inp.min_age_seconds)
         result = CollectResult(checked=len(instances))
@@ -96,7 +155,45 @@ class GarbageCollectionActivities:
                     terminated_at=now.isoformat(),
                 )
             )
+        result.deleted_claims = self._delete_stranded(claim_objects, {i.id for i in instances}, now, min_age)
         return result
 
+    def _delete_stranded(
+        self, claims: list[Obj], live_instance_ids: set[str], now: datetime, min_age: timedelta
+    ) -> list[StrandedClaim]:
+        candidates = [c for c in claims if (c.get("status") or {}).get("providerID")]
+        if not candidates:
+            return []
+        nodes = {n["metadata"]["name"]: n for n in self.kube.list(r.NODE)}
+        deleted: list[StrandedClaim] = []
+        for claim in sorted(candidates, key=lambda c: str(c["metadata"]["name"])):
+            if not is_stranded(claim, live_instance_ids, nodes, now, min_age):
+                continue
+            name = str(claim["metadata"]["name"])
+            instance_id = instance_id_of(str(claim["status"]["providerID"]))
+            node_name = str(claim["status"].get("nodeName") or "")
+            try:
+                self.kube.delete(r.NODECLAIM, name, preconditions={"uid": str(claim["metadata"].get("uid", ""))})
+            except (NotFoundError, ConflictError):
+                continue  # deleted meanwhile, or another NodeClaim now has the name
+            message = (
+                f"its instance {instance_id} no longer exists in the cloud provider (terminated outside "
+                f"nodeflow); deleting the NodeClaim{f' and its Node {node_name}' if node_name else ''}"
+            )
+            log.warning("NodeClaim %s: %s", name, message)
+            self.recorder.record(claim, "Warning", "InstanceGone", message)
+            deleted.append(StrandedClaim(node_claim=name, instance_id=instance_id, node_name=node_name,
+                                         deleted_at=now.isoformat()))  # fmt: skip
+        return deleted
 
-__all__ = ["CollectInput", "CollectResult", "GarbageCollectionActivities", "LeakedInstance", "launched_at"]
+
+__all__ = [
+    "CollectInput",
+    "CollectResult",
+    "GarbageCollectionActivities",
+    "LeakedInstance",
+    "StrandedClaim",
+    "instance_id_of",
+    "is_stranded",
+    "launched_at",
+]

@@ -135,7 +135,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
         settings.drift_check_interval,
     )
     provisioning = ProvisioningActivities(kube, cloud, recorder, starter)
-    collector = GarbageCollectionActivities(kube, cloud)
+    collector = GarbageCollectionActivities(kube, cloud, recorder)
     disruption = DisruptionActivities(kube, cloud, recorder)
     execution = DisruptionExecution(kube, recorder, starter)
     manual = ManualReplacement(kube, recorder, starter)

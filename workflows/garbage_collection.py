@@ -1,9 +1,11 @@
-"""The garbage collector: a singleton workflow (id "garbage-collector") that terminates leaked instances.
+"""The garbage collector: a singleton workflow (id "garbage-collector") that terminates leaked instances
+and deletes NodeClaims whose instance is gone.
 
 Every `interval_seconds` (durable timer; the `collect` signal starts a round at once) it runs the
 `collect_leaked_instances` activity, which terminates live instances of the cluster whose NodeClaim does
-not exist and which launched at least `min_age_seconds` ago. What it terminated is in the activity
-results in history (the audit log), in the `status` query (the most recent ones) and in the memo.
+not exist and which launched at least `min_age_seconds` ago, and deletes registered NodeClaims whose
+instance no longer exists and whose Node is not Ready (activities.garbage_collection). What it did is in
+the activity results in history (the audit log), in the `status` query (the most recent ones) and in the memo.
 A failed round is recorded and retried at the next one. Continue-as-new every `ROUNDS_PER_RUN` rounds
 (or when Temporal suggests it) carries the state, so history stays bounded however long it runs.
 
@@ -27,6 +29,7 @@ from activities.garbage_collection import (
     CollectInput,
     GarbageCollectionActivities,
     LeakedInstance,
+    StrandedClaim,
 )
 
 WORKFLOW_ID = "garbage-collector"
@@ -59,11 +62,15 @@ class GarbageCollectorState(BaseModel):
     min_age_seconds: int = Field(default=DEFAULT_MIN_AGE_SECONDS, ge=0)
     rounds: int = 0
     terminated_total: int = 0
+    claims_deleted_total: int = 0
     recent: list[LeakedInstance] = Field(default_factory=list)  # newest last, at most RECENT_LIMIT
+    recent_claims: list[StrandedClaim] = Field(default_factory=list)  # newest last, at most RECENT_LIMIT
     last_error: str = ""
 
     def summary(self) -> str:
         line = f"{self.rounds} rounds, {self.terminated_total} leaked instances terminated"
+        if self.claims_deleted_total:
+            line += f", {self.claims_deleted_total} NodeClaims without an instance deleted"
         if self.recent:
             last = self.recent[-1]
             line += f"; last {last.instance_id} (NodeClaim {last.node_claim})"
@@ -138,6 +145,8 @@ class GarbageCollectorWorkflow:
         self.s.last_error = ""
         self.s.terminated_total += len(result.terminated)
         self.s.recent = (self.s.recent + result.terminated)[-RECENT_LIMIT:]
+        self.s.claims_deleted_total += len(result.deleted_claims)
+        self.s.recent_claims = (self.s.recent_claims + result.deleted_claims)[-RECENT_LIMIT:]
 
 
 async def start_garbage_collector(

@@ -8,12 +8,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from activities.garbage_collection import CollectInput, GarbageCollectionActivities
+from activities.garbage_collection import CollectInput, GarbageCollectionActivities, instance_id_of
 from cloudprovider.errors import CloudProviderError, InstanceNotFoundError
 from cloudprovider.fake import FakeCloudProvider
 from cloudprovider.types import TAG_NODECLAIM
-from tests.unit.activities.claimworld import NAME
-from tests.unit.activities.memkube import MemKube
+from kube import resources as r
+from tests.unit.activities.claimworld import NAME, NODE, uid
+from tests.unit.activities.memkube import Events, MemKube
 
 HOUR_AGO = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -59,3 +60,70 @@ def test_a_failed_listing_raises_rather_than_meaning_no_instances(
     with pytest.raises(CloudProviderError):
         collector.collect(CollectInput(min_age_seconds=0))
     assert cloud.deleted == []
+
+
+# -- NodeClaims whose instance is gone ---------------------------------------------------------------------
+
+
+def strand(kube: MemKube, provider_id: str = "aws:///us-west-2a/i-gone", launched: str = HOUR_AGO) -> None:
+    """Give the fixture's NodeClaim a provider ID and Launched/Registered conditions."""
+    conditions = [
+        {"type": "Launched", "status": "True", "lastTransitionTime": launched},
+        {"type": "Registered", "status": "True", "lastTransitionTime": launched},
+    ]
+    with kube.as_admin():
+        kube.patch(r.NODECLAIM, NAME, {"status": {"providerID": provider_id, "conditions": conditions}})
+
+
+def ready(kube: MemKube, status: str) -> None:
+    with kube.as_admin():
+        kube.patch(r.NODE, NODE, {"status": {"conditions": [{"type": "Ready", "status": status}]}})
+
+
+def collector_with_events(kube: MemKube, cloud: FakeCloudProvider) -> tuple[GarbageCollectionActivities, Events]:
+    events = Events()
+    return GarbageCollectionActivities(kube, cloud, events), events  # type: ignore[arg-type]
+
+
+def test_a_registered_claim_whose_instance_is_gone_and_node_not_ready_is_deleted_with_an_event(
+    kube: MemKube, cloud: FakeCloudProvider
+) -> None:
+    strand(kube)
+    ready(kube, "Unknown")
+    collector, events = collector_with_events(kube, cloud)
+    result = collector.collect(CollectInput(min_age_seconds=120))
+    assert [(c.node_claim, c.instance_id, c.node_name) for c in result.deleted_claims] == [(NAME, "i-gone", NODE)]
+    assert f"NodeClaim/{NAME}" in kube.deleted  # with a uid precondition (MemKube refuses one without)
+    ((reason, message),) = events.recorded
+    assert reason == "InstanceGone"
+    assert "i-gone no longer exists" in message and NODE in message
+
+
+@pytest.mark.parametrize(
+    "situation",
+    ["instance live", "node ready", "launched just now", "not registered", "no provider id", "being deleted"],
+)
+def test_a_claim_is_kept_unless_it_is_registered_old_enough_and_both_its_instance_and_node_are_gone(
+    kube: MemKube, cloud: FakeCloudProvider, situation: str
+) -> None:
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    strand(kube, launched=now if situation == "launched just now" else HOUR_AGO)
+    ready(kube, "True" if situation == "node ready" else "False")
+    if situation == "instance live":
+        instance(cloud, "i-gone", NAME)
+    if situation == "not registered":
+        with kube.as_admin():
+            kube.patch(r.NODECLAIM, NAME, {"status": {"conditions": [{"type": "Registered", "status": "Unknown"}]}})
+    if situation == "no provider id":
+        with kube.as_admin():
+            kube.patch(r.NODECLAIM, NAME, {"status": {"providerID": None}})
+    if situation == "being deleted":
+        kube.delete(r.NODECLAIM, NAME, preconditions={"uid": uid(kube)})
+        kube.deleted.clear()
+    collector, events = collector_with_events(kube, cloud)
+    assert collector.collect(CollectInput(min_age_seconds=120)).deleted_claims == []
+    assert kube.deleted == [] and events.recorded == []
+
+
+def test_provider_ids_end_with_the_instance_id() -> None:
+    assert instance_id_of("aws:///us-west-2a/i-0abc") == "i-0abc"
