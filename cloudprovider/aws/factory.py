@@ -11,6 +11,7 @@ from botocore.config import Config
 
 from cloudprovider.aws.cluster import ClusterConnection, resolve_cluster_connection
 from cloudprovider.aws.provider import AWSCloudProvider
+from cloudprovider.aws.ratelimit import EC2RateLimiter, rate_limited
 
 # Sent in every request's User-Agent as `app/nodeflow`: CloudTrail shows which calls are nodeflow's.
 USER_AGENT_APP_ID = "nodeflow"
@@ -52,13 +53,15 @@ def new_aws_cloud_provider(
     clock: Callable[[], float] = time.monotonic,
     credentials: tuple[str, str] | None = None,
     max_attempts: int = 3,
+    ec2_limiter: EC2RateLimiter | None = None,
 ) -> AWSCloudProvider:
     """An AWSCloudProvider for `region`. `endpoint_url` points EC2, SSM and IAM elsewhere (e.g. the local
     stack); `credentials` (access key id, secret) override the default credential chain; `cluster`
-    (from `resolve_eks_cluster`) is what the launched nodes need to join."""
+    (from `resolve_eks_cluster`) is what the launched nodes need to join. Every EC2 call first takes a
+    token from `ec2_limiter` (by default one with EC2's default bucket sizes, for this provider alone)."""
     client = _client_factory(region, endpoint_url, credentials, max_attempts)
     return AWSCloudProvider(
-        client("ec2"),
+        rate_limited(client("ec2"), ec2_limiter or EC2RateLimiter()),
         client("ssm"),
         client("iam"),
         region=region,
