@@ -13,13 +13,17 @@ ARCH = {"x86_64": "amd64", "arm64": "arm64"}
 
 
 def ami_status(ami: dict[str, str]) -> dict[str, Any]:
-    """`{id, name, requirements}`: the AMI's architecture, and whether it is for GPU instances."""
+    """`{id, name, requirements}`: the AMI's architecture, and whether it is for GPU instances; plus
+    `deprecated: true` when the AMI is deprecated (Karpenter's status.amis[].deprecated, omitted when false)."""
     requirements: list[dict[str, Any]] = [
         {"key": labels.ARCH, "operator": "In", "values": [ARCH.get(ami.get("arch", ""), ami.get("arch", ""))]}
     ]
     gpu = "Exists" if ami.get("variant") == "nvidia" else "DoesNotExist"
     requirements.append({"key": labels.INSTANCE_GPU_COUNT, "operator": gpu})
-    return {"id": ami["id"], "name": ami.get("name", ""), "requirements": requirements}
+    status: dict[str, Any] = {"id": ami["id"], "name": ami.get("name", ""), "requirements": requirements}
+    if ami.get("deprecated") == "true":
+        status["deprecated"] = True
+    return status
 
 
 def desired_status(

@@ -69,7 +69,7 @@ class ResolvedNodeClass(BaseModel):
 
     subnets: list[dict[str, str]] = Field(default_factory=list)  # {"id", "zone", "zoneID"}
     security_groups: list[dict[str, str]] = Field(default_factory=list)  # {"id", "name"}
-    amis: list[dict[str, str]] = Field(default_factory=list)  # {"id", "name", "arch"}
+    amis: list[dict[str, str]] = Field(default_factory=list)  # {"id", "name", "arch", "variant"[, "deprecated"]}
     instance_profile: str = ""
 
 

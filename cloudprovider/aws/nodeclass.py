@@ -1,14 +1,17 @@
 """Resolve an EC2NodeClass's selector terms into subnets, security groups, AMIs and an instance profile.
 
 Terms are ORed; inside a term, tags are ANDed, and a tag value of "*" means "any value". Results are
-deduplicated and sorted (subnets by zone, then most free addresses, then id). Anything that matches nothing,
+deduplicated and sorted (subnets by zone, then most free addresses, then id; AMIs as Karpenter orders
+them, see `order_amis`). Anything that matches nothing,
 and an AMI family nodeflow cannot run (the Windows families, which the API accepts), raises
 NodeClassNotReadyError naming the field and the fix.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,9 +32,60 @@ class ResolvedAMI:
     arch: str  # x86_64 | arm64
     variant: str  # standard | nvidia
     creation_date: str = ""
+    deprecated: bool = False  # its DeprecationTime has passed
 
     def as_status(self) -> dict[str, str]:
-        return {"id": self.id, "name": self.name, "arch": self.arch, "variant": self.variant}
+        """`{id, name, arch, variant}`, plus `deprecated: "true"` for a deprecated AMI (omitted otherwise,
+        as Karpenter omits status.amis[].deprecated when false)."""
+        status = {"id": self.id, "name": self.name, "arch": self.arch, "variant": self.variant}
+        if self.deprecated:
+            status["deprecated"] = "true"
+        return status
+
+
+def parse_aws_time(value: str | None) -> dt.datetime | None:
+    """An EC2 timestamp (`2024-08-07T00:00:00.000Z`, ISO 8601) as an aware datetime; None when absent or
+    unparsable. A time without a zone is taken as UTC."""
+    if not value:
+        return None
+    try:
+        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+
+
+def is_deprecated(image: dict[str, Any], now: dt.datetime) -> bool:
+    """True when the image's `DeprecationTime` is at or before `now`. An image without one, or with one
+    still in the future, is not deprecated (EC2 hides an AMI from listings only once that time passes:
+    https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ami-deprecate.html)."""
+    deprecation = parse_aws_time(image.get("DeprecationTime"))
+    return deprecation is not None and deprecation <= now
+
+
+def order_amis(amis: Iterable[ResolvedAMI]) -> list[ResolvedAMI]:
+    """Karpenter's AMI order, best first: non-deprecated before deprecated, then newest CreationDate first
+    (an unparsable or missing date counts as oldest), then by name (the later name first), then by id
+    (ascending) so that the order is total and deterministic. Karpenter's docs: "If multiple AMIs are
+    found that can be used, Karpenter will choose the latest one"
+    (https://karpenter.sh/docs/concepts/nodeclasses/#specamiselectorterms)."""
+    oldest = dt.datetime.min.replace(tzinfo=dt.UTC)
+    ordered = sorted(amis, key=lambda a: a.id)
+    # Stable sorts, least significant key first; sort(reverse=True) keeps equal items in their order.
+    ordered.sort(key=lambda a: a.name, reverse=True)
+    ordered.sort(key=lambda a: parse_aws_time(a.creation_date) or oldest, reverse=True)
+    ordered.sort(key=lambda a: a.deprecated)
+    return ordered
+
+
+def best_per_requirements(amis: Iterable[ResolvedAMI]) -> list[ResolvedAMI]:
+    """One AMI per (arch, variant) -- the set of instance requirements an AMI serves -- the first of each in
+    `order_amis`, returned in that order. So a deprecated AMI is used only when no non-deprecated AMI
+    serves the same requirements, and among equals the newest wins, as in Karpenter."""
+    chosen: dict[tuple[str, str], ResolvedAMI] = {}
+    for ami in order_amis(amis):
+        chosen.setdefault((ami.arch, ami.variant), ami)
+    return list(chosen.values())
 
 
 def tag_filters(tags: dict[str, str]) -> Filters:
@@ -97,8 +151,18 @@ def instance_profile_name(cluster_name: str, region: str, node_class: EC2NodeCla
 class NodeClassResolver:
     """Reads EC2 and SSM to resolve node classes for one cluster."""
 
-    def __init__(self, ec2: EC2API, ssm: SSMAPI, cluster_name: str, region: str, kubernetes_version: str) -> None:
+    def __init__(
+        self,
+        ec2: EC2API,
+        ssm: SSMAPI,
+        cluster_name: str,
+        region: str,
+        kubernetes_version: str,
+        now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+    ) -> None:
+        """`now`: the wall clock that decides whether an AMI's DeprecationTime has passed."""
         self._ec2 = ec2
+        self._now = now
         self._ssm = ssm
         self._cluster = cluster_name
         self._region = region
@@ -152,7 +216,12 @@ class NodeClassResolver:
         return [{"id": gid, "name": found[gid]} for gid in sorted(found)]
 
     def amis(self, node_class: EC2NodeClass) -> list[ResolvedAMI]:
-        """The newest AMI per (arch, variant) matched by the terms."""
+        """The AMIs the terms match, one per (arch, variant), best first (`best_per_requirements`).
+
+        Deprecated AMIs are asked for too (every DescribeImages call sets IncludeDeprecated; EC2 returns a
+        deprecated AMI named by id anyway) and marked, then ranked after every non-deprecated one: a
+        deprecated AMI is used only when nothing else serves the same requirements, e.g. when pinned by
+        id. Raises NodeClassNotReadyError when nothing matches."""
         if not node_class.spec.ami_selector_terms:
             raise self._not_ready(node_class, "amiSelectorTerms", "AMI")
         ami_family(node_class)
@@ -165,12 +234,10 @@ class NodeClassResolver:
                 candidates += self._images(ImageIds=[image_id]) if image_id else []
             else:
                 candidates += self._images(**self._image_query(term.id, term.name, term.owner, term.tags))
-        newest: dict[tuple[str, str], ResolvedAMI] = {}
-        for ami in sorted(candidates, key=lambda a: (a.creation_date, a.id)):
-            newest[(ami.arch, ami.variant)] = ami
-        if not newest:
+        chosen = best_per_requirements(candidates)
+        if not chosen:
             raise self._not_ready(node_class, "amiSelectorTerms", "AMI")
-        return [newest[key] for key in sorted(newest)]
+        return chosen
 
     def _alias_amis(self, alias: str) -> list[ResolvedAMI]:
         ids: dict[str, tuple[str, str]] = {}
@@ -181,7 +248,7 @@ class NodeClassResolver:
         if not ids:
             return []
         return [
-            ResolvedAMI(ami.id, ami.name, ids[ami.id][0], ids[ami.id][1], ami.creation_date)
+            ResolvedAMI(ami.id, ami.name, ids[ami.id][0], ids[ami.id][1], ami.creation_date, ami.deprecated)
             for ami in self._images(ImageIds=sorted(ids))
         ]
 
@@ -189,6 +256,8 @@ class NodeClassResolver:
     def _image_query(
         image_id: str | None, name: str | None, owner: str | None, tags: dict[str, str] | None
     ) -> dict[str, Any]:
+        """DescribeImages arguments for one id/name/owner/tags term: the id alone, else tag and name
+        filters and the owner."""
         if image_id:
             return {"ImageIds": [image_id]}
         query: dict[str, Any] = {"Filters": tag_filters(tags or {})}
@@ -199,7 +268,9 @@ class NodeClassResolver:
         return query
 
     def _images(self, **kwargs: Any) -> list[ResolvedAMI]:
-        images = self._describe("DescribeImages", self._ec2.describe_images, "Images", **kwargs)
+        """The available images DescribeImages returns for `kwargs`, deprecated ones included and marked."""
+        images = self._describe("DescribeImages", self._ec2.describe_images, "Images", IncludeDeprecated=True, **kwargs)
+        now = self._now()
         out = []
         for image in images:
             if image.get("State", "available") != "available":
@@ -207,7 +278,14 @@ class NodeClassResolver:
             variant = "nvidia" if "nvidia" in image.get("Name", "") or "gpu" in image.get("Name", "") else "standard"
             arch = image.get("Architecture", "x86_64")
             out.append(
-                ResolvedAMI(image["ImageId"], image.get("Name", ""), arch, variant, image.get("CreationDate", ""))
+                ResolvedAMI(
+                    image["ImageId"],
+                    image.get("Name", ""),
+                    arch,
+                    variant,
+                    image.get("CreationDate", ""),
+                    is_deprecated(image, now),
+                )
             )
         return out
 

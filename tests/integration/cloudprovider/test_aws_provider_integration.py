@@ -26,6 +26,7 @@ from cloudprovider.errors import (
 )
 from cloudprovider.types import LaunchRequest
 from devstack.aws.faults import FaultClient
+from devstack.aws.seed import CUSTOM_AMI_TAG, CUSTOM_AMIS
 from devstack.aws.server import MotoServer
 
 CLUSTER = "it-cluster"
@@ -286,3 +287,48 @@ def test_a_node_class_with_a_public_ip_choice_cpu_options_and_a_context_launches
     (interface,) = data["NetworkInterfaces"]
     assert interface["AssociatePublicIpAddress"] is False
     assert interface["Groups"] and "SecurityGroupIds" not in data
+
+
+def _custom_ami_ids(ec2) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """name -> id of the seeded team-built AMIs (deprecated ones included)."""
+    key, value = CUSTOM_AMI_TAG
+    images = ec2.describe_images(IncludeDeprecated=True, Filters=[{"Name": f"tag:{key}", "Values": [value]}])
+    return {i["Name"]: i["ImageId"] for i in images["Images"]}
+
+
+def test_describe_images_hides_a_deprecated_ami_unless_asked_or_named(ec2) -> None:  # type: ignore[no-untyped-def]
+    (current, _, _), (deprecated, _, deprecation) = CUSTOM_AMIS
+    ids = _custom_ami_ids(ec2)
+    assert set(ids) == {current, deprecated}
+    name_filter = [{"Name": "name", "Values": ["nodeflow-team-al2023-x86_64-*"]}]
+    assert [i["Name"] for i in ec2.describe_images(Filters=name_filter)["Images"]] == [current]
+    named = ec2.describe_images(ImageIds=[ids[deprecated]])["Images"]
+    assert [(i["ImageId"], i["DeprecationTime"]) for i in named] == [(ids[deprecated], deprecation)]
+
+
+@pytest.mark.parametrize(
+    "term",
+    [{"name": "nodeflow-team-al2023-x86_64-*"}, {"tags": {CUSTOM_AMI_TAG[0]: CUSTOM_AMI_TAG[1]}}],
+    ids=["name", "tags"],
+)
+def test_selection_by_name_or_tags_skips_the_newer_deprecated_ami(
+    provider: AWSCloudProvider,
+    ec2,
+    term: dict[str, object],  # type: ignore[no-untyped-def]
+) -> None:
+    (current, _, _), _ = CUSTOM_AMIS
+    node_class = make_node_class(amiFamily="AL2023", amiSelectorTerms=[term])
+    resolved = provider.resolve_node_class(node_class)
+    assert [(a["id"], a.get("deprecated")) for a in resolved.amis] == [(_custom_ami_ids(ec2)[current], None)]
+    instance = provider.create(make_request(["m5.large"], node_class=node_class))
+    assert instance.image_id == _custom_ami_ids(ec2)[current]
+
+
+def test_a_deprecated_ami_pinned_by_id_is_chosen_and_launched(provider: AWSCloudProvider, ec2) -> None:  # type: ignore[no-untyped-def]
+    _, (deprecated, _, _) = CUSTOM_AMIS
+    pinned = _custom_ami_ids(ec2)[deprecated]
+    node_class = make_node_class(amiFamily="AL2023", amiSelectorTerms=[{"id": pinned}])
+    resolved = provider.resolve_node_class(node_class)
+    assert [(a["id"], a.get("deprecated")) for a in resolved.amis] == [(pinned, "true")]
+    instance = provider.create(make_request(["m5.large"], node_class=node_class))
+    assert instance.image_id == pinned

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from activities.nodeclass_status import desired_status
+from activities.nodeclass_status import ami_status, desired_status
 from cloudprovider.types import ResolvedNodeClass
 
 NOW = "2026-11-22T05:00:00Z"
@@ -49,3 +49,12 @@ def test_should_record_the_generation_it_resolved() -> None:
     again = desired_status(status, RESOLVED, "", "2026-11-22T06:00:00Z", generation=5)  # the spec changed
     assert again["conditions"][0]["observedGeneration"] == 5
     assert again["conditions"][0]["lastTransitionTime"] == NOW  # still Ready: no transition
+
+
+def test_a_deprecated_ami_is_marked_in_the_status_and_others_are_not() -> None:
+    deprecated = ami_status(
+        {"id": "ami-1", "name": "old", "arch": "x86_64", "variant": "standard", "deprecated": "true"}
+    )
+    current = ami_status({"id": "ami-2", "name": "new", "arch": "x86_64", "variant": "standard"})
+    assert deprecated["deprecated"] is True
+    assert "deprecated" not in current

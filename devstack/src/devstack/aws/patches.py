@@ -5,6 +5,9 @@
   (real `Errors` entries, no instance when every override fails); repeats the result for a ClientToken.
 - DescribeSpotPriceHistory returns deterministic prices (30-40% of on-demand) stamped now.
 - Every instance type moto knows is offered in the first three zones of each seeded region.
+- DescribeImages knows deprecated AMIs (`DeprecatableAmi`): it returns their DeprecationTime and, as EC2
+  does, leaves out those whose time has passed unless IncludeDeprecated is true or they are named in
+  ImageIds (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ami-deprecate.html).
 
 The patches are process-wide but read the fault state of the server handling the request (set per
 request by `devstack.aws.wsgi`), so two servers in one process keep separate faults.
@@ -20,7 +23,9 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 from moto.core.responses import ActionResult
+from moto.ec2.models.amis import Ami
 from moto.ec2.models.instance_types import INSTANCE_TYPE_OFFERINGS, INSTANCE_TYPES
+from moto.ec2.responses.amis import AmisResponse
 from moto.ec2.responses.fleets import Fleets
 from moto.ec2.responses.spot_instances import SpotInstances
 
@@ -143,6 +148,32 @@ def _describe_spot_price_history(self: SpotInstances) -> str:
     )
 
 
+class DeprecatableAmi(Ami):
+    """A moto AMI with a DeprecationTime (moto 5 has none); serialized as DescribeImages' DeprecationTime."""
+
+    def __init__(self, *args: Any, deprecation_time: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.deprecation_time = deprecation_time  # "2025-01-01T00:00:00.000Z", EC2's format
+
+
+def _hidden_as_deprecated(image: Any, now: dt.datetime) -> bool:
+    """True when `image` has a DeprecationTime at or before `now`."""
+    value = getattr(image, "deprecation_time", None)
+    return bool(value) and dt.datetime.fromisoformat(str(value).replace("Z", "+00:00")) <= now
+
+
+def _describe_images(self: AmisResponse) -> ActionResult:
+    """moto's answer minus the deprecated AMIs EC2 would leave out (none when IncludeDeprecated is true;
+    never one named in ImageIds)."""
+    response = _state["describe_images"](self)
+    if self._get_bool_param("IncludeDeprecated", False):
+        return response  # type: ignore[no-any-return]
+    named = set(self._get_param("ImageIds", []))
+    now = dt.datetime.now(dt.UTC)
+    images = [i for i in response.result["Images"] if i.id in named or not _hidden_as_deprecated(i, now)]
+    return ActionResult({**response.result, "Images": images})
+
+
 def offer_everywhere(region: str, zones: list[str]) -> None:
     """Offer every instance type moto knows in `zones` (moto's data leaves gaps)."""
     offerings = INSTANCE_TYPE_OFFERINGS["availability-zone"].setdefault(region, [])
@@ -160,5 +191,7 @@ def install() -> None:
             return
         _state["create_fleet"] = Fleets.create_fleet
         _state["describe_spot_price_history"] = SpotInstances.describe_spot_price_history
+        _state["describe_images"] = AmisResponse.describe_images
+        AmisResponse.describe_images = _describe_images  # type: ignore[method-assign]
         Fleets.create_fleet = _create_fleet  # type: ignore[method-assign]
         SpotInstances.describe_spot_price_history = _describe_spot_price_history  # type: ignore[method-assign,assignment]

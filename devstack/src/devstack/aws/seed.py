@@ -4,6 +4,9 @@
 - the SSM public parameters of the EKS-optimized AMI aliases (AL2023, AL2, Bottlerocket; x86_64/arm64,
   standard/nvidia; Kubernetes 1.28-1.34; `latest` and pinned releases), each pointing at an AMI that
   DescribeImages returns with a sensible name and architecture;
+- two team-built AMIs (`CUSTOM_AMIS`, tagged `CUSTOM_AMI_TAG`, one name prefix): an older current one and
+  a newer deprecated one, so a name or tag selection can be seen to skip the deprecated one and an id
+  pin to choose it;
 - the IAM role `KarpenterNodeRole-<cluster>`;
 - the EKS cluster `<cluster>` (service CIDR 10.100.0.0/16, IPv4), whose DescribeCluster answers the
   given endpoint (the Kubernetes emulator's URL in the local stack) and a PEM-looking CA bundle, so
@@ -30,6 +33,7 @@ from moto.eks.models import eks_backends
 from moto.ssm.models import Parameter, ssm_backends
 
 from cloudprovider.aws.amis import ALIAS_FAMILIES, alias_parameters
+from devstack.aws.patches import DeprecatableAmi
 
 DISCOVERY_TAG = "karpenter.sh/discovery"
 KUBERNETES_VERSIONS = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34")
@@ -41,6 +45,12 @@ VPC_CIDR = "10.0.0.0/16"
 SUBNET_CIDRS = ("10.0.0.0/20", "10.0.16.0/20", "10.0.32.0/20")
 SERVICE_CIDR = "10.100.0.0/16"
 CLUSTER_VERSION = "1.32"
+# Team-built x86_64 AMIs: (name, CreationDate, DeprecationTime or None). The newer one is deprecated.
+CUSTOM_AMI_TAG = ("nodeflow.dev/ami", "team")
+CUSTOM_AMIS = (
+    ("nodeflow-team-al2023-x86_64-v20250101", dt.datetime(2025, 1, 1, tzinfo=dt.UTC), None),
+    ("nodeflow-team-al2023-x86_64-v20250601", dt.datetime(2025, 6, 1, tzinfo=dt.UTC), "2025-07-01T00:00:00.000Z"),
+)
 
 
 def zones(region: str) -> list[str]:
@@ -204,6 +214,32 @@ def seed_amis(region: str) -> int:
     return count
 
 
+def seed_custom_amis(region: str) -> list[str]:
+    """The team-built AMIs of `CUSTOM_AMIS`, owned by the account; returns their ids in that order."""
+    backend = ec2_backends[DEFAULT_ACCOUNT_ID][region]
+    ids = []
+    for name, created, deprecation in CUSTOM_AMIS:
+        ami_id = "ami-" + hashlib.sha256(name.encode()).hexdigest()[:17]
+        if ami_id not in backend.amis:
+            backend.amis[ami_id] = DeprecatableAmi(
+                backend,
+                ami_id,
+                name=name,
+                description=f"team-built image {name}",
+                virtualization_type="hvm",
+                architecture="x86_64",
+                creation_date=created,
+                hypervisor="xen",
+                root_device_type="ebs",
+                root_device_name="/dev/xvda",
+                region_name=f"{region}a",
+                tags={CUSTOM_AMI_TAG[0]: CUSTOM_AMI_TAG[1]},
+                deprecation_time=deprecation,
+            )
+        ids.append(ami_id)
+    return ids
+
+
 def seed(url: str, cluster: str, region: str, cluster_endpoint: str | None = None) -> dict[str, Any]:
     """Seed everything; safe to call again (after a moto reset it recreates what was lost).
     `cluster_endpoint`: what DescribeCluster answers as the cluster's endpoint (None: moto's own)."""
@@ -214,4 +250,10 @@ def seed(url: str, cluster: str, region: str, cluster_endpoint: str | None = Non
     network = seed_network(ec2, cluster, region)
     role = seed_role(iam, cluster)
     endpoint = seed_cluster(eks, iam, cluster, region, network["subnets"], cluster_endpoint)
-    return {**network, "role": role, "clusterEndpoint": endpoint, "amiParameters": seed_amis(region)}
+    return {
+        **network,
+        "role": role,
+        "clusterEndpoint": endpoint,
+        "amiParameters": seed_amis(region),
+        "customAmis": seed_custom_amis(region),
+    }
