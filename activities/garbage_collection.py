@@ -20,11 +20,11 @@ from datetime import UTC, datetime, timedelta
 from pydantic import BaseModel, Field
 from temporalio import activity
 
+from activities import ownership
 from apis.meta import parse_rfc3339
 from cloudprovider.errors import InstanceNotFoundError
 from cloudprovider.types import CloudProvider, Instance
 from kube import resources as r
-from kube.errors import ConflictError, NotFoundError
 from kube.events import EventRecorder
 from kube.types import Kube, Obj
 
@@ -172,9 +172,7 @@ class GarbageCollectionActivities:
             name = str(claim["metadata"]["name"])
             instance_id = instance_id_of(str(claim["status"]["providerID"]))
             node_name = str(claim["status"].get("nodeName") or "")
-            try:
-                self.kube.delete(r.NODECLAIM, name, preconditions={"uid": str(claim["metadata"].get("uid", ""))})
-            except (NotFoundError, ConflictError):
+            if not ownership.delete(self.kube, ownership.node_claim(name, str(claim["metadata"].get("uid", "")))):
                 continue  # deleted meanwhile, or another NodeClaim now has the name
             message = (
                 f"its instance {instance_id} no longer exists in the cloud provider (terminated outside "
