@@ -6,6 +6,10 @@ it at that many per vCPU; when any of maxPods, podsPerCore, kubeReserved, system
 is set, the cpu and memory overhead is recomputed as kube-reserved (EKS formulas unless given) +
 system-reserved + the hard eviction threshold (default memory.available 100Mi). Otherwise the catalog's
 overhead stands as given.
+
+Ephemeral storage is the node class's (`apis.storage`): its kubelet volume, or under
+`instanceStorePolicy: RAID0` the type's local NVMe total (the `instance-local-nvme` label, GB); the
+kubelet keeps back kube-reserved, system-reserved and the nodefs eviction threshold of that size.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from apis import labels as L
 from apis.ec2nodeclass import EC2NodeClass, KubeletConfiguration
 from apis.instancetype import InstanceType, eks_kube_reserved_cpu_millis, eks_kube_reserved_memory_mib
 from apis.quantity import ResourceList, add, to_resource_list, to_units
+from apis.storage import ephemeral_storage_bytes, ephemeral_storage_overhead, node_class_family
 from scheduling.requirements import Requirements
 
 MIB = 2**20
@@ -137,6 +142,25 @@ def kubelet_capacity_and_overhead(
     return capacity, merged
 
 
+def local_nvme_gb(it: InstanceType) -> int | None:
+    """The type's local NVMe instance store in GB (its `instance-local-nvme` label), None without one."""
+    value = it.labels.get(L.INSTANCE_LOCAL_NVME)
+    try:
+        return int(value) if value else None
+    except ValueError:
+        return None
+
+
+def node_class_storage(
+    it: InstanceType, node_class: EC2NodeClass, capacity: ResourceList, overhead: ResourceList
+) -> tuple[ResourceList, ResourceList]:
+    """(capacity, overhead) with the ephemeral storage a node of this class gets on this type, and the
+    part of it the kubelet keeps back. The inputs are not modified."""
+    storage = ephemeral_storage_bytes(node_class, node_class_family(node_class), local_nvme_gb(it))
+    reserved = ephemeral_storage_overhead(storage, node_class.spec.kubelet)
+    return {**capacity, "ephemeral-storage": storage}, {**overhead, "ephemeral-storage": reserved}
+
+
 def node_class_os(node_class: EC2NodeClass) -> tuple[str, str | None]:
     """(kubernetes.io/os, node.kubernetes.io/windows-build) of the nodes this class launches: Windows when
     its AMI family or alias says so, else Linux."""
@@ -154,14 +178,18 @@ def build_options(
     kubelet: KubeletConfiguration | None = None,
     zones: frozenset[str] | None = None,
     os_labels: tuple[str, str | None] = ("linux", None),
+    node_class: EC2NodeClass | None = None,
 ) -> list[Option]:
     """Every catalog type as an Option under these kubelet settings; offerings limited to available ones
     (and to `zones` when the node class resolved its subnets). Types with no offering left are dropped, and
-    for Windows classes (`os_labels`) every non-amd64 type. Sorted by cheapest offering, then name."""
+    for Windows classes (`os_labels`) every non-amd64 type. Sorted by cheapest offering, then name. With
+    `node_class`, ephemeral storage is that class's (`node_class_storage`), else the catalog's."""
     os_name, windows_build = os_labels
     out: list[Option] = []
     for it in instance_types:
         capacity, overhead = kubelet_capacity_and_overhead(it, kubelet)
+        if node_class is not None:
+            capacity, overhead = node_class_storage(it, node_class, capacity, overhead)
         allocatable = {name: value - overhead.get(name, 0) for name, value in capacity.items()}
         offers = sorted(
             (

@@ -168,7 +168,9 @@ def build_pools(
             problem = problem or is_ready(nc.status.conditions)
             if nc.name not in option_cache:
                 zones = frozenset(s.zone for s in nc.status.subnets) or None
-                option_cache[nc.name] = build_options(instance_types, nc.spec.kubelet, zones, node_class_os(nc))
+                option_cache[nc.name] = build_options(
+                    instance_types, nc.spec.kubelet, zones, node_class_os(nc), node_class=nc
+                )
             options = option_cache[nc.name]
         try:
             reqs = pool_requirements(np)

@@ -5,7 +5,8 @@ The arithmetic follows Karpenter's AWS provider:
   rounded up to whole MiB), since the hypervisor and kernel keep that much;
 - pods = kubelet `maxPods` when set, else the ENI limit (ENIs x (IPv4 per ENI - 1) + 2), capped at
   `podsPerCore` x vCPUs when that is set;
-- ephemeral-storage = the size of the node class's root volume;
+- ephemeral-storage = the size of the node class's kubelet volume, or under `instanceStorePolicy: RAID0`
+  the instance store's total (decimal GB) on types that have one;
 - overhead = kube-reserved (EKS formulas unless the kubelet sets it) + system-reserved + the eviction
   threshold (hard or soft, whichever is larger; default memory.available 100Mi, nodefs.available 10%).
 """
@@ -31,6 +32,7 @@ from apis.quantity import format_units, parse_quantity, to_units
 
 MIB = 2**20
 GIB = 2**30
+GB = 10**9
 DEFAULT_VM_MEMORY_OVERHEAD_PERCENT = 0.075
 DEFAULT_ROOT_VOLUME_BYTES = 20 * GIB
 DEFAULT_KUBE_RESERVED_EPHEMERAL_STORAGE = "1Gi"
@@ -50,10 +52,11 @@ _FAMILY = re.compile(r"^(?P<category>[a-z]+)(?:-\d+tb)?(?P<generation>\d+)")
 @dataclass(frozen=True)
 class InstanceTypeSettings:
     """What besides the EC2 description shapes an instance type: the node class's kubelet settings and
-    root volume, and the provider's VM memory overhead."""
+    root volume (and whether the instance store replaces it, RAID0), and the provider's VM memory overhead."""
 
     kubelet: KubeletConfiguration | None = None
     root_volume_bytes: int = DEFAULT_ROOT_VOLUME_BYTES
+    instance_store_raid0: bool = False
     vm_memory_overhead_percent: float = DEFAULT_VM_MEMORY_OVERHEAD_PERCENT
     reserved_enis: int = 0
 
@@ -114,12 +117,21 @@ def extended_resources(info: Mapping[str, Any]) -> dict[str, int]:
     return out
 
 
+def ephemeral_storage(info: Mapping[str, Any], settings: InstanceTypeSettings) -> int:
+    """Bytes of ephemeral storage: the instance store's total (EC2 reports decimal GB) when the node class
+    asks for RAID0 and the type has one, else the kubelet volume's size."""
+    total_gb = info.get("InstanceStorageInfo", {}).get("TotalSizeInGB")
+    if settings.instance_store_raid0 and total_gb:
+        return int(total_gb) * GB
+    return settings.root_volume_bytes
+
+
 def capacity(info: Mapping[str, Any], settings: InstanceTypeSettings) -> dict[str, int]:
     """Capacity in canonical units (cpu millicores, memory and storage bytes, counts)."""
     out = {
         "cpu": vcpus(info) * 1000,
         "memory": memory_capacity_mib(info, settings.vm_memory_overhead_percent) * MIB,
-        "ephemeral-storage": settings.root_volume_bytes,
+        "ephemeral-storage": ephemeral_storage(info, settings),
         "pods": max_pods(info, settings.kubelet, settings.reserved_enis),
     }
     out.update(extended_resources(info))

@@ -148,6 +148,7 @@ class Launcher:
             taints=request.taints,
             kubelet=node_class.spec.kubelet,
             custom_user_data=node_class.spec.user_data,
+            instance_store_raid0=node_class.spec.instance_store_policy == "RAID0",
         )
         try:
             user_data = render(family, options)

@@ -14,45 +14,15 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from apis.ec2nodeclass import EBS, BlockDeviceMapping, EC2NodeClass
+from apis.ec2nodeclass import EBS, EC2NodeClass
 from apis.quantity import to_units
+from apis.storage import block_devices
 from cloudprovider.aws.errors import call, has_code
 from cloudprovider.aws.sdk import EC2API
 from cloudprovider.errors import CloudProviderError
 
 GIB = 2**30
 NAME_PREFIX = "karpenter.k8s.aws/"
-
-
-def default_block_devices(family: str) -> list[BlockDeviceMapping]:
-    """Karpenter's defaults: a 20Gi encrypted gp3 root; Bottlerocket adds a 20Gi data volume (its ephemeral storage)."""
-    if family == "Bottlerocket":
-        return [
-            BlockDeviceMapping(device_name="/dev/xvda", ebs=EBS(volume_size="4Gi", volume_type="gp3", encrypted=True)),
-            BlockDeviceMapping(
-                device_name="/dev/xvdb",
-                root_volume=True,
-                ebs=EBS(volume_size="20Gi", volume_type="gp3", encrypted=True),
-            ),
-        ]
-    return [
-        BlockDeviceMapping(
-            device_name="/dev/xvda", root_volume=True, ebs=EBS(volume_size="20Gi", volume_type="gp3", encrypted=True)
-        )
-    ]
-
-
-def block_devices(node_class: EC2NodeClass, family: str) -> list[BlockDeviceMapping]:
-    return list(node_class.spec.block_device_mappings or default_block_devices(family))
-
-
-def ephemeral_storage_bytes(node_class: EC2NodeClass, family: str) -> int:
-    """The size of the volume the kubelet uses: the one marked rootVolume, else the last mapping."""
-    devices = block_devices(node_class, family)
-    root = next((d for d in devices if d.root_volume), devices[-1] if devices else None)
-    if root is None or root.ebs is None or root.ebs.volume_size is None:
-        return 20 * GIB
-    return to_units("ephemeral-storage", root.ebs.volume_size)
 
 
 def _ebs(ebs: EBS) -> dict[str, Any]:

@@ -12,13 +12,14 @@ from collections.abc import Callable
 
 from apis.ec2nodeclass import EC2NodeClass
 from apis.instancetype import InstanceType
+from apis.storage import volume_bytes
 from cloudprovider.aws.cluster import ClusterConnection
 from cloudprovider.aws.errors import call
 from cloudprovider.aws.instanceprofile import InstanceProfiles
 from cloudprovider.aws.instances import InstanceQueries
 from cloudprovider.aws.instancetypes import InstanceTypeSettings
 from cloudprovider.aws.launch import ClusterInfo, Launcher
-from cloudprovider.aws.launchtemplate import LaunchTemplates, ephemeral_storage_bytes
+from cloudprovider.aws.launchtemplate import LaunchTemplates
 from cloudprovider.aws.nodeclass import NodeClassResolver, ami_family
 from cloudprovider.aws.offerings import InstanceTypeCatalog
 from cloudprovider.aws.pricing import PriceTable, load_price_table
@@ -104,7 +105,9 @@ class AWSCloudProvider:
         except NodeClassNotReadyError:
             family = "AL2023"
         settings = InstanceTypeSettings(
-            kubelet=node_class.spec.kubelet, root_volume_bytes=ephemeral_storage_bytes(node_class, family)
+            kubelet=node_class.spec.kubelet,
+            root_volume_bytes=volume_bytes(node_class, family),
+            instance_store_raid0=node_class.spec.instance_store_policy == "RAID0",
         )
         zones = sorted({s["zone"] for s in self.resolver.subnets(node_class)})
         return self.catalog.instance_types(settings, zones)

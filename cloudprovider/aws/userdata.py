@@ -32,9 +32,14 @@ where each family reads it:
 | CA (base64) | spec.cluster.certificateAuthority | --b64-cluster-ca | cluster-certificate |
 | service CIDR | spec.cluster.cidr | (--service-ipv6-cidr for IPv6) | - |
 | DNS IP | kubelet config clusterDNS | --dns-cluster-ip | cluster-dns-ip |
+| RAID0 instance store | spec.instance.localStorage.strategy | --local-disks raid0 | bootstrap-commands (below) |
 
 The DNS IP is the node class's `spec.kubelet.clusterDNS` when set, else the one derived from the
 service CIDR; an unknown DNS IP or CIDR is left out, so the AMI's own default applies.
+
+`instanceStorePolicy: RAID0` asks each AMI to assemble the local NVMe disks into one RAID0 array for the
+kubelet's data; Bottlerocket does it with an essential bootstrap command run on every boot
+(`apiclient ephemeral-storage init`, then `bind` of the containerd, kubelet and pod-log directories).
 """
 
 from __future__ import annotations
@@ -57,12 +62,16 @@ BOUNDARY = "//"
 NODE_CONFIG = "application/node.eks.aws"
 SHELL_SCRIPT = 'text/x-shellscript; charset="us-ascii"'
 UNREGISTERED_TAINT = {"key": UNREGISTERED_TAINT_KEY, "effect": "NoExecute"}
+BOTTLEROCKET_RAID0_COMMAND = "000-mount-instance-storage"
+BOTTLEROCKET_EPHEMERAL_DIRS = ("/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods")
 
 
 @dataclass(frozen=True)
 class BootstrapOptions:
     """Inputs of the user data. `ca_bundle` is base64 PEM (DescribeCluster's certificateAuthority.data);
-    `dns_ip` the cluster DNS Service IP derived from `service_cidr` ("" when unknown)."""
+    `dns_ip` the cluster DNS Service IP derived from `service_cidr` ("" when unknown);
+    `instance_store_raid0` asks the AMI to build a RAID0 array of the local NVMe disks for the kubelet's data
+    (`instanceStorePolicy: RAID0`)."""
 
     cluster_name: str
     cluster_endpoint: str = ""
@@ -74,6 +83,7 @@ class BootstrapOptions:
     taints: Sequence[Mapping[str, str]] = ()
     kubelet: KubeletConfiguration | None = None
     custom_user_data: str | None = None
+    instance_store_raid0: bool = False
 
 
 def dns_ip(options: BootstrapOptions) -> str:
@@ -186,11 +196,11 @@ def al2023(options: BootstrapOptions) -> str:
     }
     if options.service_cidr:
         cluster["cidr"] = options.service_cidr
-    node_config = {
-        "apiVersion": "node.eks.aws/v1alpha1",
-        "kind": "NodeConfig",
-        "spec": {"cluster": cluster, "kubelet": kubelet},
-    }
+    spec: dict[str, object] = {"cluster": cluster}
+    if options.instance_store_raid0:  # nodeadm builds the array and mounts it where the kubelet keeps data
+        spec["instance"] = {"localStorage": {"strategy": "RAID0"}}
+    spec["kubelet"] = kubelet
+    node_config = {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec}
     body = yaml.safe_dump(node_config, sort_keys=False, default_flow_style=False)
     return _mime([_part(NODE_CONFIG, body), *_user_parts(options.custom_user_data, node_config=True)])
 
@@ -249,6 +259,8 @@ def al2(options: BootstrapOptions) -> str:
             args += ["--service-ipv6-cidr", options.service_cidr]
     if max_pods is not None:
         args += ["--use-max-pods", "false"]
+    if options.instance_store_raid0:  # bootstrap.sh builds the array before the kubelet starts
+        args += ["--local-disks", "raid0"]
     script = "\n".join(
         [
             "#!/bin/bash -xe",
@@ -304,7 +316,23 @@ def _bottlerocket_settings(options: BootstrapOptions) -> dict[str, object]:
     for t in _taints(options):
         taints.setdefault(t["key"], []).append(f"{t.get('value', '')}:{t['effect']}")
     kubernetes["node-taints"] = dict(sorted(taints.items()))
-    return {"settings": {"kubernetes": kubernetes}}
+    settings: dict[str, object] = {"kubernetes": kubernetes}
+    if options.instance_store_raid0:
+        settings["bootstrap-commands"] = {BOTTLEROCKET_RAID0_COMMAND: _bottlerocket_raid0()}
+    return {"settings": settings}
+
+
+def _bottlerocket_raid0() -> dict[str, object]:
+    """The bootstrap command that, on every boot before the kubelet, makes the instance store one RAID0
+    array and binds the container runtime's, the kubelet's and the pod logs' directories onto it."""
+    return {
+        "commands": [
+            ["apiclient", "ephemeral-storage", "init"],
+            ["apiclient", "ephemeral-storage", "bind", "--dirs", *BOTTLEROCKET_EPHEMERAL_DIRS],
+        ],
+        "essential": True,
+        "mode": "always",
+    }
 
 
 def bottlerocket(options: BootstrapOptions) -> str:

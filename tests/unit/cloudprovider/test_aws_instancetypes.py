@@ -109,3 +109,16 @@ def test_offerings_are_sorted_by_zone_then_capacity_type() -> None:
         ("us-west-2a", "spot"),
         ("us-west-2b", "spot"),
     ]
+
+
+def test_raid0_makes_the_instance_store_the_ephemeral_storage_on_types_that_have_one() -> None:
+    store = {"TotalSizeInGB": 600, "Disks": [{"SizeInGB": 300, "Count": 2, "Type": "ssd"}], "NvmeSupport": "required"}
+    m5d = instance_type_info("m5d.large", InstanceStorageInfo=store)
+    raid0 = InstanceTypeSettings(root_volume_bytes=50 * GIB, instance_store_raid0=True)
+    it = to_instance_type(m5d, [], raid0)
+    assert it.labels[L.INSTANCE_LOCAL_NVME] == "600"
+    assert to_resource_list(it.capacity)["ephemeral-storage"] == 600 * 10**9
+    assert to_resource_list(it.overhead)["ephemeral-storage"] == 1 * GIB + 60 * 10**9
+    assert to_resource_list(to_instance_type(instance_type_info(), [], raid0).capacity)["ephemeral-storage"] == 50 * GIB
+    plain = InstanceTypeSettings(root_volume_bytes=50 * GIB)
+    assert to_resource_list(to_instance_type(m5d, [], plain).capacity)["ephemeral-storage"] == 50 * GIB

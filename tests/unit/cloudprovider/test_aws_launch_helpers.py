@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from apis.instancetype import InstanceType
+from apis.storage import ephemeral_storage_bytes
 from cloudprovider.aws.launch import Override, choose_capacity_type, pick_ami, spot_cheaper_than_on_demand
-from cloudprovider.aws.launchtemplate import LaunchTemplateSpec, ephemeral_storage_bytes
+from cloudprovider.aws.launchtemplate import LaunchTemplateSpec
 from cloudprovider.aws.nodeclass import ResolvedAMI, instance_profile_name, tag_filters
 from tests.unit.cloudprovider.builders import node_class
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 import tomllib
 
@@ -283,3 +284,32 @@ def test_custom_user_data_is_passed_through() -> None:
 def test_unsupported_family_names_the_field() -> None:
     with pytest.raises(ValueError, match=r"spec\.amiFamily"):
         render("Windows2022", OPTIONS)
+
+
+def test_raid0_instance_store_is_asked_of_each_family_only_when_the_node_class_wants_it() -> None:
+    raid0 = dataclasses.replace(OPTIONS, instance_store_raid0=True)
+    assert node_config(render("AL2023", raid0))["spec"]["instance"] == {"localStorage": {"strategy": "RAID0"}}
+    assert "instance" not in node_config(render("AL2023", OPTIONS))["spec"]
+    assert flag(bootstrap_argv(render("AL2", raid0)), "--local-disks") == "raid0"
+    assert "--local-disks" not in bootstrap_argv(render("AL2", OPTIONS))
+    settings = tomllib.loads(render("Bottlerocket", raid0))["settings"]
+    assert settings["bootstrap-commands"] == {
+        "000-mount-instance-storage": {
+            "commands": [
+                ["apiclient", "ephemeral-storage", "init"],
+                [
+                    "apiclient",
+                    "ephemeral-storage",
+                    "bind",
+                    "--dirs",
+                    "/var/lib/containerd",
+                    "/var/lib/kubelet",
+                    "/var/log/pods",
+                ],
+            ],
+            "essential": True,
+            "mode": "always",
+        }
+    }
+    assert settings["kubernetes"] == bottlerocket_kubernetes(render("Bottlerocket", OPTIONS))
+    assert "bootstrap-commands" not in tomllib.loads(render("Bottlerocket", OPTIONS))["settings"]
