@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any
 
 from apis import labels
@@ -71,14 +73,33 @@ def launch_request(claim: NodeClaim, node_class: EC2NodeClass, cluster_name: str
     )
 
 
-def launched_labels(instance: Instance, type_labels: dict[str, str]) -> dict[str, str]:
-    """Labels the claim gets once its instance exists: the chosen type's labels and the offering."""
-    return {
+_REGION_OF_ZONE = re.compile(r"^([a-z]{2}(?:-gov|-iso[a-z]*)?-[a-z]+-\d+)")
+
+
+def region_of_zone(zone: str) -> str:
+    """The region of an availability, local or wavelength zone name (`us-west-2a`, `us-west-2-lax-1a`,
+    `us-east-1-wl1-bos-wlz-1` -> `us-west-2`, `us-west-2`, `us-east-1`); '' when it is not one."""
+    match = _REGION_OF_ZONE.match(zone)
+    return match.group(1) if match else ""
+
+
+def launched_labels(
+    instance: Instance, type_labels: dict[str, str], zone_ids: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """Labels the claim gets once its instance exists, as Karpenter's: the chosen type's labels, the
+    offering (type, zone, capacity type), the region, and the zone's id (`topology.k8s.aws/zone-id`) when
+    `zone_ids` (zone name -> zone id, from the EC2NodeClass's resolved subnets) knows it."""
+    out = {
         **type_labels,
         labels.INSTANCE_TYPE: instance.instance_type,
         labels.ZONE: instance.zone,
         labels.CAPACITY_TYPE: instance.capacity_type,
     }
+    if region := region_of_zone(instance.zone):
+        out[labels.REGION] = region
+    if zone_id := (zone_ids or {}).get(instance.zone):
+        out[labels.ZONE_ID] = zone_id
+    return out
 
 
 def sync_node(node: dict[str, Any], claim: NodeClaim) -> bool:

@@ -138,7 +138,8 @@ class LaunchActivities(ClaimActivities):
             state="running",
             provider_id=launch.provider_id,
         )
-        new_labels = claims.launched_labels(instance, type_info.labels if type_info else {})
+        zone_ids = {s.zone: s.zone_id for s in node_class.status.subnets if s.zone_id} if node_class else {}
+        new_labels = claims.launched_labels(instance, type_info.labels if type_info else {}, zone_ids)
         stamp = node_class.hash_annotations() if node_class is not None else {}
 
         def add_labels_and_stamp(obj: Obj) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from activities.claims import region_of_zone
 from activities.launch import LaunchActivities, LaunchFailedInput, LaunchOutcome, MarkLaunchedInput
 from activities.models import ClaimRef
 from cloudprovider.fake import FakeCloudProvider
@@ -75,6 +76,27 @@ def test_mark_launched_records_the_instance_on_the_claim(launching: LaunchActivi
     assert marked["status"]["capacity"]["cpu"] == "2"
     launched = condition(kube, "Launched")
     assert launched and launched["status"] == "True" and outcome.instance_id in launched["message"]
+
+
+def test_mark_launched_labels_the_region_and_the_zone_id_of_the_node_classs_subnet(
+    launching: LaunchActivities, kube: MemKube
+) -> None:
+    subnets = [{"id": "subnet-a", "zone": "us-west-2a", "zoneID": "usw2-az1"}]
+    as_admin_patch(kube, r.EC2NODECLASS, "default", {"status": {"subnets": subnets}})
+    outcome = launching.launch(ClaimRef(name=NAME))
+    launching.mark_launched(MarkLaunchedInput(name=NAME, launch=outcome))
+    marked = claim(kube)["metadata"]["labels"]
+    assert marked["topology.kubernetes.io/region"] == "us-west-2"
+    assert marked["topology.k8s.aws/zone-id"] == "usw2-az1"
+
+
+@pytest.mark.parametrize(
+    ("zone", "region"),
+    [("us-west-2a", "us-west-2"), ("us-west-2-lax-1a", "us-west-2"), ("us-east-1-wl1-bos-wlz-1", "us-east-1"),
+     ("us-gov-west-1a", "us-gov-west-1"), ("nowhere", "")],
+)  # fmt: skip
+def test_the_region_of_a_zone(zone: str, region: str) -> None:
+    assert region_of_zone(zone) == region
 
 
 def test_mark_launched_of_a_gone_claim_is_a_no_op(launching: LaunchActivities) -> None:
