@@ -29,13 +29,23 @@ def add_parser(subparsers: Any) -> None:
         default=None,
         help="the nodes' role (EC2NodeClass spec.role; default: KarpenterNodeRole-<cluster>)",
     )
+    p.add_argument(
+        "--interruption-queue",
+        default=None,
+        help="the SQS interruption queue's name (the worker's interruption_queue; default: the cluster name)",
+    )
     p.set_defaults(func=run)
 
 
 def render(args: argparse.Namespace) -> str:
     """The policy as printed: two-space indented JSON and a final newline."""
     policy = controller_policy(
-        args.cluster_name, account=args.account, region=args.region, partition=args.partition, node_role=args.node_role
+        args.cluster_name,
+        account=args.account,
+        region=args.region,
+        partition=args.partition,
+        node_role=args.node_role,
+        interruption_queue=args.interruption_queue,
     )
     return json.dumps(policy, indent=2) + "\n"
 

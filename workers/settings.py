@@ -23,6 +23,7 @@
 | drift_check_interval | NODEFLOW_DRIFT_CHECK_INTERVAL | 5m |
 | garbage_collection_interval | NODEFLOW_GARBAGE_COLLECTION_INTERVAL | 2m |
 | garbage_collection_min_age | NODEFLOW_GARBAGE_COLLECTION_MIN_AGE | 2m |
+| interruption_queue | NODEFLOW_INTERRUPTION_QUEUE | "" (no interruption handling) |
 | max_cached_workflows | NODEFLOW_MAX_CACHED_WORKFLOWS | 20000 |
 | max_concurrent_workflow_tasks | NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASKS | 100 |
 | max_concurrent_workflow_task_polls | NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASK_POLLS | 5 |
@@ -47,6 +48,11 @@ leave it out for exactly Karpenter's behaviour.
 The garbage collector terminates, every `garbage_collection_interval`, the cluster's instances whose
 NodeClaim is gone and which launched at least `garbage_collection_min_age` ago. The last worker to start
 sets both for the one collector of the namespace.
+
+`interruption_queue`: the name of the SQS queue EventBridge fills with EC2 interruption events
+(conventionally the cluster's name, as Karpenter's `--interruption-queue`); the leader consumes it
+(workers.interruption): a spot interruption warning, an AWS Health scheduled change or an instance
+stopping or terminating disrupts the instance's NodeClaim at once. Empty: off.
 
 Worker tuning: `max_cached_workflows` bounds the workflows kept in the worker's memory. Keep it above
 the number of nodes the worker serves, or every timer and signal of an evicted NodeClaim workflow
@@ -108,6 +114,7 @@ class Settings:
     drift_check_interval: str = "5m"
     garbage_collection_interval: str = "2m"
     garbage_collection_min_age: str = "2m"
+    interruption_queue: str = ""
     max_cached_workflows: int = 20000
     max_concurrent_workflow_tasks: int = 100
     max_concurrent_workflow_task_polls: int = 5

@@ -22,12 +22,14 @@ from activities.garbage_collection import GarbageCollectionActivities
 from activities.lifecycle import node_claim_activities
 from activities.manual_replacement import ManualReplacement
 from activities.provisioning import ProvisioningActivities
-from cloudprovider.aws.factory import new_aws_cloud_provider, resolve_eks_cluster
+from cloudprovider.aws.factory import new_aws_cloud_provider, new_interruption_queue, resolve_eks_cluster
 from cloudprovider.types import CloudProvider
+from cloudprovider.unavailable import UnavailableOfferings
 from kube.client import KubeClient
 from kube.events import EventRecorder
 from kube.leases import LeaseClient
 from workers.feature_gates import not_implemented
+from workers.interruption import InterruptionConsumer
 from workers.leader_election import Election, candidate_identity
 from workers.leadership import LeaderElector
 from workers.namespace_owner import claim_namespace
@@ -47,13 +49,19 @@ ACTIVITY_THREADS = 32
 
 
 async def _lead(
-    settings: Settings, client: Client, kube: KubeClient, cloud: CloudProvider, starter: TemporalStarter
+    settings: Settings,
+    client: Client,
+    kube: KubeClient,
+    cloud: CloudProvider,
+    starter: TemporalStarter,
+    interruption: InterruptionConsumer | None = None,
 ) -> None:
     """The leader's work, run only while this worker holds the Lease (workers.leadership), until
     cancelled: end NodeClaim workflows whose NodeClaim is gone, adopt NodeClaims without a workflow
     (workers.reconcile), nudge the provisioner, start or reconfigure the garbage collector and the
-    disruption controller (so the leader's settings win), then run the Kubernetes watchers. A new
-    leader does all of it again: each step is idempotent."""
+    disruption controller (so the leader's settings win), then run the Kubernetes watchers and, when
+    an interruption queue is set, its consumer (workers.interruption). A new leader does all of it
+    again: each step is idempotent."""
     await end_orphaned_workflows(client, kube, cloud)
     adopted = await adopt_node_claims(kube, starter)
     log.info("leading: %d NodeClaims adopted", adopted)
@@ -73,21 +81,43 @@ async def _lead(
     await start_disruption_controller(client, settings.task_queue, disruption_settings)
     loop = asyncio.get_running_loop()
     watch_stop = threading.Event()
-    threads = [
-        threading.Thread(target=w.run, args=(watch_stop,), name=type(w).__name__, daemon=True)
-        for w in (
-            PodWatcher(kube, starter, loop),
-            DeletionWatcher(kube, starter, loop),
-            DriftTrigger(kube, starter, loop),
-            Resync(starter, loop),
-        )
+    watchers: list[PodWatcher | DeletionWatcher | DriftTrigger | Resync | InterruptionConsumer] = [
+        PodWatcher(kube, starter, loop),
+        DeletionWatcher(kube, starter, loop),
+        DriftTrigger(kube, starter, loop),
+        Resync(starter, loop),
     ]
+    if interruption is not None:
+        watchers.append(interruption)
+    threads = [threading.Thread(target=w.run, args=(watch_stop,), name=type(w).__name__, daemon=True) for w in watchers]
     for thread in threads:
         thread.start()
     try:
         await asyncio.Event().wait()  # until cancelled
     finally:
         watch_stop.set()  # each watcher acts no more; a watch blocked on the API ends at its next event
+
+
+def _interruption_consumer(
+    settings: Settings,
+    kube: KubeClient,
+    unavailable: UnavailableOfferings,
+    recorder: EventRecorder,
+    starter: TemporalStarter,
+) -> InterruptionConsumer | None:
+    """The consumer of `settings.interruption_queue` (None when it is empty), signalling NodeClaim
+    workflows through `starter` on its event loop, marking offerings in `unavailable` (the cache this
+    worker's provisioning rounds read)."""
+    if not settings.interruption_queue:
+        return None
+    queue = new_interruption_queue(settings.region, settings.aws_endpoint_url, queue_name=settings.interruption_queue)
+
+    def signal_delete(name: str, reason: str) -> bool:
+        coro = starter.signal_node_claim(name, "delete", reason)
+        return bool(asyncio.run_coroutine_threadsafe(coro, starter.loop).result(timeout=30))
+
+    log.info("interruption handling on: consuming SQS queue %s", settings.interruption_queue)
+    return InterruptionConsumer(queue, kube, signal_delete, unavailable, recorder)
 
 
 def build_kube(settings: Settings) -> KubeClient:
@@ -134,6 +164,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
         settings.registration_ttl,
         settings.drift_check_interval,
     )
+    interruption = _interruption_consumer(settings, kube, cloud.unavailable, recorder, starter)
     provisioning = ProvisioningActivities(kube, cloud, recorder, starter)
     collector = GarbageCollectionActivities(kube, cloud, recorder)
     disruption = DisruptionActivities(kube, cloud, recorder)
@@ -167,7 +198,9 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
             warm_catalog = asyncio.create_task(catalog.run())
             leases = LeaseClient(kube, settings.lease_namespace(), settings.leader_election_name)
             identity = candidate_identity(os.environ.get("HOSTNAME") or socket.gethostname(), uuid.uuid4().hex[:8])
-            elector = LeaderElector(leases, Election(identity), lambda: _lead(settings, client, kube, cloud, starter))
+            elector = LeaderElector(
+                leases, Election(identity), lambda: _lead(settings, client, kube, cloud, starter, interruption)
+            )
             probes = worker_probes(settings.health_probe_port, client, worker, leases, catalog)
             if probes is not None:
                 await probes.start()

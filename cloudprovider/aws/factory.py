@@ -10,6 +10,7 @@ import boto3
 from botocore.config import Config
 
 from cloudprovider.aws.cluster import ClusterConnection, resolve_cluster_connection
+from cloudprovider.aws.interruption_queue import InterruptionQueue
 from cloudprovider.aws.provider import AWSCloudProvider
 from cloudprovider.aws.ratelimit import EC2RateLimiter, rate_limited
 
@@ -94,3 +95,17 @@ def resolve_eks_cluster(
         ca_bundle=cluster_ca_bundle,
         service_cidr=cluster_service_cidr,
     )
+
+
+def new_interruption_queue(
+    region: str,
+    endpoint_url: str | None = None,
+    *,
+    queue_name: str,
+    credentials: tuple[str, str] | None = None,
+    max_attempts: int = 3,
+) -> InterruptionQueue:
+    """The interruption queue `queue_name` (cloudprovider.aws.interruption_queue) on an SQS client of
+    `region`; `endpoint_url` points it elsewhere (the local stack). No call until first used."""
+    client = _client_factory(region, endpoint_url, credentials, max_attempts)
+    return InterruptionQueue(client("sqs"), queue_name)

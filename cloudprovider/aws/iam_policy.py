@@ -37,9 +37,13 @@ Statements, by Sid:
   (a missing profile must answer NoSuchEntity, not AccessDenied) and reads a `spec.instanceProfile` the
   user created.
 
-`aws:RequestedRegion` is required on every EC2, SSM and EKS statement when a region is given; IAM is global.
+`aws:RequestedRegion` is required on every EC2, SSM, EKS and SQS statement when a region is given; IAM is global.
 - `AllowAPIServerEndpointDiscovery`: `eks:DescribeCluster` on this cluster only: the worker reads the
   endpoint, CA bundle and service CIDR the nodes' user data needs, unless the settings give them all.
+- `AllowInterruptionQueueActions`: `sqs:GetQueueUrl`, `sqs:ReceiveMessage` and `sqs:DeleteMessage` on
+  the interruption queue only (`arn:<partition>:sqs:<region>:<account>:<queue>`, the queue named by the
+  worker's `interruption_queue` setting, by default the cluster's name), as Karpenter's
+  `AllowInterruptionQueueActions` (which also grants `sqs:GetQueueAttributes`, which nodeflow never calls).
 
 Not granted: `pricing:GetProducts` (on-demand prices come from a table shipped with nodeflow, see
 `cloudprovider.aws.pricing`).
@@ -67,6 +71,7 @@ REGIONAL_READS = (
     "ec2:DescribeSubnets",
 )
 LAUNCH_CALLS = ("ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate")
+INTERRUPTION_QUEUE_CALLS = ("sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:DeleteMessage")
 
 # Every AWS operation nodeflow calls ("service:Action").
 API_ACTIONS = frozenset(
@@ -80,6 +85,7 @@ API_ACTIONS = frozenset(
         "iam:GetInstanceProfile",
         "iam:CreateInstanceProfile",
         "iam:AddRoleToInstanceProfile",
+        *INTERRUPTION_QUEUE_CALLS,
     }
 )
 
@@ -105,14 +111,18 @@ def controller_policy(
     region: str = "*",
     partition: str = "aws",
     node_role: str | None = None,
+    interruption_queue: str | None = None,
 ) -> dict[str, Any]:
     """The policy document for the controller of `cluster_name` (see the module docstring).
 
     `account` and `region` default to "*" (any); with region "*" there is no `aws:RequestedRegion`
     condition. `node_role` is the role name of the nodes (EC2NodeClass `spec.role`), by default
-    `KarpenterNodeRole-<cluster_name>`. Raises ValueError for an empty or blank name."""
+    `KarpenterNodeRole-<cluster_name>`; `interruption_queue` the SQS queue's name, by default
+    `cluster_name`. Raises ValueError for an empty or blank name."""
+    queue = interruption_queue or cluster_name
     for label, value in (
         ("cluster_name", cluster_name),
+        ("interruption_queue", queue),
         ("account", account),
         ("region", region),
         ("partition", partition),
@@ -237,6 +247,13 @@ def controller_policy(
                 "Sid": "AllowAPIServerEndpointDiscovery",
                 "Action": ["eks:DescribeCluster"],
                 "Resource": f"arn:{partition}:eks:{region}:{account}:cluster/{cluster_name}",
+            }
+        ),
+        regional(
+            {
+                "Sid": "AllowInterruptionQueueActions",
+                "Action": list(INTERRUPTION_QUEUE_CALLS),
+                "Resource": f"arn:{partition}:sqs:{region}:{account}:{queue}",
             }
         ),
     ]

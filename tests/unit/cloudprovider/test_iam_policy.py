@@ -105,7 +105,7 @@ def test_instance_profiles_request_tags_on_create_resource_tags_on_the_rest() ->
 
 def test_every_regional_statement_requires_the_region_and_iam_ones_do_not() -> None:
     for sid, s in statements().items():
-        regional = any(a.split(":")[0] in ("ec2", "ssm", "eks") for a in s["Action"])
+        regional = any(a.split(":")[0] in ("ec2", "ssm", "eks", "sqs") for a in s["Action"])
         assert (s.get("Condition", {}).get("StringEquals", {}).get("aws:RequestedRegion") == "eu-west-1") == regional, (
             sid
         )
@@ -138,3 +138,11 @@ def test_describe_cluster_is_granted_on_this_cluster_only() -> None:
     statement = statements()["AllowAPIServerEndpointDiscovery"]
     assert statement["Action"] == ["eks:DescribeCluster"]
     assert resources(statement) == [f"arn:aws:eks:eu-west-1:111122223333:cluster/{CLUSTER}"]
+
+
+def test_the_interruption_queue_is_read_and_acked_on_that_queue_only() -> None:
+    statement = statements()["AllowInterruptionQueueActions"]
+    assert statement["Action"] == ["sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:DeleteMessage"]
+    assert resources(statement) == [f"arn:aws:sqs:eu-west-1:111122223333:{CLUSTER}"]  # by default the cluster's name
+    named = statements(interruption_queue="prod-interruptions")["AllowInterruptionQueueActions"]
+    assert resources(named) == ["arn:aws:sqs:eu-west-1:111122223333:prod-interruptions"]

@@ -26,6 +26,8 @@ def test_query_and_json_protocol_operations() -> None:
     )
     ssm = {"HTTP_AUTHORIZATION": AUTH.format(service="ssm"), "HTTP_X_AMZ_TARGET": "AmazonSSM.GetParameter"}
     assert operation(ssm) == "ssm:GetParameter"
+    sqs = {"HTTP_AUTHORIZATION": AUTH.format(service="sqs"), "HTTP_X_AMZ_TARGET": "AmazonSQS.ReceiveMessage"}
+    assert operation(sqs) == "sqs:ReceiveMessage"  # SQS's JSON protocol (botocore >= 1.31)
 
 
 def test_rest_protocol_operations_nodeflow_calls() -> None:
