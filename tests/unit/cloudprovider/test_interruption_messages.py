@@ -65,21 +65,22 @@ def test_state_changes(state: str, kind: Kind) -> None:
         assert ACTIONS[kind].disrupts and not ACTIONS[kind].marks_offering
 
 
-@pytest.mark.parametrize(
-    ("body", "reason"),
-    [
-        ("{not json", "not JSON"),
-        ("", "not JSON"),
-        ("[1, 2]", "not a JSON object but list"),
-        (json.dumps({"detail-type": "EC2 Spot Instance Interruption Warning", "source": "aws.ec2"}), "no detail"),
-        (json.dumps({"detail-type": "Object Created", "source": "aws.s3", "detail": {}}), "unknown event"),
-        (spot_interruption("not-an-instance"), "is not an instance id"),
-        (state_change(I1, "running").replace('"state": "running"', '"state": 3'), "without a state"),
-        (scheduled_change(I1, service="RDS"), "service 'RDS'"),
-        (scheduled_change(I1, category="issue"), "category 'issue'"),
-        (scheduled_change(), "names no instance"),
-    ],
-)
+MALFORMED_OR_UNKNOWN = [
+    ("{not json", "not JSON"),
+    ("", "not JSON"),
+    ("[1, 2]", "not a JSON object but list"),
+    (json.dumps({"detail-type": "EC2 Spot Instance Interruption Warning", "source": "aws.ec2"}), "no detail"),
+    (json.dumps({"detail-type": "Object Created", "source": "aws.s3", "detail": {}}), "unknown event"),
+    (spot_interruption("not-an-instance"), "is not an instance id"),
+    (state_change(I1, "running").replace('"state": "running"', '"state": 3'), "without a state"),
+    (scheduled_change(I1, service="RDS"), "service 'RDS'"),
+    (scheduled_change(I1, category="issue"), "category 'issue'"),
+    (scheduled_change(), "names no instance"),
+]
+
+
+# Named by the reason: the bodies carry random event ids, and xdist workers must collect the same ids.
+@pytest.mark.parametrize(("body", "reason"), MALFORMED_OR_UNKNOWN, ids=[reason for _, reason in MALFORMED_OR_UNKNOWN])
 def test_malformed_or_unknown_messages_say_why(body: str, reason: str) -> None:
     parsed = parse_message(body)
     assert isinstance(parsed, UnknownMessage)
