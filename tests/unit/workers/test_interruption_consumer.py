@@ -139,6 +139,7 @@ def test_spot_warning_marks_the_offering_signals_then_deletes(parts: Parts, jour
         (state_change(OD_ID, "terminated"), "InstanceTerminating"),
         (scheduled_change(OD_ID), "InstanceUnhealthy"),
     ],
+    ids=["stopping", "terminated", "scheduled-change"],  # the bodies carry random event ids
 )
 def test_other_disrupting_events_mark_no_offering(parts: Parts, journal: Journal, body: str, reason: str) -> None:
     consumer, _, _, events = parts
