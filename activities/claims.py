@@ -71,14 +71,23 @@ def launch_request(claim: NodeClaim, node_class: EC2NodeClass, cluster_name: str
     )
 
 
-def launched_labels(instance: Instance, type_labels: dict[str, str]) -> dict[str, str]:
-    """Labels the claim gets once its instance exists: the chosen type's labels and the offering."""
-    return {
+def launched_labels(
+    instance: Instance, type_labels: dict[str, str], os_labels: tuple[str, str | None] = ("linux", None)
+) -> dict[str, str]:
+    """Labels the claim gets once its instance exists: the chosen type's labels and the offering, and the
+    node's operating system as its node class decides it (`os_labels`: kubernetes.io/os and, for
+    Windows, node.kubernetes.io/windows-build, as `scheduling.catalog.node_class_os` gives them)."""
+    os_name, windows_build = os_labels
+    out = {
         **type_labels,
+        labels.OS: os_name,
         labels.INSTANCE_TYPE: instance.instance_type,
         labels.ZONE: instance.zone,
         labels.CAPACITY_TYPE: instance.capacity_type,
     }
+    if windows_build:
+        out[labels.WINDOWS_BUILD] = windows_build
+    return out
 
 
 def sync_node(node: dict[str, Any], claim: NodeClaim) -> bool:

@@ -29,6 +29,7 @@ from cloudprovider.types import Instance
 from kube import resources as r
 from kube.errors import NotFoundError
 from kube.types import Obj
+from scheduling.catalog import node_class_os
 
 
 class LaunchOutcome(BaseModel):
@@ -138,7 +139,8 @@ class LaunchActivities(ClaimActivities):
             state="running",
             provider_id=launch.provider_id,
         )
-        new_labels = claims.launched_labels(instance, type_info.labels if type_info else {})
+        os_labels = node_class_os(node_class) if node_class is not None else ("linux", None)
+        new_labels = claims.launched_labels(instance, type_info.labels if type_info else {}, os_labels)
         stamp = node_class.hash_annotations() if node_class is not None else {}
 
         def add_labels_and_stamp(obj: Obj) -> bool:
