@@ -84,13 +84,20 @@ def region_of_zone(zone: str) -> str:
 
 
 def launched_labels(
-    instance: Instance, type_labels: dict[str, str], zone_ids: Mapping[str, str] | None = None
+    instance: Instance,
+    type_labels: dict[str, str],
+    zone_ids: Mapping[str, str] | None = None,
+    os_labels: tuple[str, str | None] = ("linux", None),
 ) -> dict[str, str]:
     """Labels the claim gets once its instance exists, as Karpenter's: the chosen type's labels, the
-    offering (type, zone, capacity type), the region, and the zone's id (`topology.k8s.aws/zone-id`) when
-    `zone_ids` (zone name -> zone id, from the EC2NodeClass's resolved subnets) knows it."""
+    offering (type, zone, capacity type), the region, the zone's id (`topology.k8s.aws/zone-id`) when
+    `zone_ids` (zone name -> zone id, from the EC2NodeClass's resolved subnets) knows it, and the node's
+    operating system as its node class decides it (`os_labels`: kubernetes.io/os and, for Windows,
+    node.kubernetes.io/windows-build, as `scheduling.catalog.node_class_os` gives them)."""
+    os_name, windows_build = os_labels
     out = {
         **type_labels,
+        labels.OS: os_name,
         labels.INSTANCE_TYPE: instance.instance_type,
         labels.ZONE: instance.zone,
         labels.CAPACITY_TYPE: instance.capacity_type,
@@ -99,6 +106,8 @@ def launched_labels(
         out[labels.REGION] = region
     if zone_id := (zone_ids or {}).get(instance.zone):
         out[labels.ZONE_ID] = zone_id
+    if windows_build:
+        out[labels.WINDOWS_BUILD] = windows_build
     return out
 
 

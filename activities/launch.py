@@ -29,6 +29,7 @@ from cloudprovider.types import Instance
 from kube import resources as r
 from kube.errors import NotFoundError
 from kube.types import Obj
+from scheduling.catalog import node_class_os
 
 
 class LaunchOutcome(BaseModel):
@@ -139,7 +140,8 @@ class LaunchActivities(ClaimActivities):
             provider_id=launch.provider_id,
         )
         zone_ids = {s.zone: s.zone_id for s in node_class.status.subnets if s.zone_id} if node_class else {}
-        new_labels = claims.launched_labels(instance, type_info.labels if type_info else {}, zone_ids)
+        os_labels = node_class_os(node_class) if node_class is not None else ("linux", None)
+        new_labels = claims.launched_labels(instance, type_info.labels if type_info else {}, zone_ids, os_labels)
         stamp = node_class.hash_annotations() if node_class is not None else {}
 
         def add_labels_and_stamp(obj: Obj) -> bool:

@@ -1,9 +1,10 @@
 """A node's ephemeral storage as an EC2NodeClass decides it (pure: shared by the solver and the launch).
 
 As Karpenter: each AMI family has default block device mappings (a 20Gi encrypted gp3 root; Bottlerocket
-a 4Gi OS volume and a 20Gi data volume, which is where its kubelet keeps its data). The kubelet's volume is
-the mapping marked `rootVolume`, else the one on the family's kubelet device (`/dev/xvdb` for Bottlerocket,
-`/dev/xvda` otherwise), else, for Custom AMIs, the last mapping; without a size it is the family default.
+a 4Gi OS volume and a 20Gi data volume, which is where its kubelet keeps its data; Windows a 50Gi root on
+`/dev/sda1`). The kubelet's volume is the mapping marked `rootVolume`, else the one on the family's kubelet
+device (`/dev/xvdb` for Bottlerocket, `/dev/sda1` for Windows, `/dev/xvda` otherwise), else, for Custom
+AMIs, the last mapping; without a size it is the family default.
 With `instanceStorePolicy: RAID0` the AMI builds a RAID0 array from the instance's local NVMe disks and
 puts the kubelet's data there, so the node's ephemeral storage is their total size (decimal GB, as EC2
 reports it) on types that have them.
@@ -28,6 +29,9 @@ DEFAULT_KUBE_RESERVED = "1Gi"
 DEFAULT_NODEFS_AVAILABLE = "10%"
 BOTTLEROCKET = "Bottlerocket"
 CUSTOM = "Custom"
+WINDOWS = ("Windows2019", "Windows2022", "Windows2025")
+WINDOWS_ROOT_DEVICE = "/dev/sda1"
+WINDOWS_VOLUME_SIZE = "50Gi"
 
 
 def default_block_devices(family: str) -> list[BlockDeviceMapping]:
@@ -40,6 +44,14 @@ def default_block_devices(family: str) -> list[BlockDeviceMapping]:
                 root_volume=True,
                 ebs=EBS(volume_size=DEFAULT_VOLUME_SIZE, volume_type="gp3", encrypted=True),
             ),
+        ]
+    if family in WINDOWS:
+        return [
+            BlockDeviceMapping(
+                device_name=WINDOWS_ROOT_DEVICE,
+                root_volume=True,
+                ebs=EBS(volume_size=WINDOWS_VOLUME_SIZE, volume_type="gp3", encrypted=True),
+            )
         ]
     return [
         BlockDeviceMapping(
@@ -57,6 +69,8 @@ def block_devices(node_class: EC2NodeClass, family: str) -> list[BlockDeviceMapp
 
 def kubelet_device_name(family: str) -> str:
     """The device the family's AMI gives the kubelet when no mapping is marked `rootVolume`."""
+    if family in WINDOWS:
+        return WINDOWS_ROOT_DEVICE
     return "/dev/xvdb" if family == BOTTLEROCKET else "/dev/xvda"
 
 

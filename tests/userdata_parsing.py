@@ -1,9 +1,11 @@
 """Read rendered user data the way each AMI family does: MIME parts, the nodeadm NodeConfig (YAML), the
-/etc/eks/bootstrap.sh command line (shlex) and Bottlerocket's `[settings.kubernetes]` (TOML)."""
+/etc/eks/bootstrap.sh command line (shlex), Bottlerocket's `[settings.kubernetes]` (TOML) and the Windows
+<powershell> block's Start-EKSBootstrap.ps1 call."""
 
 from __future__ import annotations
 
 import email
+import re
 import shlex
 import tomllib
 from typing import Any
@@ -43,3 +45,33 @@ def flag(argv: list[str], name: str) -> str | None:
 def bottlerocket_kubernetes(text: str) -> dict[str, Any]:
     """`settings.kubernetes` of Bottlerocket user data (tomllib refuses a table declared twice)."""
     return dict(tomllib.loads(text)["settings"]["kubernetes"])
+
+
+POWERSHELL_ARGUMENT = re.compile(r"-(\w+) '((?:[^']|'')*)'")
+
+
+def powershell_block(text: str) -> str:
+    """The body of the one `<powershell>` block Windows user data is."""
+    assert text.startswith("<powershell>\n") and text.rstrip("\n").endswith("</powershell>"), text
+    assert text.count("<powershell>") == 1, text
+    return text.split("<powershell>\n", 1)[1].rsplit("</powershell>", 1)[0]
+
+
+def windows_bootstrap(text: str) -> tuple[str, dict[str, str]]:
+    """(the PowerShell before the Start-EKSBootstrap.ps1 call, the call's named arguments), single-quoted
+    strings read the way PowerShell reads them."""
+    body = powershell_block(text)
+    before, _, call = body.partition("& $EKSBootstrapScriptFile ")
+    assert call, text
+    assert before.rstrip("\n").endswith(
+        '[string]$EKSBootstrapScriptFile = "$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1"'
+    ), text
+    line = call.splitlines()[0]
+    args = {name: value.replace("''", "'") for name, value in POWERSHELL_ARGUMENT.findall(line)}
+    assert POWERSHELL_ARGUMENT.sub("", line).strip() == "", line
+    return before.rsplit("[string]$EKSBootstrapScriptFile", 1)[0], args
+
+
+def kubelet_extra_args(text: str) -> dict[str, str]:
+    """`-KubeletExtraArgs` of Windows user data as {flag: value}, double quotes removed."""
+    return dict(arg.split("=", 1) for arg in shlex.split(windows_bootstrap(text)[1]["KubeletExtraArgs"]))

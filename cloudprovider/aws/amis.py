@@ -1,5 +1,11 @@
-"""AMI aliases (`al2023@latest`, `al2@v20240807`, `bottlerocket@v1.20.0`) -> the SSM public parameters
-that name the EKS-optimized AMI for each architecture and variant.
+"""AMI aliases (`al2023@latest`, `al2@v20240807`, `bottlerocket@v1.20.0`, `windows2022@latest`) -> the SSM
+public parameters that name the EKS-optimized AMI for each architecture and variant.
+
+Windows (as Karpenter's Windows AMI family): only `@latest` (the EKS-optimized Windows AMIs publish one
+"latest" parameter per Windows Server release and Kubernetes version, so a release cannot be pinned), only
+the Core edition, only x86_64: `/aws/service/ami-windows-latest/Windows_Server-<year>-English-Core-
+EKS_Optimized-<k8s>/image_id`. Windows Server 2025 needs Kubernetes 1.35 or later (Karpenter refuses the
+alias on older clusters).
 
 Pure: only names. `nodeclass.py` reads the parameters; the local stack seeds the same names.
 """
@@ -9,9 +15,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-ALIAS_FAMILIES: Final = {"al2023": "AL2023", "al2": "AL2", "bottlerocket": "Bottlerocket"}
+ALIAS_FAMILIES: Final = {
+    "al2023": "AL2023",
+    "al2": "AL2",
+    "bottlerocket": "Bottlerocket",
+    "windows2019": "Windows2019",
+    "windows2022": "Windows2022",
+    "windows2025": "Windows2025",
+}
 ARCHES: Final = ("x86_64", "arm64")
 VARIANTS: Final = ("standard", "nvidia")
+# amiFamily -> the Windows Server release its AMIs run.
+WINDOWS_RELEASES: Final = {"Windows2019": "2019", "Windows2022": "2022", "Windows2025": "2025"}
+# The oldest Kubernetes minor version each Windows family's alias resolves on (absent: any).
+WINDOWS_MIN_KUBERNETES_MINOR: Final = {"Windows2025": 35}
 
 
 @dataclass(frozen=True)
@@ -31,9 +48,42 @@ def parse_alias(alias: str) -> tuple[str, str]:
             f'amiSelectorTerms alias "{alias}" is invalid: use <family>@<version> with family one of '
             f"{', '.join(ALIAS_FAMILIES)} and version 'latest' or a release such as v20240807"
         )
+    resolved = ALIAS_FAMILIES[family.lower()]
+    if resolved in WINDOWS_RELEASES and version != "latest":
+        raise ValueError(
+            f'amiSelectorTerms alias "{alias}": windows families may only specify version "latest"; '
+            f'use "{family.lower()}@latest"'
+        )
     if version != "latest" and not version.startswith("v"):
         raise ValueError(f'amiSelectorTerms alias "{alias}": version must be "latest" or start with "v" (v20240807)')
-    return ALIAS_FAMILIES[family.lower()], version
+    return resolved, version
+
+
+def is_windows(family: str) -> bool:
+    """True for the Windows AMI families (Windows2019, Windows2022, Windows2025)."""
+    return family in WINDOWS_RELEASES
+
+
+def windows_parameter(family: str, kubernetes_version: str) -> str:
+    """The SSM public parameter naming the latest EKS-optimized Windows Server Core AMI of a Windows family
+    (`Windows2022`) for a Kubernetes version (`1.32`)."""
+    release = WINDOWS_RELEASES[family]
+    return (
+        f"/aws/service/ami-windows-latest/Windows_Server-{release}-English-Core-EKS_Optimized-"
+        f"{kubernetes_version}/image_id"
+    )
+
+
+def check_kubernetes_version(family: str, kubernetes_version: str) -> None:
+    """Raises ValueError when the family's alias cannot be used on this Kubernetes version (Windows Server
+    2025 before 1.35, as Karpenter refuses it). An unparsable version is let through."""
+    minimum = WINDOWS_MIN_KUBERNETES_MINOR.get(family)
+    try:
+        minor = int(kubernetes_version.split(".")[1])
+    except (IndexError, ValueError):
+        return
+    if minimum is not None and minor < minimum:
+        raise ValueError(f"{family} requires Kubernetes 1.{minimum} or later; the cluster runs {kubernetes_version}")
 
 
 def _al2023(k8s: str, version: str, arch: str, variant: str) -> str:
@@ -60,8 +110,13 @@ def _bottlerocket(k8s: str, version: str, arch: str, variant: str) -> str:
 
 
 def alias_parameters(alias: str, kubernetes_version: str) -> list[AliasParameter]:
-    """Every SSM parameter the alias may resolve through, in a fixed order (arch, then variant)."""
+    """Every SSM parameter the alias may resolve through, in a fixed order (arch, then variant); a Windows
+    alias has one, x86_64 standard. Raises ValueError for an invalid alias or one the Kubernetes version
+    cannot use (`check_kubernetes_version`)."""
     family, version = parse_alias(alias)
+    if is_windows(family):
+        check_kubernetes_version(family, kubernetes_version)
+        return [AliasParameter(windows_parameter(family, kubernetes_version), "x86_64", "standard")]
     out: list[AliasParameter] = []
     for arch in ARCHES:
         for variant in VARIANTS:

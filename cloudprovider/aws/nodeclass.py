@@ -2,8 +2,8 @@
 
 Terms are ORed; inside a term, tags are ANDed, and a tag value of "*" means "any value". Results are
 deduplicated and sorted (subnets by zone, then most free addresses, then id; AMIs as Karpenter orders
-them, see `order_amis`). Anything that matches nothing,
-and an AMI family nodeflow cannot run (the Windows families, which the API accepts), raises
+them, see `order_amis`). Anything that matches nothing, an AMI family or alias family nodeflow cannot
+run, and an alias the cluster's Kubernetes version cannot use (windows2025 before 1.35) raise
 NodeClassNotReadyError naming the field and the fix.
 """
 
@@ -97,7 +97,7 @@ def tag_filters(tags: dict[str, str]) -> Filters:
 
 
 # amiFamily values nodeflow can bootstrap (user data, AMI aliases).
-SUPPORTED_AMI_FAMILIES = ("AL2023", "AL2", "Bottlerocket", "Custom")
+SUPPORTED_AMI_FAMILIES = ("AL2023", "AL2", "Bottlerocket", "Windows2019", "Windows2022", "Windows2025", "Custom")
 
 
 def _one_of(names: list[str]) -> str:
@@ -120,7 +120,7 @@ def _alias_family(node_class: EC2NodeClass, index: int, alias: str) -> str:
 
 def ami_family(node_class: EC2NodeClass) -> str:
     """The AMI family that decides the user-data format: from the alias, else spec.amiFamily. Raises
-    NodeClassNotReadyError naming the field when nodeflow cannot run that family (Windows) or has none."""
+    NodeClassNotReadyError naming the field when nodeflow cannot run that family or has none."""
     for index, term in enumerate(node_class.spec.ami_selector_terms):
         if term.alias:
             family = _alias_family(node_class, index, term.alias)
@@ -226,9 +226,9 @@ class NodeClassResolver:
             raise self._not_ready(node_class, "amiSelectorTerms", "AMI")
         ami_family(node_class)
         candidates: list[ResolvedAMI] = []
-        for term in node_class.spec.ami_selector_terms:
+        for index, term in enumerate(node_class.spec.ami_selector_terms):
             if term.alias:
-                candidates += self._alias_amis(term.alias)
+                candidates += self._alias_amis(node_class, index, term.alias)
             elif term.ssm_parameter:
                 image_id = self._parameter(term.ssm_parameter)
                 candidates += self._images(ImageIds=[image_id]) if image_id else []
@@ -239,9 +239,18 @@ class NodeClassResolver:
             raise self._not_ready(node_class, "amiSelectorTerms", "AMI")
         return chosen
 
-    def _alias_amis(self, alias: str) -> list[ResolvedAMI]:
+    def _alias_amis(self, node_class: EC2NodeClass, index: int, alias: str) -> list[ResolvedAMI]:
+        """The AMIs the alias's SSM parameters name, each with the (arch, variant) of its parameter. Raises
+        NodeClassNotReadyError naming amiSelectorTerms[index] when the cluster's Kubernetes version cannot
+        use the alias."""
+        try:
+            parameters = alias_parameters(alias, self._k8s)
+        except ValueError as error:
+            raise NodeClassNotReadyError(
+                f"EC2NodeClass {node_class.name}: spec.amiSelectorTerms[{index}].alias: {error}"
+            ) from error
         ids: dict[str, tuple[str, str]] = {}
-        for param in alias_parameters(alias, self._k8s):
+        for param in parameters:
             image_id = self._parameter(param.name)
             if image_id:
                 ids[image_id] = (param.arch, param.variant)

@@ -3,6 +3,7 @@
 - AL2023: a MIME multipart document with a nodeadm `NodeConfig` (kubelet flags carry the labels and taints);
 - AL2: a MIME multipart document with a shell part calling /etc/eks/bootstrap.sh;
 - Bottlerocket: TOML settings;
+- Windows2019/2022/2025: one `<powershell>` block calling the AMI's Start-EKSBootstrap.ps1;
 - Custom: `spec.userData` unchanged.
 
 Every node registers with the `karpenter.sh/unregistered:NoExecute` taint, which the registration step
@@ -15,24 +16,27 @@ removes. The node class's own `spec.userData` is merged as Karpenter merges it:
   bootstrap script;
 - Bottlerocket: parsed as TOML and merged key by key under nodeflow's settings (nodeflow's values win,
   labels and taints are merged; see `cloudprovider.aws.tomlwriter.merge`).
+- Windows: the user's PowerShell written as is inside the same `<powershell>` block, before the bootstrap
+  call (so it runs before the node joins).
 
 A document that claims to be MIME but is not multi-part, or nests multi-parts, is refused (ValueError
 naming `spec.userData`).
 
 The node class's `spec.kubelet` reaches every family: AL2023 as the NodeConfig's inline kubelet config,
-AL2 as `--kubelet-extra-args` flags, Bottlerocket as its `[settings.kubernetes]` keys.
+AL2 as `--kubelet-extra-args` flags, Bottlerocket as its `[settings.kubernetes]` keys, Windows as
+`-KubeletExtraArgs` flags (the same flags as AL2).
 
 What a node needs to join (`BootstrapOptions`, from `cloudprovider.aws.cluster.ClusterConnection`) goes
 where each family reads it:
 
-| | AL2023 NodeConfig | AL2 bootstrap.sh | Bottlerocket `[settings.kubernetes]` |
-| --- | --- | --- | --- |
-| cluster name | spec.cluster.name | first argument | cluster-name |
-| endpoint | spec.cluster.apiServerEndpoint | --apiserver-endpoint | api-server |
-| CA (base64) | spec.cluster.certificateAuthority | --b64-cluster-ca | cluster-certificate |
-| service CIDR | spec.cluster.cidr | (--service-ipv6-cidr for IPv6) | - |
-| DNS IP | kubelet config clusterDNS | --dns-cluster-ip | cluster-dns-ip |
-| RAID0 instance store | spec.instance.localStorage.strategy | --local-disks raid0 | bootstrap-commands (below) |
+| | AL2023 NodeConfig | AL2 bootstrap.sh | Bottlerocket `[settings.kubernetes]` | Windows Start-EKSBootstrap.ps1 |
+| --- | --- | --- | --- | --- |
+| cluster name | spec.cluster.name | first argument | cluster-name | -EKSClusterName |
+| endpoint | spec.cluster.apiServerEndpoint | --apiserver-endpoint | api-server | -APIServerEndpoint |
+| CA (base64) | spec.cluster.certificateAuthority | --b64-cluster-ca | cluster-certificate | -Base64ClusterCA |
+| service CIDR | spec.cluster.cidr | (--service-ipv6-cidr for IPv6) | - | - |
+| DNS IP | kubelet config clusterDNS | --dns-cluster-ip | cluster-dns-ip | -DNSClusterIP |
+| RAID0 instance store | spec.instance.localStorage.strategy | --local-disks raid0 | bootstrap-commands (below) | - |
 
 The DNS IP is the node class's `spec.kubelet.clusterDNS` when set, else the one derived from the
 service CIDR; an unknown DNS IP or CIDR is left out, so the AMI's own default applies.
@@ -347,6 +351,61 @@ def bottlerocket(options: BootstrapOptions) -> str:
     return tomlwriter.dumps(tomlwriter.merge(custom, _bottlerocket_settings(options)))
 
 
+WINDOWS_FAMILIES = ("Windows2019", "Windows2022", "Windows2025")
+WINDOWS_BOOTSTRAP_SCRIPT = r'[string]$EKSBootstrapScriptFile = "$env:ProgramFiles\Amazon\EKS\Start-EKSBootstrap.ps1"'
+# Flags whose value is a comma-separated list: Karpenter writes their value in double quotes.
+_QUOTED_FLAGS = (
+    "--node-labels",
+    "--register-with-taints",
+    "--system-reserved",
+    "--kube-reserved",
+    "--eviction-hard",
+    "--eviction-soft",
+    "--eviction-soft-grace-period",
+)
+
+
+def _powershell_string(value: str) -> str:
+    """`value` as a PowerShell single-quoted (verbatim) string: a quote inside is doubled."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _windows_flag(flag: str) -> str:
+    """`--name=a,b` as `--name="a,b"` for the list-valued flags of `_QUOTED_FLAGS`; others unchanged."""
+    name, sep, value = flag.partition("=")
+    return f'{name}="{value}"' if sep and name in _QUOTED_FLAGS else flag
+
+
+def windows_kubelet_args(options: BootstrapOptions) -> list[str]:
+    """The kubelet flags of `-KubeletExtraArgs`, in Karpenter's order: node labels (when any), the taints
+    to register with, then `spec.kubelet` as `kubelet_flags` writes it; list values in double quotes."""
+    flags = [f"--node-labels={_label_flag(options.labels)}"] if options.labels else []
+    flags.append(f"--register-with-taints={_taint_flag(_taints(options))}")
+    flags += kubelet_flags(options.kubelet)
+    return [_windows_flag(f) for f in flags]
+
+
+def windows(options: BootstrapOptions) -> str:
+    """One `<powershell>` block: the node class's `spec.userData` (as written), then the call of the AMI's
+    Start-EKSBootstrap.ps1 with the cluster's name, endpoint, CA (when known), the kubelet flags and the
+    DNS IP (when known). The instance store policy and IPv6 are not passed: the script takes neither."""
+    call = [
+        "& $EKSBootstrapScriptFile",
+        f"-EKSClusterName {_powershell_string(options.cluster_name)}",
+        f"-APIServerEndpoint {_powershell_string(options.cluster_endpoint)}",
+    ]
+    if options.ca_bundle:
+        call.append(f"-Base64ClusterCA {_powershell_string(options.ca_bundle)}")
+    call.append(f"-KubeletExtraArgs {_powershell_string(' '.join(windows_kubelet_args(options)))}")
+    if dns := dns_ip(options):
+        call.append(f"-DNSClusterIP {_powershell_string(dns)}")
+    lines = ["<powershell>"]
+    if options.custom_user_data:
+        lines.append(options.custom_user_data.rstrip("\n"))
+    lines += [WINDOWS_BOOTSTRAP_SCRIPT, " ".join(call), "</powershell>"]
+    return "\n".join(lines)
+
+
 def render(family: str, options: BootstrapOptions) -> str:
     """User data for the AMI family. Raises ValueError for families nodeflow cannot bootstrap."""
     if family == "AL2023":
@@ -355,8 +414,11 @@ def render(family: str, options: BootstrapOptions) -> str:
         return al2(options)
     if family == "Bottlerocket":
         return bottlerocket(options)
+    if family in WINDOWS_FAMILIES:
+        return windows(options)
     if family == "Custom":
         return options.custom_user_data or ""
     raise ValueError(
-        f'spec.amiFamily "{family}" is not supported by nodeflow yet: use AL2023, AL2, Bottlerocket or Custom'
+        f'spec.amiFamily "{family}" is not supported by nodeflow yet: use AL2023, AL2, Bottlerocket, '
+        "Windows2019, Windows2022, Windows2025 or Custom"
     )

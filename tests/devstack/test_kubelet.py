@@ -128,6 +128,19 @@ def test_build_node_labels_come_from_the_claim_and_the_kubelet_wins() -> None:
     ]
 
 
+def test_a_windows_instance_registers_a_windows_node_with_the_claims_build_label() -> None:
+    windows = {**INSTANCE, "Platform": "windows"}
+    claim = {**CLAIM, "metadata": {"name": "w", "labels": {"node.kubernetes.io/windows-build": "10.0.20348"}}}
+    labels = node.build_node(windows, type_info(), claim, "us-west-2", "c1")["metadata"]["labels"]
+    assert labels["kubernetes.io/os"] == "windows"
+    assert labels["node.kubernetes.io/windows-build"] == "10.0.20348"
+    linux_claim = {**CLAIM, "metadata": {"name": "l", "labels": {"kubernetes.io/os": "windows"}}}
+    assert (
+        node.build_node(INSTANCE, type_info(), linux_claim, "us-west-2", "c1")["metadata"]["labels"]["kubernetes.io/os"]
+        == "linux"
+    )  # the kubelet reports what the instance runs
+
+
 def test_a_node_without_claim_or_dns_name() -> None:
     bare = {**INSTANCE, "PrivateDnsName": "", "Tags": [], "InstanceLifecycle": None}
     built = node.build_node(bare, type_info(), None, "us-west-2", "c1")

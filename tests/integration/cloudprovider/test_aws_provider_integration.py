@@ -26,8 +26,9 @@ from cloudprovider.errors import (
 )
 from cloudprovider.types import LaunchRequest
 from devstack.aws.faults import FaultClient
-from devstack.aws.seed import CUSTOM_AMI_TAG, CUSTOM_AMIS
+from devstack.aws.seed import CUSTOM_AMI_TAG, CUSTOM_AMIS, windows_ami_name
 from devstack.aws.server import MotoServer
+from tests.userdata_parsing import windows_bootstrap
 
 CLUSTER = "it-cluster"
 REGION = "us-west-2"
@@ -332,3 +333,36 @@ def test_a_deprecated_ami_pinned_by_id_is_chosen_and_launched(provider: AWSCloud
     assert [(a["id"], a.get("deprecated")) for a in resolved.amis] == [(pinned, "true")]
     instance = provider.create(make_request(["m5.large"], node_class=node_class))
     assert instance.image_id == pinned
+
+
+def test_a_windows2022_node_class_resolves_to_the_seeded_ami_and_launches_with_powershell(
+    provider: AWSCloudProvider,
+    ec2,  # type: ignore[no-untyped-def]
+) -> None:
+    node_class = make_node_class("windows2022@latest")
+    [ami] = provider.resolve_node_class(node_class).amis
+    assert ami["name"] == windows_ami_name("Windows2022", "1.32")
+    assert (ami["arch"], ami["variant"]) == ("x86_64", "standard")
+    assert ec2.describe_images(ImageIds=[ami["id"]])["Images"][0]["Platform"] == "windows"
+
+    request = make_request(["m5.large"], node_class=node_class, labels={"kubernetes.io/os": "windows"})
+    instance = provider.create(request)
+
+    assert instance.image_id == ami["id"]
+    described = ec2.describe_instances(InstanceIds=[instance.id])["Reservations"][0]["Instances"][0]
+    assert described["Platform"] == "windows"
+    [data] = [
+        v["LaunchTemplateData"]
+        for t in ec2.describe_launch_templates()["LaunchTemplates"]
+        if t["LaunchTemplateName"].startswith("karpenter.k8s.aws/")
+        for v in ec2.describe_launch_template_versions(LaunchTemplateId=t["LaunchTemplateId"])["LaunchTemplateVersions"]
+        if v["LaunchTemplateData"].get("ImageId") == ami["id"]
+    ]
+    before, args = windows_bootstrap(base64.b64decode(data["UserData"]).decode())
+    assert before == ""
+    assert args["EKSClusterName"] == CLUSTER and "APIServerEndpoint" in args
+    assert args.get("DNSClusterIP", "10.100.0.10") == "10.100.0.10"  # CA and DNS IP: when the provider knows them
+    assert "kubernetes.io/os=windows" in args["KubeletExtraArgs"]
+    assert "karpenter.sh/unregistered:NoExecute" in args["KubeletExtraArgs"]
+    [root] = data["BlockDeviceMappings"]
+    assert (root["DeviceName"], root["Ebs"]["VolumeSize"]) == ("/dev/sda1", 50)

@@ -68,9 +68,10 @@ class StubEC2:
 
 class StubSSM:
     def __init__(self, ec2: StubEC2) -> None:
-        """Publishes an AMI for every parameter the al2023, al2 and bottlerocket aliases read."""
+        """Publishes an AMI for every parameter the al2023, al2, bottlerocket, windows2019 and windows2022
+        aliases read (windows2025 needs Kubernetes 1.35)."""
         self.parameters: dict[str, str] = {}
-        for family in ("al2023", "al2", "bottlerocket"):
+        for family in ("al2023", "al2", "bottlerocket", "windows2019", "windows2022"):
             for n, param in enumerate(alias_parameters(f"{family}@latest", KUBERNETES_VERSION)):
                 image_id = f"ami-{family}{n}"
                 self.parameters[param.name] = image_id

@@ -99,6 +99,17 @@ def test_the_region_of_a_zone(zone: str, region: str) -> None:
     assert region_of_zone(zone) == region
 
 
+def test_mark_launched_labels_a_windows_node_class_claim_windows_with_its_build(
+    launching: LaunchActivities, kube: MemKube
+) -> None:
+    outcome = launching.launch(ClaimRef(name=NAME))
+    as_admin_patch(kube, r.EC2NODECLASS, "default", {"spec": {"amiSelectorTerms": [{"alias": "windows2022@latest"}]}})
+    launching.mark_launched(MarkLaunchedInput(name=NAME, launch=outcome))
+    labels = claim(kube)["metadata"]["labels"]
+    assert labels["kubernetes.io/os"] == "windows"
+    assert labels["node.kubernetes.io/windows-build"] == "10.0.20348"
+
+
 def test_mark_launched_of_a_gone_claim_is_a_no_op(launching: LaunchActivities) -> None:
     launching.mark_launched(MarkLaunchedInput(name="gone", launch=LaunchOutcome(instance_id="i-1")))
 

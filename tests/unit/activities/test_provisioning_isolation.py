@@ -20,8 +20,9 @@ from tests.unit.activities.awsstub import DISCOVERY, ROLE, StubbedCloud
 from tests.unit.activities.memkube import Events, MemKube
 
 ROUND = ProvisionRound(run_id="run-1", round=1)
-UNSUPPORTED = 'spec.amiSelectorTerms[0].alias: "windows2022@latest" is not supported by nodeflow yet'
-FIX = "use al2023, al2 or bottlerocket"
+# A node class the API accepts but nodeflow cannot run here: Windows Server 2025 needs Kubernetes 1.35.
+UNSUPPORTED = "spec.amiSelectorTerms[0].alias: Windows2025 requires Kubernetes 1.35 or later"
+FIX = "the cluster runs 1.32"
 
 
 class Starter:
@@ -50,9 +51,17 @@ def node_class(name: str, alias: str = "al2023@latest", subnet_tags: dict[str, s
 
 
 def node_pool(
-    name: str, node_class_name: str, weight: int = 0, os: str = "", limits: dict[str, str] | None = None
+    name: str,
+    node_class_name: str,
+    weight: int = 0,
+    os: str = "",
+    limits: dict[str, str] | None = None,
+    team: str = "",
 ) -> Obj:
+    """A NodePool; `os` and `team` add an `In` requirement on kubernetes.io/os and on `team`."""
     requirements = [{"key": "kubernetes.io/os", "operator": "In", "values": [os]}] if os else []
+    if team:
+        requirements.append({"key": "team", "operator": "In", "values": [team]})
     spec: Obj = {
         "template": {
             "spec": {
@@ -108,50 +117,85 @@ def windows_and_general_purpose() -> World:
             node_pool("general-purpose", "default"),
             node_class("windows2022", alias="windows2022@latest"),
             node_pool("windows2022", "windows2022", weight=50, os="windows"),
-            *(pending_pod(f"web-{i}") for i in range(5)),
+            *(pending_pod(f"web-{i}", {"kubernetes.io/os": "linux"}) for i in range(5)),
             *(pending_pod(f"iis-{i}", {"kubernetes.io/os": "windows"}) for i in range(2)),
         ]
     )
 
 
-def test_a_windows_alias_is_reported_on_its_node_class_and_the_valid_pool_still_plans() -> None:
+def not_ready_and_general_purpose() -> World:
+    """A valid general-purpose pool next to a `legacy` pool whose node class cannot resolve on this cluster
+    (windows2025@latest on Kubernetes 1.32), and pods for each."""
+    return World(
+        [
+            node_class("default"),
+            node_pool("general-purpose", "default"),
+            node_class("legacy", alias="windows2025@latest"),
+            node_pool("legacy", "legacy", weight=50, team="legacy"),
+            *(pending_pod(f"web-{i}") for i in range(5)),
+            *(pending_pod(f"old-{i}", {"team": "legacy"}) for i in range(2)),
+        ]
+    )
+
+
+def test_a_windows_pool_plans_windows_nodes_next_to_the_general_purpose_pool() -> None:
     world = windows_and_general_purpose()
+
+    plan = world.solve()
+    world.apply(plan)
+
+    pools = {c.node_pool: sorted(c.pods) for c in plan.node_claims}
+    assert set(pools) == {"general-purpose", "windows2022"}
+    assert pools["windows2022"] == ["default/iis-0", "default/iis-1"]
+    assert sorted(p for c in plan.node_claims if c.node_pool == "general-purpose" for p in c.pods) == [
+        f"default/web-{i}" for i in range(5)
+    ]
+    windows = next(c for c in plan.node_claims if c.node_pool == "windows2022")
+    assert windows.labels["kubernetes.io/os"] == "windows"
+    assert plan.invalid == [] and plan.unschedulable == []
+    for name in ("default", "windows2022"):
+        assert world.condition(r.EC2NODECLASS, name, "Ready")["status"] == "True"
+    assert world.condition(r.NODEPOOL, "windows2022", "Ready")["status"] == "True"
+
+
+def test_a_node_class_that_cannot_resolve_is_reported_and_the_valid_pool_still_plans() -> None:
+    world = not_ready_and_general_purpose()
 
     plan = world.solve()
 
     assert {c.node_pool for c in plan.node_claims} == {"general-purpose"}
     assert sorted(p for c in plan.node_claims for p in c.pods) == [f"default/web-{i}" for i in range(5)]
     bad = next(i for i in plan.invalid if i.kind == "EC2NodeClass")
-    assert (bad.name, bad.reason) == ("windows2022", "NodeClassNotReady")
+    assert (bad.name, bad.reason) == ("legacy", "NodeClassNotReady")
     assert UNSUPPORTED in bad.message and FIX in bad.message
-    ready = world.condition(r.EC2NODECLASS, "windows2022", "Ready")
+    ready = world.condition(r.EC2NODECLASS, "legacy", "Ready")
     assert (ready["status"], ready["reason"]) == ("False", "NodeClassNotReady")
     assert UNSUPPORTED in ready["message"] and FIX in ready["message"]
     assert world.condition(r.EC2NODECLASS, "default", "Ready")["status"] == "True"
     assert [reason for reason, message in world.events.recorded if UNSUPPORTED in message] == ["NodeClassNotReady"]
-    # pods only the Windows pool could take say which pool and node class keep them pending, and why
+    # pods only the legacy pool could take say which pool and node class keep them pending, and why
     reasons = {u.pod: u.reason for u in plan.unschedulable}
-    assert sorted(reasons) == ["default/iis-0", "default/iis-1"]
-    assert all("NodePool windows2022" in why and 'EC2NodeClass "windows2022"' in why for why in reasons.values())
+    assert sorted(reasons) == ["default/old-0", "default/old-1"]
+    assert all("NodePool legacy" in why and 'EC2NodeClass "legacy"' in why for why in reasons.values())
     assert all(UNSUPPORTED in why for why in reasons.values())
 
 
 def test_apply_marks_the_node_pools_of_an_unready_node_class_as_karpenter_does() -> None:
-    world = windows_and_general_purpose()
+    world = not_ready_and_general_purpose()
     plan = world.solve()
 
     world.apply(plan)
 
-    ready = world.condition(r.NODEPOOL, "windows2022", "Ready")
-    node_class_ready = world.condition(r.NODEPOOL, "windows2022", "NodeClassReady")
+    ready = world.condition(r.NODEPOOL, "legacy", "Ready")
+    node_class_ready = world.condition(r.NODEPOOL, "legacy", "NodeClassReady")
     assert (ready["status"], ready["reason"]) == ("False", "NodeClassNotReady")
     assert (node_class_ready["status"], node_class_ready["reason"]) == ("False", "NodeClassNotReady")
     assert UNSUPPORTED in node_class_ready["message"]
-    assert world.condition(r.NODEPOOL, "windows2022", "ValidationSucceeded")["status"] == "True"
+    assert world.condition(r.NODEPOOL, "legacy", "ValidationSucceeded")["status"] == "True"
     for type_ in ("Ready", "NodeClassReady", "ValidationSucceeded"):
         assert world.condition(r.NODEPOOL, "general-purpose", type_)["status"] == "True"
     assert world.starter.started and all(n.startswith("general-purpose-") for n in world.starter.started)
-    assert any(reason == "FailedScheduling" and "NodePool windows2022" in m for reason, m in world.events.recorded)
+    assert any(reason == "FailedScheduling" and "NodePool legacy" in m for reason, m in world.events.recorded)
 
     # a second round changes nothing and repeats no Event
     before = len(world.events.recorded)
@@ -194,7 +238,8 @@ def test_a_non_retryable_cloud_error_is_one_node_class_problem() -> None:
 
     message = world.condition(r.EC2NODECLASS, "default", "Ready")["message"]
     assert "UnauthorizedOperation" in message
-    assert {i.name for i in plan.invalid if i.kind == "EC2NodeClass"} == {"default", "windows2022"}
+    assert {i.name for i in plan.invalid if i.kind == "EC2NodeClass"} == {"default"}
+    assert {c.node_pool for c in plan.node_claims} == {"windows2022"}
 
 
 def test_an_absurd_quantity_is_reported_on_its_node_pool_and_the_others_plan() -> None:
@@ -222,10 +267,9 @@ def test_an_absurd_quantity_is_reported_on_its_node_pool_and_the_others_plan() -
 def _broken(rng: random.Random, kind: str, name: str, valid_class: str) -> tuple[list[Obj], str]:
     """One broken object of `kind` (with the NodePool that uses it) and the text its report must contain."""
     weight = rng.randint(0, 100)
-    if kind == "unsupported-alias":
-        family = rng.choice(["windows2019", "windows2022", "windows2025"])
-        return [node_class(name, alias=f"{family}@latest"), node_pool(name, name, weight)], (
-            "spec.amiSelectorTerms[0].alias"
+    if kind == "alias-too-new":  # windows2025 needs Kubernetes 1.35; the cluster runs 1.32
+        return [node_class(name, alias="windows2025@latest"), node_pool(name, name, weight)], (
+            "spec.amiSelectorTerms[0].alias: Windows2025 requires Kubernetes 1.35"
         )
     if kind == "unknown-alias":
         family = rng.choice(["ubuntu", "rhel", "flatcar"])
@@ -243,7 +287,7 @@ def _broken(rng: random.Random, kind: str, name: str, valid_class: str) -> tuple
     return [node_pool(name, f"{name}-absent", weight)], "nodeClassRef"
 
 
-KINDS = ["unsupported-alias", "unknown-alias", "no-subnets", "absurd-quantity", "missing-node-class"]
+KINDS = ["alias-too-new", "unknown-alias", "no-subnets", "absurd-quantity", "missing-node-class"]
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -285,7 +329,7 @@ def test_valid_pools_plan_whatever_broken_objects_are_mixed_in(seed: int) -> Non
 
 def test_pods_of_a_cluster_whose_only_pool_is_not_ready_say_so_and_name_the_node_class() -> None:
     world = World(
-        [node_class("default", alias="windows2022@latest"), node_pool("default", "default"), pending_pod("web-0")]
+        [node_class("default", alias="windows2025@latest"), node_pool("default", "default"), pending_pod("web-0")]
     )
 
     world.apply(world.solve())
@@ -301,18 +345,22 @@ def test_apply_writes_each_pools_node_count_and_resources() -> None:
     world.apply(world.solve())
 
     status = world.kube.get(r.NODEPOOL, "general-purpose")["status"]
-    assert status["nodes"] == len(world.starter.started) > 0
+    assert status["nodes"] == len([n for n in world.starter.started if n.startswith("general-purpose-")]) > 0
     assert status["resources"]["nodes"] == str(status["nodes"])
-    empty = world.kube.get(r.NODEPOOL, "windows2022")["status"]
-    assert (empty["nodes"], empty["resources"]["cpu"]) == (0, "0")
+    windows = world.kube.get(r.NODEPOOL, "windows2022")["status"]
+    assert windows["nodes"] == len([n for n in world.starter.started if n.startswith("windows2022-")]) > 0
+    empty = not_ready_and_general_purpose()
+    empty.apply(empty.solve())
+    legacy = empty.kube.get(r.NODEPOOL, "legacy")["status"]
+    assert (legacy["nodes"], legacy["resources"]["cpu"]) == (0, "0")
 
 
 def test_apply_keeps_the_registration_health_a_claim_reported() -> None:
-    world = windows_and_general_purpose()
+    world = not_ready_and_general_purpose()
     plan = world.solve()
-    nodepool_status.set_registration_health(world.kube, "windows2022", False, "NodeClaim x did not register")
+    nodepool_status.set_registration_health(world.kube, "legacy", False, "NodeClaim x did not register")
 
     world.apply(plan)
 
-    assert world.condition(r.NODEPOOL, "windows2022", "NodeRegistrationHealthy")["status"] == "False"
-    assert world.condition(r.NODEPOOL, "windows2022", "Ready")["status"] == "False"
+    assert world.condition(r.NODEPOOL, "legacy", "NodeRegistrationHealthy")["status"] == "False"
+    assert world.condition(r.NODEPOOL, "legacy", "Ready")["status"] == "False"

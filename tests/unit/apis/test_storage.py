@@ -80,3 +80,15 @@ def test_overhead_is_kube_reserved_system_reserved_and_the_nodefs_threshold() ->
         }
     )
     assert ephemeral_storage_overhead(100 * GIB, kubelet) == 2 * GIB + 1 * GIB + 8 * GIB
+
+
+def test_windows_nodes_get_karpenters_50gi_root_on_sda1_and_count_it_as_ephemeral_storage() -> None:
+    windows = node_class("windows2022@latest")
+    family = node_class_family(windows)
+    assert family == "Windows2022"
+    [root] = block_devices(windows, family)
+    assert (root.device_name, root.root_volume) == ("/dev/sda1", True)
+    assert root.ebs is not None and (root.ebs.volume_type, root.ebs.encrypted) == ("gp3", True)
+    assert ephemeral_storage_bytes(windows, family) == 50 * GIB
+    sized = node_class("windows2019@latest", blockDeviceMappings=[ebs("80Gi", "/dev/sda1")])
+    assert volume_bytes(sized, node_class_family(sized)) == 80 * GIB

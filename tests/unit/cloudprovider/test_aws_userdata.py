@@ -283,7 +283,7 @@ def test_custom_user_data_is_passed_through() -> None:
 
 def test_unsupported_family_names_the_field() -> None:
     with pytest.raises(ValueError, match=r"spec\.amiFamily"):
-        render("Windows2022", OPTIONS)
+        render("Ubuntu", OPTIONS)
 
 
 def test_raid0_instance_store_is_asked_of_each_family_only_when_the_node_class_wants_it() -> None:

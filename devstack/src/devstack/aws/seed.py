@@ -4,6 +4,8 @@
 - the SSM public parameters of the EKS-optimized AMI aliases (AL2023, AL2, Bottlerocket; x86_64/arm64,
   standard/nvidia; Kubernetes 1.28-1.34; `latest` and pinned releases), each pointing at an AMI that
   DescribeImages returns with a sensible name and architecture;
+- the Windows ones (Windows Server 2019, 2022, 2025 Core; `latest` only, x86_64), each pointing at an AMI
+  with `Platform: windows` (so an instance launched from it says so too) and its root on /dev/sda1;
 - two team-built AMIs (`CUSTOM_AMIS`, tagged `CUSTOM_AMI_TAG`, one name prefix): an older current one and
   a newer deprecated one, so a name or tag selection can be seen to skip the deprecated one and an id
   pin to choose it;
@@ -32,7 +34,7 @@ from moto.ec2.models.amis import Ami
 from moto.eks.models import eks_backends
 from moto.ssm.models import Parameter, ssm_backends
 
-from cloudprovider.aws.amis import ALIAS_FAMILIES, alias_parameters
+from cloudprovider.aws.amis import ALIAS_FAMILIES, WINDOWS_RELEASES, alias_parameters, is_windows, windows_parameter
 from devstack.aws.patches import DeprecatableAmi
 
 DISCOVERY_TAG = "karpenter.sh/discovery"
@@ -40,6 +42,8 @@ KUBERNETES_VERSIONS = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34")
 # Release each alias resolves to: `latest` points at the newest; the pinned one stays resolvable.
 LATEST_RELEASES = {"AL2023": "v20250715", "AL2": "v20250715", "Bottlerocket": "v1.42.0"}
 PINNED_RELEASES = {"AL2023": "v20240807", "AL2": "v20240807", "Bottlerocket": "v1.20.0"}
+# The release date in the names of the Windows AMIs the `latest` parameters point at.
+WINDOWS_RELEASE_DATE = dt.datetime(2025, 7, 15, tzinfo=dt.UTC)
 EKS_AMI_OWNER = "602401143452"
 VPC_CIDR = "10.0.0.0/16"
 SUBNET_CIDRS = ("10.0.0.0/20", "10.0.16.0/20", "10.0.32.0/20")
@@ -147,7 +151,11 @@ def _ami_name(family: str, k8s: str, arch: str, variant: str, release: str) -> s
     return f"{prefix}-{k8s}-{release}"
 
 
-def _ensure_ami(backend: Any, region: str, name: str, arch: str, created: dt.datetime) -> str:
+def _ensure_ami(
+    backend: Any, region: str, name: str, arch: str, created: dt.datetime, platform: str | None = None
+) -> str:
+    """An Amazon-owned public AMI named `name` (id derived from the name); `platform="windows"` makes it a
+    Windows AMI (root on /dev/sda1). Returns its id."""
     ami_id = "ami-" + hashlib.sha256(name.encode()).hexdigest()[:17]
     if ami_id not in backend.amis:
         backend.amis[ami_id] = Ami(
@@ -161,9 +169,10 @@ def _ensure_ami(backend: Any, region: str, name: str, arch: str, created: dt.dat
             virtualization_type="hvm",
             architecture=arch,
             creation_date=created,
+            platform=platform,
             hypervisor="xen",
             root_device_type="ebs",
-            root_device_name="/dev/xvda",
+            root_device_name="/dev/sda1" if platform == "windows" else "/dev/xvda",
             region_name=f"{region}a",
         )
     return ami_id
@@ -192,8 +201,10 @@ def seed_amis(region: str) -> int:
     """AMIs and SSM alias parameters for every family, Kubernetes version and release; returns the count."""
     backend = ec2_backends[DEFAULT_ACCOUNT_ID][region]
     parameters = ssm_backends[DEFAULT_ACCOUNT_ID][region]._parameters
-    count = 0
+    count = seed_windows_amis(region)
     for family in ALIAS_FAMILIES.values():
+        if is_windows(family):
+            continue
         alias = next(a for a, f in ALIAS_FAMILIES.items() if f == family)
         releases = [
             ("latest", LATEST_RELEASES[family]),
@@ -211,6 +222,28 @@ def seed_amis(region: str) -> int:
                     name = _ami_name(family, k8s, param.arch, param.variant, release)
                     _ensure_parameter(parameters, param.name, _ensure_ami(backend, region, name, param.arch, created))
                     count += 1
+    return count
+
+
+def windows_ami_name(family: str, k8s: str) -> str:
+    """The name of the EKS-optimized Windows Server Core AMI `latest` points at, in the form Amazon names
+    them: `Windows_Server-2022-English-Core-EKS_Optimized-1.32-2025.07.15`."""
+    release = WINDOWS_RELEASES[family]
+    return f"Windows_Server-{release}-English-Core-EKS_Optimized-{k8s}-{WINDOWS_RELEASE_DATE:%Y.%m.%d}"
+
+
+def seed_windows_amis(region: str) -> int:
+    """A Windows AMI (x86_64, Platform windows) and its `ami-windows-latest` parameter for every Windows
+    family and Kubernetes version; returns the count of parameters."""
+    backend = ec2_backends[DEFAULT_ACCOUNT_ID][region]
+    parameters = ssm_backends[DEFAULT_ACCOUNT_ID][region]._parameters
+    count = 0
+    for family in WINDOWS_RELEASES:
+        for k8s in KUBERNETES_VERSIONS:
+            name = windows_ami_name(family, k8s)
+            image_id = _ensure_ami(backend, region, name, "x86_64", WINDOWS_RELEASE_DATE, platform="windows")
+            _ensure_parameter(parameters, windows_parameter(family, k8s), image_id)
+            count += 1
     return count
 
 

@@ -1,8 +1,8 @@
 """The Node object a kubelet registers for an EC2 instance: pure functions, no I/O.
 
-Labels are the kubelet's own (hostname, os, arch, instance type, zone, region, capacity type) on top of
-the NodeClaim's labels and single-value `In` requirements, which Karpenter's user data passes to the
-kubelet as --node-labels. Taints are the claim's taints and startup taints plus
+Labels are the kubelet's own (hostname, os -- windows on a Windows instance --, arch, instance type, zone,
+region, capacity type) on top of the NodeClaim's labels and single-value `In` requirements, which
+Karpenter's user data passes to the kubelet as --node-labels. Taints are the claim's taints and startup taints plus
 `karpenter.sh/unregistered:NoExecute`, which nodeflow removes when it registers the node.
 """
 
@@ -95,10 +95,16 @@ def dedupe_taints(taints: Iterable[Mapping[str, Any]]) -> list[Obj]:
     return out
 
 
+def operating_system(instance: Mapping[str, Any]) -> str:
+    """`windows` for an instance EC2 reports with `Platform: windows` (launched from a Windows AMI), else
+    `linux`: the kubernetes.io/os a kubelet on it registers."""
+    return "windows" if str(instance.get("Platform") or "").lower() == "windows" else "linux"
+
+
 def kubelet_labels(instance: Mapping[str, Any], type_info: Mapping[str, Any], region: str) -> dict[str, str]:
     return {
         wk.HOSTNAME: node_name(instance),
-        wk.OS: "linux",
+        wk.OS: operating_system(instance),
         wk.ARCH: architecture(type_info),
         wk.INSTANCE_TYPE: str(instance["InstanceType"]),
         wk.ZONE: zone_of(instance),
