@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import sys
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -27,11 +28,23 @@ def venv_binary(name: str) -> str:
     return found
 
 
+# The SDK gives a test or dev server 5 s to start; on two cores busy with the end-to-end stacks it can need
+# more.
+TEST_SERVER_STARTUP_TIMEOUT = DEV_SERVER_STARTUP_TIMEOUT = timedelta(seconds=60)
+
+
+async def start_time_skipping() -> WorkflowEnvironment:
+    """The time-skipping test server (the venv's binary), with the pydantic data converter."""
+    return await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=venv_binary("temporal-test-server"),
+        test_server_startup_timeout=TEST_SERVER_STARTUP_TIMEOUT,
+        data_converter=pydantic_data_converter,
+    )
+
+
 @pytest.fixture
 async def time_env() -> AsyncIterator[WorkflowEnvironment]:
-    env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=venv_binary("temporal-test-server"), data_converter=pydantic_data_converter
-    )
+    env = await start_time_skipping()
     async with env:
         await register_search_attributes(env.client)
         yield env

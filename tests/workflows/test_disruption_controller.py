@@ -139,11 +139,9 @@ class Cluster:
 
 @pytest.fixture
 async def env() -> AsyncIterator[WorkflowEnvironment]:
-    from tests.workflows.conftest import venv_binary
+    from tests.workflows.conftest import start_time_skipping
 
-    async with await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=venv_binary("temporal-test-server"), data_converter=pydantic_data_converter
-    ) as started:
+    async with await start_time_skipping() as started:
         yield started
 
 

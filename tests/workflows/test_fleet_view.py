@@ -18,7 +18,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from tests.eventually import eventually_async
-from tests.workflows.conftest import venv_binary
+from tests.workflows.conftest import DEV_SERVER_STARTUP_TIMEOUT, venv_binary
 from tests.workflows.fakes import World
 from workers.ops_cmd import ClaimRow, OpsError, list_claims, query_claim, signal_claim
 from workflows import search_attributes as sa
@@ -35,6 +35,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=venv_binary("temporal"),
+        dev_server_startup_timeout=DEV_SERVER_STARTUP_TIMEOUT,
         search_attributes=list(sa.ALL),
         data_converter=pydantic_data_converter,
     )

@@ -17,7 +17,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from tests.tls_certs import Pki, make_pki
 from tests.tls_proxy import server_context, tls_proxy
-from tests.workflows.conftest import venv_binary
+from tests.workflows.conftest import DEV_SERVER_STARTUP_TIMEOUT, venv_binary
 from workers.namespace_owner import claim_namespace, namespace_owner
 from workers.settings import Settings
 from workers.temporal_client import TemporalSettingError, connect
@@ -29,7 +29,9 @@ FAIL_WITHIN_SECONDS = 10.0
 @pytest.fixture
 async def dev_server() -> AsyncIterator[str]:
     """A fresh in-memory dev server; yields its plain gRPC address."""
-    env = await WorkflowEnvironment.start_local(dev_server_existing_path=venv_binary("temporal"))
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=venv_binary("temporal"), dev_server_startup_timeout=DEV_SERVER_STARTUP_TIMEOUT
+    )
     async with env:
         yield env.client.service_client.config.target_host
 
@@ -211,7 +213,9 @@ def assert_one_line_failure(result: subprocess.CompletedProcess[str], setting: s
 
 def test_the_worker_refuses_a_wrong_namespace_in_one_line(tmp_path: Path) -> None:
     async def serve_and_run() -> subprocess.CompletedProcess[str]:
-        env = await WorkflowEnvironment.start_local(dev_server_existing_path=venv_binary("temporal"))
+        env = await WorkflowEnvironment.start_local(
+            dev_server_existing_path=venv_binary("temporal"), dev_server_startup_timeout=DEV_SERVER_STARTUP_TIMEOUT
+        )
         async with env:
             address = env.client.service_client.config.target_host
             return await asyncio.to_thread(
