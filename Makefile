@@ -39,7 +39,7 @@ test: $(STAMP)
 	$(MAKE) --no-print-directory -j4 lint typecheck imports pytest
 
 pytest: $(STAMP)
-	$(BIN)/pytest -q -ra --durations=15 -n 4 --dist loadgroup --no-loadscope-reorder
+	$(BIN)/pytest -q -ra --durations=15 -n 5 --dist loadgroup --no-loadscope-reorder
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

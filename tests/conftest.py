@@ -1,4 +1,4 @@
-"""How the suite is spread over pytest-xdist workers (`make test` runs `pytest -n 4 --dist loadgroup`).
+"""How the suite is spread over pytest-xdist workers (`make test` runs `pytest -n 5 --dist loadgroup`).
 
 Most of the suite's wall time is end-to-end tests waiting on the local stack (a launch, a controller
 round, a validation period), not using the CPU, so several run at once on two cores. Each module
