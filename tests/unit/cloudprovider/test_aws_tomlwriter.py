@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import tomllib
+from typing import Any
 
 from cloudprovider.aws.tomlwriter import dumps, merge
 
@@ -34,7 +35,7 @@ def test_each_table_is_declared_once() -> None:
 
 
 def test_merge_tables_recursively_lists_as_union_ours_wins_for_scalars() -> None:
-    base = {"s": {"k": {"name": "theirs", "keep": 1, "taints": {"g": ["a"]}}}, "other": True}
+    base: dict[str, Any] = {"s": {"k": {"name": "theirs", "keep": 1, "taints": {"g": ["a"]}}}, "other": True}
     ours = {"s": {"k": {"name": "ours", "taints": {"g": ["a", "b"], "h": ["c"]}}}}
     assert merge(base, ours) == {
         "s": {"k": {"name": "ours", "keep": 1, "taints": {"g": ["a", "b"], "h": ["c"]}}},
