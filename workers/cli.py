@@ -10,14 +10,16 @@ from collections.abc import Sequence
 
 DESCRIPTION = (
     "nodeflow: Karpenter-compatible node autoscaling for Kubernetes on AWS, every node a durable Temporal "
-    "workflow. Commands: dev (the local stack), worker, simulate (dry run; --disruption: the disruption "
-    "controller's), explain (why a node is or is not disrupted), drain|expire|replace|status, crds (write the CRDs), "
-    "iam-policy (print the controller's IAM policy)."
+    "workflow. Commands: dev (the local stack; dev-interrupt: a spot warning for one of its nodes), worker, "
+    "simulate (dry run; --disruption: the disruption controller's), explain (why a node is or is not "
+    "disrupted), drain|expire|replace|status, crds (write the CRDs), iam-policy (print the controller's IAM "
+    "policy)."
 )
 
 # subcommand -> module; imported lazily so `nodeflow simulate` never loads Temporal or the dev stack.
 SUBCOMMANDS: dict[str, str] = {
     "dev": "workers.dev_cmd",
+    "dev-interrupt": "workers.dev_cmd",
     "worker": "workers.worker_cmd",
     "simulate": "workers.simulate_cmd",
     "explain": "workers.explain_cmd",

@@ -7,6 +7,10 @@ cluster settles, prints a summary on stdout and exits 0 (settled), 1 (not settle
 or a component died) or 2 (bad usage, unreadable or unappliable files, a port already taken, or the
 dev stack not installed).
 
+With an interruption queue (`--interruption-queue`, by default the cluster's name) the stack creates
+that SQS queue in moto and the worker consumes it; `nodeflow dev-interrupt NODE` puts a spot
+interruption warning for a node of the running stack on it, as EventBridge would.
+
 This module is the composition root that wires the product into the dev stack, the separate
 distribution `nodeflow-devstack` (devstack/ in the repository, never in the product's wheel or image):
 the only product module that imports `devstack`, and the one that gives it the product's inputs
@@ -73,6 +77,9 @@ def add_parser(subparsers: Any) -> None:
         if exc.name not in ("devstack", "devstack.stack"):
             raise
         p.set_defaults(func=_not_installed)
+        subparsers.add_parser("dev-interrupt", help="see `nodeflow dev-interrupt --help`").set_defaults(
+            func=_not_installed
+        )
         return
     p.add_argument("--temporal-port", type=int, default=c.DEFAULT_TEMPORAL_PORT, help="Temporal gRPC (0 = free)")
     p.add_argument("--ui-port", type=int, default=c.DEFAULT_UI_PORT, help="Temporal UI (0 = free)")
@@ -82,6 +89,13 @@ def add_parser(subparsers: Any) -> None:
         "--cluster-name",
         default=c.DEFAULT_CLUSTER_NAME,
         help="${CLUSTER_NAME} in applied files; karpenter.sh/discovery tag of seeded subnets/SGs",
+    )
+    p.add_argument(
+        "--interruption-queue",
+        default=None,
+        metavar="NAME",
+        help="SQS queue created in moto and consumed by the worker (default: the cluster name, as Karpenter's "
+        "getting-started names it; '' = no interruption handling)",
     )
     p.add_argument(
         "--state-dir",
@@ -106,6 +120,21 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("-o", "--output", choices=("text", "json"), default="text", help="summary format")
     p.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG")
     p.set_defaults(func=run)
+    add_interrupt_parser(subparsers, c.DEFAULT_STATE_DIR)
+
+
+def add_interrupt_parser(subparsers: Any, default_state_dir: Path) -> None:
+    """`nodeflow dev-interrupt NODE`: rehearse a spot interruption on the running local stack."""
+    p = subparsers.add_parser(
+        "dev-interrupt",
+        help="put a spot interruption warning for a node of the running local stack on its interruption queue",
+        description="Put an EC2 spot interruption warning for NODE (a Node or NodeClaim name) on the local "
+        "stack's interruption queue, as EventBridge would; the worker then disrupts the node as Karpenter does.",
+    )
+    p.add_argument("node", metavar="NODE", help="a Node or NodeClaim name")
+    p.add_argument("--state-dir", type=Path, default=default_state_dir, help="the running stack's state directory")
+    p.add_argument("--queue", default=None, help="the queue's name (default: the only queue the stack's moto has)")
+    p.set_defaults(func=run_interrupt)
 
 
 def _not_installed(args: argparse.Namespace) -> int:
@@ -131,6 +160,14 @@ def _check_args(args: argparse.Namespace) -> str | None:
     return None
 
 
+def interruption_queue(args: argparse.Namespace) -> str:
+    """The interruption queue's name: `--interruption-queue` as given ("" = none), else the cluster's
+    name. Karpenter's getting-started CloudFormation template names the SQS queue after the cluster and
+    installs Karpenter with `settings.interruptionQueue` set to the cluster name; the local stack does
+    the same, so `make run` handles interruptions as a cluster set up that way does."""
+    return str(args.cluster_name if args.interruption_queue is None else args.interruption_queue)
+
+
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # fmt: skip
@@ -148,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
         config = stack_config(
             state_dir=args.state_dir, temporal_port=args.temporal_port, ui_port=args.ui_port,
             kube_port=args.kube_port, moto_port=args.moto_port, cluster_name=args.cluster_name,
-            ui=not args.no_ui, start_worker=not args.no_worker,
+            ui=not args.no_ui, start_worker=not args.no_worker, interruption_queue=interruption_queue(args),
         )  # fmt: skip
     except (ManifestError, ValueError) as exc:
         print(f"nodeflow dev: {exc}", file=sys.stderr)
@@ -215,14 +252,29 @@ def banner(stack: DevStack, state_dir: Path) -> str:
         f"  Temporal      {stack.temporal_address}",
         f"  Kubernetes    {stack.kube_url}",
         f"  AWS (moto)    {stack.moto_url}",
+        *_queue_lines(stack),
         f"  logs          {state_dir / 'logs'}/",
         "",
         f"  kubectl --kubeconfig {stack.kubeconfig} get nodes",
         f"  kubectl --kubeconfig {stack.kubeconfig} get nodepools,nodeclaims,pods -A",
         f"  {_shown(Path(sys.executable).parent / 'temporal')} workflow list --address {stack.temporal_address}",
+        *_rehearsal_lines(stack, state_dir),
         f"  tail -f {state_dir / 'logs' / 'worker.log'}",
     ]
     return "\n".join(lines)
+
+
+def _queue_lines(stack: DevStack) -> list[str]:
+    """The banner's interruption-queue line; none without a queue."""
+    name = stack.config.interruption_queue
+    return [f"  interruption  SQS queue {name} (in moto; the worker consumes it)"] if name else []
+
+
+def _rehearsal_lines(stack: DevStack, state_dir: Path) -> list[str]:
+    """How to rehearse a spot interruption; none without a queue."""
+    if not stack.config.interruption_queue:
+        return []
+    return [f"  {_shown(Path(sys.executable).parent / 'nodeflow')} dev-interrupt NODE --state-dir {state_dir}"]
 
 
 def _shown(path: Path) -> str:
@@ -245,6 +297,74 @@ def format_summary(summary: dict[str, Any]) -> str:
         lines.append(f"nodeclaim {claim['name']} {claim['instanceType']} {claim['zone']} {conditions}")
     for instance in summary["instances"]:
         lines.append(f"instance {instance['id']} {instance['type']} {instance['state']} -> {instance['nodeClaim']}")
+    queue = summary.get("interruptionQueue")
+    if queue is not None:
+        lines.append(f"interruption queue {queue['name']}: {queue['messages']} message(s) not yet handled")
     lines += [f"error: {e}" for e in summary["errors"]]
     lines += [f"waiting for: {u}" for u in summary.get("unsettled", [])]
     return "\n".join(lines)
+
+
+# -- nodeflow dev-interrupt ------------------------------------------------------------------------------
+
+
+def run_interrupt(args: argparse.Namespace) -> int:
+    """Send the warning; 0 when it is on the queue, 2 when the stack, the node or the queue is not found."""
+    from devstack.aws import interruption
+
+    try:
+        info = json.loads((args.state_dir / "services.json").read_text())
+        instance_id = _instance_of(args.state_dir / "kubeconfig", args.node)
+        sqs = interruption.sqs_client(str(info["motoUrl"]), str(info["region"]))
+        url = _queue_url(sqs, args.queue)
+    except FileNotFoundError:
+        print(
+            f"nodeflow dev-interrupt: no local stack runs in {args.state_dir} (start `nodeflow dev`)", file=sys.stderr
+        )
+        return EXIT_USAGE
+    except LookupError as exc:
+        print(f"nodeflow dev-interrupt: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    sqs.send_message(QueueUrl=url, MessageBody=interruption.spot_interruption_warning(instance_id, str(info["region"])))
+    print(f"spot interruption warning for {args.node} ({instance_id}) sent to {url}")
+    return EXIT_SETTLED
+
+
+def _instance_of(kubeconfig: Path, name: str) -> str:
+    """The EC2 instance id of Node `name`, else of NodeClaim `name` (from its providerID,
+    aws:///<zone>/<instance-id>). Raises LookupError when neither exists or has a providerID."""
+    from kube import resources as r
+    from kube.client import KubeClient
+    from kube.errors import NotFoundError
+
+    if not kubeconfig.exists():
+        raise FileNotFoundError(kubeconfig)
+    kube = KubeClient.from_kubeconfig(str(kubeconfig))
+    try:
+        for resource, where in ((r.NODE, ("spec",)), (r.NODECLAIM, ("status",))):
+            try:
+                obj = kube.get(resource, name)
+            except NotFoundError:
+                continue
+            provider_id = str((obj.get(where[0]) or {}).get("providerID") or "")
+            if provider_id:
+                return provider_id.rsplit("/", 1)[-1]
+            raise LookupError(f"{resource.kind} {name} has no providerID yet (its instance is not launched)")
+    finally:
+        kube.close()
+    raise LookupError(f"no Node or NodeClaim named {name!r}")
+
+
+def _queue_url(sqs: Any, name: str | None) -> str:
+    """The URL of queue `name`, else of the only queue in moto. Raises LookupError when there is none
+    (the stack was started with `--interruption-queue ''`) or several and no name."""
+    if name:
+        try:
+            return str(sqs.get_queue_url(QueueName=name)["QueueUrl"])
+        except sqs.exceptions.QueueDoesNotExist:
+            raise LookupError(f"the stack has no queue named {name!r}") from None
+    urls = sqs.list_queues().get("QueueUrls", [])
+    if len(urls) != 1:
+        found = "none (started with --interruption-queue '')" if not urls else ", ".join(urls)
+        raise LookupError(f"pass --queue: the stack's queues are {found}")
+    return str(urls[0])

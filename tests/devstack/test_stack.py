@@ -6,6 +6,7 @@ The tests share one stack and run in file order; the last one stops it."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import subprocess
@@ -69,7 +70,9 @@ def process_groups() -> dict[int, int]:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
     state = tmp_path_factory.mktemp("devstack")
-    config = stack_config(state_dir=state, cluster_name=CLUSTER, ui=True, start_worker=False)
+    config = stack_config(
+        state_dir=state, cluster_name=CLUSTER, ui=True, start_worker=False, interruption_queue=CLUSTER
+    )
     with DevStack(config) as running:
         yield running
 
@@ -119,6 +122,22 @@ def test_moto_has_the_seeded_subnets_and_security_group(stack: DevStack) -> None
     subnets = stack.ec2.describe_subnets(Filters=tag)["Subnets"]
     assert len(subnets) >= 3
     assert stack.ec2.describe_security_groups(Filters=tag)["SecurityGroups"]
+
+
+def test_the_interruption_queue_is_created_passed_to_the_worker_and_counted(stack: DevStack) -> None:
+    assert stack.sqs.get_queue_url(QueueName=CLUSTER)["QueueUrl"] == stack.interruption_queue_url
+    argv = stack.worker_argv("argv-only")
+    assert argv[argv.index("--interruption-queue") + 1] == CLUSTER
+    assert stack.summary()["interruptionQueue"] == {"name": CLUSTER, "messages": 0}
+    stack.send_spot_interruption("i-0123456789abcdef0")
+    assert stack.interruption_queue_depth() == 1
+    message = stack.sqs.receive_message(QueueUrl=stack.interruption_queue_url)["Messages"][0]
+    event = json.loads(message["Body"])
+    assert event["detail-type"] == "EC2 Spot Instance Interruption Warning"
+    assert event["detail"]["instance-id"] == "i-0123456789abcdef0"
+    assert stack.summary()["interruptionQueue"]["messages"] == 1  # received, not yet deleted
+    stack.sqs.delete_message(QueueUrl=stack.interruption_queue_url, ReceiptHandle=message["ReceiptHandle"])
+    assert stack.interruption_queue_depth() == 0
 
 
 def test_a_deployment_gives_pending_pods_and_the_summary_counts_them(stack: DevStack) -> None:

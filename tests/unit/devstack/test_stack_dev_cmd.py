@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from workers import cli
+from devstack.stack import DevStack
+from workers import cli, dev_cmd
 
 
 def test_defaults_are_the_well_known_ports() -> None:
@@ -16,6 +17,25 @@ def test_defaults_are_the_well_known_ports() -> None:
     assert args.cluster_name == "nodeflow-dev"
     assert args.state_dir == Path(".nodeflow")
     assert args.apply == [] and not args.until_settled and args.output == "text"
+
+
+def test_the_interruption_queue_is_the_cluster_name_unless_given_and_empty_turns_it_off() -> None:
+    parser = cli.build_parser(["dev"])
+    assert dev_cmd.interruption_queue(parser.parse_args(["dev", "--cluster-name", "prod"])) == "prod"
+    assert dev_cmd.interruption_queue(parser.parse_args(["dev", "--interruption-queue", "q"])) == "q"
+    assert dev_cmd.interruption_queue(parser.parse_args(["dev", "--interruption-queue", ""])) == ""
+
+
+def test_a_stack_without_a_queue_passes_no_flag_to_the_worker() -> None:
+    argv = DevStack(dev_cmd.stack_config(interruption_queue="")).worker_argv()
+    assert "--interruption-queue" not in argv
+    with pytest.raises(ValueError, match="without spaces"):
+        dev_cmd.stack_config(interruption_queue="a b")
+
+
+def test_dev_interrupt_without_a_running_stack_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["dev-interrupt", "ip-10-0-0-1.ec2.internal", "--state-dir", str(tmp_path)]) == 2
+    assert "no local stack runs in" in capsys.readouterr().err
 
 
 def test_a_missing_apply_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -42,6 +42,10 @@ class DevStackConfig:
       schemas' structural defaults to custom resources. The product's composition root passes its
       own CRDs; without them custom resources are stored as given.
     apply_defaults: apply `devstack/defaults.yaml` (NodePool and EC2NodeClass `default`) at start.
+    interruption_queue: the name of an SQS queue that `start()` creates in moto before the worker starts,
+      and that the worker is given as `--interruption-queue` (after `--health-probe-port`, before
+      `worker_args`); "" (the default) creates no queue and passes no flag. Karpenter's getting-started
+      names it after the cluster (see `devstack.aws.interruption`).
     response_cache: where moto keeps its unchanging answers across stacks (DescribeInstanceTypes, 2 s of
       CPU each time; see `devstack.aws.response_cache`); None to serialise them every time.
     """
@@ -61,6 +65,7 @@ class DevStackConfig:
     crds: list[Path] = field(default_factory=list)
     apply_defaults: bool = True
     region: str = DEFAULT_REGION
+    interruption_queue: str = ""
     response_cache: Path | None = field(default_factory=default_cache_dir)
     start_timeout: float = 60.0
 
@@ -69,6 +74,8 @@ class DevStackConfig:
         self.crds = [Path(p) for p in self.crds]
         if not self.cluster_name or any(c.isspace() for c in self.cluster_name):
             raise ValueError(f"cluster_name {self.cluster_name!r} must be a non-empty name without spaces")
+        if any(c.isspace() for c in self.interruption_queue):
+            raise ValueError(f"interruption_queue {self.interruption_queue!r} must be a queue name without spaces")
         if self.start_worker and not self.worker_command:
             raise ValueError("start_worker needs worker_command (the command line that runs the worker)")
 

@@ -7,7 +7,7 @@ Process layout (every child in its own process group, its output in `<state_dir>
   more workers on the same stack (replicas) with `start_worker(name)`, each logging to `<name>.log`.
 
 `start()` returns once every server answers, with the kubeconfig written, the CRDs (`config.crds`)
-and then the defaults applied.
+and then the defaults applied, and the interruption queue (`config.interruption_queue`) created in moto.
 `stop()` ends every child (SIGTERM, SIGKILL after a grace period); it is idempotent and also runs
 at interpreter exit, so a parent that crashes still leaves nothing behind.
 """
@@ -30,6 +30,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 import devstack
 from devstack import apply as applying
 from devstack import temporal  # a module import: devstack.temporal imports devstack.stack.children
+from devstack.aws import interruption
 from devstack.aws.faults import FaultClient
 from devstack.kube.faults import KubeFaultClient
 from devstack.services import ec2_client
@@ -70,7 +71,8 @@ class DevStack:
     """See the module docstring. Use as a context manager, or call `start()`/`stop()`.
 
     After `start()`: `temporal_address`, `ui_url` (None without the UI), `kube_url`, `moto_url`,
-    `kubeconfig`, `kube` (a KubeClient for this process) and `ec2` (a boto3 EC2 client on moto).
+    `kubeconfig`, `kube` (a KubeClient for this process) and `ec2` (a boto3 EC2 client on moto); with
+    an interruption queue, `sqs` (a boto3 SQS client on moto) and `interruption_queue_url`.
 
     Children get SIGTERM from the kernel when the thread that started them exits (see
     `devstack.stack.children`): call `start()`, `start_worker()` and `restart_temporal()` from a thread
@@ -85,6 +87,8 @@ class DevStack:
         self.moto_url = ""
         self.kube: KubeClient
         self.ec2: Any = None
+        self.sqs: Any = None
+        self.interruption_queue_url: str | None = None
         self._temporal: temporal.TemporalDevServer | None = None
         self._services: ChildProcess | None = None
         self._workers: dict[str, ChildProcess] = {}
@@ -124,6 +128,9 @@ class DevStack:
             self._await_services()
             self.kube = self._kube_client = KubeClient.from_kubeconfig(str(self.kubeconfig))
             self.ec2 = ec2_client(self.moto_url, cfg.region)
+            if cfg.interruption_queue:  # before the worker, whose consumer looks the queue up by name
+                self.sqs = interruption.sqs_client(self.moto_url, cfg.region)
+                self.interruption_queue_url = interruption.create_queue(self.sqs, cfg.interruption_queue)
             if cfg.crds:  # first, so that every custom resource applied after it gets its defaults
                 self.apply_files(applying.expand_paths(cfg.crds))
             if cfg.apply_defaults:
@@ -213,8 +220,8 @@ class DevStack:
 
     def worker_argv(self, name: str = "worker") -> list[str]:
         """The command line of worker `name`: `config.worker_command`, the stack's endpoints, its own
-        `--health-probe-port` (a free port picked at its first start, kept across restarts), then
-        `config.worker_args`."""
+        `--health-probe-port` (a free port picked at its first start, kept across restarts),
+        `--interruption-queue` when the stack has one, then `config.worker_args`."""
         cfg = self.config
         if name not in self._probe_ports:
             self._probe_ports[name] = free_port()
@@ -226,6 +233,7 @@ class DevStack:
             "--region", cfg.region,
             "--cluster-name", cfg.cluster_name,
             "--health-probe-port", str(self._probe_ports[name]),
+            *(["--interruption-queue", cfg.interruption_queue] if cfg.interruption_queue else []),
             *cfg.worker_args,
         ]  # fmt: skip
 
@@ -277,6 +285,28 @@ class DevStack:
         if self._temporal is None:
             raise RuntimeError("the stack is not started")
         self._temporal.restart(kill=kill, timeout=self.config.start_timeout)
+
+    # -- the interruption queue -----------------------------------------------------------------------
+
+    def send_spot_interruption(self, instance_id: str) -> None:
+        """Put an EC2 spot interruption warning for `instance_id` on the interruption queue, as
+        EventBridge would. Raises RuntimeError when the stack has no interruption queue."""
+        url = self._queue_url()
+        self.sqs.send_message(
+            QueueUrl=url, MessageBody=interruption.spot_interruption_warning(instance_id, self.config.region)
+        )
+
+    def interruption_queue_depth(self) -> int:
+        """Messages on the interruption queue, visible or received and not yet deleted. Raises
+        RuntimeError when the stack has no interruption queue."""
+        return interruption.queue_depth(self.sqs, self._queue_url())
+
+    def _queue_url(self) -> str:
+        if self.interruption_queue_url is None:
+            raise RuntimeError(
+                "the stack has no interruption queue: set DevStackConfig.interruption_queue and start it"
+            )
+        return self.interruption_queue_url
 
     # -- fault injection, for durability tests ------------------------------------------------------
 
@@ -340,8 +370,9 @@ class DevStack:
 
     def summary(self) -> dict[str, Any]:
         """The summary of `devstack.summary.build_summary`; `seconds` counts from the last apply (or
-        the start). Failures to read the cluster and dead children are reported in `errors`, and make
-        the summary not settled."""
+        the start). With an interruption queue, also `interruptionQueue`: {"name", "messages"} (messages
+        not yet deleted by the worker; informative, not part of the settled verdict). Failures to read
+        the cluster and dead children are reported in `errors`, and make the summary not settled."""
         errors = list(self._problems) + self.dead_children()
         pods: list[dict[str, Any]] = []
         claims: list[dict[str, Any]] = []
@@ -354,11 +385,23 @@ class DevStack:
             instances = self._instances()
         except (KubeError, BotoCoreError, ClientError) as exc:
             errors.append(f"reading the cluster state failed: {exc}")
+        queue: dict[str, Any] | None = None
+        try:
+            queue = self._queue_summary()
+        except (BotoCoreError, ClientError) as exc:
+            errors.append(f"reading the interruption queue failed: {exc}")
         summary = build_summary(pods, claims, instances, errors, time.monotonic() - self._since, workloads)
+        if queue is not None:
+            summary["interruptionQueue"] = queue
         if len(errors) > len(self._problems):
             summary["settled"] = False
             summary["unsettled"].append("the stack is unhealthy (see errors)")
         return summary
+
+    def _queue_summary(self) -> dict[str, Any] | None:
+        if self.interruption_queue_url is None:
+            return None
+        return {"name": self.config.interruption_queue, "messages": self.interruption_queue_depth()}
 
     def _instances(self) -> list[dict[str, Any]]:
         instances: list[dict[str, Any]] = []

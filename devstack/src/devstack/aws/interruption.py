@@ -1,0 +1,67 @@
+"""The local stack's interruption queue: the SQS queue in moto that EventBridge would fill with EC2
+interruption events, and the events themselves, so a user or a benchmark can rehearse an interruption.
+
+Karpenter's getting-started CloudFormation template creates one SQS queue named after the cluster, and
+EventBridge rules that send four kinds of event to it (spot interruption warning, rebalance
+recommendation, instance state change, AWS Health scheduled change); Karpenter is then installed with
+`settings.interruptionQueue` = the cluster name. moto has no EventBridge -> SQS delivery the stack
+relies on, so here a message is put on the queue directly with the body EventBridge would deliver: the
+event as JSON (AWS's documented "EC2 Spot Instance Interruption Warning" shape).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+ACCOUNT = "123456789012"  # moto's default account
+SPOT_WARNING_SECONDS = 120  # EC2 gives a spot instance two minutes between the warning and the reclaim
+
+
+def sqs_client(endpoint_url: str, region: str) -> Any:
+    """A boto3 SQS client on the local moto server (fixed fake credentials)."""
+    import boto3
+
+    return boto3.client(
+        "sqs", endpoint_url=endpoint_url, region_name=region,
+        aws_access_key_id="testing", aws_secret_access_key="testing",
+    )  # fmt: skip
+
+
+def create_queue(sqs: Any, name: str) -> str:
+    """Create the SQS queue `name` (idempotent, as SQS's CreateQueue is for the same attributes) with a
+    300 s message retention, the retention Karpenter's CloudFormation template gives its queue; its URL."""
+    return str(sqs.create_queue(QueueName=name, Attributes={"MessageRetentionPeriod": "300"})["QueueUrl"])
+
+
+def queue_depth(sqs: Any, url: str) -> int:
+    """Messages on the queue, visible or received and not yet deleted (SQS's approximate counts)."""
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    )["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])
+
+
+def spot_interruption_warning(instance_id: str, region: str, now: datetime | None = None) -> str:
+    """The EventBridge event body of an "EC2 Spot Instance Interruption Warning" for `instance_id`
+    (instance-action `terminate`, a fresh event id), as it lands on the queue."""
+    at = now or datetime.now(UTC)
+    return json.dumps(
+        {
+            "version": "0",
+            "id": str(uuid.uuid4()),
+            "detail-type": "EC2 Spot Instance Interruption Warning",
+            "source": "aws.ec2",
+            "account": ACCOUNT,
+            "time": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "region": region,
+            "resources": [f"arn:aws:ec2:{region}:{ACCOUNT}:instance/{instance_id}"],
+            "detail": {
+                "instance-id": instance_id,
+                "instance-action": "terminate",
+                "instance-action-time": (at + timedelta(seconds=SPOT_WARNING_SECONDS)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            },
+        }
+    )
