@@ -316,7 +316,7 @@ def run_interrupt(args: argparse.Namespace) -> int:
         info = json.loads((args.state_dir / "services.json").read_text())
         instance_id = _instance_of(args.state_dir / "kubeconfig", args.node)
         sqs = interruption.sqs_client(str(info["motoUrl"]), str(info["region"]))
-        url = _queue_url(sqs, args.queue)
+        url = interruption.queue_url(sqs, args.queue)
     except FileNotFoundError:
         print(
             f"nodeflow dev-interrupt: no local stack runs in {args.state_dir} (start `nodeflow dev`)", file=sys.stderr
@@ -325,7 +325,7 @@ def run_interrupt(args: argparse.Namespace) -> int:
     except LookupError as exc:
         print(f"nodeflow dev-interrupt: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    sqs.send_message(QueueUrl=url, MessageBody=interruption.spot_interruption_warning(instance_id, str(info["region"])))
+    interruption.send_spot_interruption_warning(sqs, url, instance_id, str(info["region"]))
     print(f"spot interruption warning for {args.node} ({instance_id}) sent to {url}")
     return EXIT_SETTLED
 
@@ -353,18 +353,3 @@ def _instance_of(kubeconfig: Path, name: str) -> str:
     finally:
         kube.close()
     raise LookupError(f"no Node or NodeClaim named {name!r}")
-
-
-def _queue_url(sqs: Any, name: str | None) -> str:
-    """The URL of queue `name`, else of the only queue in moto. Raises LookupError when there is none
-    (the stack was started with `--interruption-queue ''`) or several and no name."""
-    if name:
-        try:
-            return str(sqs.get_queue_url(QueueName=name)["QueueUrl"])
-        except sqs.exceptions.QueueDoesNotExist:
-            raise LookupError(f"the stack has no queue named {name!r}") from None
-    urls = sqs.list_queues().get("QueueUrls", [])
-    if len(urls) != 1:
-        found = "none (started with --interruption-queue '')" if not urls else ", ".join(urls)
-        raise LookupError(f"pass --queue: the stack's queues are {found}")
-    return str(urls[0])

@@ -65,3 +65,23 @@ def spot_interruption_warning(instance_id: str, region: str, now: datetime | Non
             },
         }
     )
+
+
+def queue_url(sqs: Any, name: str | None) -> str:
+    """The URL of queue `name`, else of the only queue in moto. Raises LookupError when there is none
+    (the stack was started with `--interruption-queue ''`) or several and no name."""
+    if name:
+        try:
+            return str(sqs.get_queue_url(QueueName=name)["QueueUrl"])
+        except sqs.exceptions.QueueDoesNotExist:
+            raise LookupError(f"the stack has no queue named {name!r}") from None
+    urls = sqs.list_queues().get("QueueUrls", [])
+    if len(urls) != 1:
+        found = "none (started with --interruption-queue '')" if not urls else ", ".join(urls)
+        raise LookupError(f"pass --queue: the stack's queues are {found}")
+    return str(urls[0])
+
+
+def send_spot_interruption_warning(sqs: Any, url: str, instance_id: str, region: str) -> None:
+    """Put a spot interruption warning for `instance_id` on the queue at `url`, as EventBridge would."""
+    sqs.send_message(QueueUrl=url, MessageBody=spot_interruption_warning(instance_id, region))

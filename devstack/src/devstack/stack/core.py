@@ -291,10 +291,7 @@ class DevStack:
     def send_spot_interruption(self, instance_id: str) -> None:
         """Put an EC2 spot interruption warning for `instance_id` on the interruption queue, as
         EventBridge would. Raises RuntimeError when the stack has no interruption queue."""
-        url = self._queue_url()
-        self.sqs.send_message(
-            QueueUrl=url, MessageBody=interruption.spot_interruption_warning(instance_id, self.config.region)
-        )
+        interruption.send_spot_interruption_warning(self.sqs, self._queue_url(), instance_id, self.config.region)
 
     def interruption_queue_depth(self) -> int:
         """Messages on the interruption queue, visible or received and not yet deleted. Raises
