@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apis.ec2nodeclass import EC2NodeClass
+from apis.meta import parse_rfc3339
 from cloudprovider.aws.amis import ALIAS_FAMILIES, alias_parameters, parse_alias
 from cloudprovider.aws.errors import call, has_code
 from cloudprovider.aws.sdk import EC2API, SSMAPI
@@ -43,23 +44,11 @@ class ResolvedAMI:
         return status
 
 
-def parse_aws_time(value: str | None) -> dt.datetime | None:
-    """An EC2 timestamp (`2024-08-07T00:00:00.000Z`, ISO 8601) as an aware datetime; None when absent or
-    unparsable. A time without a zone is taken as UTC."""
-    if not value:
-        return None
-    try:
-        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
-
-
 def is_deprecated(image: dict[str, Any], now: dt.datetime) -> bool:
     """True when the image's `DeprecationTime` is at or before `now`. An image without one, or with one
     still in the future, is not deprecated (EC2 hides an AMI from listings only once that time passes:
     https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ami-deprecate.html)."""
-    deprecation = parse_aws_time(image.get("DeprecationTime"))
+    deprecation = parse_rfc3339(image.get("DeprecationTime"))
     return deprecation is not None and deprecation <= now
 
 
@@ -73,7 +62,7 @@ def order_amis(amis: Iterable[ResolvedAMI]) -> list[ResolvedAMI]:
     ordered = sorted(amis, key=lambda a: a.id)
     # Stable sorts, least significant key first; sort(reverse=True) keeps equal items in their order.
     ordered.sort(key=lambda a: a.name, reverse=True)
-    ordered.sort(key=lambda a: parse_aws_time(a.creation_date) or oldest, reverse=True)
+    ordered.sort(key=lambda a: parse_rfc3339(a.creation_date) or oldest, reverse=True)
     ordered.sort(key=lambda a: a.deprecated)
     return ordered
 

@@ -29,6 +29,7 @@ from moto.ec2.responses.amis import AmisResponse
 from moto.ec2.responses.fleets import Fleets
 from moto.ec2.responses.spot_instances import SpotInstances
 
+from apis.meta import parse_rfc3339
 from cloudprovider.aws.pricing import load_price_table
 from devstack.aws.faults import FaultStore
 
@@ -158,8 +159,8 @@ class DeprecatableAmi(Ami):
 
 def _hidden_as_deprecated(image: Any, now: dt.datetime) -> bool:
     """True when `image` has a DeprecationTime at or before `now`."""
-    value = getattr(image, "deprecation_time", None)
-    return bool(value) and dt.datetime.fromisoformat(str(value).replace("Z", "+00:00")) <= now
+    deprecation = parse_rfc3339(getattr(image, "deprecation_time", None))
+    return deprecation is not None and deprecation <= now
 
 
 def _describe_images(self: AmisResponse) -> ActionResult:
