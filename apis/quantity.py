@@ -110,6 +110,14 @@ def to_units(resource: str, text: str | int | float) -> int:
     return math.ceil(value)
 
 
+def threshold_units(resource: str, value: str, total: int) -> int:
+    """A kubelet threshold of `resource` (an eviction signal's "100Mi" or "10%") in canonical units: a
+    percentage of `total`, rounded up, else the quantity itself."""
+    if value.endswith("%"):
+        return math.ceil(total * parse_quantity(value[:-1]) / 100)
+    return to_units(resource, value)
+
+
 def to_resource_list(quantities: Mapping[str, str | int | float]) -> ResourceList:
     return {name: to_units(name, q) for name, q in quantities.items()}
 

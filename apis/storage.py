@@ -16,10 +16,8 @@ says), system-reserved, and the larger of the hard and soft `nodefs.available` e
 
 from __future__ import annotations
 
-import math
-
 from apis.ec2nodeclass import EBS, BlockDeviceMapping, EC2NodeClass, KubeletConfiguration
-from apis.quantity import parse_quantity, to_units
+from apis.quantity import threshold_units, to_units
 
 GIB = 2**30
 GB = 10**9
@@ -108,20 +106,17 @@ def node_class_family(node_class: EC2NodeClass) -> str:
     return node_class.spec.alias_family() or node_class.spec.ami_family or CUSTOM
 
 
-def _threshold(value: str, total: int) -> int:
-    """An eviction threshold ("10%" or a quantity) in bytes of `total`, rounded up."""
-    if value.endswith("%"):
-        return math.ceil(total * parse_quantity(value[:-1]) / 100)
-    return to_units(RESOURCE, value)
-
-
 def ephemeral_storage_overhead(capacity: int, kubelet: KubeletConfiguration | None) -> int:
     """Bytes of `capacity` pods cannot use: kube-reserved + system-reserved + the nodefs eviction threshold."""
     kube_reserved = dict((kubelet.kube_reserved or {}) if kubelet else {})
     system_reserved = dict((kubelet.system_reserved or {}) if kubelet else {})
     hard = {"nodefs.available": DEFAULT_NODEFS_AVAILABLE, **((kubelet.eviction_hard or {}) if kubelet else {})}
     soft = (kubelet.eviction_soft or {}) if kubelet else {}
-    thresholds = [_threshold(v, capacity) for v in (hard.get("nodefs.available"), soft.get("nodefs.available")) if v]
+    thresholds = [
+        threshold_units(RESOURCE, v, capacity)
+        for v in (hard.get("nodefs.available"), soft.get("nodefs.available"))
+        if v
+    ]
     return (
         to_units(RESOURCE, kube_reserved.get(RESOURCE, DEFAULT_KUBE_RESERVED))
         + to_units(RESOURCE, system_reserved.get(RESOURCE, "0"))

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from apis import labels as L
 from apis.ec2nodeclass import EC2NodeClass, KubeletConfiguration
 from apis.instancetype import InstanceType, eks_kube_reserved_cpu_millis, eks_kube_reserved_memory_mib
-from apis.quantity import ResourceList, add, to_resource_list, to_units
+from apis.quantity import ResourceList, add, threshold_units, to_resource_list
 from apis.storage import ephemeral_storage_bytes, ephemeral_storage_overhead, node_class_family
 from scheduling.requirements import Requirements
 
@@ -93,12 +93,6 @@ def derived_labels(it: InstanceType, capacity: Mapping[str, int]) -> dict[str, s
     return out
 
 
-def _threshold(value: str, total: int, resource: str) -> int:
-    if value.endswith("%"):
-        return -(-total * int(float(value[:-1]) * 1000) // 100_000)
-    return to_units(resource, value)
-
-
 def _recomputes(kubelet: KubeletConfiguration | None) -> bool:
     if kubelet is None:
         return False
@@ -130,12 +124,12 @@ def kubelet_capacity_and_overhead(
         reserved = {**reserved, **to_resource_list(kubelet.kube_reserved)}
     reserved = add(reserved, to_resource_list(kubelet.system_reserved or {}))
     eviction = {"memory.available": "100Mi", **(kubelet.eviction_hard or {})}
-    reserved["memory"] = reserved.get("memory", 0) + _threshold(
-        eviction["memory.available"], capacity.get("memory", 0), "memory"
+    reserved["memory"] = reserved.get("memory", 0) + threshold_units(
+        "memory", eviction["memory.available"], capacity.get("memory", 0)
     )
     if "nodefs.available" in eviction and "ephemeral-storage" in capacity:
-        reserved["ephemeral-storage"] = reserved.get("ephemeral-storage", 0) + _threshold(
-            eviction["nodefs.available"], capacity["ephemeral-storage"], "ephemeral-storage"
+        reserved["ephemeral-storage"] = reserved.get("ephemeral-storage", 0) + threshold_units(
+            "ephemeral-storage", eviction["nodefs.available"], capacity["ephemeral-storage"]
         )
     merged = dict(overhead)
     merged.update(reserved)

@@ -28,7 +28,7 @@ from apis.instancetype import (
     eks_kube_reserved_memory_mib,
     eni_limited_max_pods,
 )
-from apis.quantity import format_units, parse_quantity, to_units
+from apis.quantity import format_units, threshold_units, to_units
 
 MIB = 2**20
 GIB = 2**30
@@ -138,13 +138,6 @@ def capacity(info: Mapping[str, Any], settings: InstanceTypeSettings) -> dict[st
     return out
 
 
-def _threshold(value: str, total: int, resource: str) -> int:
-    """An eviction threshold ("100Mi" or "10%") in bytes of `total`."""
-    if value.endswith("%"):
-        return math.ceil(total * parse_quantity(value[:-1]) / 100)
-    return to_units(resource, value)
-
-
 def _eviction(kubelet: KubeletConfiguration | None, cap: Mapping[str, int]) -> dict[str, int]:
     signals = {
         "memory.available": ("memory", cap["memory"]),
@@ -154,7 +147,7 @@ def _eviction(kubelet: KubeletConfiguration | None, cap: Mapping[str, int]) -> d
     soft = (kubelet.eviction_soft or {}) if kubelet else {}
     out: dict[str, int] = {}
     for signal, (resource, total) in signals.items():
-        values = [_threshold(v, total, resource) for v in (hard.get(signal), soft.get(signal)) if v]
+        values = [threshold_units(resource, v, total) for v in (hard.get(signal), soft.get(signal)) if v]
         if values:
             out[resource] = max(values)
     return out
