@@ -23,7 +23,7 @@ from temporalio import activity
 from activities import ownership
 from apis.meta import parse_rfc3339
 from cloudprovider.errors import InstanceNotFoundError
-from cloudprovider.types import CloudProvider, Instance
+from cloudprovider.types import CloudProvider, Instance, instance_id_of
 from kube import resources as r
 from kube.events import EventRecorder
 from kube.types import Kube, Obj
@@ -67,11 +67,6 @@ class CollectResult(BaseModel):
     too_young: int = 0
     terminated: list[LeakedInstance] = Field(default_factory=list)
     deleted_claims: list[StrandedClaim] = Field(default_factory=list)
-
-
-def instance_id_of(provider_id: str) -> str:
-    """The instance id at the end of a provider ID (`aws:///us-west-2a/i-0abc` -> `i-0abc`)."""
-    return provider_id.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _condition(claim: Obj, type_: str) -> dict[str, str]:
@@ -191,7 +186,6 @@ __all__ = [
     "GarbageCollectionActivities",
     "LeakedInstance",
     "StrandedClaim",
-    "instance_id_of",
     "is_stranded",
     "launched_at",
 ]

@@ -43,6 +43,11 @@ class LaunchRequest(BaseModel):
     tags: dict[str, str] = Field(default_factory=dict)
 
 
+def instance_id_of(provider_id: str) -> str:
+    """The instance id at the end of a provider ID (`aws:///us-west-2a/i-0abc` -> `i-0abc`); '' for ''."""
+    return provider_id.rsplit("/", 1)[-1]
+
+
 class Instance(BaseModel):
     """A cloud instance as nodeflow sees it. `provider_id` is `aws:///<zone>/<instance-id>`."""
 

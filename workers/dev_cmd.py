@@ -333,6 +333,7 @@ def run_interrupt(args: argparse.Namespace) -> int:
 def _instance_of(kubeconfig: Path, name: str) -> str:
     """The EC2 instance id of Node `name`, else of NodeClaim `name` (from its providerID,
     aws:///<zone>/<instance-id>). Raises LookupError when neither exists or has a providerID."""
+    from cloudprovider.types import instance_id_of
     from kube import resources as r
     from kube.client import KubeClient
     from kube.errors import NotFoundError
@@ -348,7 +349,7 @@ def _instance_of(kubeconfig: Path, name: str) -> str:
                 continue
             provider_id = str((obj.get(where[0]) or {}).get("providerID") or "")
             if provider_id:
-                return provider_id.rsplit("/", 1)[-1]
+                return instance_id_of(provider_id)
             raise LookupError(f"{resource.kind} {name} has no providerID yet (its instance is not launched)")
     finally:
         kube.close()

@@ -47,6 +47,7 @@ from cloudprovider.aws.interruption_messages import (
     parse_message,
 )
 from cloudprovider.aws.interruption_queue import QueueMessage
+from cloudprovider.types import instance_id_of
 from cloudprovider.unavailable import UnavailableOfferings
 from kube import resources as r
 from kube.errors import KubeError
@@ -182,7 +183,7 @@ class InterruptionConsumer:
         for claim in self.kube.list(r.NODECLAIM):
             provider_id = str((claim.get("status") or {}).get("providerID") or "")
             if provider_id:
-                index[provider_id.rsplit("/", 1)[-1]] = claim
+                index[instance_id_of(provider_id)] = claim
         return index
 
     def _act(self, message: QueueMessage, event: ParsedMessage, claims: dict[str, Obj]) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from cloudprovider.types import TAG_NODECLAIM
+from cloudprovider.types import TAG_NODECLAIM, instance_id_of
 
 Obj = Mapping[str, Any]
 
@@ -76,8 +76,7 @@ def node_claim_row(claim: Obj) -> dict[str, Any]:
 
 
 def _instance_id_of(provider_id: str | None) -> str | None:
-    # aws:///us-west-2a/i-0123 -> i-0123
-    return provider_id.rsplit("/", 1)[-1] if provider_id else None
+    return instance_id_of(provider_id) if provider_id else None
 
 
 def instance_row(instance: Obj, claim_by_instance_id: Mapping[str, str]) -> dict[str, Any]:

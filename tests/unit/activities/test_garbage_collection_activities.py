@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from activities.garbage_collection import CollectInput, GarbageCollectionActivities, instance_id_of
+from activities.garbage_collection import CollectInput, GarbageCollectionActivities
 from cloudprovider.errors import CloudProviderError, InstanceNotFoundError
 from cloudprovider.fake import FakeCloudProvider
-from cloudprovider.types import TAG_NODECLAIM
+from cloudprovider.types import TAG_NODECLAIM, instance_id_of
 from kube import resources as r
 from tests.unit.activities.claimworld import NAME, NODE, uid
 from tests.unit.activities.memkube import Events, MemKube

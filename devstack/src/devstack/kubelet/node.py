@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from apis import labels as wk
+from cloudprovider.types import instance_id_of as instance_id_in
 from devstack.kubelet.capacity import allocatable_units, architecture, as_quantities, capacity_units
 
 Obj = dict[str, Any]
@@ -43,7 +44,7 @@ def instance_id_of(node: Mapping[str, Any]) -> str | None:
     pid = str((node.get("spec") or {}).get("providerID") or "")
     if not pid.startswith("aws:///"):
         return None
-    return pid.rsplit("/", 1)[-1] or None
+    return instance_id_in(pid) or None
 
 
 def tag(instance: Mapping[str, Any], key: str) -> str | None:
