@@ -151,12 +151,17 @@ def _ami_name(family: str, k8s: str, arch: str, variant: str, release: str) -> s
     return f"{prefix}-{k8s}-{release}"
 
 
+def ami_id_of(name: str) -> str:
+    """The id the seed gives the AMI named `name`: derived from the name, so it is the same in every stack."""
+    return "ami-" + hashlib.sha256(name.encode()).hexdigest()[:17]
+
+
 def _ensure_ami(
     backend: Any, region: str, name: str, arch: str, created: dt.datetime, platform: str | None = None
 ) -> str:
     """An Amazon-owned public AMI named `name` (id derived from the name); `platform="windows"` makes it a
     Windows AMI (root on /dev/sda1). Returns its id."""
-    ami_id = "ami-" + hashlib.sha256(name.encode()).hexdigest()[:17]
+    ami_id = ami_id_of(name)
     if ami_id not in backend.amis:
         backend.amis[ami_id] = Ami(
             backend,
@@ -252,7 +257,7 @@ def seed_custom_amis(region: str) -> list[str]:
     backend = ec2_backends[DEFAULT_ACCOUNT_ID][region]
     ids = []
     for name, created, deprecation in CUSTOM_AMIS:
-        ami_id = "ami-" + hashlib.sha256(name.encode()).hexdigest()[:17]
+        ami_id = ami_id_of(name)
         if ami_id not in backend.amis:
             backend.amis[ami_id] = DeprecatableAmi(
                 backend,
