@@ -486,14 +486,12 @@ def run_claims(opts: ClaimsOptions) -> dict[str, Any]:
     from devstack import temporal
     from devstack.stack.children import ChildProcess
     from devstack.stack.core import child_env
-    from devstack.stack.ports import free_port
     from workers.dev_cmd import stack_config
 
     with state_directory(opts.state_dir) as state:
-        ports = temporal.TemporalPorts(grpc=free_port(), ui=free_port(), http=free_port(), metrics=free_port())
-        server = temporal.TemporalDevServer(ports, None, False, state / "temporal.log",
+        server = temporal.TemporalDevServer(temporal.free_ports(), None, False, state / "temporal.log",
                                           stack_config(start_worker=False).search_attributes)  # fmt: skip
-        server.start()
+        server.start(attempts=temporal.PORT_ATTEMPTS, new_ports=temporal.free_ports)
         ready = state / "claims-worker.json"
         for stale in (ready, ready.with_suffix(".trimmed")):  # left by an earlier run in --state-dir
             stale.unlink(missing_ok=True)

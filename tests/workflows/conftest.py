@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import AsyncIterator
+import tempfile
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from devstack import temporal
 from tests.workflows.fakes import World
 from tests.workflows.workers import worker_on_fresh_queue
 from workers.temporal_client import register_search_attributes
@@ -28,9 +31,23 @@ def venv_binary(name: str) -> str:
     return found
 
 
-# The SDK gives a test or dev server 5 s to start; on two cores busy with the end-to-end stacks it can need
-# more.
-TEST_SERVER_STARTUP_TIMEOUT = DEV_SERVER_STARTUP_TIMEOUT = timedelta(seconds=60)
+# The SDK gives a test server 5 s to start; on two cores busy with the end-to-end stacks it can need more.
+TEST_SERVER_STARTUP_TIMEOUT = timedelta(seconds=60)
+
+
+@contextmanager
+def dev_server(search_attributes: Sequence[tuple[str, str]] = ()) -> Iterator[temporal.TemporalDevServer]:
+    """A fresh in-memory Temporal dev server, started as the local stack starts its own: a start whose
+    process exits (a port taken between pick and bind) is retried on new ports at once, where the
+    SDK's `start_local` would wait out its whole start-up timeout and fail."""
+    with tempfile.TemporaryDirectory(prefix="temporal-") as logs:
+        server = temporal.TemporalDevServer(temporal.free_ports(), None, False, Path(logs) / "temporal.log",
+                                            search_attributes)  # fmt: skip
+        server.start(attempts=temporal.PORT_ATTEMPTS, new_ports=temporal.free_ports)
+        try:
+            yield server
+        finally:
+            server.stop()
 
 
 async def start_time_skipping() -> WorkflowEnvironment:

@@ -14,11 +14,10 @@ import pytest
 import pytest_asyncio
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from tests.eventually import eventually_async
-from tests.workflows.conftest import DEV_SERVER_STARTUP_TIMEOUT, venv_binary
+from tests.workflows.conftest import dev_server, venv_binary
 from tests.workflows.fakes import World
 from workers.ops_cmd import ClaimRow, OpsError, list_claims, query_claim, signal_claim
 from workflows import search_attributes as sa
@@ -32,15 +31,9 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=venv_binary("temporal"),
-        dev_server_startup_timeout=DEV_SERVER_STARTUP_TIMEOUT,
-        search_attributes=list(sa.ALL),
-        data_converter=pydantic_data_converter,
-    )
-    async with env:
-        yield env
+async def dev_client() -> AsyncIterator[Client]:
+    with dev_server([(key.name, "Keyword") for key in sa.ALL]) as server:
+        yield await Client.connect(server.address, data_converter=pydantic_data_converter)
 
 
 async def temporal_cli(client: Client, *args: str) -> str:
@@ -60,8 +53,8 @@ async def start(client: Client, task_queue: str, name: str, pool: str) -> None:
     await client.start_workflow(NodeClaimWorkflow.run, inp, id=workflow_id(name), task_queue=task_queue)
 
 
-async def test_a_list_filtered_by_nodepool_and_phase_shows_the_fleet(dev_env: WorkflowEnvironment) -> None:
-    client = dev_env.client
+async def test_a_list_filtered_by_nodepool_and_phase_shows_the_fleet(dev_client: Client) -> None:
+    client = dev_client
     world = World(node_after_polls=1, ready_after_polls=1, launch_node_pool="", pods_on_node=1, terminate_polls=1)
     task_queue = f"tq-{uuid.uuid4()}"
     suffix = uuid.uuid4().hex[:5]
@@ -127,21 +120,21 @@ async def test_a_list_filtered_by_nodepool_and_phase_shows_the_fleet(dev_env: Wo
                 assert done.phase == DELETED and done.expired and done.termination_reason == "expired (manual)"
 
 
-async def test_signalling_a_claim_without_a_workflow_names_it(dev_env: WorkflowEnvironment) -> None:
+async def test_signalling_a_claim_without_a_workflow_names_it(dev_client: Client) -> None:
     with pytest.raises(OpsError, match="nodeclaim-nope-12345"):
-        await signal_claim(dev_env.client, "nope-12345", "drain", "")
+        await signal_claim(dev_client, "nope-12345", "drain", "")
     with pytest.raises(OpsError, match="nodeclaim-nope-12345"):
-        await query_claim(dev_env.client, "nope-12345")
+        await query_claim(dev_client, "nope-12345")
 
 
-async def test_a_status_query_nobody_answers_says_to_check_the_worker(dev_env: WorkflowEnvironment) -> None:
+async def test_a_status_query_nobody_answers_says_to_check_the_worker(dev_client: Client) -> None:
     name = f"orphan-{uuid.uuid4().hex[:8]}"
     inp = NodeClaimInput(name=name, node_pool="default")
-    handle = await dev_env.client.start_workflow(
+    handle = await dev_client.start_workflow(
         NodeClaimWorkflow.run, inp, id=workflow_id(name), task_queue=f"no-worker-{name}"
     )
     try:
         with pytest.raises(OpsError, match=r"did not answer the status query 2 times.*worker running"):
-            await query_claim(dev_env.client, name, attempts=2, timeout=timedelta(seconds=1))
+            await query_claim(dev_client, name, attempts=2, timeout=timedelta(seconds=1))
     finally:
         await handle.terminate("test over")

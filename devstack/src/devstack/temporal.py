@@ -9,23 +9,52 @@ measured about twice as fast as the default journal); without one it runs in mem
 
 from __future__ import annotations
 
+import logging
 import shutil
 import sys
 import sysconfig
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from devstack.stack.children import ChildProcess
-from devstack.stack.ports import HOST, http_ok, wait_for
+from devstack.stack.ports import HOST, free_port, http_ok, wait_for
+
+log = logging.getLogger(__name__)
 
 START_TIMEOUT = 60.0
+PORT_ATTEMPTS = 3  # starts on fresh port picks before a start failure is final
 GRACE_SECONDS = 5.0
 DB_FILENAME = "temporal.db"
 
 
 class TemporalNotFoundError(RuntimeError):
     """The `temporal` binary is not installed in this environment."""
+
+
+class TemporalStartError(RuntimeError):
+    """The dev server did not become ready. `exited` is True when its process ended first: almost
+    always a port taken between being picked and being bound (the server picks the ports of its
+    internal history, matching and worker services itself, in the kernel's ephemeral range, and
+    panics when one is gone by the time it listens), so a new start usually succeeds."""
+
+    def __init__(self, message: str, exited: bool) -> None:
+        super().__init__(message)
+        self.exited = exited
+
+
+# Lines of the server's log that say why it stopped; a Go panic prints them above a long stack trace,
+# so the log's last lines alone rarely show them.
+_CAUSE_MARKERS = ("panic:", "level=ERROR", "Error:", "address already in use")
+
+
+def start_failure_excerpt(log_text: str, tail_lines: int = 12, cause_lines: int = 5) -> str:
+    """The first lines of `log_text` that state a cause, then its last `tail_lines` lines."""
+    lines = log_text.splitlines()
+    causes = [line for line in lines if any(marker in line for marker in _CAUSE_MARKERS)][:cause_lines]
+    tail = lines[-tail_lines:]
+    head = [line for line in causes if line not in tail]
+    return "\n".join([*head, *(["..."] if head else []), *tail])
 
 
 def find_temporal_binary() -> Path:
@@ -48,6 +77,11 @@ class TemporalPorts:
     ui: int
     http: int
     metrics: int
+
+
+def free_ports() -> TemporalPorts:
+    """Four ports free right now (see `free_port`)."""
+    return TemporalPorts(grpc=free_port(), ui=free_port(), http=free_port(), metrics=free_port())
 
 
 def server_args(
@@ -91,6 +125,9 @@ class TemporalDevServer:
     """One dev server process. `start()` returns once the frontend serves the `default` namespace
     (and the UI answers when enabled); `restart()` keeps the ports and the db.
 
+    Every start on picked free ports should allow a few attempts with new picks: a picked port can be
+    taken before the server binds it, and so can the internal ports the server picks itself.
+
     search_attributes: (name, type) of each custom search attribute to register at start, the type a
       Temporal indexed value type ("Keyword", "Int", "Text", "Bool", "Double", "Datetime", "KeywordList").
     """
@@ -103,11 +140,17 @@ class TemporalDevServer:
         log_path: Path,
         search_attributes: Sequence[tuple[str, str]] = (),
     ) -> None:
-        self.ports = ports
         self.db_path = db_path
         self.ui = ui
-        argv = server_args(find_temporal_binary(), ports, db_path, ui, search_attributes)
-        self.process = ChildProcess("temporal", argv, log_path, grace_seconds=GRACE_SECONDS)
+        self._binary = find_temporal_binary()
+        self._log_path = log_path
+        self._search_attributes = tuple(search_attributes)
+        self._use_ports(ports)
+
+    def _use_ports(self, ports: TemporalPorts) -> None:
+        self.ports = ports
+        argv = server_args(self._binary, ports, self.db_path, self.ui, self._search_attributes)
+        self.process = ChildProcess("temporal", argv, self._log_path, grace_seconds=GRACE_SECONDS)
 
     @property
     def address(self) -> str:
@@ -117,8 +160,28 @@ class TemporalDevServer:
     def ui_url(self) -> str | None:
         return f"http://{HOST}:{self.ports.ui}" if self.ui else None
 
-    def start(self, timeout: float = START_TIMEOUT) -> None:
-        """Start and wait until ready. Raises TimeoutError/RuntimeError (with the log tail) otherwise."""
+    def start(
+        self,
+        timeout: float = START_TIMEOUT,
+        attempts: int = 1,
+        new_ports: Callable[[], TemporalPorts] | None = None,
+    ) -> None:
+        """Start and wait until ready. When the process exits while starting, start it again, up to
+        `attempts` starts in all: on `new_ports()` when given, else on the same ports (the server picks
+        its internal ones afresh each time). Raises TemporalStartError, with the log's cause lines and
+        tail, when the last start fails or a start times out."""
+        for attempt in range(1, attempts + 1):
+            try:
+                self._start_once(timeout)
+                return
+            except TemporalStartError as exc:
+                if attempt == attempts or not exc.exited:
+                    raise
+                log.warning("the Temporal dev server exited while starting; starting it again: %s", exc)
+                if new_ports is not None:
+                    self._use_ports(new_ports())
+
+    def _start_once(self, timeout: float) -> None:
         self.process.start()
         try:
             namespace_url = f"http://{HOST}:{self.ports.http}/api/v1/namespaces/default"
@@ -127,14 +190,16 @@ class TemporalDevServer:
                 ui_url = self.ui_url
                 wait_for(lambda: http_ok(ui_url), "Temporal UI", timeout, self.process.running)
         except (TimeoutError, RuntimeError) as exc:
-            tail = self.process.log_tail()
+            exited = not self.process.running()
             self.process.stop()
-            raise RuntimeError(f"{exc}; log {self.process.log_path}:\n{tail}") from exc
+            excerpt = start_failure_excerpt(self.process.log_text())
+            raise TemporalStartError(f"{exc}; log {self.process.log_path}:\n{excerpt}", exited) from exc
 
     def stop(self, kill: bool = False) -> None:
         self.process.stop(kill=kill)
 
-    def restart(self, kill: bool = False, timeout: float = START_TIMEOUT) -> None:
-        """Stop (SIGKILL when `kill`, as in a crash) and start again on the same ports and db."""
+    def restart(self, kill: bool = False, timeout: float = START_TIMEOUT, attempts: int = 3) -> None:
+        """Stop (SIGKILL when `kill`, as in a crash) and start again on the same ports and db, up to
+        `attempts` starts (see `start`)."""
         self.stop(kill=kill)
-        self.start(timeout)
+        self.start(timeout, attempts)

@@ -9,15 +9,14 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from temporalio.testing import WorkflowEnvironment
 
 from tests.tls_certs import Pki, make_pki
 from tests.tls_proxy import server_context, tls_proxy
-from tests.workflows.conftest import DEV_SERVER_STARTUP_TIMEOUT, venv_binary
+from tests.workflows.conftest import dev_server
 from workers.namespace_owner import claim_namespace, namespace_owner
 from workers.settings import Settings
 from workers.temporal_client import TemporalSettingError, connect
@@ -27,13 +26,10 @@ FAIL_WITHIN_SECONDS = 10.0
 
 
 @pytest.fixture
-async def dev_server() -> AsyncIterator[str]:
+def dev_address() -> Iterator[str]:
     """A fresh in-memory dev server; yields its plain gRPC address."""
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=venv_binary("temporal"), dev_server_startup_timeout=DEV_SERVER_STARTUP_TIMEOUT
-    )
-    async with env:
-        yield env.client.service_client.config.target_host
+    with dev_server() as server:
+        yield server.address
 
 
 @pytest.fixture(scope="module")
@@ -63,13 +59,13 @@ async def refused(settings: Settings, timeout: float | None = None) -> str:
 # -- plain ------------------------------------------------------------------------------------------------
 
 
-async def test_connects_and_finds_the_namespace(dev_server: str) -> None:
-    client = await connect(Settings(temporal_address=dev_server))
+async def test_connects_and_finds_the_namespace(dev_address: str) -> None:
+    client = await connect(Settings(temporal_address=dev_address))
     assert client.namespace == "default"
 
 
-async def test_a_wrong_namespace_fails_at_connect(dev_server: str) -> None:
-    message = await refused(Settings(temporal_address=dev_server, temporal_namespace="no-such-namespace"))
+async def test_a_wrong_namespace_fails_at_connect(dev_address: str) -> None:
+    message = await refused(Settings(temporal_address=dev_address, temporal_namespace="no-such-namespace"))
     assert message.startswith("temporal_namespace (flag --temporal-namespace, env NODEFLOW_TEMPORAL_NAMESPACE)")
     assert "no namespace 'no-such-namespace'" in message
 
@@ -96,8 +92,8 @@ async def test_a_server_that_never_answers_times_out() -> None:
     assert message.startswith("temporal_address") and "did not answer within 1s" in message
 
 
-async def test_plain_text_to_a_tls_server_says_tls_may_be_required(dev_server: str, pki: Pki) -> None:
-    async with tls_proxy(dev_server, server_context(pki.server.cert, pki.server.key)) as address:
+async def test_plain_text_to_a_tls_server_says_tls_may_be_required(dev_address: str, pki: Pki) -> None:
+    async with tls_proxy(dev_address, server_context(pki.server.cert, pki.server.key)) as address:
         message = await refused(Settings(temporal_address=address))
     assert message.startswith("temporal_tls (flag --temporal-tls") and "may require TLS" in message
 
@@ -105,21 +101,21 @@ async def test_plain_text_to_a_tls_server_says_tls_may_be_required(dev_server: s
 # -- TLS --------------------------------------------------------------------------------------------------
 
 
-async def test_tls_with_the_right_ca_connects(dev_server: str, pki: Pki) -> None:
-    async with tls_proxy(dev_server, server_context(pki.server.cert, pki.server.key)) as address:
+async def test_tls_with_the_right_ca_connects(dev_address: str, pki: Pki) -> None:
+    async with tls_proxy(dev_address, server_context(pki.server.cert, pki.server.key)) as address:
         client = await connect(Settings(temporal_address=address, temporal_tls_ca_file=str(pki.ca.cert)))
         await client.count_workflows()
 
 
-async def test_tls_with_a_wrong_ca_fails_fast(dev_server: str, pki: Pki) -> None:
-    async with tls_proxy(dev_server, server_context(pki.server.cert, pki.server.key)) as address:
+async def test_tls_with_a_wrong_ca_fails_fast(dev_address: str, pki: Pki) -> None:
+    async with tls_proxy(dev_address, server_context(pki.server.cert, pki.server.key)) as address:
         message = await refused(Settings(temporal_address=address, temporal_tls_ca_file=str(pki.other_ca.cert)))
     assert message.startswith("temporal_tls_ca_file (flag --temporal-tls-ca-file, env NODEFLOW_TEMPORAL_TLS_CA_FILE)")
     assert f"not signed by the CA in {pki.other_ca.cert}" in message
 
 
-async def test_tls_with_a_wrong_server_name_fails(dev_server: str, pki: Pki) -> None:
-    async with tls_proxy(dev_server, server_context(pki.server.cert, pki.server.key)) as address:
+async def test_tls_with_a_wrong_server_name_fails(dev_address: str, pki: Pki) -> None:
+    async with tls_proxy(dev_address, server_context(pki.server.cert, pki.server.key)) as address:
         settings = Settings(
             temporal_address=address, temporal_tls_ca_file=str(pki.ca.cert), temporal_tls_server_name="temporal.example"
         )
@@ -127,14 +123,14 @@ async def test_tls_with_a_wrong_server_name_fails(dev_server: str, pki: Pki) -> 
     assert message.startswith("temporal_tls_server_name") and "'temporal.example'" in message
 
 
-async def test_tls_to_a_plain_server_fails(dev_server: str, pki: Pki) -> None:
-    message = await refused(Settings(temporal_address=dev_server, temporal_tls_ca_file=str(pki.ca.cert)))
+async def test_tls_to_a_plain_server_fails(dev_address: str, pki: Pki) -> None:
+    message = await refused(Settings(temporal_address=dev_address, temporal_tls_ca_file=str(pki.ca.cert)))
     assert message.startswith("temporal_tls (flag") and "does not answer in TLS" in message
 
 
-async def test_mutual_tls_with_the_client_certificate_connects(dev_server: str, pki: Pki) -> None:
+async def test_mutual_tls_with_the_client_certificate_connects(dev_address: str, pki: Pki) -> None:
     context = server_context(pki.server.cert, pki.server.key, client_ca=pki.ca.cert)
-    async with tls_proxy(dev_server, context) as address:
+    async with tls_proxy(dev_address, context) as address:
         settings = Settings(
             temporal_address=address,
             temporal_tls_ca_file=str(pki.ca.cert),
@@ -145,16 +141,16 @@ async def test_mutual_tls_with_the_client_certificate_connects(dev_server: str, 
         await client.count_workflows()
 
 
-async def test_mutual_tls_without_a_client_certificate_fails(dev_server: str, pki: Pki) -> None:
+async def test_mutual_tls_without_a_client_certificate_fails(dev_address: str, pki: Pki) -> None:
     context = server_context(pki.server.cert, pki.server.key, client_ca=pki.ca.cert)
-    async with tls_proxy(dev_server, context) as address:
+    async with tls_proxy(dev_address, context) as address:
         message = await refused(Settings(temporal_address=address, temporal_tls_ca_file=str(pki.ca.cert)))
     assert message.startswith("temporal_tls_cert_file") and "may require a client certificate" in message
 
 
-async def test_mutual_tls_with_a_certificate_of_another_ca_fails(dev_server: str, pki: Pki) -> None:
+async def test_mutual_tls_with_a_certificate_of_another_ca_fails(dev_address: str, pki: Pki) -> None:
     context = server_context(pki.server.cert, pki.server.key, client_ca=pki.ca.cert)
-    async with tls_proxy(dev_server, context) as address:
+    async with tls_proxy(dev_address, context) as address:
         settings = Settings(
             temporal_address=address,
             temporal_tls_ca_file=str(pki.ca.cert),
@@ -169,14 +165,14 @@ async def test_mutual_tls_with_a_certificate_of_another_ca_fails(dev_server: str
 # -- one cluster per namespace --------------------------------------------------------------------------
 
 
-async def test_a_namespace_serves_one_cluster(dev_server: str) -> None:
-    first = Settings(temporal_address=dev_server, cluster_name="blue")
+async def test_a_namespace_serves_one_cluster(dev_address: str) -> None:
+    first = Settings(temporal_address=dev_address, cluster_name="blue")
     client = await connect(first)
     await claim_namespace(client, first)
     assert await namespace_owner(client) == (True, "blue")
     await claim_namespace(client, first)  # a second worker of the same cluster is welcome
 
-    second = Settings(temporal_address=dev_server, cluster_name="green")
+    second = Settings(temporal_address=dev_address, cluster_name="green")
     with pytest.raises(TemporalSettingError) as err:
         await claim_namespace(client, second)
     message = str(err.value)
@@ -184,8 +180,8 @@ async def test_a_namespace_serves_one_cluster(dev_server: str) -> None:
     assert "cluster_name (flag --cluster-name, env NODEFLOW_CLUSTER_NAME) is 'green'" in message
 
 
-async def test_a_collector_that_records_no_owner_is_accepted(dev_server: str) -> None:
-    settings = Settings(temporal_address=dev_server, cluster_name="blue")
+async def test_a_collector_that_records_no_owner_is_accepted(dev_address: str) -> None:
+    settings = Settings(temporal_address=dev_address, cluster_name="blue")
     client = await connect(settings)
     await start_garbage_collector(client, settings.task_queue)  # as a nodeflow before the owner memo did
     await claim_namespace(client, settings)
@@ -212,17 +208,9 @@ def assert_one_line_failure(result: subprocess.CompletedProcess[str], setting: s
 
 
 def test_the_worker_refuses_a_wrong_namespace_in_one_line(tmp_path: Path) -> None:
-    async def serve_and_run() -> subprocess.CompletedProcess[str]:
-        env = await WorkflowEnvironment.start_local(
-            dev_server_existing_path=venv_binary("temporal"), dev_server_startup_timeout=DEV_SERVER_STARTUP_TIMEOUT
-        )
-        async with env:
-            address = env.client.service_client.config.target_host
-            return await asyncio.to_thread(
-                nodeflow, "worker", "--temporal-address", address, "--temporal-namespace", "nope"
-            )
-
-    assert_one_line_failure(asyncio.run(serve_and_run()), "temporal_namespace")
+    with dev_server() as server:
+        result = nodeflow("worker", "--temporal-address", server.address, "--temporal-namespace", "nope")
+    assert_one_line_failure(result, "temporal_namespace")
 
 
 def test_status_with_a_missing_ca_file_fails_in_one_line(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from devstack.stack.children import ChildProcess, stop_all
 from devstack.stack.ports import PortInUseError, check_free, free_port, resolve, wait_for
-from devstack.temporal import TemporalPorts, server_args
+from devstack.temporal import TemporalDevServer, TemporalPorts, TemporalStartError, server_args, start_failure_excerpt
 from workers.dev_cmd import stack_config
 
 
@@ -131,3 +131,35 @@ def test_free_ports_are_picked_below_the_ephemeral_range() -> None:
         pytest.skip("the ephemeral range leaves no room below it")
     ports = [free_port() for _ in range(10)]
     assert all(20000 <= p < low for p in ports)
+
+
+GO_PANIC_LOG = "\n".join(
+    [
+        "--- temporal server start-dev ...",
+        'time=2026-11-24T10:00:00 level=ERROR msg="Failed to start gRPC listener" error="listen tcp '
+        '127.0.0.1:41017: bind: address already in use" service=history',
+        "panic: Failed to start gRPC listener",
+        "",
+        "goroutine 1 [running]:",
+        *[f"frame{i}()\n\t/src/x.go:{i} +0x52" for i in range(40)],
+    ]
+)
+
+
+def test_a_start_failure_shows_the_cause_a_panic_printed_above_its_stack_trace() -> None:
+    excerpt = start_failure_excerpt(GO_PANIC_LOG)
+    lines = excerpt.splitlines()
+    assert "bind: address already in use" in lines[0] and lines[1] == "panic: Failed to start gRPC listener"
+    assert lines[-1] == "\t/src/x.go:39 +0x52" and "..." in lines
+
+
+def test_a_dev_server_that_exits_while_starting_says_so_and_why(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        ports = TemporalPorts(free_port(), free_port(), taken.getsockname()[1], free_port())
+        server = TemporalDevServer(ports, None, False, tmp_path / "temporal.log")
+        with pytest.raises(TemporalStartError, match=r"HTTP port .* address already in use") as failure:
+            server.restart(timeout=30, attempts=2)
+    assert failure.value.exited
+    assert (tmp_path / "temporal.log").read_text().count("address already in use") == 2  # tried twice

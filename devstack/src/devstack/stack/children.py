@@ -143,13 +143,16 @@ class ChildProcess:
         except (ProcessLookupError, PermissionError):
             pass
 
-    def log_tail(self, lines: int = 20) -> str:
-        """The last `lines` lines of the child's log, for error messages."""
+    def log_text(self) -> str:
+        """The child's whole log ("" when there is none yet)."""
         try:
-            text = self.log_path.read_text(errors="replace")
+            return self.log_path.read_text(errors="replace")
         except OSError:
             return ""
-        return "\n".join(text.splitlines()[-lines:])
+
+    def log_tail(self, lines: int = 20) -> str:
+        """The last `lines` lines of the child's log, for error messages."""
+        return "\n".join(self.log_text().splitlines()[-lines:])
 
 
 def stop_all(children: Sequence[ChildProcess], grace_seconds: float) -> None:

@@ -48,7 +48,6 @@ DEFAULTS_FILE = Path(devstack.__file__).parent / "defaults.yaml"
 WORKER_GRACE_SECONDS = 10.0
 SERVICES_GRACE_SECONDS = 5.0
 POLL_INTERVAL = 0.5
-TEMPORAL_PORT_ATTEMPTS = 3
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -152,23 +151,14 @@ class DevStack:
         )
 
     def _start_temporal(self, ports: temporal.TemporalPorts) -> None:
-        """Start the server. A port picked here as free can be taken before the server binds it (by
-        the services child, or the server's own internal listeners); then it retries on new picks."""
+        """Start the server, on new free picks when it exits while starting (see TemporalDevServer)."""
         cfg = self.config
         if cfg.temporal_db is not None:  # a new cluster: no workflow of an earlier run may act on it
             temporal.delete_db(cfg.temporal_db)
-        for attempt in range(1, TEMPORAL_PORT_ATTEMPTS + 1):
-            server = temporal.TemporalDevServer(ports, cfg.temporal_db, cfg.ui, cfg.logs_dir / "temporal.log",
-                                                cfg.search_attributes)  # fmt: skip
-            self._temporal = server
-            try:
-                server.start(cfg.start_timeout)
-                break
-            except RuntimeError as exc:
-                if attempt == TEMPORAL_PORT_ATTEMPTS or "address already in use" not in str(exc):
-                    raise
-                log.warning("Temporal could not bind a port it was given; retrying on other free ports")
-                ports = self._temporal_ports()
+        server = temporal.TemporalDevServer(ports, cfg.temporal_db, cfg.ui, cfg.logs_dir / "temporal.log",
+                                            cfg.search_attributes)  # fmt: skip
+        self._temporal = server
+        server.start(cfg.start_timeout, temporal.PORT_ATTEMPTS, self._temporal_ports)
         self.temporal_address = server.address
         self.ui_url = server.ui_url
 
