@@ -225,7 +225,7 @@ def _measure(stack: Any, nodes: int, timeout: float) -> dict[str, Any]:
     _progress(f"{len(targets)} nodes running after {setup:.1f} s; sending {len(targets)} spot interruption warnings")
     for v in targets:
         v.sent = time.monotonic()
-        stack.send_spot_interruption(v.instance_id)
+        stack.send_interruption(v.instance_id)
     last_sent = time.monotonic()
     seen = Observation()
     first_new_instance: float | None = None

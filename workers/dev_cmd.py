@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 EXIT_SETTLED = 0
 EXIT_NOT_SETTLED = 1
 EXIT_USAGE = 2
+# devstack.aws.interruption.KINDS, spelt here because the dev stack is imported only when a command runs
+INTERRUPTION_KINDS = ("spot", "scheduled-change", "stopping")
 
 log = logging.getLogger("nodeflow.dev")
 
@@ -124,14 +126,21 @@ def add_parser(subparsers: Any) -> None:
 
 
 def add_interrupt_parser(subparsers: Any, default_state_dir: Path) -> None:
-    """`nodeflow dev-interrupt NODE`: rehearse a spot interruption on the running local stack."""
+    """`nodeflow dev-interrupt NODE [--kind KIND]`: rehearse an interruption on the running local stack."""
     p = subparsers.add_parser(
         "dev-interrupt",
-        help="put a spot interruption warning for a node of the running local stack on its interruption queue",
-        description="Put an EC2 spot interruption warning for NODE (a Node or NodeClaim name) on the local "
-        "stack's interruption queue, as EventBridge would; the worker then disrupts the node as Karpenter does.",
+        help="put an interruption event for a node of the running local stack on its interruption queue",
+        description="Put an EC2 interruption event for NODE (a Node or NodeClaim name) on the local stack's "
+        "interruption queue, as EventBridge would: a spot interruption warning (the default), an AWS Health "
+        "scheduled change, or a state change to stopping. The worker then disrupts the node as Karpenter does.",
     )
     p.add_argument("node", metavar="NODE", help="a Node or NodeClaim name")
+    p.add_argument(
+        "--kind",
+        choices=INTERRUPTION_KINDS,
+        default=INTERRUPTION_KINDS[0],
+        help="the event: spot (interruption warning; its offering is also avoided), scheduled-change, stopping",
+    )
     p.add_argument("--state-dir", type=Path, default=default_state_dir, help="the running stack's state directory")
     p.add_argument("--queue", default=None, help="the queue's name (default: the only queue the stack's moto has)")
     p.set_defaults(func=run_interrupt)
@@ -325,8 +334,8 @@ def run_interrupt(args: argparse.Namespace) -> int:
     except LookupError as exc:
         print(f"nodeflow dev-interrupt: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    interruption.send_spot_interruption_warning(sqs, url, instance_id, str(info["region"]))
-    print(f"spot interruption warning for {args.node} ({instance_id}) sent to {url}")
+    interruption.send_interruption(sqs, url, instance_id, str(info["region"]), args.kind)
+    print(f"{args.kind} interruption event for {args.node} ({instance_id}) sent to {url}")
     return EXIT_SETTLED
 
 

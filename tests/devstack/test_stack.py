@@ -129,7 +129,7 @@ def test_the_interruption_queue_is_created_passed_to_the_worker_and_counted(stac
     argv = stack.worker_argv("argv-only")
     assert argv[argv.index("--interruption-queue") + 1] == CLUSTER
     assert stack.summary()["interruptionQueue"] == {"name": CLUSTER, "messages": 0}
-    stack.send_spot_interruption("i-0123456789abcdef0")
+    stack.send_interruption("i-0123456789abcdef0")
     assert stack.interruption_queue_depth() == 1
     message = stack.sqs.receive_message(QueueUrl=stack.interruption_queue_url)["Messages"][0]
     event = json.loads(message["Body"])

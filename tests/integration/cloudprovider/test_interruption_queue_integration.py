@@ -8,6 +8,8 @@ check (tests/iam_coverage.py) sees nodeflow's sqs:GetQueueUrl, ReceiveMessage an
 from __future__ import annotations
 
 import itertools
+import json
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,12 +17,13 @@ import boto3
 import pytest
 
 from cloudprovider.aws.factory import new_interruption_queue
-from cloudprovider.aws.interruption_queue import InterruptionQueue
+from cloudprovider.aws.interruption_queue import InterruptionQueue, QueueMessage
 from cloudprovider.unavailable import UnavailableOfferings
 from devstack.aws.server import MotoServer
 from kube import resources as r
 from kube.types import Obj
-from tests.interruption_events import spot_interruption
+from tests.eventually import eventually
+from tests.interruption_events import scheduled_change, spot_interruption, state_change
 from tests.unit.activities.memkube import MemKube
 from workers.interruption import InterruptionConsumer
 
@@ -139,4 +142,68 @@ def test_a_message_whose_signal_failed_comes_back(aws: MotoServer, sqs: Any, que
     assert len(redelivered) == 1
     assert consumer.handle(redelivered).acted == 1
     assert attempts == ["spot-2", "spot-2"]
+    assert visible(sqs, queue) == 0
+
+
+class ShortPolls:
+    """The queue with 1 s long polls, so that a stopped consumer's thread ends within a second."""
+
+    def __init__(self, queue: InterruptionQueue) -> None:
+        self.queue = queue
+
+    def receive(self) -> list[QueueMessage]:
+        return self.queue.receive(wait_seconds=1)
+
+    def delete(self, message: QueueMessage) -> None:
+        self.queue.delete(message)
+
+
+def malformed_or_unrelated(n: int) -> str:
+    """The n-th of a hundred bodies no consumer acts on: broken JSON, other shapes, other sources and
+    detail types, other AWS Health events, events naming no instance."""
+    shapes = [
+        lambda: "{not json" + "x" * n,
+        lambda: json.dumps([n]),
+        lambda: json.dumps(
+            {"id": f"e-{n}", "detail-type": "EC2 Spot Instance Interruption Warning", "source": "aws.ec2"}
+        ),
+        lambda: json.dumps({"id": f"e-{n}", "detail-type": "Object Created", "source": "aws.s3", "detail": {}}),
+        lambda: spot_interruption(f"not-an-instance-{n}"),
+        lambda: state_change("i-1", "stopping"),  # too short to be an instance id
+        lambda: scheduled_change(service="RDS"),
+        lambda: scheduled_change(),  # EC2, but no instance named
+        lambda: "",
+        lambda: json.dumps({"id": f"e-{n}", "source": "aws.ec2", "detail-type": None, "detail": {"x": n}}),
+    ]
+    return shapes[n % len(shapes)]()
+
+
+def test_a_hundred_bad_messages_among_five_real_ones_are_counted_and_deleted_and_the_five_acted_on(
+    aws: MotoServer, sqs: Any, queue: InterruptionQueue
+) -> None:
+    kube = MemKube()
+    instances = [launched_spot_instance(aws) for _ in range(5)]
+    with kube.as_admin():
+        for n, instance_id in enumerate(instances):
+            kube.create(r.NODECLAIM, claim(f"real-{n}", instance_id))
+    recorded = Recorded()
+    consumer = InterruptionConsumer(ShortPolls(queue), kube, recorded.signal, UnavailableOfferings(), recorded)
+    bodies = [malformed_or_unrelated(n) for n in range(100)]
+    for n, instance_id in enumerate(instances):
+        bodies.insert(20 * n + 7, spot_interruption(instance_id))
+    for start in range(0, len(bodies), 10):
+        entries = [{"Id": str(i), "MessageBody": b or " "} for i, b in enumerate(bodies[start : start + 10])]
+        sqs.send_message_batch(QueueUrl=queue.url(), Entries=entries)
+
+    stop = threading.Event()
+    running = threading.Thread(target=consumer.run, args=(stop,), daemon=True)
+    running.start()
+    try:
+        eventually(lambda: consumer.counts.deleted == 105, timeout=60, what="every message deleted")
+        assert running.is_alive()
+    finally:
+        stop.set()
+        running.join(timeout=10)
+    assert sorted(recorded.signals) == [f"real-{n}" for n in range(5)]
+    assert (consumer.counts.acted, consumer.counts.unknown, consumer.counts.left) == (5, 100, 0)
     assert visible(sqs, queue) == 0

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from cloudprovider.aws.interruption_messages import ACTIONS, Kind, ParsedMessage, parse_message
+from devstack.aws import interruption
 from devstack.stack import DevStack
 from workers import cli, dev_cmd
 
@@ -67,3 +69,27 @@ def test_a_taken_port_exits_2_naming_the_flag_before_starting_anything(
     assert code == 2
     assert f"port {port} (--kube-port) is already in use" in capsys.readouterr().err
     assert not (tmp_path / "logs" / "temporal.log").exists()
+
+
+@pytest.mark.parametrize(
+    ("kind", "parsed_kind"),
+    [
+        ("spot", Kind.SPOT_INTERRUPTION),
+        ("scheduled-change", Kind.SCHEDULED_CHANGE),
+        ("stopping", Kind.INSTANCE_STOPPING),
+    ],
+)
+def test_each_dev_interrupt_kind_sends_an_event_the_worker_acts_on(kind: str, parsed_kind: Kind) -> None:
+    assert dev_cmd.INTERRUPTION_KINDS == interruption.KINDS
+    parsed = parse_message(interruption.interruption_event(kind, "i-0123456789abcdef0", "us-west-2"))
+    assert isinstance(parsed, ParsedMessage)
+    assert (parsed.kind, parsed.instance_ids) == (parsed_kind, ("i-0123456789abcdef0",))
+    assert ACTIONS[parsed.kind].disrupts
+
+
+def test_dev_interrupt_refuses_an_unknown_kind(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["dev-interrupt", "n", "--kind", "reboot"])
+    assert "invalid choice: 'reboot'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="use one of spot, scheduled-change, stopping"):
+        interruption.interruption_event("reboot", "i-0123456789abcdef0", "us-west-2")

@@ -6,7 +6,8 @@ EventBridge rules that send four kinds of event to it (spot interruption warning
 recommendation, instance state change, AWS Health scheduled change); Karpenter is then installed with
 `settings.interruptionQueue` = the cluster name. moto has no EventBridge -> SQS delivery the stack
 relies on, so here a message is put on the queue directly with the body EventBridge would deliver: the
-event as JSON (AWS's documented "EC2 Spot Instance Interruption Warning" shape).
+event as JSON, in AWS's documented shapes of a spot interruption warning, an AWS Health scheduled change
+and an instance state change.
 """
 
 from __future__ import annotations
@@ -44,27 +45,78 @@ def queue_depth(sqs: Any, url: str) -> int:
     return int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])
 
 
-def spot_interruption_warning(instance_id: str, region: str, now: datetime | None = None) -> str:
-    """The EventBridge event body of an "EC2 Spot Instance Interruption Warning" for `instance_id`
-    (instance-action `terminate`, a fresh event id), as it lands on the queue."""
-    at = now or datetime.now(UTC)
+SPOT = "spot"
+SCHEDULED_CHANGE = "scheduled-change"
+STOPPING = "stopping"
+KINDS = (SPOT, SCHEDULED_CHANGE, STOPPING)  # what `nodeflow dev-interrupt --kind` offers
+
+
+def _time(at: datetime) -> str:
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _event(detail_type: str, source: str, instance_id: str, region: str, at: datetime, detail: dict[str, Any]) -> str:
+    """An EventBridge event body about one instance, with a fresh event id."""
     return json.dumps(
         {
             "version": "0",
             "id": str(uuid.uuid4()),
-            "detail-type": "EC2 Spot Instance Interruption Warning",
-            "source": "aws.ec2",
+            "detail-type": detail_type,
+            "source": source,
             "account": ACCOUNT,
-            "time": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "time": _time(at),
             "region": region,
             "resources": [f"arn:aws:ec2:{region}:{ACCOUNT}:instance/{instance_id}"],
-            "detail": {
-                "instance-id": instance_id,
-                "instance-action": "terminate",
-                "instance-action-time": (at + timedelta(seconds=SPOT_WARNING_SECONDS)).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            },
+            "detail": detail,
         }
     )
+
+
+def spot_interruption_warning(instance_id: str, region: str, now: datetime | None = None) -> str:
+    """The event body of an "EC2 Spot Instance Interruption Warning" for `instance_id` (instance-action
+    `terminate`, two minutes after `now`)."""
+    at = now or datetime.now(UTC)
+    detail = {
+        "instance-id": instance_id,
+        "instance-action": "terminate",
+        "instance-action-time": _time(at + timedelta(seconds=SPOT_WARNING_SECONDS)),
+    }
+    return _event("EC2 Spot Instance Interruption Warning", "aws.ec2", instance_id, region, at, detail)
+
+
+def scheduled_change(instance_id: str, region: str, now: datetime | None = None) -> str:
+    """The event body of an AWS Health scheduled change for `instance_id`: an EC2 instance retirement
+    (AWS's `AWS_EC2_PERSISTENT_INSTANCE_RETIREMENT_SCHEDULED` event type), the instance the affected entity."""
+    at = now or datetime.now(UTC)
+    code = "AWS_EC2_PERSISTENT_INSTANCE_RETIREMENT_SCHEDULED"
+    detail = {
+        "eventArn": f"arn:aws:health:{region}::event/EC2/{code}/{uuid.uuid4()}",
+        "service": "EC2",
+        "eventTypeCode": code,
+        "eventTypeCategory": "scheduledChange",
+        "startTime": _time(at + timedelta(days=14)),
+        "eventDescription": [{"language": "en_US", "latestDescription": "The instance is scheduled for retirement."}],
+        "affectedEntities": [{"entityValue": instance_id}],
+    }
+    return _event("AWS Health Event", "aws.health", instance_id, region, at, detail)
+
+
+def instance_stopping(instance_id: str, region: str, now: datetime | None = None) -> str:
+    """The event body of an "EC2 Instance State-change Notification" of `instance_id` to `stopping`."""
+    detail = {"instance-id": instance_id, "state": "stopping"}
+    return _event(
+        "EC2 Instance State-change Notification", "aws.ec2", instance_id, region, now or datetime.now(UTC), detail
+    )
+
+
+_BUILDERS = {SPOT: spot_interruption_warning, SCHEDULED_CHANGE: scheduled_change, STOPPING: instance_stopping}
+
+
+def interruption_event(kind: str, instance_id: str, region: str, now: datetime | None = None) -> str:
+    """The event body of `kind` (one of KINDS) for `instance_id`. Raises ValueError for another kind."""
+    if kind not in _BUILDERS:
+        raise ValueError(f"unknown interruption kind {kind!r}: use one of {', '.join(KINDS)}")
+    return _BUILDERS[kind](instance_id, region, now)
 
 
 def queue_url(sqs: Any, name: str | None) -> str:
@@ -82,6 +134,6 @@ def queue_url(sqs: Any, name: str | None) -> str:
     return str(urls[0])
 
 
-def send_spot_interruption_warning(sqs: Any, url: str, instance_id: str, region: str) -> None:
-    """Put a spot interruption warning for `instance_id` on the queue at `url`, as EventBridge would."""
-    sqs.send_message(QueueUrl=url, MessageBody=spot_interruption_warning(instance_id, region))
+def send_interruption(sqs: Any, url: str, instance_id: str, region: str, kind: str = SPOT) -> None:
+    """Put an event of `kind` (one of KINDS) for `instance_id` on the queue at `url`, as EventBridge would."""
+    sqs.send_message(QueueUrl=url, MessageBody=interruption_event(kind, instance_id, region))

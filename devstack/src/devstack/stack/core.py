@@ -278,10 +278,11 @@ class DevStack:
 
     # -- the interruption queue -----------------------------------------------------------------------
 
-    def send_spot_interruption(self, instance_id: str) -> None:
-        """Put an EC2 spot interruption warning for `instance_id` on the interruption queue, as
-        EventBridge would. Raises RuntimeError when the stack has no interruption queue."""
-        interruption.send_spot_interruption_warning(self.sqs, self._queue_url(), instance_id, self.config.region)
+    def send_interruption(self, instance_id: str, kind: str = interruption.SPOT) -> None:
+        """Put an EC2 interruption event of `kind` (devstack.aws.interruption.KINDS; a spot interruption
+        warning by default) for `instance_id` on the interruption queue, as EventBridge would. Raises
+        RuntimeError when the stack has no interruption queue."""
+        interruption.send_interruption(self.sqs, self._queue_url(), instance_id, self.config.region, kind)
 
     def interruption_queue_depth(self) -> int:
         """Messages on the interruption queue, visible or received and not yet deleted. Raises
