@@ -221,6 +221,28 @@ def test_should_drain_and_terminate_a_node_deleted_with_kubectl(stack: DevStack)
     assert_one_instance_per_claim(stack)
 
 
+def test_should_remove_the_nodeclaim_and_node_of_an_instance_terminated_by_hand(stack: DevStack) -> None:
+    """Terminated outside nodeflow (the EC2 console, an `aws ec2 terminate-instances`): the NodeClaim and
+    its Node are gone within one garbage-collection interval (2 minutes by default), and the pod runs
+    again on a new node."""
+    stack.apply_text(deployment("on-hand-terminated", 1, cpu="250m", memory="128Mi"))
+    assert stack.wait_settled(timeout=120)["settled"]
+    node_name = pods_of(stack, "on-hand-terminated")[0]["spec"]["nodeName"]
+    claim = next(c for c in stack.kube.list(r.NODECLAIM) if c["status"].get("nodeName") == node_name)
+    stack.ec2.terminate_instances(InstanceIds=[claim["status"]["providerID"].rsplit("/", 1)[-1]])
+
+    def node_and_claim_gone() -> bool:
+        names = {c["metadata"]["name"] for c in stack.kube.list(r.NODECLAIM)}
+        nodes = {n["metadata"]["name"] for n in stack.kube.list(r.NODE)}
+        return claim["metadata"]["name"] not in names and node_name not in nodes
+
+    eventually(node_and_claim_gone, timeout=120, what=f"Node {node_name} and its NodeClaim to be gone")
+    summary = stack.wait_settled(timeout=120)
+    assert summary["settled"], summary
+    assert pods_of(stack, "on-hand-terminated")[0]["spec"]["nodeName"] != node_name
+    assert_one_instance_per_claim(stack)
+
+
 def watched_pool(team: str) -> str:
     return f"""
 apiVersion: karpenter.sh/v1
