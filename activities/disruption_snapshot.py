@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from apis.ec2nodeclass import EC2NodeClass
 from apis.instancetype import InstanceType
 from apis.nodeclaim import NodeClaim
-from apis.nodepool import NodePool
+from apis.nodepool import NodePool, is_managed
 from kube import resources as r
 from kube.types import Kube, Obj
 from scheduling.disruption import DisruptionInput
@@ -63,8 +63,8 @@ def read_disruption_input(
         pods=[],
         bound_pods=[p for p in kube.list(r.POD) if is_bound(p)],
         nodes=kube.list(r.NODE),
-        node_claims=parse_all(kube.list(r.NODECLAIM), NodeClaim, skipped),
-        node_pools=parse_all(kube.list(r.NODEPOOL), NodePool, skipped),
+        node_claims=parse_all([c for c in kube.list(r.NODECLAIM) if is_managed(c)], NodeClaim, skipped),
+        node_pools=parse_all([p for p in kube.list(r.NODEPOOL) if is_managed(p)], NodePool, skipped),
         node_classes=parse_all(kube.list(r.EC2NODECLASS), EC2NodeClass, skipped),
         instance_types=list(instance_types),
         daemonsets=kube.list(r.DAEMONSET),

@@ -22,7 +22,7 @@ from apis.errors import describe_validation_error, format_problems
 from apis.instancetype import InstanceType
 from apis.meta import Condition, get_condition, now_rfc3339, set_condition
 from apis.nodeclaim import NodeClaim
-from apis.nodepool import NodePool
+from apis.nodepool import NodePool, is_managed
 from cloudprovider.errors import CloudProviderError, NodeClassNotReadyError
 from cloudprovider.types import CloudProvider, ResolvedNodeClass
 from kube import resources as r
@@ -159,7 +159,7 @@ class ProvisioningActivities:
         stamp = now_rfc3339()
         for obj in self.kube.list(r.NODEPOOL):
             name = obj.get("metadata", {}).get("name", "")
-            if obj.get("metadata", {}).get("deletionTimestamp"):
+            if obj.get("metadata", {}).get("deletionTimestamp") or not is_managed(obj):
                 continue
             try:
                 pool = NodePool.model_validate(obj)
@@ -230,6 +230,8 @@ class ProvisioningActivities:
         stamp = now_rfc3339()
         names: list[str] = []
         for obj in self.kube.list(r.NODEPOOL):
+            if not is_managed(obj):
+                continue
             name = obj["metadata"]["name"]
             names.append(name)
             problem = problems.get(name)

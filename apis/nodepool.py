@@ -9,13 +9,16 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Annotated, Final, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from apis.base import KubeModel
 from apis.cel import CelRule, RuleTable, not_empty
 from apis.duration import BudgetDuration, Duration, FiniteDuration
+from apis.ec2nodeclass import GROUP as EC2NODECLASS_GROUP
+from apis.ec2nodeclass import KIND as EC2NODECLASS_KIND
 from apis.labels import NODEPOOL_HASH_ANNOTATION, NODEPOOL_HASH_VERSION_ANNOTATION, nodepool_label_reason
 from apis.meta import Condition, ObjectMeta
 from apis.quantity import Quantity
@@ -64,6 +67,24 @@ MAX_LABELS = 100
 # "v3": the algorithm is nodeflow's own, so a claim Karpenter stamped (or an older nodeflow) has another
 # version, and is re-stamped rather than found drifted; Karpenter does the same with nodeflow's claims.
 TEMPLATE_HASH_VERSION = "nodeflow-v1"
+
+
+def is_managed(obj: Mapping[str, Any]) -> bool:
+    """Whether a NodePool or NodeClaim, as read from the API, is this provider's to act on: its
+    nodeClassRef names an EC2NodeClass. Karpenter's AWS provider ignores one whose nodeClassRef names
+    another provider's node class (Karpenter core's KWOKNodeClass, say): it neither provisions for it,
+    nor writes its status, nor disrupts its nodes. One without a readable group and kind counts as
+    managed, so that validation reports what is wrong with it."""
+    spec = _mapping(obj.get("spec"))
+    template_spec = _mapping(_mapping(spec.get("template")).get("spec"))
+    ref = (template_spec or spec).get("nodeClassRef")  # a NodePool's template, else a NodeClaim's spec
+    if not isinstance(ref, Mapping) or not isinstance(ref.get("group"), str) or not isinstance(ref.get("kind"), str):
+        return True
+    return bool(ref["group"] == EC2NODECLASS_GROUP and ref["kind"] == EC2NODECLASS_KIND)
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def _not_empty(what: str) -> AfterValidator:

@@ -180,6 +180,23 @@ def test_a_node_class_that_cannot_resolve_is_reported_and_the_valid_pool_still_p
     assert all(UNSUPPORTED in why for why in reasons.values())
 
 
+def test_a_pool_of_another_providers_node_class_is_not_ours_to_provision_or_report() -> None:
+    """Karpenter core's KWOK example: a NodePool whose nodeClassRef names a KWOKNodeClass. Karpenter's AWS
+    provider leaves it alone (no launch, no status); it must not be taken for an EC2NodeClass of the same
+    name."""
+    kwok = node_pool("kwok", "default", weight=100)
+    kwok["spec"]["template"]["spec"]["nodeClassRef"] = {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass",
+                                                         "name": "default"}  # fmt: skip
+    world = World([node_class("default"), node_pool("general-purpose", "default"), kwok, pending_pod("web-0")])
+
+    plan = world.solve()
+    world.apply(plan)
+
+    assert [c.node_pool for c in plan.node_claims] == ["general-purpose"]
+    assert plan.invalid == []
+    assert "status" not in world.kube.get(r.NODEPOOL, "kwok")
+
+
 def test_apply_marks_the_node_pools_of_an_unready_node_class_as_karpenter_does() -> None:
     world = not_ready_and_general_purpose()
     plan = world.solve()

@@ -8,6 +8,7 @@ import pytest
 
 from apis.errors import ApiValidationError
 from apis.manifests import parse_api_object
+from apis.nodepool import is_managed
 from tests.unit.apis.builders import DELETE, ec2nodeclass_doc, nodeclaim_doc, nodepool_doc, with_value
 
 REQ = "spec.template.spec.requirements"
@@ -285,3 +286,25 @@ def test_ec2nodeclass_may_omit_ami_terms_when_amifamily_is_set() -> None:
 
 def test_ec2nodeclass_custom_family_may_use_any_alias() -> None:
     parse_api_object(with_value(ec2nodeclass_doc(), "spec.amiFamily", "Custom"))
+
+
+@pytest.mark.parametrize(
+    ("obj", "managed"),
+    [
+        (
+            {"spec": {"template": {"spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass"}}}}},
+            True,
+        ),
+        (
+            {"spec": {"template": {"spec": {"nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass"}}}}},
+            False,
+        ),
+        ({"spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "a"}}}, True),
+        ({"spec": {"nodeClassRef": {"group": "example.com", "kind": "EC2NodeClass", "name": "a"}}}, False),
+        ({"spec": {"template": {"spec": {"nodeClassRef": {"name": "a"}}}}}, True),  # invalid: validation reports it
+        ({"spec": None}, True),
+        ({}, True),
+    ],
+)
+def test_only_pools_and_claims_of_an_ec2nodeclass_are_managed(obj: dict[str, Any], managed: bool) -> None:
+    assert is_managed(obj) is managed
