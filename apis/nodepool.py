@@ -73,14 +73,16 @@ def is_managed(obj: Mapping[str, Any]) -> bool:
     """Whether a NodePool or NodeClaim, as read from the API, is this provider's to act on: its
     nodeClassRef names an EC2NodeClass. Karpenter's AWS provider ignores one whose nodeClassRef names
     another provider's node class (Karpenter core's KWOKNodeClass, say): it neither provisions for it,
-    nor writes its status, nor disrupts its nodes. One without a readable group and kind counts as
-    managed, so that validation reports what is wrong with it."""
+    nor writes its status, nor disrupts its nodes. One without a readable group and kind, or with a
+    group that is no API group (`karpenter.k8s.aws/v1`), counts as managed, so that validation reports
+    what is wrong with it."""
     spec = _mapping(obj.get("spec"))
     template_spec = _mapping(_mapping(spec.get("template")).get("spec"))
     ref = (template_spec or spec).get("nodeClassRef")  # a NodePool's template, else a NodeClaim's spec
-    if not isinstance(ref, Mapping) or not isinstance(ref.get("group"), str) or not isinstance(ref.get("kind"), str):
+    group, kind = (ref.get("group"), ref.get("kind")) if isinstance(ref, Mapping) else (None, None)
+    if not isinstance(group, str) or not isinstance(kind, str) or "/" in group:
         return True
-    return bool(ref["group"] == EC2NODECLASS_GROUP and ref["kind"] == EC2NODECLASS_KIND)
+    return group == EC2NODECLASS_GROUP and kind == EC2NODECLASS_KIND
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

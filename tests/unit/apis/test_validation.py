@@ -302,6 +302,7 @@ def test_ec2nodeclass_custom_family_may_use_any_alias() -> None:
         ({"spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "a"}}}, True),
         ({"spec": {"nodeClassRef": {"group": "example.com", "kind": "EC2NodeClass", "name": "a"}}}, False),
         ({"spec": {"template": {"spec": {"nodeClassRef": {"name": "a"}}}}}, True),  # invalid: validation reports it
+        ({"spec": {"nodeClassRef": {"group": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "name": "a"}}}, True),
         ({"spec": None}, True),
         ({}, True),
     ],
