@@ -44,9 +44,6 @@ class OptionMatrix:
             out[column] = value
         return out
 
-    def rows(self, options: Sequence[Option]) -> IntArray:
-        return np.array([self.row_of[id(o)] for o in options], dtype=np.int64)
-
     def fit_counts(self, rows: IntArray, used: IntArray, requests: IntArray) -> IntArray:
         """For each row, how many more pods with `requests` fit beside `used` (0 when none)."""
         wanted = requests > 0
