@@ -266,9 +266,7 @@ class Solver:
         if count <= 0:
             return 0
         kept = rows[counts >= count]
-        if any(r.min_values for r in merged.values()) and not (
-            self._min_values_ok(claim, merged, kept) and self._floor_fits(claim, merged, kept)
-        ):
+        if any(r.min_values for r in merged.values()) and not self._min_values_ok(claim, merged, kept):
             return 0
         claim.reqs = merged
         claim.rows = kept
@@ -293,17 +291,9 @@ class Solver:
 
     def _affordable(self, claim: Claim, rows: IntArray) -> npt.NDArray[np.bool_]:
         """Which options the claim could still launch as within the limits, every other claim at its floor.
-        Floors only grow while planning, so an option that is not affordable never will be."""
+        Floors only grow while planning, so an option that is not affordable never will be; and since every
+        option left is, so is the claim's own floor (it counts the largest of its options)."""
         return np.asarray((claim.pool.capacities(rows) <= self._budget(claim)).all(axis=1), dtype=np.bool_)
-
-    def _floor_fits(self, claim: Claim, reqs: Requirements, rows: IntArray) -> bool:
-        """Whether the smallest of `rows` that meet minValues fit within the limits (always, without limits)."""
-        if not claim.pool.limits:
-            return True
-        ordered, floor = claim.floor(rows, reqs)
-        if floor is None:
-            return False
-        return bool((claim.pool.capacities(ordered[:floor]).max(axis=0) <= self._budget(claim)).all())
 
     def _min_values_ok(self, claim: Claim, reqs: Requirements, rows: IntArray) -> bool:
         options = [claim.pool.matrix.options[row] for row in rows.tolist()]
