@@ -2,12 +2,12 @@
 
 A planned claim may launch as any of its instance-type options, so whatever it launches as must keep
 its pool within `spec.limits`. Karpenter counts each planned claim as its largest option, so a limit
-of 1,000 cpu stops a round after a few claims that could each become a 192-vCPU type, however small
-their pods. Here a claim counts, while the solver plans, only as its floor: its smallest option by
-size (or the fewest smallest options that still meet its minValues), which it keeps whatever happens.
-Once every pod is placed, `kept_counts` trims each claim's options, largest first and plan-wide, only
-as far as the limits need, so that every combination of launched options stays within them. A limit
-then refuses a pod only when the floors themselves no longer fit.
+of 1,000 cpu stops a round after a few claims that could each become a several-hundred-vCPU type,
+however small their pods. Here a claim counts, while the solver plans, only as its floor: its smallest
+option by size (or the fewest smallest options that still meet its minValues), which it keeps whatever
+happens. Once every pod is placed, `kept_counts` trims each claim's options, largest first and
+plan-wide, only as far as the limits need, so that every combination of launched options stays within
+them. A limit then refuses a pod only when the floors themselves no longer fit.
 
 Sizes order the options for trimming: an option's size is the largest share of a limited resource
 its capacity takes (`nodes` aside, since every option is one node).

@@ -58,9 +58,3 @@ class OptionMatrix:
             return [-1] * len(self.resources)
         free: list[int] = (self.allocatable[rows].max(axis=0) - used).tolist()
         return free
-
-    def max_capacity(self, rows: IntArray) -> IntArray:
-        if len(rows) == 0:
-            return np.zeros(len(self.resources), dtype=np.int64)
-        out: IntArray = self.capacity[rows].max(axis=0)
-        return out

@@ -441,8 +441,9 @@ class Solver:
             claims = [c for c in self.claims if c.pool is pool]
             if not pool.limits or not claims:
                 continue
-            budget = self._budget(claims[0]) + np.array(
-                [sum(c.reserved.get(n, 0) for c in claims[1:]) for n in pool.limits], dtype=np.int64
+            remaining = pool.remaining()
+            budget = np.array(
+                [remaining[n] + sum(c.reserved.get(n, 0) for c in claims) for n in pool.limits], dtype=np.int64
             )
             trimmable: list[tuple[Claim, IntArray, Trimmable]] = []
             for claim in claims:
