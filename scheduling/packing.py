@@ -44,9 +44,6 @@ class OptionMatrix:
             out[column] = value
         return out
 
-    def rows(self, options: Sequence[Option]) -> IntArray:
-        return np.array([self.row_of[id(o)] for o in options], dtype=np.int64)
-
     def fit_counts(self, rows: IntArray, used: IntArray, requests: IntArray) -> IntArray:
         """For each row, how many more pods with `requests` fit beside `used` (0 when none)."""
         wanted = requests > 0
@@ -61,9 +58,3 @@ class OptionMatrix:
             return [-1] * len(self.resources)
         free: list[int] = (self.allocatable[rows].max(axis=0) - used).tolist()
         return free
-
-    def max_capacity(self, rows: IntArray) -> IntArray:
-        if len(rows) == 0:
-            return np.zeros(len(self.resources), dtype=np.int64)
-        out: IntArray = self.capacity[rows].max(axis=0)
-        return out

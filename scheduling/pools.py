@@ -14,7 +14,8 @@ from apis.meta import Condition
 from apis.nodepool import NodePool
 from apis.quantity import ResourceList, add, to_resource_list
 from scheduling.catalog import Option, build_options, node_class_os
-from scheduling.packing import OptionMatrix
+from scheduling.limits import FloatArray, by_size, capacities, option_sizes
+from scheduling.packing import IntArray, OptionMatrix
 from scheduling.requirements import Req, Requirements, from_api, from_labels, parse_expressions, undefined_key_default
 from scheduling.resources import HostPort, host_ports, pod_requests
 from scheduling.taints import TaintSpec, parse_taints, parse_tolerations, untolerated
@@ -40,6 +41,7 @@ class Pool:
     problem: str = ""
     type_keys: frozenset[str] = frozenset()  # keys instance types decide (others come from the pool)
     matrix: OptionMatrix = field(default_factory=lambda: OptionMatrix([]))
+    sizes: FloatArray = field(default_factory=lambda: option_sizes(OptionMatrix([]), {}))  # per matrix row
 
     def type_reqs(self, reqs: Requirements) -> Requirements:
         """The part of `reqs` an instance type must satisfy (well-known and catalog label keys, minus the
@@ -49,8 +51,21 @@ class Pool:
     def remaining(self) -> ResourceList:
         return {name: limit - self.used.get(name, 0) for name, limit in self.limits.items()}
 
-    def within_limits(self, option: Option, remaining: Mapping[str, int]) -> bool:
-        return all((1 if name == "nodes" else option.capacity.get(name, 0)) <= left for name, left in remaining.items())
+    def by_size(self, rows: IntArray) -> IntArray:
+        """Option rows smallest first against this pool's limits."""
+        return by_size(rows, self.sizes)
+
+    def capacities(self, rows: IntArray) -> IntArray:
+        """What each option row counts against each of the pool's limits (rows x limits, in `limits` order)."""
+        return capacities(self.matrix, rows, list(self.limits))
+
+    def reservation(self, rows: IntArray) -> ResourceList:
+        """What a claim that may launch as any of these options counts against the limits: the largest
+        capacity among them per limited resource, one node."""
+        if len(rows) == 0:
+            return dict.fromkeys(self.limits, 0)
+        largest = self.capacities(rows).max(axis=0).tolist()
+        return dict(zip(self.limits, largest, strict=True))
 
     def merge(self, base: Requirements, pod: Requirements) -> tuple[Requirements | None, str]:
         """`base` (this pool's or a claim's requirements) intersected with a pod's; keys the pool does not
@@ -182,6 +197,7 @@ def build_pools(
         if ref.name not in matrix_cache:
             matrix_cache[ref.name] = OptionMatrix(options)
         pool.matrix = matrix_cache[ref.name]
+        pool.sizes = option_sizes(pool.matrix, limits)
         pool.used = dict(existing_capacity.get(np.name, {}))
         pool.ds_overhead, pool.ds_ports = daemonset_overhead(pool, daemonsets)
         pool.problem = problem

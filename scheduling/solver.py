@@ -25,6 +25,7 @@ from apis.quantity import add
 from scheduling.catalog import Option
 from scheduling.domains import ClassState, Domains
 from scheduling.explain import limits_reason, limits_remaining, no_room_reason, no_type_reason
+from scheduling.limits import Trimmable, kept_counts
 from scheduling.output import INF, planned_claim
 from scheduling.packing import IntArray
 from scheduling.pods import Variant, group_pods
@@ -97,6 +98,7 @@ class Solver:
                 self._schedule_pods(state, state.cls.pods)
         self._schedule_interleaved([s for s in valid if s.bulk])
         self._retry_failed()
+        self._trim_to_limits()
         return self._plan()
 
     def _schedule_pods(self, state: ClassState, pods: list[str]) -> None:
@@ -257,6 +259,8 @@ class Solver:
         rows = claim.rows
         if merged != claim.reqs:
             rows = rows[self._compatible_mask(pool, merged)[rows]]
+        if pool.limits:
+            rows = rows[self._affordable(claim, rows)]
         counts = pool.matrix.fit_counts(rows, claim.used, vector[0])
         count = min(want, int(counts.max())) if len(counts) else 0
         if count <= 0:
@@ -278,6 +282,18 @@ class Solver:
         target.ports |= state.cls.parsed.ports
         target.pods.extend(pods)
         Topology.record(state.matching, state.owned, target.domain, count)
+
+    def _budget(self, claim: Claim) -> IntArray:
+        """What the claim may count against each of its pool's limits: the room left plus its own share."""
+        pool = claim.pool
+        remaining = pool.remaining()
+        return np.array([remaining[n] + claim.reserved.get(n, 0) for n in pool.limits], dtype=np.int64)
+
+    def _affordable(self, claim: Claim, rows: IntArray) -> npt.NDArray[np.bool_]:
+        """Which options the claim could still launch as within the limits, every other claim at its floor.
+        Floors only grow while planning, so an option that is not affordable never will be; and since every
+        option left is, so is the claim's own floor (it counts the largest of its options)."""
+        return np.asarray((claim.pool.capacities(rows) <= self._budget(claim)).all(axis=1), dtype=np.bool_)
 
     def _min_values_ok(self, claim: Claim, reqs: Requirements, rows: IntArray) -> bool:
         options = [claim.pool.matrix.options[row] for row in rows.tolist()]
@@ -321,19 +337,19 @@ class Solver:
             if parsed.ports and ports_conflict(set(pool.ds_ports), parsed.ports):
                 reasons.append(f"NodePool {pool.name}: a daemonset binds the same host port")
                 continue
+            rows = np.flatnonzero(self._compatible_mask(pool, merged))
             limited = ""
             if pool.limits:
                 remaining = pool.remaining()
-                within = [o for o in options if pool.within_limits(o, remaining)]
-                if not within:
+                within = rows[(pool.capacities(rows) <= np.array(list(remaining.values()))).all(axis=1)]
+                if not len(within):
                     reasons.append(f"NodePool {pool.name}: {limits_reason(pool, remaining)}")
                     continue
-                if len(within) < len(options):
+                if len(within) < len(rows):
                     limited = f"; larger instance types would exceed its limits ({limits_remaining(remaining)})"
-                options = within
+                rows = within
             used = pool.matrix.vector({k: v for k, v in pool.ds_overhead.items() if k in pool.matrix.column})
             assert used is not None
-            rows = pool.matrix.rows(options)
             claim = Claim(len(self.claims), pool, merged, rows, used, set(pool.ds_ports))
             claim.refresh()
             self.claims.append(claim)
@@ -415,6 +431,28 @@ class Solver:
                     f"types that fit offer {have} distinct value(s)"
                 )
         return ""
+
+    # --- limits -------------------------------------------------------------------------------------
+
+    def _trim_to_limits(self) -> None:
+        """Trim each pool's planned claims to options that keep the pool within its limits whatever each
+        launches as (see `scheduling.limits`); claims keep everything when the limits do not bind."""
+        for pool in self.ready_pools:
+            claims = [c for c in self.claims if c.pool is pool]
+            if not pool.limits or not claims:
+                continue
+            remaining = pool.remaining()
+            budget = np.array(
+                [remaining[n] + sum(c.reserved.get(n, 0) for c in claims) for n in pool.limits], dtype=np.int64
+            )
+            trimmable: list[tuple[Claim, IntArray, Trimmable]] = []
+            for claim in claims:
+                ordered, floor = claim.floor(claim.rows, claim.reqs)
+                entry = Trimmable(pool.sizes[ordered], pool.capacities(ordered), floor or len(ordered))
+                trimmable.append((claim, ordered, entry))
+            counts = kept_counts([t for _, _, t in trimmable], budget)
+            for (claim, ordered, _), count in zip(trimmable, counts, strict=True):
+                claim.rows = np.sort(ordered[:count])
 
     # --- output -------------------------------------------------------------------------------------
 

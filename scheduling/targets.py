@@ -89,19 +89,40 @@ class Claim:
 
     def refresh(self) -> None:
         """Recompute the per-resource headroom bound (largest free amount over the options) and the limit
-        reservation (largest capacity over the options), after the options or the usage changed."""
-        matrix = self.pool.matrix
-        self.max_free = matrix.max_free(self.rows, self.used)
+        reservation (what the claim's floor counts, see `scheduling.limits`), after the options or the
+        usage changed."""
+        self.max_free = self.pool.matrix.max_free(self.rows, self.used)
         if not self.pool.limits:
             return
-        capacity = matrix.max_capacity(self.rows).tolist()
-        reserved: ResourceList = {}
-        for name in self.pool.limits:
-            column = matrix.column.get(name)
-            reserved[name] = 1 if name == "nodes" else (capacity[column] if column is not None else 0)
+        ordered, floor = self.floor(self.rows, self.reqs)
+        reserved = self.pool.reservation(ordered[: floor or len(ordered)])
         for name, value in reserved.items():
             self.pool.used[name] = self.pool.used.get(name, 0) - self.reserved.get(name, 0) + value
         self.reserved = reserved
+
+    def floor(self, rows: IntArray, reqs: Requirements) -> tuple[IntArray, int | None]:
+        """`rows` smallest first against the pool's limits, and how many of the smallest a trim keeps: one,
+        or the fewest that still meet every minValues of `reqs` (None when all of them do not)."""
+        ordered = self.pool.by_size(rows)
+        mins = [(key, req.min_values) for key, req in reqs.items() if req.min_values]
+        if not mins:
+            return ordered, min(1, len(ordered))
+        options = self.pool.matrix.options
+
+        def meets(count: int) -> bool:
+            chosen = [options[row] for row in ordered[:count].tolist()]
+            return all(self.distinct_values(key, chosen, reqs) >= least for key, least in mins)
+
+        if not meets(len(ordered)):
+            return ordered, None
+        short, enough = 0, len(ordered)
+        while enough - short > 1:
+            middle = (short + enough) // 2
+            if meets(middle):
+                enough = middle
+            else:
+                short = middle
+        return ordered, enough
 
     def distinct_values(self, key: str, options: list[Option], reqs: Requirements | None = None) -> int:
         reqs = self.reqs if reqs is None else reqs
