@@ -8,6 +8,13 @@
         0.25 s until every pod is bound.
         Targets: 1,000 pods bound in under 2 minutes; worker RSS P95 under 260 MB.
 
+    python benchmarks/scale.py --one-pod-nodes 500
+        The shape of Karpenter's AWS scale suite: N pods of 500m / 128Mi in one Deployment with required
+        pod anti-affinity on kubernetes.io/hostname, so one node each, under the dev stack's default
+        NodePool as it is (cpu limit 1000). Same clock and fields as --pods, plus the provisioning
+        rounds that planned NodeClaims (from the provisioner workflow's `status` query).
+        Targets: 500 one-pod nodes bound in under 2 minutes.
+
     python benchmarks/scale.py --claims 10000 --steady
         Holds N NodeClaim workflows (the real `NodeClaimWorkflow`) in one worker process on a real
         Temporal dev server (in memory). Stand-in activities under the real activity names bring every
@@ -161,6 +168,7 @@ class PodsOptions:
     timeout: float = 600.0
     state_dir: Path | None = None
     persistent_temporal: bool = True
+    one_pod_nodes: bool = False  # the one-pod-per-node shape instead of the two Deployments
 
 
 def workload(pods: int) -> str:
@@ -191,6 +199,51 @@ spec:
 """
         )
     return "---\n".join(docs)
+
+
+ONE_POD_NODES_APP = "one-pod-nodes"
+
+
+def one_pod_nodes_workload(pods: int) -> str:
+    """One Deployment of `pods` replicas, 500m / 128Mi, each on a node of its own (required pod
+    anti-affinity on kubernetes.io/hostname); the default NodePool is left as it is."""
+    return f"""apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {ONE_POD_NODES_APP}, namespace: {NAMESPACE}}}
+spec:
+  replicas: {pods}
+  selector: {{matchLabels: {{app: {ONE_POD_NODES_APP}}}}}
+  template:
+    metadata: {{labels: {{app: {ONE_POD_NODES_APP}}}}}
+    spec:
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - {{labelSelector: {{matchLabels: {{app: {ONE_POD_NODES_APP}}}}}, topologyKey: kubernetes.io/hostname}}
+      containers:
+        - name: app
+          image: registry.k8s.io/pause:3.9
+          resources: {{requests: {{cpu: 500m, memory: 128Mi}}}}
+"""
+
+
+def provisioner_round(address: str) -> tuple[int, int] | None:
+    """(round, NodeClaims in its plan) of the provisioner's last round, by its `status` query."""
+    from temporalio.client import Client
+    from temporalio.service import RPCError
+
+    from workflows.provisioner import WORKFLOW_ID
+
+    async def query() -> tuple[int, int] | None:
+        client = await Client.connect(address)
+        try:
+            status = await client.get_workflow_handle(WORKFLOW_ID).query("status")
+        except RPCError:
+            return None
+        plan = status.get("last_plan") or {}
+        return int(status.get("round", 0)), len(plan.get("node_claims") or [])
+
+    return asyncio.run(query())
 
 
 def instances(stack: Any, live: bool = False) -> list[dict[str, Any]]:
@@ -250,15 +303,21 @@ def run_pods(opts: PodsOptions) -> dict[str, Any]:
         sampler = RssSampler(stack.pids()["worker"])
         sampler.start()
         start = time.monotonic()
-        stack.apply_text(workload(opts.pods), "scale workload")
+        text = one_pod_nodes_workload(opts.pods) if opts.one_pod_nodes else workload(opts.pods)
+        stack.apply_text(text, "scale workload")
         first_fleet: float | None = None
         all_bound: float | None = None
         bound = 0
+        first_round = provisioner_round(stack.temporal_address)
+        planned: dict[int, int] = {}  # round -> NodeClaims it planned, for rounds after the apply
         while time.monotonic() - start < opts.timeout:
             if stack.dead_children():
                 break
             if first_fleet is None and instances(stack):
                 first_fleet = time.monotonic() - start
+            latest = provisioner_round(stack.temporal_address)
+            if latest and latest[1] and latest[0] > (first_round or (0, 0))[0]:
+                planned[latest[0]] = latest[1]
             listed = stack.kube.list(r.POD, namespace=NAMESPACE)
             bound = sum(1 for p in listed if (p.get("spec") or {}).get("nodeName"))
             if bound >= opts.pods and len(listed) >= opts.pods:
@@ -272,8 +331,9 @@ def run_pods(opts: PodsOptions) -> dict[str, Any]:
     samples = sampler.samples_mb or [0.0]
     p95 = percentile(samples, 95)
     result: dict[str, Any] = {
-        "benchmark": "scale-out",
+        "benchmark": "one-pod-nodes" if opts.one_pod_nodes else "scale-out",
         "pods": opts.pods,
+        "rounds_planning_claims": [planned[k] for k in sorted(planned)],
         "pods_bound": bound,
         "nodes": len(nodes),
         "nodeclaims": len(claims),
@@ -571,6 +631,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--pods", type=int, help="scale-out: this many pods, half of each shape (even, >= 2)")
+    mode.add_argument("--one-pod-nodes", type=int, help="this many pods, one node each, under the default NodePool")
     mode.add_argument("--claims", type=int, help="with --steady: this many NodeClaim workflows in one worker")
     mode.add_argument("--serve-claims-worker", metavar="TEMPORAL_ADDRESS", help=argparse.SUPPRESS)
     parser.add_argument("--steady", action="store_true", help="with --claims: hold them Running, measure RAM")
@@ -602,6 +663,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         return args
     if args.pods is not None and (args.pods < 2 or args.pods % 2):
         parser.error(f"--pods {args.pods}: give an even number, at least 2 (half the pods have each shape)")
+    if args.one_pod_nodes is not None and args.one_pod_nodes < 1:
+        parser.error(f"--one-pod-nodes {args.one_pod_nodes}: give at least 1")
     if args.claims is not None and args.claims < 1:
         parser.error(f"--claims {args.claims}: give at least 1")
     if args.claims is not None and not args.steady:
@@ -627,8 +690,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         serve_claims_worker(args.serve_claims_worker, TASK_QUEUE, args.max_cached, args.ready_file)
         return 0
     result: dict[str, Any]
-    if args.pods is not None:
-        opts = PodsOptions(args.pods, args.timeout, args.state_dir, persistent_temporal=not args.in_memory_temporal)
+    if args.pods is not None or args.one_pod_nodes is not None:
+        opts = PodsOptions(
+            args.pods or args.one_pod_nodes, args.timeout, args.state_dir,
+            persistent_temporal=not args.in_memory_temporal, one_pod_nodes=args.one_pod_nodes is not None,
+        )  # fmt: skip
         result = run_pods(opts)
         done = result["seconds_to_all_bound"] is not None
     else:
