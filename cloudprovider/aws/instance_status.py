@@ -19,6 +19,7 @@ it is skipped.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 from cloudprovider.aws.interruption_messages import Kind, ParsedMessage
@@ -41,7 +42,7 @@ def _scheduled_event(event: object) -> str:
     if not code or description.startswith(ENDED_EVENT_PREFIXES):
         return ""
     not_before = event.get("NotBefore")
-    when = not_before.isoformat() if hasattr(not_before, "isoformat") else str(not_before or "")
+    when = not_before.isoformat() if isinstance(not_before, datetime) else str(not_before or "")
     return f"scheduled event {code}" + (f" (not before {when})" if when else "")
 
 

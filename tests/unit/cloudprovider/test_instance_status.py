@@ -12,7 +12,9 @@ from cloudprovider.aws.interruption_messages import ACTIONS, Kind
 I1, I2, I3 = "i-00000000000000001", "i-00000000000000002", "i-00000000000000003"
 
 
-def entry(instance_id: str, instance: str = "ok", system: str = "ok", events: list[Any] | None = None) -> dict[str, Any]:
+def entry(
+    instance_id: str, instance: str = "ok", system: str = "ok", events: list[Any] | None = None
+) -> dict[str, Any]:
     """One `InstanceStatuses` entry as boto3 returns it."""
     out: dict[str, Any] = {
         "InstanceId": instance_id,
