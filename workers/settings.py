@@ -71,7 +71,8 @@ with the SDK's defaults (5, 0.2) that is one poll, about 6 new workflows a secon
 
 `feature_gates`: Karpenter's `--feature-gates` value as is (`SpotToSpotConsolidation=true,NodeRepair=false`);
 an unknown gate or a value other than true/false is refused. Of Karpenter's gates, nodeflow acts on
-`SpotToSpotConsolidation`; the worker logs a warning at start for any other one turned on.
+`SpotToSpotConsolidation` and `NodeRepair` (workers.node_repair); the worker logs a warning at start for
+any other one turned on.
 
 Temporal connection: `temporal_tls` takes true/false (the flag alone, `--temporal-tls`, means true).
 TLS is on when it is true or when any `temporal_tls_*_file` or `temporal_api_key` is given; false

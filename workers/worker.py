@@ -11,7 +11,7 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
@@ -37,6 +37,7 @@ from workers.interruption import ClaimDisrupter, InterruptionConsumer
 from workers.leader_election import Election, candidate_identity
 from workers.leadership import LeaderElector
 from workers.namespace_owner import claim_namespace
+from workers.node_repair import NodeRepairer
 from workers.probes import CatalogWarmer, worker_probes
 from workers.reconcile import adopt_node_claims, end_orphaned_workflows
 from workers.settings import Settings
@@ -113,11 +114,28 @@ def _claim_disrupter(
     """The interruption action (workers.interruption): NodeClaim workflows signalled through `starter` on
     its event loop, offerings marked in `unavailable` (the cache this worker's provisioning rounds read)."""
 
-    def signal_delete(name: str, reason: str) -> bool:
-        coro = starter.signal_node_claim(name, "delete", reason)
+    return ClaimDisrupter(kube, _blocking_signal(starter, "delete"), unavailable, recorder)
+
+
+def _blocking_signal(starter: TemporalStarter, signal: str) -> Callable[[str, str], bool]:
+    """`signal` (with a reason) to a NodeClaim's workflow, from a leader thread, through `starter` on its
+    event loop: True when the workflow accepted it, False when it is not running."""
+
+    def send(name: str, reason: str) -> bool:
+        coro = starter.signal_node_claim(name, signal, reason)
         return bool(asyncio.run_coroutine_threadsafe(coro, starter.loop).result(timeout=30))
 
-    return ClaimDisrupter(kube, signal_delete, unavailable, recorder)
+    return send
+
+
+def _node_repairer(
+    settings: Settings, kube: KubeClient, recorder: EventRecorder, starter: TemporalStarter
+) -> NodeRepairer | None:
+    """Node repair (workers.node_repair) when the NodeRepair feature gate is on, else None."""
+    if not settings.feature_gate_values()["NodeRepair"]:
+        return None
+    log.info("node repair on (feature gate NodeRepair)")
+    return NodeRepairer(kube, _blocking_signal(starter, "repair"), recorder)
 
 
 def _interruption_consumer(settings: Settings, disrupter: ClaimDisrupter) -> InterruptionConsumer | None:
@@ -187,6 +205,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
     disrupter = _claim_disrupter(kube, cloud.unavailable, recorder, starter)
     interruption = _interruption_consumer(settings, disrupter)
     status_checker = _instance_status_checker(settings, cloud, disrupter)
+    repairer = _node_repairer(settings, kube, recorder, starter)
     provisioning = ProvisioningActivities(kube, cloud, recorder, starter)
     collector = GarbageCollectionActivities(kube, cloud, recorder)
     disruption = DisruptionActivities(kube, cloud, recorder)
@@ -220,7 +239,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
             warm_catalog = asyncio.create_task(catalog.run())
             leases = LeaseClient(kube, settings.lease_namespace(), settings.leader_election_name)
             identity = candidate_identity(os.environ.get("HOSTNAME") or socket.gethostname(), uuid.uuid4().hex[:8])
-            loops = [interruption, status_checker]
+            loops = [interruption, status_checker, repairer]
             elector = LeaderElector(
                 leases, Election(identity), lambda: _lead(settings, client, kube, cloud, starter, loops)
             )
