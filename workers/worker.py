@@ -113,7 +113,6 @@ def _claim_disrupter(
 ) -> ClaimDisrupter:
     """The interruption action (workers.interruption): NodeClaim workflows signalled through `starter` on
     its event loop, offerings marked in `unavailable` (the cache this worker's provisioning rounds read)."""
-
     return ClaimDisrupter(kube, _blocking_signal(starter, "delete"), unavailable, recorder)
 
 
