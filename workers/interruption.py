@@ -9,7 +9,8 @@ recommendation only records an event. The kinds, and the events recorded, are
 cloudprovider.aws.interruption_messages's.
 
 Here the leader runs one `InterruptionConsumer` in a thread (workers.worker `_lead`), like the
-Kubernetes watchers: it long-polls the queue and handles each batch:
+Kubernetes watchers: it long-polls the queue and handles each batch, acting through a `ClaimDisrupter`
+(which the instance status checker, workers.instance_status, shares):
 
 - A message is deleted from the queue only once its action is durably recorded: the NodeClaim's
   workflow accepted the `delete` signal (Temporal has written it to the workflow's history), or there
@@ -89,7 +90,7 @@ class Counts:
     left: int = 0  # messages left on the queue for redelivery
 
 
-class _Bounded:
+class Bounded:
     """A set remembering the last `size` keys added."""
 
     def __init__(self, size: int = REMEMBERED) -> None:
@@ -106,26 +107,111 @@ class _Bounded:
             self._keys.popitem(last=False)
 
 
-class InterruptionConsumer:
-    """Consumes the interruption queue (see the module docstring). `run(stop)` until `stop` is set;
-    `handle(messages)` handles one batch (the tests call it directly)."""
+class ClaimDisrupter:
+    """The action on an interruption event: each of its instances' NodeClaim disrupted (the `delete`
+    signal with the event's reason, and its events recorded), the offering marked for a spot
+    interruption. Shared by the queue's consumer and the instance status checker
+    (workers.instance_status), so a NodeClaim one of them disrupted is not signalled again by the other.
+    Thread-safe; `act` blocks while it signals."""
 
     def __init__(
-        self,
-        queue: Queue,
-        kube: Kube,
-        signal_delete: DeleteSignal,
-        unavailable: UnavailableOfferings,
-        recorder: Recorder,
+        self, kube: Kube, signal_delete: DeleteSignal, unavailable: UnavailableOfferings, recorder: Recorder
     ) -> None:
-        self.queue = queue
         self.kube = kube
         self.signal_delete = signal_delete
         self.unavailable = unavailable
         self.recorder = recorder
+        self._claims_disrupted = Bounded()
+        self._lock = threading.Lock()
+
+    def claims_by_instance(self) -> dict[str, Obj]:
+        """instance id -> NodeClaim, by the claims' status.providerID (`aws:///<zone>/<instance id>`).
+        Raises what listing raises."""
+        index: dict[str, Obj] = {}
+        for claim in self.kube.list(r.NODECLAIM):
+            provider_id = str((claim.get("status") or {}).get("providerID") or "")
+            if provider_id:
+                index[instance_id_of(provider_id)] = claim
+        return index
+
+    def act(self, event: ParsedMessage, claims: dict[str, Obj], source: str) -> tuple[bool, int]:
+        """Act on every instance of `event` (`claims` from `claims_by_instance`; `source` names where the
+        event came from, for the log): (whether each action is recorded or there was none, how many
+        NodeClaims were disrupted now). Never raises."""
+        if event.kind == Kind.NO_ACTION:
+            return True, 0
+        with self._lock:
+            return self._act(event, claims, source)
+
+    def _act(self, event: ParsedMessage, claims: dict[str, Obj], source: str) -> tuple[bool, int]:
+        action = ACTIONS[event.kind]
+        done, acted = True, 0
+        for instance_id in event.instance_ids:
+            claim = claims.get(instance_id)
+            if claim is None:
+                log.info("%s for instance %s: no NodeClaim has it; nothing to do", event.kind, instance_id)
+                continue
+            meta = claim.get("metadata") or {}
+            name, uid = str(meta.get("name", "")), str(meta.get("uid", ""))
+            text = f"{action.message} ({instance_id}{', ' + event.detail if event.detail else ''})"
+            if not action.disrupts:
+                self._record(claim, action.event_type, action.event_reason, text)
+                continue
+            if uid and uid in self._claims_disrupted:
+                log.info("%s for NodeClaim %s: already disrupted; nothing more to do", event.kind, name)
+                continue
+            if action.marks_offering:
+                self._mark_offering(claim, instance_id)
+            reason = f"{action.event_reason}: {text}"
+            try:
+                accepted = self.signal_delete(name, reason)
+            except Exception:
+                log.exception("signalling NodeClaim %s (%s, %s) failed; it is tried again", name, event.kind, source)
+                done = False
+                continue
+            if uid:
+                self._claims_disrupted.add(uid)
+            if not accepted:
+                log.info("%s for NodeClaim %s: its workflow is no longer running; nothing to do", event.kind, name)
+                continue
+            acted += 1
+            log.info("NodeClaim %s disrupted (%s): %s", name, source, reason)
+            self._record(claim, action.event_type, action.event_reason, text)
+            self._record(claim, "Warning", TERMINATING_REASON, f"Interruption triggered termination ({event.kind})")
+        return done, acted
+
+    def _mark_offering(self, claim: Obj, instance_id: str) -> None:
+        """Mark the claim's offering (its instance-type, zone and capacity-type labels) unavailable."""
+        claim_labels = (claim.get("metadata") or {}).get("labels") or {}
+        offering = [claim_labels.get(k, "") for k in (labels.INSTANCE_TYPE, labels.ZONE, labels.CAPACITY_TYPE)]
+        if not all(offering):
+            log.warning("spot interruption of %s: its NodeClaim names no full offering %s; none marked",
+                        instance_id, offering)  # fmt: skip
+            return
+        self.unavailable.mark(offering[0], offering[1], offering[2], reason="SpotInterruption")
+
+    def _record(self, claim: Obj, event_type: str, reason: str, message: str) -> None:
+        """The event on the NodeClaim and, when it has one, its Node."""
+        self.recorder.record(claim, event_type, reason, message)
+        node_name = (claim.get("status") or {}).get("nodeName")
+        if not node_name:
+            return
+        try:
+            node = self.kube.get(r.NODE, str(node_name))
+        except KubeError:
+            return
+        self.recorder.record(node, event_type, reason, message)
+
+
+class InterruptionConsumer:
+    """Consumes the interruption queue (see the module docstring), acting through `disrupter`.
+    `run(stop)` until `stop` is set; `handle(messages)` handles one batch (the tests call it directly)."""
+
+    def __init__(self, queue: Queue, disrupter: ClaimDisrupter) -> None:
+        self.queue = queue
+        self.disrupter = disrupter
         self.counts = Counts()
-        self._events_done = _Bounded()
-        self._claims_disrupted = _Bounded()
+        self._events_done = Bounded()
         self._lock = threading.Lock()
 
     def run(self, stop: threading.Event) -> None:
@@ -158,7 +244,7 @@ class InterruptionConsumer:
             if not parsed:
                 return self.counts
             try:
-                claims = self._claims_by_instance()
+                claims = self.disrupter.claims_by_instance()
             except Exception:
                 log.exception("listing NodeClaims failed; %d interruption messages left for redelivery", len(parsed))
                 self.counts.left += len(parsed)
@@ -169,87 +255,15 @@ class InterruptionConsumer:
                     self.counts.duplicates += 1
                     self._delete(message)
                     continue
-                if self._act(message, event, claims):
+                done, acted = self.disrupter.act(event, claims, f"message {message.message_id}")
+                self.counts.acted += acted
+                if done:
                     if key:
                         self._events_done.add(key)
                     self._delete(message)
                 else:
                     self.counts.left += 1
             return self.counts
-
-    def _claims_by_instance(self) -> dict[str, Obj]:
-        """instance id -> NodeClaim, by the claims' status.providerID (`aws:///<zone>/<instance id>`)."""
-        index: dict[str, Obj] = {}
-        for claim in self.kube.list(r.NODECLAIM):
-            provider_id = str((claim.get("status") or {}).get("providerID") or "")
-            if provider_id:
-                index[instance_id_of(provider_id)] = claim
-        return index
-
-    def _act(self, message: QueueMessage, event: ParsedMessage, claims: dict[str, Obj]) -> bool:
-        """Act on every instance of the event; True when each action is recorded or there was none."""
-        if event.kind == Kind.NO_ACTION:
-            return True
-        action = ACTIONS[event.kind]
-        done = True
-        for instance_id in event.instance_ids:
-            claim = claims.get(instance_id)
-            if claim is None:
-                log.info("%s for instance %s: no NodeClaim has it; nothing to do", event.kind, instance_id)
-                continue
-            meta = claim.get("metadata") or {}
-            name, uid = str(meta.get("name", "")), str(meta.get("uid", ""))
-            text = f"{action.message} ({instance_id}{', ' + event.detail if event.detail else ''})"
-            if not action.disrupts:
-                self._record(claim, action.event_type, action.event_reason, text)
-                continue
-            if uid and uid in self._claims_disrupted:
-                log.info("%s for NodeClaim %s: already disrupted; nothing more to do", event.kind, name)
-                continue
-            if action.marks_offering:
-                self._mark_offering(claim, instance_id)
-            reason = f"{action.event_reason}: {text}"
-            try:
-                accepted = self.signal_delete(name, reason)
-            except Exception:
-                log.exception(
-                    "signalling NodeClaim %s (%s, message %s) failed; the message is left for redelivery",
-                    name, event.kind, message.message_id,
-                )  # fmt: skip
-                done = False
-                continue
-            if uid:
-                self._claims_disrupted.add(uid)
-            if not accepted:
-                log.info("%s for NodeClaim %s: its workflow is no longer running; nothing to do", event.kind, name)
-                continue
-            self.counts.acted += 1
-            log.info("NodeClaim %s disrupted: %s", name, reason)
-            self._record(claim, action.event_type, action.event_reason, text)
-            self._record(claim, "Warning", TERMINATING_REASON, f"Interruption triggered termination ({event.kind})")
-        return done
-
-    def _mark_offering(self, claim: Obj, instance_id: str) -> None:
-        """Mark the claim's offering (its instance-type, zone and capacity-type labels) unavailable."""
-        claim_labels = (claim.get("metadata") or {}).get("labels") or {}
-        offering = [claim_labels.get(k, "") for k in (labels.INSTANCE_TYPE, labels.ZONE, labels.CAPACITY_TYPE)]
-        if not all(offering):
-            log.warning("spot interruption of %s: its NodeClaim names no full offering %s; none marked",
-                        instance_id, offering)  # fmt: skip
-            return
-        self.unavailable.mark(offering[0], offering[1], offering[2], reason="SpotInterruption")
-
-    def _record(self, claim: Obj, event_type: str, reason: str, message: str) -> None:
-        """The event on the NodeClaim and, when it has one, its Node."""
-        self.recorder.record(claim, event_type, reason, message)
-        node_name = (claim.get("status") or {}).get("nodeName")
-        if not node_name:
-            return
-        try:
-            node = self.kube.get(r.NODE, str(node_name))
-        except KubeError:
-            return
-        self.recorder.record(node, event_type, reason, message)
 
     def _delete(self, message: QueueMessage) -> None:
         try:

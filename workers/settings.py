@@ -24,6 +24,7 @@
 | garbage_collection_interval | NODEFLOW_GARBAGE_COLLECTION_INTERVAL | 2m |
 | garbage_collection_min_age | NODEFLOW_GARBAGE_COLLECTION_MIN_AGE | 2m |
 | interruption_queue | NODEFLOW_INTERRUPTION_QUEUE | "" (no interruption handling) |
+| instance_status_interval | NODEFLOW_INSTANCE_STATUS_INTERVAL | 1m (Never = no status checks) |
 | max_cached_workflows | NODEFLOW_MAX_CACHED_WORKFLOWS | 20000 |
 | max_concurrent_workflow_tasks | NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASKS | 100 |
 | max_concurrent_workflow_task_polls | NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASK_POLLS | 5 |
@@ -54,6 +55,12 @@ sets both for the one collector of the namespace.
 (workers.interruption): a spot interruption warning, an AWS Health scheduled change or an instance
 stopping or terminating disrupts the instance's NodeClaim at once. Empty: off.
 
+`instance_status_interval`: how often the leader reads EC2's status checks and scheduled events of the
+cluster's running instances (DescribeInstanceStatus; workers.instance_status). An instance whose
+instance or system status check is impaired, or which has a scheduled event (retirement, maintenance,
+stop, reboot), is treated as an AWS Health scheduled change: its NodeClaim is disrupted. It needs no
+queue. At least 10s; Never: off.
+
 Worker tuning: `max_cached_workflows` bounds the workflows kept in the worker's memory. Keep it above
 the number of nodes the worker serves, or every timer and signal of an evicted NodeClaim workflow
 replays its history (see benchmarks/README.md for the measured cost per cached workflow).
@@ -64,7 +71,8 @@ with the SDK's defaults (5, 0.2) that is one poll, about 6 new workflows a secon
 
 `feature_gates`: Karpenter's `--feature-gates` value as is (`SpotToSpotConsolidation=true,NodeRepair=false`);
 an unknown gate or a value other than true/false is refused. Of Karpenter's gates, nodeflow acts on
-`SpotToSpotConsolidation`; the worker logs a warning at start for any other one turned on.
+`SpotToSpotConsolidation` and `NodeRepair` (workers.node_repair); the worker logs a warning at start for
+any other one turned on.
 
 Temporal connection: `temporal_tls` takes true/false (the flag alone, `--temporal-tls`, means true).
 TLS is on when it is true or when any `temporal_tls_*_file` or `temporal_api_key` is given; false
@@ -115,6 +123,7 @@ class Settings:
     garbage_collection_interval: str = "2m"
     garbage_collection_min_age: str = "2m"
     interruption_queue: str = ""
+    instance_status_interval: str = "1m"
     max_cached_workflows: int = 20000
     max_concurrent_workflow_tasks: int = 100
     max_concurrent_workflow_task_polls: int = 5
@@ -150,6 +159,8 @@ class Settings:
                 raise ValueError(f"{where(name)} is {value!r}: give a duration such as 2m (Never is not allowed here)")
             if name == "garbage_collection_interval" and parsed is not None and parsed.total_seconds() < 1:
                 raise ValueError(f"{where(name)} is {value!r}: give at least 1s")
+            if name == "instance_status_interval" and parsed is not None and parsed.total_seconds() < 10:
+                raise ValueError(f"{where(name)} is {value!r}: give at least 10s, or Never to turn the checks off")
         unknown = [m for m in self.disruption_method_list() if m not in DISRUPTION_METHODS]
         if unknown:
             raise ValueError(
@@ -187,6 +198,11 @@ class Settings:
         assert parsed is not None, name  # __post_init__ refused Never
         return int(parsed.total_seconds())
 
+    def optional_seconds(self, name: str) -> int | None:
+        """A duration setting of DURATIONS in whole seconds; None for Never."""
+        parsed = parse_duration(getattr(self, name))
+        return None if parsed is None else int(parsed.total_seconds())
+
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         env = dict(os.environ if env is None else env)
@@ -203,7 +219,13 @@ class Settings:
 
 
 _ENV = {"region": "AWS_REGION"}
-DURATIONS = ("registration_ttl", "drift_check_interval", "garbage_collection_interval", "garbage_collection_min_age")
+DURATIONS = (
+    "registration_ttl",
+    "drift_check_interval",
+    "garbage_collection_interval",
+    "garbage_collection_min_age",
+    "instance_status_interval",
+)
 FINITE_DURATIONS = ("garbage_collection_interval", "garbage_collection_min_age")
 TEMPORAL_TLS_FILES = ("temporal_tls_ca_file", "temporal_tls_cert_file", "temporal_tls_key_file")
 _TRUE = ("true", "1", "yes", "on")

@@ -11,7 +11,9 @@ import os
 import socket
 import threading
 import uuid
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
 
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -23,16 +25,19 @@ from activities.lifecycle import node_claim_activities
 from activities.manual_replacement import ManualReplacement
 from activities.provisioning import ProvisioningActivities
 from cloudprovider.aws.factory import new_aws_cloud_provider, new_interruption_queue, resolve_eks_cluster
+from cloudprovider.aws.provider import AWSCloudProvider
 from cloudprovider.types import CloudProvider
 from cloudprovider.unavailable import UnavailableOfferings
 from kube.client import KubeClient
 from kube.events import EventRecorder
 from kube.leases import LeaseClient
 from workers.feature_gates import not_implemented
-from workers.interruption import InterruptionConsumer
+from workers.instance_status import InstanceStatusChecker
+from workers.interruption import ClaimDisrupter, InterruptionConsumer
 from workers.leader_election import Election, candidate_identity
 from workers.leadership import LeaderElector
 from workers.namespace_owner import claim_namespace
+from workers.node_repair import NodeRepairer
 from workers.probes import CatalogWarmer, worker_probes
 from workers.reconcile import adopt_node_claims, end_orphaned_workflows
 from workers.settings import Settings
@@ -48,20 +53,26 @@ log = logging.getLogger(__name__)
 ACTIVITY_THREADS = 32
 
 
+class LeaderLoop(Protocol):
+    """What the leader runs in a thread: `run(stop)` until `stop` is set."""
+
+    def run(self, stop: threading.Event) -> None: ...
+
+
 async def _lead(
     settings: Settings,
     client: Client,
     kube: KubeClient,
     cloud: CloudProvider,
     starter: TemporalStarter,
-    interruption: InterruptionConsumer | None = None,
+    loops: Sequence[LeaderLoop | None] = (),
 ) -> None:
     """The leader's work, run only while this worker holds the Lease (workers.leadership), until
     cancelled: end NodeClaim workflows whose NodeClaim is gone, adopt NodeClaims without a workflow
     (workers.reconcile), nudge the provisioner, start or reconfigure the garbage collector and the
-    disruption controller (so the leader's settings win), then run the Kubernetes watchers and, when
-    an interruption queue is set, its consumer (workers.interruption). A new leader does all of it
-    again: each step is idempotent."""
+    disruption controller (so the leader's settings win), then run the Kubernetes watchers and the
+    other `loops` given (the interruption queue's consumer, the instance status checker, node repair),
+    each in its thread. A new leader does all of it again: each step is idempotent."""
     await end_orphaned_workflows(client, kube, cloud)
     adopted = await adopt_node_claims(kube, starter)
     log.info("leading: %d NodeClaims adopted", adopted)
@@ -81,14 +92,13 @@ async def _lead(
     await start_disruption_controller(client, settings.task_queue, disruption_settings)
     loop = asyncio.get_running_loop()
     watch_stop = threading.Event()
-    watchers: list[PodWatcher | DeletionWatcher | DriftTrigger | Resync | InterruptionConsumer] = [
+    watchers: list[LeaderLoop] = [
         PodWatcher(kube, starter, loop),
         DeletionWatcher(kube, starter, loop),
         DriftTrigger(kube, starter, loop),
         Resync(starter, loop),
     ]
-    if interruption is not None:
-        watchers.append(interruption)
+    watchers += [extra for extra in loops if extra is not None]
     threads = [threading.Thread(target=w.run, args=(watch_stop,), name=type(w).__name__, daemon=True) for w in watchers]
     for thread in threads:
         thread.start()
@@ -98,26 +108,53 @@ async def _lead(
         watch_stop.set()  # each watcher acts no more; a watch blocked on the API ends at its next event
 
 
-def _interruption_consumer(
-    settings: Settings,
-    kube: KubeClient,
-    unavailable: UnavailableOfferings,
-    recorder: EventRecorder,
-    starter: TemporalStarter,
-) -> InterruptionConsumer | None:
-    """The consumer of `settings.interruption_queue` (None when it is empty), signalling NodeClaim
-    workflows through `starter` on its event loop, marking offerings in `unavailable` (the cache this
-    worker's provisioning rounds read)."""
+def _claim_disrupter(
+    kube: KubeClient, unavailable: UnavailableOfferings, recorder: EventRecorder, starter: TemporalStarter
+) -> ClaimDisrupter:
+    """The interruption action (workers.interruption): NodeClaim workflows signalled through `starter` on
+    its event loop, offerings marked in `unavailable` (the cache this worker's provisioning rounds read)."""
+    return ClaimDisrupter(kube, _blocking_signal(starter, "delete"), unavailable, recorder)
+
+
+def _blocking_signal(starter: TemporalStarter, signal: str) -> Callable[[str, str], bool]:
+    """`signal` (with a reason) to a NodeClaim's workflow, from a leader thread, through `starter` on its
+    event loop: True when the workflow accepted it, False when it is not running."""
+
+    def send(name: str, reason: str) -> bool:
+        coro = starter.signal_node_claim(name, signal, reason)
+        return bool(asyncio.run_coroutine_threadsafe(coro, starter.loop).result(timeout=30))
+
+    return send
+
+
+def _node_repairer(
+    settings: Settings, kube: KubeClient, recorder: EventRecorder, starter: TemporalStarter
+) -> NodeRepairer | None:
+    """Node repair (workers.node_repair) when the NodeRepair feature gate is on, else None."""
+    if not settings.feature_gate_values()["NodeRepair"]:
+        return None
+    log.info("node repair on (feature gate NodeRepair)")
+    return NodeRepairer(kube, _blocking_signal(starter, "repair"), recorder)
+
+
+def _interruption_consumer(settings: Settings, disrupter: ClaimDisrupter) -> InterruptionConsumer | None:
+    """The consumer of `settings.interruption_queue` (None when it is empty), acting through `disrupter`."""
     if not settings.interruption_queue:
         return None
     queue = new_interruption_queue(settings.region, settings.aws_endpoint_url, queue_name=settings.interruption_queue)
-
-    def signal_delete(name: str, reason: str) -> bool:
-        coro = starter.signal_node_claim(name, "delete", reason)
-        return bool(asyncio.run_coroutine_threadsafe(coro, starter.loop).result(timeout=30))
-
     log.info("interruption handling on: consuming SQS queue %s", settings.interruption_queue)
-    return InterruptionConsumer(queue, kube, signal_delete, unavailable, recorder)
+    return InterruptionConsumer(queue, disrupter)
+
+
+def _instance_status_checker(
+    settings: Settings, cloud: AWSCloudProvider, disrupter: ClaimDisrupter
+) -> InstanceStatusChecker | None:
+    """The checker of the cluster's instances' EC2 status (None when `instance_status_interval` is Never)."""
+    interval = settings.optional_seconds("instance_status_interval")
+    if interval is None:
+        return None
+    log.info("instance status checks on: every %ds", interval)
+    return InstanceStatusChecker(cloud.instance_statuses, disrupter, interval)
 
 
 def build_kube(settings: Settings) -> KubeClient:
@@ -164,7 +201,10 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
         settings.registration_ttl,
         settings.drift_check_interval,
     )
-    interruption = _interruption_consumer(settings, kube, cloud.unavailable, recorder, starter)
+    disrupter = _claim_disrupter(kube, cloud.unavailable, recorder, starter)
+    interruption = _interruption_consumer(settings, disrupter)
+    status_checker = _instance_status_checker(settings, cloud, disrupter)
+    repairer = _node_repairer(settings, kube, recorder, starter)
     provisioning = ProvisioningActivities(kube, cloud, recorder, starter)
     collector = GarbageCollectionActivities(kube, cloud, recorder)
     disruption = DisruptionActivities(kube, cloud, recorder)
@@ -198,8 +238,9 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
             warm_catalog = asyncio.create_task(catalog.run())
             leases = LeaseClient(kube, settings.lease_namespace(), settings.leader_election_name)
             identity = candidate_identity(os.environ.get("HOSTNAME") or socket.gethostname(), uuid.uuid4().hex[:8])
+            loops = [interruption, status_checker, repairer]
             elector = LeaderElector(
-                leases, Election(identity), lambda: _lead(settings, client, kube, cloud, starter, interruption)
+                leases, Election(identity), lambda: _lead(settings, client, kube, cloud, starter, loops)
             )
             probes = worker_probes(settings.health_probe_port, client, worker, leases, catalog)
             if probes is not None:

@@ -6,7 +6,8 @@ point resumes where it was, and continue-as-new carries the state to keep histor
 
 Signals: `delete` (the NodeClaim or its Node is being deleted), `drain`, `expire` and `replace` (manual;
 each takes an optional reason string, so `temporal workflow signal --workflow-id nodeclaim-<name> --name
-drain` works as is). `replace` is not this workflow's to act on: it forwards the request to the disruption
+drain` works as is), and `repair` (node repair: terminate without draining, even when a drain is under
+way). `replace` is not this workflow's to act on: it forwards the request to the disruption
 controller (workflows.disruption), which launches the replacement and, once it is Initialized, signals
 `delete` here. Query: `status` (the NodeClaimState: phase, instance, node, conditions, waiting_for,
 termination reason).
@@ -77,6 +78,14 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
         """Manual drain: cordon and drain the node, then terminate it."""
         self.pending_termination = self.pending_termination or reason or "manual drain"
 
+    @workflow.signal(name="repair")
+    def repair(self, reason: str = "") -> None:
+        """Node repair (the NodeRepair feature gate): the Node has been unhealthy too long. Terminate the
+        instance without draining (its pods cannot be evicted from a node that does not answer) and
+        without waiting for terminationGracePeriod, as Karpenter's repair does; a drain under way stops."""
+        self.pending_termination = self.pending_termination or reason or "node repair"
+        self.skip_drain = True
+
     @workflow.signal(name="expire")
     def expire(self, reason: str = "") -> None:
         """Manual expiration: as if expireAfter had passed (condition Expired, then drain and terminate)."""
@@ -119,6 +128,7 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
         self.state = claim_input.state or NodeClaimState(name=claim_input.name, node_pool=claim_input.node_pool)
         self.pending_termination = self.pending_termination or claim_input.pending_termination
         self.drift_check_requested = self.drift_check_requested or claim_input.drift_check_requested
+        self.skip_drain = self.skip_drain or claim_input.skip_drain
         phases: dict[str, Callable[[], Awaitable[None]]] = {
             LAUNCHING: self.launch,
             REGISTERING: self.register,
@@ -282,7 +292,7 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
             self.state.drain_started_at = workflow.now()
             grace = parse_duration(self.input.termination_grace_period) if self.input.termination_grace_period else None
             self.state.drain_deadline = self.state.drain_started_at + grace if grace else None
-        while self.state.node_name:
+        while self.state.node_name and not self.skip_drain:
             force = self.state.drain_deadline is not None and workflow.now() >= self.state.drain_deadline
             progress = await workflow.execute_activity_method(
                 TerminationActivities.drain_step,
@@ -295,7 +305,7 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
                 self.state.conditions["Drained"] = "True"
                 break
             self.state.waiting_for = progress.message
-            await workflow.sleep(timing.DRAIN_POLL)
+            await self._sleep_until(lambda: self.skip_drain, timing.DRAIN_POLL)
             if self._history_too_long():
                 return
         self.state.waiting_for = ""

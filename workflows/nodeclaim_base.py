@@ -39,6 +39,7 @@ class NodeClaimWorkflowBase:
         self._published: dict[str, str] = {}
         self._continue = False  # a phase asks for continue-as-new (the running phase's run is full)
         self.drift_check_requested = False  # the `check_drift` signal: run the running check now
+        self.skip_drain = False  # the `repair` signal: terminate without draining
 
     def _continued_input(self) -> NodeClaimInput:
         """The next run's input: the state, and any signalled request not acted on yet."""
@@ -47,6 +48,7 @@ class NodeClaimWorkflowBase:
                 "state": self.state,
                 "pending_termination": self.pending_termination,
                 "drift_check_requested": self.drift_check_requested,
+                "skip_drain": self.skip_drain,
             }
         )
 

@@ -87,10 +87,12 @@ class NodeClaimInput(BaseModel):
     drift_check_interval: str = DEFAULT_DRIFT_CHECK_INTERVAL
     state: NodeClaimState | None = None  # set by continue-as-new
     # Set by continue-as-new: what signals asked for and the run had not acted on yet (a signal can arrive
-    # in the very workflow task that continues as new): a termination, and a drift check (`check_drift`
-    # before the running phase, e.g. a node class changed while the node initialized).
+    # in the very workflow task that continues as new): a termination, a drift check (`check_drift`
+    # before the running phase, e.g. a node class changed while the node initialized), and whether the
+    # termination skips the drain (`repair`).
     pending_termination: str = ""
     drift_check_requested: bool = False
+    skip_drain: bool = False
 
     def settings(self) -> ClaimSettings:
         """The worker settings this run was started with (a replacement's workflow gets the same)."""

@@ -7,7 +7,8 @@ NodePool's tags on what they create, deletes only what carries those tags, reads
 Statements, by Sid:
 
 - `AllowRegionalReadActions`: the EC2 Describe calls nodeflow makes (instance types, offerings, spot
-  prices, subnets, security groups, images, launch templates, instances), in the region only.
+  prices, subnets, security groups, images, launch templates, instances, instance status checks), in the
+  region only.
 - `AllowSSMReadActions`: `ssm:GetParameter` on the public AWS parameters (`/aws/service/*`) where the
   EKS-optimised AMI ids of the AMI aliases live; never on the account's own parameters.
 - `AllowScopedEC2InstanceAccessActions`: `RunInstances`/`CreateFleet` may *use* any image, snapshot,
@@ -63,6 +64,7 @@ TAG_MANAGED_BY = "karpenter.sh/managed-by"  # on the instance profiles nodeflow 
 REGIONAL_READS = (
     "ec2:DescribeImages",
     "ec2:DescribeInstances",
+    "ec2:DescribeInstanceStatus",
     "ec2:DescribeInstanceTypeOfferings",
     "ec2:DescribeInstanceTypes",
     "ec2:DescribeLaunchTemplates",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -11,6 +11,7 @@ from cloudprovider.aws.sdk import EC2API
 from cloudprovider.types import TAG_CLUSTER_PREFIX, TAG_NODECLAIM, Instance
 
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
+STATUS_IDS_PER_CALL = 100  # DescribeInstanceStatus takes at most 100 explicit instance ids
 
 
 def to_instance(data: Mapping[str, Any]) -> Instance:
@@ -59,3 +60,24 @@ class InstanceQueries:
         if node_claim is not None:
             filters.append({"Name": f"tag:{TAG_NODECLAIM}", "Values": [node_claim]})
         return self.describe(Filters=filters)
+
+    def statuses(self, instance_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The `InstanceStatuses` entries of `instance_ids` (DescribeInstanceStatus, at most
+        STATUS_IDS_PER_CALL ids a call), sorted by instance id. EC2 answers for running instances only;
+        an id of an instance gone since it was listed is left out by EC2, not an error."""
+        out: list[dict[str, Any]] = []
+        ids = sorted(set(instance_ids))
+        for start in range(0, len(ids), STATUS_IDS_PER_CALL):
+            token: str | None = None
+            while True:
+                page = call(
+                    "DescribeInstanceStatus",
+                    self._ec2.describe_instance_status,
+                    InstanceIds=ids[start : start + STATUS_IDS_PER_CALL],
+                    **({"NextToken": token} if token else {}),
+                )
+                out += page.get("InstanceStatuses", [])
+                token = page.get("NextToken")
+                if not token:
+                    break
+        return sorted(out, key=lambda s: str(s.get("InstanceId", "")))

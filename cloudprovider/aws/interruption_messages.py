@@ -37,6 +37,8 @@ class Kind(StrEnum):
     INSTANCE_STOPPING = "InstanceStopping"  # state-change to stopping or stopped
     INSTANCE_TERMINATING = "InstanceTerminating"  # state-change to shutting-down or terminated
     NO_ACTION = "NoAction"  # a state-change to a state nothing is done for (pending, running)
+    # not from the queue: an impaired status check or a scheduled event (cloudprovider.aws.instance_status)
+    INSTANCE_UNHEALTHY = "InstanceUnhealthy"
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,9 @@ ACTIONS: dict[Kind, Action] = {
     ),
     Kind.SCHEDULED_CHANGE: Action(
         "InstanceUnhealthy", "Warning", "AWS Health scheduled change for the instance", True, False
+    ),
+    Kind.INSTANCE_UNHEALTHY: Action(
+        "InstanceUnhealthy", "Warning", "EC2 status check impaired or event scheduled for the instance", True, False
     ),
     Kind.INSTANCE_STOPPING: Action("InstanceStopping", "Warning", "Instance is stopping", True, False),
     Kind.INSTANCE_TERMINATING: Action("InstanceTerminating", "Warning", "Instance is terminating", True, False),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import time
 from collections.abc import Callable
+from typing import Any
 
 from apis.ec2nodeclass import EC2NodeClass
 from apis.instancetype import InstanceType
@@ -90,6 +91,14 @@ class AWSCloudProvider:
 
     def list(self) -> list[Instance]:
         return self._instances.live()
+
+    def instance_statuses(self) -> builtins.list[dict[str, Any]]:
+        """The status checks and scheduled events (DescribeInstanceStatus `InstanceStatuses` entries) of
+        this cluster's running instances, found by the cluster tag nodeflow puts on every instance it
+        launches (DescribeInstanceStatus cannot filter by tag, so DescribeInstances lists them first).
+        Read them with cloudprovider.aws.instance_status. AWS-only: not part of the CloudProvider protocol."""
+        running = [i.id for i in self._instances.live() if i.state == "running"]
+        return self._instances.statuses(running) if running else []
 
     def delete(self, instance_id: str) -> None:
         response = call("TerminateInstances", self._ec2.terminate_instances, InstanceIds=[instance_id])

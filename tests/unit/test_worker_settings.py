@@ -54,6 +54,7 @@ def test_an_empty_variable_keeps_the_default() -> None:
         ({"NODEFLOW_GARBAGE_COLLECTION_INTERVAL": "Never"}, "--garbage-collection-interval.*Never is not allowed"),
         ({"NODEFLOW_GARBAGE_COLLECTION_INTERVAL": "0s"}, "garbage_collection_interval.*at least 1s"),
         ({"NODEFLOW_GARBAGE_COLLECTION_MIN_AGE": "Never"}, "NODEFLOW_GARBAGE_COLLECTION_MIN_AGE.*Never is not allowed"),
+        ({"NODEFLOW_INSTANCE_STATUS_INTERVAL": "5s"}, "--instance-status-interval.*at least 10s, or Never"),
         ({"NODEFLOW_MAX_CACHED_WORKFLOWS": "lots"}, "max_cached_workflows.*a positive whole number"),
         ({"NODEFLOW_NONSTICKY_TO_STICKY_POLL_RATIO": "2"}, "share between 0 and 1"),
     ],
@@ -61,6 +62,14 @@ def test_an_empty_variable_keeps_the_default() -> None:
 def test_a_bad_setting_names_its_flag_and_variable(env: dict[str, str], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Settings.from_env(env)
+
+
+def test_instance_status_checks_default_to_every_minute_and_never_turns_them_off() -> None:
+    assert Settings().optional_seconds("instance_status_interval") == 60
+    assert (
+        Settings.from_env({"NODEFLOW_INSTANCE_STATUS_INTERVAL": "Never"}).optional_seconds("instance_status_interval")
+        is None
+    )
 
 
 def test_a_zero_min_age_is_allowed() -> None:

@@ -160,6 +160,35 @@ async def test_should_force_the_drain_when_the_termination_grace_period_passes(
     assert forced[0] is False and forced[-1] is True
 
 
+async def test_a_repair_signal_terminates_without_draining(
+    time_env: WorkflowEnvironment, worker: str, world: World
+) -> None:
+    handle = await start(time_env, worker)
+    await wait_until(handle, time_env, lambda s: s.phase == RUNNING, "Running")
+    await handle.signal(NodeClaimWorkflow.repair, "Unhealthy: Node n has been Ready=False for 31m")
+    final: NodeClaimState = await handle.result()
+    await save_history(handle, "nodeclaim-repair")
+    assert final.phase == DELETED
+    assert final.termination_reason == "Unhealthy: Node n has been Ready=False for 31m"
+    assert "drain_step" not in world.calls and "Drained" not in final.conditions
+    assert world.calls.count("begin_termination") == 1 and world.terminate_calls >= 1
+
+
+async def test_a_repair_signal_cuts_a_blocked_drain_short(
+    time_env: WorkflowEnvironment, worker: str, world: World
+) -> None:
+    world.pdb_refusals = 1_000_000  # a PDB that never allows: only repair ends this drain
+    handle = await start(time_env, worker)
+    await wait_until(handle, time_env, lambda s: s.phase == RUNNING, "Running")
+    await handle.signal(NodeClaimWorkflow.drain, "maintenance")
+    await wait_until(handle, time_env, lambda s: world.calls.count("drain_step") >= 2, "draining")
+    await handle.signal(NodeClaimWorkflow.repair, "Unhealthy")
+    final: NodeClaimState = await handle.result()
+    assert final.phase == DELETED
+    assert final.termination_reason == "maintenance"  # the first reason stays
+    assert "Drained" not in final.conditions and world.terminate_calls >= 1
+
+
 @workflow.defn(name="DisruptionController", sandboxed=False)
 class ControllerStub:
     """Stands in for the disruption controller: records the `replace` requests it is signalled."""

@@ -31,6 +31,7 @@ NODECLAIM_SCENARIOS = (
     "check-drift-signal",
     "drain-pdb",
     "replace",
+    "repair",
 )
 
 

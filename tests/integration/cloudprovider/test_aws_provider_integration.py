@@ -15,6 +15,7 @@ import pytest
 
 from apis.ec2nodeclass import EC2NodeClass
 from cloudprovider.aws.factory import new_aws_cloud_provider
+from cloudprovider.aws.instance_status import scheduled_changes
 from cloudprovider.aws.pricing import load_price_table
 from cloudprovider.aws.provider import AWSCloudProvider
 from cloudprovider.errors import (
@@ -266,6 +267,17 @@ def test_list_shows_only_this_clusters_live_instances(provider: AWSCloudProvider
     listed = [i.id for i in provider.list()]
     assert mine.id in listed and gone.id not in listed and other not in listed
     assert listed == sorted(listed)
+
+
+def test_instance_statuses_cover_this_clusters_running_instances(provider: AWSCloudProvider, ec2) -> None:  # type: ignore[no-untyped-def]
+    mine = provider.create(make_request(["m5.large"]))
+    other = ec2.run_instances(ImageId="ami-12c6146b", MinCount=1, MaxCount=1, InstanceType="m5.large")
+    statuses = provider.instance_statuses()
+    ids = [s["InstanceId"] for s in statuses]
+    assert mine.id in ids and other["Instances"][0]["InstanceId"] not in ids
+    assert ids == sorted(ids)
+    # moto reports every running instance's checks as ok and schedules no event: nothing to act on
+    assert scheduled_changes(statuses) == []
 
 
 def test_a_node_class_with_a_public_ip_choice_cpu_options_and_a_context_launches(

@@ -25,7 +25,7 @@ from kube.types import Obj
 from tests.eventually import eventually
 from tests.interruption_events import scheduled_change, spot_interruption, state_change
 from tests.unit.activities.memkube import MemKube
-from workers.interruption import InterruptionConsumer
+from workers.interruption import ClaimDisrupter, InterruptionConsumer
 
 CLUSTER = "it-interruption"
 REGION = "us-west-2"
@@ -105,7 +105,7 @@ def test_a_spot_warning_is_acted_on_then_deleted(aws: MotoServer, sqs: Any, queu
     with kube.as_admin():
         kube.create(r.NODECLAIM, claim("spot-1", instance_id))
     recorded = Recorded()
-    consumer = InterruptionConsumer(queue, kube, recorded.signal, UnavailableOfferings(), recorded)
+    consumer = InterruptionConsumer(queue, ClaimDisrupter(kube, recorded.signal, UnavailableOfferings(), recorded))
     sqs.send_message(QueueUrl=queue.url(), MessageBody=spot_interruption(instance_id))
     sqs.send_message(QueueUrl=queue.url(), MessageBody="not an event")
 
@@ -114,7 +114,7 @@ def test_a_spot_warning_is_acted_on_then_deleted(aws: MotoServer, sqs: Any, queu
     counts = consumer.handle(messages)
 
     assert recorded.signals == ["spot-1"]
-    assert consumer.unavailable.is_unavailable("m5.large", "us-west-2a", "spot")
+    assert consumer.disrupter.unavailable.is_unavailable("m5.large", "us-west-2a", "spot")
     assert "SpotInterrupted" in recorded.events
     assert (counts.acted, counts.unknown, counts.deleted) == (1, 1, 2)
     assert visible(sqs, queue) == 0
@@ -135,7 +135,8 @@ def test_a_message_whose_signal_failed_comes_back(aws: MotoServer, sqs: Any, que
         return True
 
     recorded = Recorded()
-    consumer = InterruptionConsumer(queue, kube, failing_then_accepting, UnavailableOfferings(), recorded)
+    disrupter = ClaimDisrupter(kube, failing_then_accepting, UnavailableOfferings(), recorded)
+    consumer = InterruptionConsumer(queue, disrupter)
     sqs.send_message(QueueUrl=queue.url(), MessageBody=spot_interruption(instance_id))
     assert consumer.handle(queue.receive(wait_seconds=1)).left == 1
     redelivered = queue.receive(wait_seconds=5)  # after the 1 s visibility timeout

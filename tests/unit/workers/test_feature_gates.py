@@ -45,4 +45,8 @@ def test_the_environment_sets_the_gates() -> None:
 def test_only_gates_turned_on_that_nodeflow_lacks_are_reported() -> None:
     assert not_implemented(parse_feature_gates("")) == []
     assert not_implemented(parse_feature_gates("SpotToSpotConsolidation=true")) == []
-    assert not_implemented(parse_feature_gates("NodeRepair=true,NodeOverlay=true")) == ["NodeOverlay", "NodeRepair"]
+    assert not_implemented(parse_feature_gates("NodeRepair=true")) == []
+    assert not_implemented(parse_feature_gates("NodeRepair=true,NodeOverlay=true,StaticCapacity=true")) == [
+        "NodeOverlay",
+        "StaticCapacity",
+    ]

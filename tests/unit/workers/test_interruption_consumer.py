@@ -16,7 +16,7 @@ from kube.errors import ServerError
 from kube.types import Obj
 from tests.interruption_events import rebalance_recommendation, scheduled_change, spot_interruption, state_change
 from tests.unit.activities.memkube import MemKube
-from workers.interruption import InterruptionConsumer
+from workers.interruption import ClaimDisrupter, InterruptionConsumer
 
 SPOT_ID, OD_ID, OTHER_ID = "i-00000000000000001", "i-00000000000000002", "i-000000000000000ff"
 
@@ -111,7 +111,7 @@ def kube() -> ListingKube:
 @pytest.fixture
 def parts(journal: Journal, kube: ListingKube) -> tuple[InterruptionConsumer, FakeQueue, FakeSignal, Events]:
     queue, signal, events = FakeQueue(journal), FakeSignal(journal), Events()
-    consumer = InterruptionConsumer(queue, kube, signal, UnavailableOfferings(), events)
+    consumer = InterruptionConsumer(queue, ClaimDisrupter(kube, signal, UnavailableOfferings(), events))
     return consumer, queue, signal, events
 
 
@@ -122,7 +122,7 @@ def test_spot_warning_marks_the_offering_signals_then_deletes(parts: Parts, jour
     consumer, _, _, events = parts
     counts = consumer.handle([message(spot_interruption(SPOT_ID), "m1")])
     assert journal.entries == [("signalled", "spot-a"), ("deleted", "m1")]  # deleted only after the signal
-    assert consumer.unavailable.is_unavailable("m5.large", "us-west-2a", "spot")
+    assert consumer.disrupter.unavailable.is_unavailable("m5.large", "us-west-2a", "spot")
     assert (counts.acted, counts.deleted, counts.left, counts.unknown) == (1, 1, 0, 0)
     assert events.recorded == [
         ("NodeClaim/spot-a", "Warning", "SpotInterrupted"),
@@ -145,7 +145,7 @@ def test_other_disrupting_events_mark_no_offering(parts: Parts, journal: Journal
     consumer, _, _, events = parts
     consumer.handle([message(body, "m1")])
     assert journal.entries == [("signalled", "od-b"), ("deleted", "m1")]
-    assert consumer.unavailable.snapshot() == []
+    assert consumer.disrupter.unavailable.snapshot() == []
     assert ("NodeClaim/od-b", "Warning", reason) in events.recorded
 
 
@@ -154,7 +154,7 @@ def test_rebalance_recommendation_records_an_event_only(parts: Parts, journal: J
     consumer.handle([message(rebalance_recommendation(SPOT_ID), "m1")])
     assert journal.entries == [("deleted", "m1")]
     assert events.recorded[0] == ("NodeClaim/spot-a", "Normal", "SpotRebalanceRecommendation")
-    assert consumer.unavailable.snapshot() == []
+    assert consumer.disrupter.unavailable.snapshot() == []
 
 
 def test_a_duplicate_does_nothing_twice(parts: Parts, journal: Journal) -> None:
