@@ -188,7 +188,8 @@ def test_a_hundred_bad_messages_among_five_real_ones_are_counted_and_deleted_and
         for n, instance_id in enumerate(instances):
             kube.create(r.NODECLAIM, claim(f"real-{n}", instance_id))
     recorded = Recorded()
-    consumer = InterruptionConsumer(ShortPolls(queue), kube, recorded.signal, UnavailableOfferings(), recorded)
+    disrupter = ClaimDisrupter(kube, recorded.signal, UnavailableOfferings(), recorded)
+    consumer = InterruptionConsumer(ShortPolls(queue), disrupter)
     bodies = [malformed_or_unrelated(n) for n in range(100)]
     for n, instance_id in enumerate(instances):
         bodies.insert(20 * n + 7, spot_interruption(instance_id))
