@@ -15,13 +15,13 @@ least every resync interval), so a deleted node class is let go within one round
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
-from activities import kubeops
 from apis import labels
 from cloudprovider.errors import CloudProviderError
 from cloudprovider.types import CloudProvider
 from kube import resources as r
+from kube.errors import ConflictError, NotFoundError
 from kube.types import Kube, Obj
 
 log = logging.getLogger(__name__)
@@ -63,18 +63,19 @@ def waiting_message(node_class_name: str, claims: list[str]) -> str:
     )
 
 
-def adding_finalizer(finalizer: str) -> Callable[[Obj], bool]:
-    """A mutation for `kubeops.update` that adds one finalizer, unless it is there or the object is being
-    deleted (Kubernetes refuses new finalizers then)."""
+def with_finalizer(node_class: Obj) -> list[str] | None:
+    """The node class's finalizers with FINALIZER added; None when it has it or is being deleted
+    (Kubernetes refuses new finalizers then)."""
+    finalizers = list((node_class.get("metadata") or {}).get("finalizers") or [])
+    if FINALIZER in finalizers or is_terminating(node_class):
+        return None
+    return [*finalizers, FINALIZER]
 
-    def mutate(obj: Obj) -> bool:
-        finalizers = obj["metadata"].get("finalizers") or []
-        if finalizer in finalizers or is_terminating(obj):
-            return False
-        obj["metadata"]["finalizers"] = [*finalizers, finalizer]
-        return True
 
-    return mutate
+def without_finalizer(node_class: Obj) -> list[str] | None:
+    """The node class's finalizers with FINALIZER removed; None when it does not have it."""
+    finalizers = list((node_class.get("metadata") or {}).get("finalizers") or [])
+    return [f for f in finalizers if f != FINALIZER] if FINALIZER in finalizers else None
 
 
 class NodeClassTermination:
@@ -85,10 +86,20 @@ class NodeClassTermination:
         self.cloud = cloud
 
     def ensure_finalizer(self, node_class: Obj) -> Obj | None:
-        """The node class with the finalizer added (written only when missing); None when it is gone."""
-        if has_finalizer(node_class) or is_terminating(node_class):
-            return node_class
-        return kubeops.update(self.kube, r.EC2NODECLASS, node_class["metadata"]["name"], adding_finalizer(FINALIZER))
+        """The node class with the finalizer added (written only when missing); None when it is gone or
+        changed since it was read (the next round adds it)."""
+        finalizers = with_finalizer(node_class)
+        return node_class if finalizers is None else self._write_finalizers(node_class, finalizers)
+
+    def _write_finalizers(self, node_class: Obj, finalizers: list[str]) -> Obj | None:
+        """Patch `metadata.finalizers` alone, nothing of the user's spec, guarded by the resourceVersion
+        read: the object as written, or None when it is gone or changed since."""
+        meta = node_class["metadata"]
+        patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta.get("resourceVersion")}}
+        try:
+            return self.kube.patch(r.EC2NODECLASS, meta["name"], patch, patch_type="merge")
+        except (NotFoundError, ConflictError):
+            return None
 
     def finalize(self, node_class: Obj, claims: list[Obj]) -> tuple[str, str]:
         """One step of a deleted node class's termination, given every NodeClaim of the cluster. Returns
@@ -116,8 +127,9 @@ class NodeClassTermination:
             deleted.launch_templates or "(none)",
             deleted.instance_profile or "(none of nodeflow's)",
         )
-        uid = node_class["metadata"].get("uid")
-        drop = kubeops.dropping_finalizer(FINALIZER)
-        # Only from this object: a same-named node class created since is not finalized by this one's deletion.
-        kubeops.update(self.kube, r.EC2NODECLASS, name, lambda obj: obj["metadata"].get("uid") == uid and drop(obj))
+        # Written with the resourceVersion read this round: if the object changed meanwhile (or a same-named
+        # one replaced it), nothing is written and the next round decides again.
+        remaining = without_finalizer(node_class)
+        if remaining is not None:
+            self._write_finalizers(node_class, remaining)
         return "", ""

@@ -10,9 +10,10 @@ from activities.nodeclass_termination import (
     FAILED,
     FINALIZER,
     WAITING,
-    adding_finalizer,
     referencing_claims,
     waiting_message,
+    with_finalizer,
+    without_finalizer,
 )
 from cloudprovider.errors import CloudProviderError
 from kube import resources as r
@@ -48,12 +49,13 @@ def test_the_waiting_message_counts_the_claims_and_names_a_few() -> None:
     assert "waiting for 7 NodeClaims" in many and "(c0, c1, c2, c3, c4 and 2 more)" in many
 
 
-def test_the_finalizer_is_added_once_and_never_to_an_object_being_deleted() -> None:
+def test_the_finalizer_is_added_once_never_to_an_object_being_deleted_and_removed_alone() -> None:
     obj: Obj = {"metadata": {"name": "x", "finalizers": ["other"]}}
-    assert adding_finalizer(FINALIZER)(obj) and obj["metadata"]["finalizers"] == ["other", FINALIZER]
-    assert not adding_finalizer(FINALIZER)(obj)
-    deleting: Obj = {"metadata": {"name": "x", "deletionTimestamp": "2026-01-01T00:00:00Z"}}
-    assert not adding_finalizer(FINALIZER)(deleting) and "finalizers" not in deleting["metadata"]
+    assert with_finalizer(obj) == ["other", FINALIZER]
+    assert with_finalizer({"metadata": {"finalizers": [FINALIZER]}}) is None
+    assert with_finalizer({"metadata": {"name": "x", "deletionTimestamp": "2026-01-01T00:00:00Z"}}) is None
+    assert without_finalizer({"metadata": {"finalizers": ["other", FINALIZER]}}) == ["other"]
+    assert without_finalizer(obj) is None
 
 
 def test_a_reconciled_node_class_gets_the_finalizer() -> None:
