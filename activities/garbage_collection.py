@@ -10,6 +10,12 @@ reclaim nobody handled). As Karpenter's NodeClaim garbage collection does, a reg
 instance is no longer among the cluster's live instances and whose Node is not Ready (or gone) is deleted,
 with the event `InstanceGone` on it; its workflow then drains what is left and deletes the Node. The same
 minimum age, counted from the claim's launch, spares a claim whose instance the listing may not show yet.
+
+A launch template is stale when no EC2NodeClass uses it: its node class is gone, or has another static
+hash than the one the template was made under (`cloudprovider.aws.launchtemplate.is_stale`). Each round
+deletes the stale ones nodeflow created that are older than the same minimum age; a launch that still
+names one recreates it. A failure there is logged and reported in the result, never taken out on the
+instance and NodeClaim collection.
 """
 
 from __future__ import annotations
@@ -17,12 +23,13 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime, timedelta
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from temporalio import activity
 
 from activities import ownership
+from apis.ec2nodeclass import EC2NodeClass
 from apis.meta import parse_rfc3339
-from cloudprovider.errors import InstanceNotFoundError
+from cloudprovider.errors import CloudProviderError, InstanceNotFoundError
 from cloudprovider.types import CloudProvider, Instance, instance_id_of
 from kube import resources as r
 from kube.events import EventRecorder
@@ -61,12 +68,15 @@ class CollectResult(BaseModel):
     """One collection round. `checked`: live instances of the cluster seen; `too_young`: leaked-looking
     instances spared because they launched less than the minimum age ago (or at an unknown time); `terminated`: what was
     terminated (or was found already terminating), in instance id order; `deleted_claims`: NodeClaims
-    deleted because their instance is gone, in name order."""
+    deleted because their instance is gone, in name order; `deleted_launch_templates`: stale launch
+    templates deleted; `launch_template_error`: why looking for them failed this round ('' when it did not)."""
 
     checked: int = 0
     too_young: int = 0
     terminated: list[LeakedInstance] = Field(default_factory=list)
     deleted_claims: list[StrandedClaim] = Field(default_factory=list)
+    deleted_launch_templates: list[str] = Field(default_factory=list)
+    launch_template_error: str = ""
 
 
 def _condition(claim: Obj, type_: str) -> dict[str, str]:
@@ -101,6 +111,18 @@ def is_stranded(
     return launched is not None and now - launched >= min_age
 
 
+def node_class_hashes(node_classes: list[Obj]) -> dict[str, str | None]:
+    """Each EC2NodeClass's static hash by name; None for one whose spec does not parse (its launch
+    templates are kept: which of them are current cannot be told)."""
+    hashes: dict[str, str | None] = {}
+    for obj in node_classes:
+        try:
+            hashes[str(obj["metadata"]["name"])] = EC2NodeClass.model_validate(obj).static_hash()
+        except ValidationError:
+            hashes[str(obj["metadata"]["name"])] = None
+    return hashes
+
+
 def launched_at(instance: Instance) -> datetime | None:
     """The instance's launch time (UTC), or None when the cloud did not report a parseable one."""
     return parse_rfc3339(instance.launch_time)
@@ -118,7 +140,8 @@ class GarbageCollectionActivities:
     def collect(self, inp: CollectInput) -> CollectResult:
         """Terminate every live instance of the cluster tagged with a NodeClaim that does not exist and
         launched at least `min_age_seconds` ago, then delete every NodeClaim stranded without its instance
-        (`is_stranded`). Instances without a claim tag or without a known launch time are never touched.
+        (`is_stranded`), then the stale launch templates at least that old (see the module docstring).
+        Instances without a claim tag or without a known launch time are never touched.
         Idempotent; a failure to list either side raises (retried), it is never taken to mean "no
         claims" or "no instances"."""
         # Instances first, claims second: every instance's claim was created before the instance, so a
@@ -151,6 +174,14 @@ class GarbageCollectionActivities:
                 )
             )
         result.deleted_claims = self._delete_stranded(claim_objects, {i.id for i in instances}, now, min_age)
+        hashes = node_class_hashes(self.kube.list(r.EC2NODECLASS))
+        try:
+            result.deleted_launch_templates = self.cloud.delete_stale_launch_templates(hashes, inp.min_age_seconds)
+        except CloudProviderError as error:
+            log.warning("deleting stale launch templates failed; next round tries again: %s", error)
+            result.launch_template_error = str(error)
+        if result.deleted_launch_templates:
+            log.info("deleted stale launch templates %s", result.deleted_launch_templates)
         return result
 
     def _delete_stranded(
@@ -188,4 +219,5 @@ __all__ = [
     "StrandedClaim",
     "is_stranded",
     "launched_at",
+    "node_class_hashes",
 ]

@@ -16,6 +16,7 @@ import scheduling
 from activities import kubeops, nodeclass_status, nodepool_status
 from activities.claim_launcher import ClaimLauncher, WorkflowStarter
 from activities.heartbeat import heartbeating
+from activities.nodeclass_termination import NodeClassTermination, is_terminating
 from activities.provisioning_models import ApplyPlanInput, ApplyPlanResult, InvalidObject, ProvisionPlan, ProvisionRound
 from apis.ec2nodeclass import EC2NodeClass, EC2NodeClassStatus
 from apis.errors import describe_validation_error, format_problems
@@ -40,6 +41,7 @@ class ProvisioningActivities:
         self.cloud = cloud
         self.recorder = recorder
         self.launcher = ClaimLauncher(kube, starter)
+        self.termination = NodeClassTermination(kube, cloud)
 
     # -- solve -------------------------------------------------------------------------------------------
 
@@ -88,13 +90,31 @@ class ProvisioningActivities:
 
     def _ready_node_classes(self, invalid: list[InvalidObject]) -> tuple[list[EC2NodeClass], set[str], dict[str, str]]:
         """Validate and resolve every EC2NodeClass, keeping its status current (what its selectors resolve
-        to, and Ready). Returns the ready ones (carrying the status just written), the zones where they
-        have subnets, and the problem of each one that is not ready, by name."""
+        to, and Ready) and its termination finalizer on (activities.nodeclass_termination). One being
+        deleted is not ready: it is finalized once no NodeClaim references it. Returns the ready ones
+        (carrying the status just written), the zones where they have subnets, and the problem of each
+        one that is not ready, by name."""
         ready: list[EC2NodeClass] = []
         zones: set[str] = set()
         problems: dict[str, str] = {}
-        for obj in self.kube.list(r.EC2NODECLASS):
-            name = obj.get("metadata", {}).get("name", "")
+        claims: list[Obj] | None = None
+        for listed in self.kube.list(r.EC2NODECLASS):
+            name = listed.get("metadata", {}).get("name", "")
+            if is_terminating(listed):
+                claims = self.kube.list(r.NODECLAIM) if claims is None else claims
+                reason, problem = self.termination.finalize(listed, claims)
+                if problem:
+                    self._report_node_class(listed, None, problem, reason)
+                problems[name] = problem or f"EC2NodeClass {name} is being deleted"
+                invalid.append(
+                    InvalidObject(
+                        kind="EC2NodeClass", name=name, message=problems[name], reason=reason or "NodeClassTerminating"
+                    )
+                )
+                continue
+            obj = self.termination.ensure_finalizer(listed)  # before resolving creates its instance profile
+            if obj is None:
+                continue  # deleted meanwhile
             node_class, resolved, problem, reason = self._resolve_node_class(obj)
             desired = self._report_node_class(obj, resolved, problem, reason)
             if node_class is None or resolved is None:

@@ -28,6 +28,7 @@ from cloudprovider.types import (
     TAG_NODEPOOL,
     Instance,
     LaunchRequest,
+    NodeClassResources,
     ResolvedNodeClass,
 )
 from cloudprovider.unavailable import UnavailableOfferings
@@ -65,7 +66,9 @@ def default_catalog() -> list[InstanceType]:
 
 
 class FakeCloudProvider:
-    """In-memory CloudProvider. Inspect `instances`, `create_calls`, `deleted`; steer with the setters."""
+    """In-memory CloudProvider. Inspect `instances`, `create_calls`, `deleted`, `node_classes_cleaned` (the
+    (name, instanceProfile) of each `delete_node_class_resources` call), `stale_sweeps` (the hashes each
+    `delete_stale_launch_templates` saw); steer with the setters."""
 
     def __init__(self, catalog: Iterable[InstanceType] | None = None, cluster_name: str = "test-cluster") -> None:
         self.catalog = sorted(catalog if catalog is not None else default_catalog(), key=lambda it: it.name)
@@ -74,6 +77,8 @@ class FakeCloudProvider:
         self.instances: dict[str, Instance] = {}
         self.create_calls: list[LaunchRequest] = []
         self.deleted: list[str] = []
+        self.node_classes_cleaned: list[tuple[str, str | None]] = []
+        self.stale_sweeps: list[dict[str, str | None]] = []
         self._ice: set[tuple[str, str, str]] = set()
         self._tokens: dict[str, str] = {}
         self._errors: dict[str, list[CloudProviderError]] = {}
@@ -224,6 +229,18 @@ class FakeCloudProvider:
             amis=[{"id": "ami-fake", "name": "fake-al2023", "arch": "x86_64"}],
             instance_profile=node_class.spec.instance_profile or f"{self.cluster_name}_fake",
         )
+
+    def delete_node_class_resources(self, node_class_name: str, instance_profile: str | None) -> NodeClassResources:
+        self._raise_injected("delete_node_class_resources")
+        self.node_classes_cleaned.append((node_class_name, instance_profile))
+        return NodeClassResources(instance_profile="" if instance_profile else f"{self.cluster_name}_fake")
+
+    def delete_stale_launch_templates(
+        self, current_hashes: dict[str, str | None], min_age_seconds: int
+    ) -> builtins.list[str]:
+        self._raise_injected("delete_stale_launch_templates")
+        self.stale_sweeps.append(dict(current_hashes))
+        return []
 
     def _live(self, node_claim: str | None) -> builtins.list[Instance]:
         return sorted(

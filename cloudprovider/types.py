@@ -21,6 +21,7 @@ TAG_NODEPOOL = "karpenter.sh/nodepool"
 TAG_CLUSTER_PREFIX = "kubernetes.io/cluster/"  # kubernetes.io/cluster/<name>=owned
 TAG_EKS_CLUSTER_NAME = "eks:eks-cluster-name"
 TAG_NAME = "Name"
+TAG_MANAGED_BY = "karpenter.sh/managed-by"  # on the instance profiles nodeflow creates, value: the cluster
 
 
 class LaunchRequest(BaseModel):
@@ -78,6 +79,14 @@ class ResolvedNodeClass(BaseModel):
     instance_profile: str = ""
 
 
+class NodeClassResources(BaseModel):
+    """What `delete_node_class_resources` deleted: launch template names, and the instance profile's
+    name ('' when none was nodeflow's to delete)."""
+
+    launch_templates: list[str] = Field(default_factory=list)
+    instance_profile: str = ""
+
+
 class CloudProvider(Protocol):
     """The contract. See each method for idempotency and errors."""
 
@@ -121,4 +130,19 @@ class CloudProvider(Protocol):
         naming the field and the fix when the node class cannot be used (nothing matches a selector, an AMI
         family nodeflow does not support, a role that does not exist); other CloudProviderErrors are the
         cloud's (`retryable` says whether to try again)."""
+        ...
+
+    def delete_node_class_resources(self, node_class_name: str, instance_profile: str | None) -> NodeClassResources:
+        """Delete what nodeflow created for the node class: every launch template tagged as nodeflow's for
+        it, and the instance profile it created for `spec.role` (tagged as nodeflow's for this node class
+        and cluster). `instance_profile`, the node class's `spec.instanceProfile` (the user's), is never
+        deleted, nor is anything nodeflow did not create. Idempotent: what is already gone is skipped."""
+        ...
+
+    def delete_stale_launch_templates(
+        self, current_hashes: dict[str, str | None], min_age_seconds: int
+    ) -> builtins.list[str]:
+        """Delete nodeflow's launch templates of this cluster that no EC2NodeClass uses any more: made for
+        a node class not in `current_hashes` (name -> static hash; None: unknown, keep all of its), or
+        under another hash, and created at least `min_age_seconds` ago. Returns their names."""
         ...

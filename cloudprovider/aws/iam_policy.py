@@ -25,15 +25,18 @@ Statements, by Sid:
   resource. (The old policy let it tag any instance with the cluster tag and then terminate it.)
   nodeflow writes every tag at launch (Name and karpenter.sh/nodeclaim included) and never calls
   CreateTags afterwards, so there is no grant to tag existing instances, unlike Karpenter's.
-- `AllowScopedDeletion`: `ec2:TerminateInstances` only on instances tagged for this cluster and a
-  NodePool. nodeflow does not delete launch templates, so there is no `DeleteLaunchTemplate`.
+- `AllowScopedDeletion`: `ec2:TerminateInstances` and `ec2:DeleteLaunchTemplate` only on instances and
+  launch templates tagged for this cluster and a NodePool (nodeflow deletes its templates when their
+  EC2NodeClass is deleted, or when no EC2NodeClass's hash uses them any more).
 - `AllowPassingInstanceRole`: `iam:PassRole` for the node role only, and only to EC2 (launching with an
   instance profile, adding the role to a profile).
 - `AllowScopedInstanceProfileCreationActions`: `iam:CreateInstanceProfile` (and the
   `iam:TagInstanceProfile` it needs to tag at creation) only with the tags nodeflow writes:
-  `kubernetes.io/cluster/<cluster>=owned` and `karpenter.sh/managed-by=<cluster>`, and no other keys.
-- `AllowScopedInstanceProfileActions`: `iam:AddRoleToInstanceProfile` only on profiles carrying those
-  tags (the ones nodeflow created).
+  `kubernetes.io/cluster/<cluster>=owned`, `karpenter.sh/managed-by=<cluster>`,
+  `topology.kubernetes.io/region=<region>` and a `karpenter.k8s.aws/ec2nodeclass` tag, and no other keys.
+- `AllowScopedInstanceProfileActions`: `iam:AddRoleToInstanceProfile`, and
+  `iam:RemoveRoleFromInstanceProfile` with `iam:DeleteInstanceProfile` (an EC2NodeClass deleted), only
+  on profiles carrying the cluster, managed-by and node class tags (the ones nodeflow created).
 - `AllowInstanceProfileReadActions`: `iam:GetInstanceProfile` on any profile: it asks before creating
   (a missing profile must answer NoSuchEntity, not AccessDenied) and reads a `spec.instanceProfile` the
   user created.
@@ -57,9 +60,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cloudprovider.types import TAG_CLUSTER_PREFIX, TAG_EKS_CLUSTER_NAME, TAG_NODEPOOL
-
-TAG_MANAGED_BY = "karpenter.sh/managed-by"  # on the instance profiles nodeflow creates, value: the cluster
+from apis.labels import NODECLASS, REGION
+from cloudprovider.types import TAG_CLUSTER_PREFIX, TAG_EKS_CLUSTER_NAME, TAG_MANAGED_BY, TAG_NODEPOOL
 
 REGIONAL_READS = (
     "ec2:DescribeImages",
@@ -84,9 +86,12 @@ API_ACTIONS = frozenset(
         "ec2:CreateFleet",
         "ec2:CreateLaunchTemplate",
         "ec2:TerminateInstances",
+        "ec2:DeleteLaunchTemplate",
         "iam:GetInstanceProfile",
         "iam:CreateInstanceProfile",
         "iam:AddRoleToInstanceProfile",
+        "iam:RemoveRoleFromInstanceProfile",
+        "iam:DeleteInstanceProfile",
         *INTERRUPTION_QUEUE_CALLS,
     }
 )
@@ -152,6 +157,8 @@ def controller_policy(
         for kind in ("fleet", "instance", "volume", "network-interface", "launch-template", "spot-instances-request")
     ]
     profile_tags = {cluster_tag: "owned", TAG_MANAGED_BY: cluster_name}
+    profile_tag_keys = sorted([*profile_tags, NODECLASS, REGION])
+    profile_region = {"StringEquals": {f"aws:RequestTag/{REGION}": region}} if region != "*" else {}
 
     def regional(statement: dict[str, Any]) -> dict[str, Any]:
         condition = dict(statement.get("Condition", {}))
@@ -213,8 +220,8 @@ def controller_policy(
         regional(
             {
                 "Sid": "AllowScopedDeletion",
-                "Action": ["ec2:TerminateInstances"],
-                "Resource": f"{ec2}:{account}:instance/*",
+                "Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
+                "Resource": [f"{ec2}:{account}:instance/*", f"{ec2}:{account}:launch-template/*"],
                 "Condition": resource_tags,
             }
         ),
@@ -229,15 +236,26 @@ def controller_policy(
             "Action": ["iam:CreateInstanceProfile", "iam:TagInstanceProfile"],
             "Resource": f"{iam}:instance-profile/*",
             "Condition": {
-                "StringEquals": {f"aws:RequestTag/{k}": v for k, v in profile_tags.items()},
-                "ForAllValues:StringEquals": {"aws:TagKeys": sorted(profile_tags)},
+                "StringEquals": {
+                    **{f"aws:RequestTag/{k}": v for k, v in profile_tags.items()},
+                    **profile_region.get("StringEquals", {}),
+                },
+                "StringLike": {f"aws:RequestTag/{NODECLASS}": "*"},
+                "ForAllValues:StringEquals": {"aws:TagKeys": profile_tag_keys},
             },
         },
         {
             "Sid": "AllowScopedInstanceProfileActions",
-            "Action": ["iam:AddRoleToInstanceProfile"],
+            "Action": [
+                "iam:AddRoleToInstanceProfile",
+                "iam:RemoveRoleFromInstanceProfile",
+                "iam:DeleteInstanceProfile",
+            ],
             "Resource": f"{iam}:instance-profile/*",
-            "Condition": {"StringEquals": {f"aws:ResourceTag/{k}": v for k, v in profile_tags.items()}},
+            "Condition": {
+                "StringEquals": {f"aws:ResourceTag/{k}": v for k, v in profile_tags.items()},
+                "StringLike": {f"aws:ResourceTag/{NODECLASS}": "*"},
+            },
         },
         {
             "Sid": "AllowInstanceProfileReadActions",

@@ -133,7 +133,9 @@ class Launcher:
                 refused,
             )
         profile = self._profiles.ensure(
-            instance_profile_name(self._cluster.name, self._cluster.region, node_class), node_class.spec.role
+            instance_profile_name(self._cluster.name, self._cluster.region, node_class),
+            node_class.spec.role,
+            node_class.name,
         )
         tags = self.tags(request)
         connection = self._cluster.connection

@@ -2,6 +2,13 @@
 
 The name `karpenter.k8s.aws/<hash>` makes "ensure" idempotent: a template with that name has exactly this
 content, so it is created once and reused by every launch that needs it.
+
+Each template is tagged with the launch tags (the cluster's `kubernetes.io/cluster/<cluster>=owned`, the
+node class's `karpenter.k8s.aws/ec2nodeclass`, the NodePool) and with `nodeflow.dev/ec2nodeclass-hash`,
+the node class's static hash at creation, which only nodeflow writes. Those tags are how nodeflow finds
+its own templates to delete them: all of a node class's when the node class is deleted, and, periodically,
+those made under a hash no EC2NodeClass has any more (`is_stale`). A template it did not create lacks the
+hash tag and is never touched.
 """
 
 from __future__ import annotations
@@ -11,18 +18,24 @@ import hashlib
 import json
 import math
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from apis.ec2nodeclass import EBS, EC2NodeClass
+from apis.labels import NODECLASS
 from apis.quantity import to_units
 from apis.storage import block_devices
 from cloudprovider.aws.errors import call, has_code
 from cloudprovider.aws.sdk import EC2API
 from cloudprovider.errors import CloudProviderError
+from cloudprovider.types import TAG_CLUSTER_PREFIX
 
 GIB = 2**30
 NAME_PREFIX = "karpenter.k8s.aws/"
+TAG_NODECLASS_HASH = "nodeflow.dev/ec2nodeclass-hash"  # on the templates nodeflow creates, and nothing else
+NOT_FOUND_CODES = ("InvalidLaunchTemplateName.NotFoundException", "InvalidLaunchTemplateId.NotFound")
 
 
 def _ebs(ebs: EBS) -> dict[str, Any]:
@@ -92,8 +105,15 @@ class LaunchTemplateSpec:
             data["CpuOptions"] = {"NestedVirtualization": spec.cpu_options.nested_virtualization}
         return data
 
+    def resource_tags(self) -> tuple[tuple[str, str], ...]:
+        """The template's own tags: the launch tags and the node class's static hash (TAG_NODECLASS_HASH)."""
+        return (*self.tags, (TAG_NODECLASS_HASH, self.node_class.static_hash()))
+
     def name(self) -> str:
-        digest = hashlib.sha256(json.dumps([self.data(), self.node_class.name], sort_keys=True).encode()).hexdigest()
+        """A hash of the content, the node class and its static hash: a template made under another hash
+        (which the stale sweep deletes) never has the name of a current one."""
+        content = [self.data(), self.node_class.name, self.node_class.static_hash()]
+        digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
         return NAME_PREFIX + digest[:32]
 
 
@@ -122,7 +142,7 @@ class LaunchTemplates:
                     self._ec2.create_launch_template,
                     LaunchTemplateName=name,
                     LaunchTemplateData=spec.data(),
-                    TagSpecifications=[{"ResourceType": "launch-template", "Tags": _tags(spec.tags)}],
+                    TagSpecifications=[{"ResourceType": "launch-template", "Tags": _tags(spec.resource_tags())}],
                 )
             except CloudProviderError as error:
                 if not has_code(
@@ -142,7 +162,84 @@ class LaunchTemplates:
         try:
             found = call("DescribeLaunchTemplates", self._ec2.describe_launch_templates, LaunchTemplateNames=[name])
         except CloudProviderError as error:
-            if has_code(error, "InvalidLaunchTemplateName.NotFoundException", "InvalidLaunchTemplateId.NotFound"):
+            if has_code(error, *NOT_FOUND_CODES):
                 return False
             raise
         return bool(found.get("LaunchTemplates"))
+
+    def owned(self, cluster_name: str, node_class_name: str | None = None) -> list[dict[str, Any]]:
+        """The templates nodeflow created for this cluster (`is_owned`), for one node class when named;
+        DescribeLaunchTemplates pages followed to the end."""
+        filters = [
+            {"Name": f"tag:{TAG_CLUSTER_PREFIX}{cluster_name}", "Values": ["owned"]},
+            {"Name": "tag-key", "Values": [TAG_NODECLASS_HASH]},
+        ]
+        if node_class_name is not None:
+            filters.append({"Name": f"tag:{NODECLASS}", "Values": [node_class_name]})
+        found: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            page = call(
+                "DescribeLaunchTemplates",
+                self._ec2.describe_launch_templates,
+                Filters=filters,
+                **({"NextToken": token} if token else {}),
+            )
+            found += [t for t in page.get("LaunchTemplates", []) if is_owned(t, cluster_name)]
+            token = page.get("NextToken")
+            if not token:
+                return found
+
+    def delete(self, templates: list[dict[str, Any]]) -> list[str]:
+        """Delete these templates (as DescribeLaunchTemplates returned them) by id; returns their names,
+        those already gone included. Forgets every ensured name, so a later launch that needs one of
+        them creates it again."""
+        deleted: list[str] = []
+        for template in templates:
+            try:
+                call(
+                    "DeleteLaunchTemplate",
+                    self._ec2.delete_launch_template,
+                    LaunchTemplateId=template["LaunchTemplateId"],
+                )
+            except CloudProviderError as error:
+                if not has_code(error, *NOT_FOUND_CODES):
+                    raise
+            deleted.append(str(template.get("LaunchTemplateName", template["LaunchTemplateId"])))
+        if templates:
+            self.forget()
+        return deleted
+
+
+def tags_of(template: Mapping[str, Any]) -> dict[str, str]:
+    return {str(t.get("Key")): str(t.get("Value", "")) for t in template.get("Tags") or []}
+
+
+def is_owned(template: Mapping[str, Any], cluster_name: str) -> bool:
+    """Whether nodeflow created this template for this cluster: named `karpenter.k8s.aws/...`, tagged
+    `kubernetes.io/cluster/<cluster>=owned`, with a node class and a TAG_NODECLASS_HASH tag."""
+    tags = tags_of(template)
+    return (
+        str(template.get("LaunchTemplateName", "")).startswith(NAME_PREFIX)
+        and tags.get(TAG_CLUSTER_PREFIX + cluster_name) == "owned"
+        and bool(tags.get(NODECLASS))
+        and TAG_NODECLASS_HASH in tags
+    )
+
+
+def is_stale(
+    template: Mapping[str, Any], current_hashes: Mapping[str, str | None], now: datetime, min_age: timedelta
+) -> bool:
+    """Whether an owned template (`is_owned`) is no longer used by any EC2NodeClass: its node class does
+    not exist (is not in `current_hashes`, node class name -> static hash), or exists with another static
+    hash; and it was created at least `min_age` before `now`, so a launch that read the node class just
+    before it changed is not raced. A node class whose hash is unknown (None: its spec does not parse)
+    keeps its templates; so does a template without a creation time."""
+    tags = tags_of(template)
+    node_class = tags.get(NODECLASS, "")
+    if node_class in current_hashes and (
+        current_hashes[node_class] is None or current_hashes[node_class] == tags.get(TAG_NODECLASS_HASH)
+    ):
+        return False
+    created = template.get("CreateTime")
+    return isinstance(created, datetime) and now - created >= min_age

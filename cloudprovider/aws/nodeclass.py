@@ -133,7 +133,12 @@ def instance_profile_name(cluster_name: str, region: str, node_class: EC2NodeCla
     """The profile for `spec.role`: deterministic per (cluster, region, node class), at most 128 characters."""
     if node_class.spec.instance_profile:
         return node_class.spec.instance_profile
-    digest = hashlib.sha256(f"{region}/{node_class.name}".encode()).hexdigest()[:16]
+    return generated_profile_name(cluster_name, region, node_class.name)
+
+
+def generated_profile_name(cluster_name: str, region: str, node_class_name: str) -> str:
+    """The name of the profile nodeflow creates for a node class's `spec.role`."""
+    digest = hashlib.sha256(f"{region}/{node_class_name}".encode()).hexdigest()[:16]
     return f"{cluster_name[:100]}_{digest}"
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from apis.ec2nodeclass import EC2NodeClass
@@ -20,13 +21,13 @@ from cloudprovider.aws.instanceprofile import InstanceProfiles
 from cloudprovider.aws.instances import InstanceQueries
 from cloudprovider.aws.instancetypes import InstanceTypeSettings
 from cloudprovider.aws.launch import ClusterInfo, Launcher
-from cloudprovider.aws.launchtemplate import LaunchTemplates
-from cloudprovider.aws.nodeclass import NodeClassResolver, ami_family
+from cloudprovider.aws.launchtemplate import LaunchTemplates, is_stale
+from cloudprovider.aws.nodeclass import NodeClassResolver, ami_family, generated_profile_name
 from cloudprovider.aws.offerings import InstanceTypeCatalog
 from cloudprovider.aws.pricing import PriceTable, load_price_table
 from cloudprovider.aws.sdk import EC2API, IAMAPI, SSMAPI
 from cloudprovider.errors import InstanceNotFoundError, NodeClassNotReadyError
-from cloudprovider.types import Instance, LaunchRequest, ResolvedNodeClass
+from cloudprovider.types import Instance, LaunchRequest, NodeClassResources, ResolvedNodeClass
 from cloudprovider.unavailable import UnavailableOfferings
 
 
@@ -58,18 +59,21 @@ class AWSCloudProvider:
         if cluster is not None and cluster.name != cluster_name:
             raise ValueError(f"AWSCloudProvider: cluster {cluster.name!r} is not cluster_name {cluster_name!r}")
         self._ec2 = ec2
+        self._cluster_name = cluster_name
+        self._region = region
         self.unavailable = unavailable or UnavailableOfferings(clock=clock)
         self.resolver = NodeClassResolver(ec2, ssm, cluster_name, region, kubernetes_version)
         self.catalog = InstanceTypeCatalog(
             ec2, prices or load_price_table(), self.unavailable, clock, catalog_ttl_seconds
         )
         self._instances = InstanceQueries(ec2, cluster_name)
-        self._profiles = InstanceProfiles(iam, cluster_name)
+        self._profiles = InstanceProfiles(iam, cluster_name, region)
+        self._templates = LaunchTemplates(ec2)
         self._launcher = Launcher(
             ec2,
             ClusterInfo(region, cluster or ClusterConnection(cluster_name, cluster_endpoint)),
             self.resolver,
-            LaunchTemplates(ec2),
+            self._templates,
             self._profiles,
             self._instances,
             self.unavailable,
@@ -127,7 +131,7 @@ class AWSCloudProvider:
         ready rather than failing every launch. Profiles are ensured once per process."""
         resolved = self.resolver.resolve(node_class)
         try:
-            self._profiles.ensure(resolved.instance_profile, node_class.spec.role)
+            self._profiles.ensure(resolved.instance_profile, node_class.spec.role, node_class.name)
         except NodeClassNotReadyError as error:
             raise NodeClassNotReadyError(
                 f"EC2NodeClass {node_class.name}: {error}; create the role or fix spec.role"
@@ -135,3 +139,18 @@ class AWSCloudProvider:
                 else f"EC2NodeClass {node_class.name}: {error}"
             ) from error
         return resolved
+
+    def delete_node_class_resources(self, node_class_name: str, instance_profile: str | None) -> NodeClassResources:
+        """Launch templates first, then the profile their launches would pass: a template never names a
+        profile that is already gone."""
+        templates = self._templates.delete(self._templates.owned(self._cluster_name, node_class_name))
+        profile = generated_profile_name(self._cluster_name, self._region, node_class_name)
+        deleted = profile != instance_profile and self._profiles.delete(profile, node_class_name)
+        return NodeClassResources(launch_templates=templates, instance_profile=profile if deleted else "")
+
+    def delete_stale_launch_templates(
+        self, current_hashes: dict[str, str | None], min_age_seconds: int
+    ) -> builtins.list[str]:
+        now, min_age = datetime.now(UTC), timedelta(seconds=min_age_seconds)
+        owned = self._templates.owned(self._cluster_name)
+        return self._templates.delete([t for t in owned if is_stale(t, current_hashes, now, min_age)])

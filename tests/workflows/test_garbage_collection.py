@@ -23,7 +23,7 @@ from activities.garbage_collection import CollectInput, CollectResult, GarbageCo
 from cloudprovider.fake import FakeCloudProvider
 from cloudprovider.types import TAG_CLUSTER_PREFIX, TAG_NODECLAIM
 from kube.errors import ServerError
-from kube.resources import NODECLAIM, Resource
+from kube.resources import EC2NODECLASS, NODECLAIM, Resource
 from tests.workflows import histories
 from tests.workflows.workers import worker_on_fresh_queue
 from workflows import garbage_collection as gc
@@ -212,13 +212,15 @@ def test_there_are_stored_histories() -> None:
 
 
 class ClaimList:
-    """The one Kubernetes call the activity makes: list NodeClaims (or fail)."""
+    """The Kubernetes calls the activity makes: list NodeClaims (or fail), and EC2NodeClasses (none)."""
 
     def __init__(self, *names: str, fail: bool = False) -> None:
         self.names = names
         self.fail = fail
 
     def list(self, resource: Resource, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        if resource == EC2NODECLASS:
+            return []
         assert resource == NODECLAIM
         if self.fail:
             raise ServerError("503 ServiceUnavailable")

@@ -378,3 +378,131 @@ def test_a_windows2022_node_class_resolves_to_the_seeded_ami_and_launches_with_p
     assert "karpenter.sh/unregistered:NoExecute" in args["KubeletExtraArgs"]
     [root] = data["BlockDeviceMappings"]
     assert (root["DeviceName"], root["Ebs"]["VolumeSize"]) == ("/dev/sda1", 50)
+
+
+# -- EC2NodeClass deletion: what nodeflow made for it goes, the user's instance profile stays --------------
+
+
+class _NoStarts:
+    def start_node_claim(self, claim: object) -> None:
+        raise AssertionError("no NodeClaim is launched in these tests")
+
+
+def _node_class_object(name: str, **spec: object) -> dict[str, object]:
+    obj = make_node_class(**spec).to_kube()
+    return {**obj, "metadata": {"name": name}, "status": {}}
+
+
+def _templates_of(ec2, node_class: str) -> list[str]:  # type: ignore[no-untyped-def]
+    found = ec2.describe_launch_templates(
+        Filters=[{"Name": "tag:karpenter.k8s.aws/ec2nodeclass", "Values": [node_class]}]
+    )
+    return [t["LaunchTemplateName"] for t in found["LaunchTemplates"]]
+
+
+def _profile(iam, name: str) -> dict[str, object] | None:  # type: ignore[no-untyped-def]
+    try:
+        return dict(iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"])
+    except iam.exceptions.NoSuchEntityException:
+        return None
+
+
+def test_a_deleted_node_class_waits_for_its_claim_then_leaves_no_template_or_own_profile(
+    aws: MotoServer,
+    provider: AWSCloudProvider,
+    ec2,  # type: ignore[no-untyped-def]
+    kube,  # type: ignore[no-untyped-def]
+) -> None:
+    from temporalio.testing import ActivityEnvironment
+
+    from activities.nodeclass_termination import FINALIZER, WAITING
+    from activities.provisioning import ProvisioningActivities
+    from activities.provisioning_models import ProvisionRound
+    from cloudprovider.aws.nodeclass import generated_profile_name
+    from kube import resources as r
+    from kube.errors import NotFoundError
+    from kube.events import EventRecorder
+
+    iam = boto3.client(
+        "iam", endpoint_url=aws.url, region_name=REGION, aws_access_key_id="t", aws_secret_access_key="t"
+    )
+    role = f"KarpenterNodeRole-{CLUSTER}"
+    iam.create_instance_profile(InstanceProfileName="users-own-profile")
+    iam.add_role_to_instance_profile(InstanceProfileName="users-own-profile", RoleName=role)
+    kube.create(r.EC2NODECLASS, _node_class_object("cleanup-role"))
+    kube.create(r.EC2NODECLASS, _node_class_object("cleanup-byo", role=None, instanceProfile="users-own-profile"))
+    activities = ProvisioningActivities(kube, provider, EventRecorder(kube), _NoStarts())
+
+    def reconcile() -> None:
+        ActivityEnvironment().run(activities.solve, ProvisionRound(run_id="cleanup", round=1))
+
+    provider.create(make_request(["m5.large"]))  # a template of another node class ("default")
+    reconcile()
+    generated = generated_profile_name(CLUSTER, REGION, "cleanup-role")
+    for name in ("cleanup-role", "cleanup-byo"):
+        node_class = kube.get(r.EC2NODECLASS, name)
+        assert node_class["metadata"]["finalizers"] == [FINALIZER]
+        provider.create(make_request(["m5.large"], node_class=EC2NodeClass.model_validate(node_class)))
+        assert _templates_of(ec2, name)
+    tags = {t["Key"]: t["Value"] for t in _profile(iam, generated)["Tags"]}  # type: ignore[index, union-attr]
+    assert tags["karpenter.k8s.aws/ec2nodeclass"] == "cleanup-role"
+    claim = kube.create(
+        r.NODECLAIM,
+        {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodeClaim",
+            "metadata": {"name": "cleanup-role-abc"},
+            "spec": {
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "cleanup-role"},
+                "requirements": [],
+            },
+        },
+    )
+
+    kube.delete(r.EC2NODECLASS, "cleanup-role")  # as kubectl delete does
+    kube.delete(r.EC2NODECLASS, "cleanup-byo")
+    reconcile()
+    waiting = kube.get(r.EC2NODECLASS, "cleanup-role")
+    ready = next(c for c in waiting["status"]["conditions"] if c["type"] == "Ready")
+    assert (ready["reason"], "waiting for 1 NodeClaim" in ready["message"]) == (WAITING, True)
+    assert _templates_of(ec2, "cleanup-role") and _profile(iam, generated) is not None
+    with pytest.raises(NotFoundError):  # nothing held the other one
+        kube.get(r.EC2NODECLASS, "cleanup-byo")
+    assert _templates_of(ec2, "cleanup-byo") == []
+    assert _profile(iam, "users-own-profile") is not None, "a spec.instanceProfile is the user's: kept"
+
+    kube.delete(r.NODECLAIM, claim["metadata"]["name"])
+    reconcile()
+    with pytest.raises(NotFoundError):
+        kube.get(r.EC2NODECLASS, "cleanup-role")
+    assert _templates_of(ec2, "cleanup-role") == []
+    assert _profile(iam, generated) is None
+    assert _templates_of(ec2, "default"), "other node classes' templates are kept"
+
+
+def test_stale_launch_templates_of_a_gone_node_class_are_deleted(provider: AWSCloudProvider, ec2) -> None:  # type: ignore[no-untyped-def]
+    stale = make_node_class()
+    stale = stale.model_copy(update={"metadata": stale.metadata.model_copy(update={"name": "stale-class"})})
+    provider.create(make_request(["m5.large"], node_class=stale))
+    ec2.create_launch_template(  # a template nodeflow did not create, tagged like one of its
+        LaunchTemplateName="karpenter.k8s.aws/not-nodeflows",
+        LaunchTemplateData={"ImageId": "ami-12345678"},
+        TagSpecifications=[
+            {
+                "ResourceType": "launch-template",
+                "Tags": [
+                    {"Key": f"kubernetes.io/cluster/{CLUSTER}", "Value": "owned"},
+                    {"Key": "karpenter.k8s.aws/ec2nodeclass", "Value": "stale-class"},
+                ],
+            }
+        ],
+    )
+    default_templates = _templates_of(ec2, "default")
+    current: dict[str, str | None] = {"default": None}  # this module's "default"s have many specs: keep them all
+
+    assert provider.delete_stale_launch_templates(current, min_age_seconds=3600) == []  # too young
+    deleted = provider.delete_stale_launch_templates(current, min_age_seconds=0)
+    assert deleted and all(n.startswith("karpenter.k8s.aws/") for n in deleted)
+    assert _templates_of(ec2, "stale-class") == ["karpenter.k8s.aws/not-nodeflows"]
+    assert sorted(_templates_of(ec2, "default")) == sorted(default_templates)
+    provider.create(make_request(["m5.large"], node_class=stale))  # a launch that needs one again recreates it

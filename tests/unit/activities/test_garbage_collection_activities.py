@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from activities.garbage_collection import CollectInput, GarbageCollectionActivities
+from apis.ec2nodeclass import EC2NodeClass
 from cloudprovider.errors import CloudProviderError, InstanceNotFoundError
 from cloudprovider.fake import FakeCloudProvider
 from cloudprovider.types import TAG_NODECLAIM, instance_id_of
@@ -127,3 +128,32 @@ def test_a_claim_is_kept_unless_it_is_registered_old_enough_and_both_its_instanc
 
 def test_provider_ids_end_with_the_instance_id() -> None:
     assert instance_id_of("aws:///us-west-2a/i-0abc") == "i-0abc"
+
+
+def test_stale_launch_templates_are_swept_with_every_node_class_hash_and_a_failure_is_only_reported(
+    collector: GarbageCollectionActivities, kube: MemKube, cloud: FakeCloudProvider
+) -> None:
+    good = {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": "swept"},
+        "spec": {
+            "role": "nodes",
+            "amiSelectorTerms": [{"alias": "al2023@latest"}],
+            "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "c"}}],
+            "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "c"}}],
+        },
+    }
+    broken = {**good, "metadata": {"name": "broken"}, "spec": {"amiSelectorTerms": "not a list"}}
+    kube.create(r.EC2NODECLASS, good)
+    kube.create(r.EC2NODECLASS, broken)
+    instance(cloud, "i-leaked", "default-gone")
+
+    collector.collect(CollectInput(min_age_seconds=120))
+    swept = cloud.stale_sweeps[0]
+    assert (swept["swept"], swept["broken"]) == (EC2NodeClass.model_validate(good).static_hash(), None)
+
+    cloud.fail_next("delete_stale_launch_templates", CloudProviderError("AccessDenied: ec2:DescribeLaunchTemplates"))
+    result = collector.collect(CollectInput(min_age_seconds=120))
+    assert "AccessDenied" in result.launch_template_error
+    assert cloud.deleted == ["i-leaked"]  # the instance collection still ran, in the first round

@@ -63,10 +63,13 @@ def test_launches_create_only_tagged_resources_and_use_only_tagged_templates() -
     ]
 
 
-def test_terminate_only_instances_of_this_cluster_and_a_nodepool() -> None:
+def test_terminate_and_delete_templates_only_of_this_cluster_and_a_nodepool() -> None:
     deletion = statements()["AllowScopedDeletion"]
-    assert deletion["Action"] == ["ec2:TerminateInstances"]
-    assert resources(deletion) == ["arn:aws:ec2:eu-west-1:111122223333:instance/*"]
+    assert deletion["Action"] == ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"]
+    assert resources(deletion) == [
+        "arn:aws:ec2:eu-west-1:111122223333:instance/*",
+        "arn:aws:ec2:eu-west-1:111122223333:launch-template/*",
+    ]
     assert deletion["Condition"]["StringEquals"]["aws:ResourceTag/kubernetes.io/cluster/prod"] == "owned"
     assert deletion["Condition"]["StringLike"] == {"aws:ResourceTag/karpenter.sh/nodepool": "*"}
 
@@ -89,15 +92,28 @@ def test_instance_profiles_request_tags_on_create_resource_tags_on_the_rest() ->
     assert create["Condition"]["StringEquals"] == {
         "aws:RequestTag/kubernetes.io/cluster/prod": "owned",
         "aws:RequestTag/karpenter.sh/managed-by": "prod",
+        "aws:RequestTag/topology.kubernetes.io/region": "eu-west-1",
     }
+    assert create["Condition"]["StringLike"] == {"aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"}
     assert create["Condition"]["ForAllValues:StringEquals"] == {
-        "aws:TagKeys": ["karpenter.sh/managed-by", "kubernetes.io/cluster/prod"]
+        "aws:TagKeys": [
+            "karpenter.k8s.aws/ec2nodeclass",
+            "karpenter.sh/managed-by",
+            "kubernetes.io/cluster/prod",
+            "topology.kubernetes.io/region",
+        ]
     }
-    add = s["AllowScopedInstanceProfileActions"]
-    assert add["Condition"]["StringEquals"] == {
+    change = s["AllowScopedInstanceProfileActions"]
+    assert change["Action"] == [
+        "iam:AddRoleToInstanceProfile",
+        "iam:RemoveRoleFromInstanceProfile",
+        "iam:DeleteInstanceProfile",
+    ]
+    assert change["Condition"]["StringEquals"] == {
         "aws:ResourceTag/kubernetes.io/cluster/prod": "owned",
         "aws:ResourceTag/karpenter.sh/managed-by": "prod",
     }
+    assert change["Condition"]["StringLike"] == {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*"}
     for sid in ("AllowScopedInstanceProfileCreationActions", "AllowScopedInstanceProfileActions",
                 "AllowInstanceProfileReadActions"):  # fmt: skip
         assert resources(s[sid]) == ["arn:aws:iam::111122223333:instance-profile/*"]
@@ -117,7 +133,9 @@ def test_defaults_are_any_account_and_region_without_a_region_condition() -> Non
         for r in resources(s):
             assert r == "*" or r.startswith("arn:aws:"), r
     s = {s["Sid"]: s for s in controller_policy(CLUSTER)["Statement"]}
-    assert resources(s["AllowScopedDeletion"]) == ["arn:aws:ec2:*:*:instance/*"]
+    assert resources(s["AllowScopedDeletion"]) == ["arn:aws:ec2:*:*:instance/*", "arn:aws:ec2:*:*:launch-template/*"]
+    create = s["AllowScopedInstanceProfileCreationActions"]["Condition"]
+    assert "aws:RequestTag/topology.kubernetes.io/region" not in create["StringEquals"]
     assert resources(s["AllowSSMReadActions"]) == ["arn:aws:ssm:*::parameter/aws/service/*"]
 
 
