@@ -1,5 +1,6 @@
 """The worker process: the composition root that builds the real clients and runs the Temporal worker,
-the health probes and, while it is the leader, the Kubernetes watchers, until asked to stop. Scale out
+the health probes, the metrics endpoints and, while it is the leader, the Kubernetes watchers and the
+cluster-state metrics, until asked to stop. Scale out
 by running more of these on one task queue: every replica serves workflows and activities; one, the
 holder of the leader-election Lease (workers.leadership), runs the watchers and the start-up work."""
 
@@ -21,6 +22,7 @@ from activities.disruption_execution import DisruptionExecution
 from activities.garbage_collection import GarbageCollectionActivities
 from activities.lifecycle import node_claim_activities
 from activities.manual_replacement import ManualReplacement
+from activities.metrics import MeteredCloudProvider, Metrics
 from activities.provisioning import ProvisioningActivities
 from cloudprovider.aws.factory import new_aws_cloud_provider, new_interruption_queue, resolve_eks_cluster
 from cloudprovider.types import CloudProvider
@@ -28,10 +30,12 @@ from cloudprovider.unavailable import UnavailableOfferings
 from kube.client import KubeClient
 from kube.events import EventRecorder
 from kube.leases import LeaseClient
+from workers.cluster_metrics import ClusterStateMetrics
 from workers.feature_gates import not_implemented
 from workers.interruption import InterruptionConsumer
 from workers.leader_election import Election, candidate_identity
 from workers.leadership import LeaderElector
+from workers.metrics_server import MetricsServer, temporal_runtime
 from workers.namespace_owner import claim_namespace
 from workers.probes import CatalogWarmer, worker_probes
 from workers.reconcile import adopt_node_claims, end_orphaned_workflows
@@ -54,14 +58,15 @@ async def _lead(
     kube: KubeClient,
     cloud: CloudProvider,
     starter: TemporalStarter,
+    metrics: Metrics,
     interruption: InterruptionConsumer | None = None,
 ) -> None:
     """The leader's work, run only while this worker holds the Lease (workers.leadership), until
     cancelled: end NodeClaim workflows whose NodeClaim is gone, adopt NodeClaims without a workflow
     (workers.reconcile), nudge the provisioner, start or reconfigure the garbage collector and the
-    disruption controller (so the leader's settings win), then run the Kubernetes watchers and, when
-    an interruption queue is set, its consumer (workers.interruption). A new leader does all of it
-    again: each step is idempotent."""
+    disruption controller (so the leader's settings win), then run the Kubernetes watchers, the
+    cluster-state metrics (workers.cluster_metrics) and, when an interruption queue is set, its consumer
+    (workers.interruption). A new leader does all of it again: each step is idempotent."""
     await end_orphaned_workflows(client, kube, cloud)
     adopted = await adopt_node_claims(kube, starter)
     log.info("leading: %d NodeClaims adopted", adopted)
@@ -81,11 +86,14 @@ async def _lead(
     await start_disruption_controller(client, settings.task_queue, disruption_settings)
     loop = asyncio.get_running_loop()
     watch_stop = threading.Event()
-    watchers: list[PodWatcher | DeletionWatcher | DriftTrigger | Resync | InterruptionConsumer] = [
+    watchers: list[
+        PodWatcher | DeletionWatcher | DriftTrigger | Resync | ClusterStateMetrics | InterruptionConsumer
+    ] = [
         PodWatcher(kube, starter, loop),
         DeletionWatcher(kube, starter, loop),
         DriftTrigger(kube, starter, loop),
         Resync(starter, loop),
+        ClusterStateMetrics(kube, metrics),
     ]
     if interruption is not None:
         watchers.append(interruption)
@@ -104,6 +112,7 @@ def _interruption_consumer(
     unavailable: UnavailableOfferings,
     recorder: EventRecorder,
     starter: TemporalStarter,
+    metrics: Metrics,
 ) -> InterruptionConsumer | None:
     """The consumer of `settings.interruption_queue` (None when it is empty), signalling NodeClaim
     workflows through `starter` on its event loop, marking offerings in `unavailable` (the cache this
@@ -117,7 +126,7 @@ def _interruption_consumer(
         return bool(asyncio.run_coroutine_threadsafe(coro, starter.loop).result(timeout=30))
 
     log.info("interruption handling on: consuming SQS queue %s", settings.interruption_queue)
-    return InterruptionConsumer(queue, kube, signal_delete, unavailable, recorder)
+    return InterruptionConsumer(queue, kube, signal_delete, unavailable, recorder, metrics)
 
 
 def build_kube(settings: Settings) -> KubeClient:
@@ -133,7 +142,8 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
     shuts down."""
     for gate in not_implemented(settings.feature_gate_values()):
         log.warning("feature gate %s is on, but nodeflow does not implement %s yet; it has no effect", gate, gate)
-    client = await connect(settings)
+    metrics = Metrics()
+    client = await connect(settings, runtime=temporal_runtime(settings.temporal_metrics_port))
     await claim_namespace(client, settings)  # before anything touches a workflow: one cluster per namespace
     kube = build_kube(settings)
     cluster = await asyncio.to_thread(
@@ -149,13 +159,14 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
         "cluster %s: endpoint %s, service CIDR %s, DNS IP %s",
         cluster.name, cluster.endpoint or "(none)", cluster.service_cidr or "(none)", cluster.dns_ip or "(none)",
     )  # fmt: skip
-    cloud = new_aws_cloud_provider(
+    aws = new_aws_cloud_provider(
         settings.region,
         settings.aws_endpoint_url,
         cluster_name=settings.cluster_name,
         cluster=cluster,
         kubernetes_version=settings.kubernetes_version,
     )
+    cloud = MeteredCloudProvider(aws, metrics)
     recorder = EventRecorder(kube)
     starter = TemporalStarter(
         client,
@@ -164,19 +175,19 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
         settings.registration_ttl,
         settings.drift_check_interval,
     )
-    interruption = _interruption_consumer(settings, kube, cloud.unavailable, recorder, starter)
-    provisioning = ProvisioningActivities(kube, cloud, recorder, starter)
+    interruption = _interruption_consumer(settings, kube, aws.unavailable, recorder, starter, metrics)
+    provisioning = ProvisioningActivities(kube, cloud, recorder, starter, metrics)
     collector = GarbageCollectionActivities(kube, cloud, recorder)
     disruption = DisruptionActivities(kube, cloud, recorder)
-    execution = DisruptionExecution(kube, recorder, starter)
-    manual = ManualReplacement(kube, recorder, starter)
+    execution = DisruptionExecution(kube, recorder, starter, metrics)
+    manual = ManualReplacement(kube, recorder, starter, metrics)
     with ThreadPoolExecutor(max_workers=ACTIVITY_THREADS, thread_name_prefix="activity") as executor:
         worker = Worker(
             client,
             task_queue=settings.task_queue,
             workflows=[ProvisionerWorkflow, NodeClaimWorkflow, GarbageCollectorWorkflow, DisruptionControllerWorkflow],
             activities=[
-                *node_claim_activities(kube, cloud, recorder, settings.cluster_name),
+                *node_claim_activities(kube, cloud, recorder, settings.cluster_name, metrics),
                 provisioning.solve,
                 provisioning.apply_plan,
                 collector.collect,
@@ -199,8 +210,10 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
             leases = LeaseClient(kube, settings.lease_namespace(), settings.leader_election_name)
             identity = candidate_identity(os.environ.get("HOSTNAME") or socket.gethostname(), uuid.uuid4().hex[:8])
             elector = LeaderElector(
-                leases, Election(identity), lambda: _lead(settings, client, kube, cloud, starter, interruption)
+                leases, Election(identity), lambda: _lead(settings, client, kube, cloud, starter, metrics, interruption)
             )
+            metrics_server = MetricsServer(metrics.registry, settings.metrics_port)
+            metrics_server.start()
             probes = worker_probes(settings.health_probe_port, client, worker, leases, catalog)
             if probes is not None:
                 await probes.start()
@@ -215,4 +228,5 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
                 warm_catalog.cancel()
                 if probes is not None:
                     await probes.close()
+                metrics_server.close()
     log.info("worker stopped")
