@@ -4,7 +4,8 @@
   (activities.metrics) and the process's own (`process_*`, `python_gc_*`, `python_info`), exposed by
   prometheus-client's HTTP server in a daemon thread;
 - `--temporal-metrics-port` (default 8082): the Temporal SDK's metrics (`temporal_*`: workflow task
-  latencies, schedule-to-start, sticky cache hits and misses, activity failures, pollers), exposed at
+  latencies, schedule-to-start, sticky cache hits and size, activity latencies and failures, pollers,
+  slots), exposed at
   `/metrics` by the SDK's core runtime itself (`temporal_runtime`), which every Temporal client and worker
   of the process then uses.
 
@@ -61,8 +62,9 @@ class MetricsServer:
 
 def temporal_runtime(port: int, host: str = "0.0.0.0") -> Runtime | None:
     """A Temporal runtime exporting the SDK's metrics in Prometheus form on `host`:`port` (None for 0: the
-    SDK's default runtime, no metrics endpoint). Durations are in seconds (`..._latency_seconds`) and
-    counters end in `_total`, as Prometheus names them. Raises MetricsPortError when the port cannot be
+    SDK's default runtime, no metrics endpoint). Durations are in seconds (the names keep the SDK's,
+    without a unit suffix: `temporal_workflow_task_schedule_to_start_latency`) and counters end in
+    `_total`. Raises MetricsPortError when the port cannot be
     bound."""
     if not port:
         return None
