@@ -206,6 +206,7 @@ def test_should_export_karpenters_metrics_and_the_temporal_sdks_after_a_scale_up
     for histogram in ("temporal_workflow_task_schedule_to_start_latency", "temporal_activity_execution_latency"):
         assert sum(v for _, v in sdk[f"{histogram}_count"]) > 0, histogram  # durations in seconds, no suffix
     assert "temporal_sticky_cache_hit_total" in sdk and "temporal_num_pollers" in sdk
+    stack.kube.delete(r.DEPLOYMENT, "metered", "default")  # its nodes empty and are consolidated away
 
 
 BROKEN_NODECLASS = """
