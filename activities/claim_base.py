@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from activities import kubeops, ownership
+from activities.metrics import Metrics
 from activities.models import ClaimIdentity, ClaimRef
 from activities.shared_reads import SharedReads
 from apis import labels
@@ -45,7 +46,7 @@ def setting_conditions(*updates: tuple[str, str, str, str], **status: Any) -> Ca
 
 class ClaimActivities:
     """Base of each phase's activity class. Construct with the boundaries (the composition root does, see
-    activities.lifecycle); `shared_reads` may be shared by the phases of one worker."""
+    activities.lifecycle); `shared_reads` and `metrics` may be shared by the phases of one worker."""
 
     def __init__(
         self,
@@ -54,12 +55,14 @@ class ClaimActivities:
         recorder: kubeops.Recorder,
         cluster_name: str,
         shared_reads: SharedReads | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.kube = kube
         self.cloud = cloud
         self.recorder = recorder
         self.cluster_name = cluster_name
         self.shared_reads = shared_reads or SharedReads(kube)
+        self.metrics = metrics or Metrics()
 
     @property
     def activities(self) -> list[Callable[..., Any]]:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from activities import kubeops
+from activities.metrics import Metrics
 from activities.provisioning_models import ProvisionRound
 from apis import labels
 from apis.meta import ObjectMeta, OwnerReference
@@ -39,15 +40,18 @@ def node_claim_name(node_pool: str, run_id: str, round_: int, pods: list[str]) -
 
 
 class ClaimLauncher:
-    """Creates planned NodeClaims and starts their workflows. Idempotent per (round, claim pods)."""
+    """Creates planned NodeClaims and starts their workflows. Idempotent per (round, claim pods). Each claim
+    this launcher creates (not one a retried round finds) counts in `karpenter_nodeclaims_created_total`."""
 
-    def __init__(self, kube: Kube, starter: WorkflowStarter) -> None:
+    def __init__(self, kube: Kube, starter: WorkflowStarter, metrics: Metrics | None = None) -> None:
         self.kube = kube
         self.starter = starter
+        self.metrics = metrics or Metrics()
 
-    def launch(self, round_: ProvisionRound, planned_claims: Sequence[PlannedNodeClaim]) -> list[str]:
+    def launch(self, round_: ProvisionRound, planned_claims: Sequence[PlannedNodeClaim], reason: str) -> list[str]:
         """Create each planned claim (AlreadyExists is fine: a retried round) and start its workflow;
-        returns the names of the claims that exist. A claim whose NodePool is gone is skipped."""
+        returns the names of the claims that exist. A claim whose NodePool is gone is skipped. `reason` is
+        why they are created, as Karpenter labels it (`provisioned`, or the lowercase disruption reason)."""
         created: list[str] = []
         pools: dict[str, NodePool] = {}
         for planned in planned_claims:
@@ -58,16 +62,18 @@ class ClaimLauncher:
                     continue
                 pool = pools[planned.node_pool] = NodePool.model_validate(pool_obj)
             name = node_claim_name(planned.node_pool, round_.run_id, round_.round, planned.pods)
-            claim = self._create_claim(name, planned, pool)
+            claim, new = self._create_claim(name, planned, pool)
             if claim is None:
                 continue
+            if new:
+                self.metrics.nodeclaims_created.labels(reason=reason, nodepool=pool.name).inc()
             self.starter.start_node_claim(claim)
             created.append(name)
         return created
 
-    def _create_claim(self, name: str, planned: PlannedNodeClaim, pool: NodePool) -> Obj | None:
-        """Create the claim (or find it from an earlier try of this round) and return it as the API does;
-        None when it was created and is gone already."""
+    def _create_claim(self, name: str, planned: PlannedNodeClaim, pool: NodePool) -> tuple[Obj | None, bool]:
+        """Create the claim (or find it from an earlier try of this round): (the claim as the API returns
+        it, None when it was created and is gone already; whether this call created it)."""
         template = pool.spec.template
         # A claim may only carry keys a NodePool could (hostname and restricted domains are the
         # scheduler's business, not the node's); instance types come last, in the plan's price order.
@@ -110,4 +116,4 @@ class ClaimLauncher:
         )
         body: dict[str, Any] = claim.to_kube()
         body.pop("status", None)
-        return kubeops.create_or_get(self.kube, r.NODECLAIM, body)[0]
+        return kubeops.create_or_get(self.kube, r.NODECLAIM, body)

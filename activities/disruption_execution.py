@@ -21,6 +21,7 @@ from temporalio import activity
 from activities import kubeops, ownership
 from activities.claim_base import setting_conditions
 from activities.claim_launcher import ClaimLauncher, WorkflowStarter
+from activities.metrics import Metrics, disruption_reason
 from activities.provisioning_models import ProvisionRound
 from apis import labels
 from apis.nodeclaim import INITIALIZED
@@ -52,10 +53,12 @@ class StartInput(BaseModel):
 
 
 class LaunchReplacementsInput(BaseModel):
-    """`round` names the replacement claims deterministically (a retried launch finds them)."""
+    """`round` names the replacement claims deterministically (a retried launch finds them); `reason` is the
+    command's (`Drifted`, `Underutilized`, ...), the reason they count as created for."""
 
     round: ProvisionRound
     replacements: list[PlannedNodeClaim]
+    reason: str = ""
 
 
 class ReplacementsState(BaseModel):
@@ -85,13 +88,17 @@ def _initialized(claim: Obj) -> bool:
 
 
 class DisruptionExecution:
-    """Constructed by the composition root with the boundaries and the workflow starter."""
+    """Constructed by the composition root with the boundaries and the workflow starter. `metrics` counts
+    the candidates disrupted and the replacements created, by the command's reason."""
 
-    def __init__(self, kube: Kube, recorder: kubeops.Recorder, starter: ClaimSignaller) -> None:
+    def __init__(
+        self, kube: Kube, recorder: kubeops.Recorder, starter: ClaimSignaller, metrics: Metrics | None = None
+    ) -> None:
         self.kube = kube
         self.recorder = recorder
         self.starter = starter
-        self.launcher = ClaimLauncher(kube, starter)
+        self.metrics = metrics or Metrics()
+        self.launcher = ClaimLauncher(kube, starter, self.metrics)
 
     @property
     def activities(self) -> list[Callable[..., Any]]:
@@ -114,9 +121,17 @@ class DisruptionExecution:
         owned_claim = ownership.node_claim(candidate.node_claim, claim["metadata"].get("uid", ""))
         return claim, owned_claim, ownership.node(candidate.node, provider_id)
 
-    def _set_reason(self, owned_claim: ownership.Owned, status: str, reason: str, message: str) -> None:
+    def _set_reason(self, owned_claim: ownership.Owned, status: str, reason: str, message: str) -> bool:
+        """Set the `DisruptionReason` condition; True when this call changed it (a retried step finds it set)."""
+        changed = False
         mark = setting_conditions((DISRUPTION_REASON, status, reason, message))
-        ownership.update(self.kube, owned_claim, mark, subresource="status")
+
+        def mutate(obj: Obj) -> bool:  # runs again on a conflict: `changed` is the last attempt's
+            nonlocal changed
+            changed = mark(obj)
+            return changed
+
+        return ownership.update(self.kube, owned_claim, mutate, subresource="status") is not None and changed
 
     @activity.defn(name="start_disruption")
     def start_disruption(self, inp: StartInput) -> list[str]:
@@ -135,7 +150,9 @@ class DisruptionExecution:
             claim, owned_claim, owned_node = found
             if ownership.update(self.kube, owned_node, DISRUPTED_TAINT) is None:
                 return None
-            self._set_reason(owned_claim, "True", command.reason, message)
+            if self._set_reason(owned_claim, "True", command.reason, message):
+                pool = str((claim["metadata"].get("labels") or {}).get(labels.NODEPOOL, ""))
+                self.metrics.nodeclaims_disrupted.labels(reason=disruption_reason(command.reason), nodepool=pool).inc()
             self.recorder.record(claim, "Normal", event, message)
             return candidate.node_claim
 
@@ -154,7 +171,7 @@ class DisruptionExecution:
     @activity.defn(name="launch_replacements")
     def launch_replacements(self, inp: LaunchReplacementsInput) -> list[str]:
         """Create the replacement NodeClaims and start their workflows (as provisioning does). Idempotent."""
-        return self.launcher.launch(inp.round, inp.replacements)
+        return self.launcher.launch(inp.round, inp.replacements, disruption_reason(inp.reason or "disrupted"))
 
     @activity.defn(name="replacements_state")
     def replacements_state(self, names: list[str]) -> ReplacementsState:

@@ -10,6 +10,7 @@ from activities import kubeops
 from activities.claim_base import ClaimActivities
 from activities.initialization import InitializationActivities
 from activities.launch import LaunchActivities
+from activities.metrics import Metrics
 from activities.registration import RegistrationActivities
 from activities.running import RunningActivities
 from activities.shared_reads import SharedReads
@@ -27,9 +28,12 @@ PHASES: tuple[type[ClaimActivities], ...] = (
 
 
 def node_claim_activities(
-    kube: Kube, cloud: CloudProvider, recorder: kubeops.Recorder, cluster_name: str
+    kube: Kube, cloud: CloudProvider, recorder: kubeops.Recorder, cluster_name: str, metrics: Metrics | None = None
 ) -> list[Callable[..., Any]]:
     """The bound activities of every phase (one SharedReads for all, so a NodePool or EC2NodeClass read by
-    one phase serves the others for its TTL)."""
+    one phase serves the others for its TTL), counting into `metrics`."""
     shared_reads = SharedReads(kube)
-    return [fn for phase in PHASES for fn in phase(kube, cloud, recorder, cluster_name, shared_reads).activities]
+    metrics = metrics or Metrics()
+    return [
+        fn for phase in PHASES for fn in phase(kube, cloud, recorder, cluster_name, shared_reads, metrics).activities
+    ]

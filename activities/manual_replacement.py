@@ -20,6 +20,7 @@ from temporalio import activity
 from activities import kubeops, replace
 from activities.claim_launcher import WorkflowStarter, node_claim_name
 from activities.disruption_execution import DISRUPTION_REASON
+from activities.metrics import Metrics, disruption_reason
 from activities.provisioning_models import ProvisionRound
 from apis import labels
 from apis.nodepool import NodePool
@@ -64,7 +65,10 @@ class ManualReplacement:
     """`plan_manual_replacement`, `launch_manual_replacements`; constructed by the composition root with
     the Kubernetes boundary, the event recorder and the NodeClaim workflow starter."""
 
-    def __init__(self, kube: Kube, recorder: kubeops.Recorder, starter: WorkflowStarter) -> None:
+    def __init__(
+        self, kube: Kube, recorder: kubeops.Recorder, starter: WorkflowStarter, metrics: Metrics | None = None
+    ) -> None:
+        self.metrics = metrics or Metrics()
         self.kube = kube
         self.recorder = recorder
         self.starter = starter
@@ -132,6 +136,8 @@ class ManualReplacement:
         created and is gone already (its launch failed)."""
         claim, created = kubeops.create_or_get(self.kube, r.NODECLAIM, body)
         if created:
+            pool = str((body["metadata"].get("labels") or {}).get(labels.NODEPOOL, ""))
+            self.metrics.nodeclaims_created.labels(reason=disruption_reason(MANUAL), nodepool=pool).inc()
             self.recorder.record(
                 original, "Normal", "Replacing", f"launching replacement NodeClaim {body['metadata']['name']}"
             )

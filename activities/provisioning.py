@@ -16,6 +16,7 @@ import scheduling
 from activities import kubeops, nodeclass_status, nodepool_status
 from activities.claim_launcher import ClaimLauncher, WorkflowStarter
 from activities.heartbeat import heartbeating
+from activities.metrics import PROVISIONED, Metrics
 from activities.nodeclass_termination import NodeClassTermination, is_terminating
 from activities.provisioning_models import ApplyPlanInput, ApplyPlanResult, InvalidObject, ProvisionPlan, ProvisionRound
 from apis.ec2nodeclass import EC2NodeClass, EC2NodeClassStatus
@@ -35,12 +36,26 @@ from scheduling.types import SchedulingInput
 log = logging.getLogger(__name__)
 
 
+PROVISIONER = "provisioner"  # the `controller` label of the scheduling metrics
+
+
 class ProvisioningActivities:
-    def __init__(self, kube: Kube, cloud: CloudProvider, recorder: kubeops.Recorder, starter: WorkflowStarter) -> None:
+    """`solve` and `apply_plan`. `metrics` receives the scheduling duration and queue depth (controller
+    `provisioner`) and the NodeClaims created (reason `provisioned`)."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        cloud: CloudProvider,
+        recorder: kubeops.Recorder,
+        starter: WorkflowStarter,
+        metrics: Metrics | None = None,
+    ) -> None:
         self.kube = kube
         self.cloud = cloud
         self.recorder = recorder
-        self.launcher = ClaimLauncher(kube, starter)
+        self.metrics = metrics or Metrics()
+        self.launcher = ClaimLauncher(kube, starter, self.metrics)
         self.termination = NodeClassTermination(kube, cloud)
 
     # -- solve -------------------------------------------------------------------------------------------
@@ -78,7 +93,8 @@ class ProvisioningActivities:
             storage_classes=self.kube.list(r.STORAGECLASS),
             runtime_classes=self.kube.list(r.RUNTIMECLASS),
         )
-        plan = scheduling.solve(inp)
+        with self.metrics.scheduling(PROVISIONER, len(pending)):
+            plan = scheduling.solve(inp)
         placed = sum(len(p.pods) for p in plan.existing_nodes)
         return ProvisionPlan(
             node_claims=plan.node_claims,
@@ -231,7 +247,7 @@ class ProvisioningActivities:
             return self._apply_plan(inp)
 
     def _apply_plan(self, inp: ApplyPlanInput) -> ApplyPlanResult:
-        created = self.launcher.launch(inp.round, inp.plan.node_claims)
+        created = self.launcher.launch(inp.round, inp.plan.node_claims, PROVISIONED)
         pools = self._report_node_pools(inp.plan.invalid)
         nodepool_status.sync_all_counts(self.kube, pools)
         for pod in inp.plan.unschedulable[:200]:

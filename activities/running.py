@@ -20,6 +20,7 @@ from activities.drift import (
     ResolvedNodeClasses,
     drift_facts,
 )
+from activities.metrics import Metrics
 from activities.models import ClaimIdentity, ClaimRef
 from activities.shared_reads import SharedReads
 from apis import labels
@@ -87,8 +88,9 @@ class RunningActivities(ClaimActivities):
         recorder: kubeops.Recorder,
         cluster_name: str,
         shared_reads: SharedReads | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
-        super().__init__(kube, cloud, recorder, cluster_name, shared_reads)
+        super().__init__(kube, cloud, recorder, cluster_name, shared_reads, metrics)
         self.resolved_node_classes = ResolvedNodeClasses(cloud)
         self.instance_networks = InstanceNetworks(cloud)
         self.offered_instance_types = OfferedInstanceTypes(cloud)

@@ -24,6 +24,8 @@ from kube import resources as r
 from kube.errors import NotFoundError, TooManyRequestsError
 from kube.types import Obj
 
+EXPIRED_REASON = "expired"  # karpenter_nodeclaims_disrupted_total's reason for an expired NodeClaim
+
 
 class BeginTerminationInput(ClaimIdentity):
     """Why the claim terminates (the `DisruptionTerminating` event); `expired`: set condition Expired=True
@@ -85,7 +87,8 @@ class TerminationActivities(ClaimActivities):
         if not claim_obj["metadata"].get("deletionTimestamp"):
             if inp.reason:
                 self.recorder.record(claim_obj, "Normal", "DisruptionTerminating", inp.reason)
-            ownership.delete(self.kube, self._own_claim(inp))
+            if ownership.delete(self.kube, self._own_claim(inp)) and inp.expired:
+                self.metrics.nodeclaims_disrupted.labels(reason=EXPIRED_REASON, nodepool=self._pool_of(claim_obj)).inc()
 
     @activity.defn(name="drain_step")
     def drain_step(self, inp: DrainInput) -> DrainProgress:
@@ -206,11 +209,25 @@ class TerminationActivities(ClaimActivities):
     def finalize(self, ident: ClaimIdentity) -> None:
         """The instance is gone: delete the Node (dropping our finalizer) and let the NodeClaim go. Only the
         claim's own Node and NodeClaim are touched; the NodePool's counts follow at the disruption
-        controller's next round (activities.disruption)."""
+        controller's next round (activities.disruption). The call that removes the NodeClaim's finalizer
+        counts it in `karpenter_nodeclaims_terminated_total`."""
         if ident.node_name:
             node = self._own_node(ident)
             ownership.delete(self.kube, node)
             ownership.remove_finalizer(self.kube, node, labels.TERMINATION_FINALIZER)
         claim = self._own_claim(ident)
         ownership.delete(self.kube, claim)
-        ownership.remove_finalizer(self.kube, claim, labels.TERMINATION_FINALIZER)
+        removed = False
+        drop = kubeops.dropping_finalizer(labels.TERMINATION_FINALIZER)
+
+        def mutate(obj: Obj) -> bool:  # runs again on a conflict: `removed` is the last attempt's
+            nonlocal removed
+            removed = drop(obj)
+            return removed
+
+        try:
+            last = ownership.update(self.kube, claim, mutate)
+        except NotFoundError:
+            return
+        if last is not None and removed:
+            self.metrics.nodeclaims_terminated.labels(nodepool=self._pool_of(last)).inc()

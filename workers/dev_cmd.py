@@ -262,6 +262,7 @@ def banner(stack: DevStack, state_dir: Path) -> str:
         f"  Kubernetes    {stack.kube_url}",
         f"  AWS (moto)    {stack.moto_url}",
         *_queue_lines(stack),
+        *_metrics_lines(stack),
         f"  logs          {state_dir / 'logs'}/",
         "",
         f"  kubectl --kubeconfig {stack.kubeconfig} get nodes",
@@ -277,6 +278,15 @@ def _queue_lines(stack: DevStack) -> list[str]:
     """The banner's interruption-queue line; none without a queue."""
     name = stack.config.interruption_queue
     return [f"  interruption  SQS queue {name} (in moto; the worker consumes it)"] if name else []
+
+
+def _metrics_lines(stack: DevStack) -> list[str]:
+    """The banner's metrics lines: each running worker's Karpenter-named and Temporal SDK metrics."""
+    lines: list[str] = []
+    for name in stack.worker_names():
+        lines.append(f"  metrics       {stack.worker_metrics_url(name)} ({name})")
+        lines.append(f"  SDK metrics   {stack.worker_temporal_metrics_url(name)} ({name}, Temporal)")
+    return lines
 
 
 def _rehearsal_lines(stack: DevStack, state_dir: Path) -> list[str]:

@@ -25,6 +25,12 @@ Kubernetes watchers: it long-polls the queue and handles each batch, acting thro
 - A malformed or unknown message is counted (`counts.unknown`), logged with its message id and the
   reason, and deleted; the consumer carries on.
 
+Metrics (activities.metrics, Karpenter's names): every message received counts in
+`karpenter_interruption_received_messages_total` by `message_type` (MESSAGE_TYPES, `unknown` for one
+that does not parse), every delete in `karpenter_interruption_deleted_messages_total`, and every
+NodeClaim whose workflow accepted the signal (from the queue or the instance status checker) in
+`karpenter_nodeclaims_disrupted_total` with the message type as the reason and the claim's NodePool.
+
 The unavailable-offerings mark lives in this worker's cache (cloudprovider.unavailable), which the
 provisioning rounds this worker runs read; with several replicas, a round run by another replica does
 not see it (its own launch of the same offering would then be refused by EC2 and marked there).
@@ -39,6 +45,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from activities.metrics import Metrics
 from apis import labels
 from cloudprovider.aws.interruption_messages import (
     ACTIONS,
@@ -58,6 +65,17 @@ log = logging.getLogger(__name__)
 RETRY_PAUSE_SECONDS = 1.0
 REMEMBERED = 10_000  # event ids and NodeClaim uids remembered to recognise duplicates
 TERMINATING_REASON = "TerminatingOnInterruption"  # Karpenter's event when it deletes the NodeClaim
+# Each kind as the `message_type` (and disruption `reason`) label: snake_case, as Karpenter's kinds are.
+MESSAGE_TYPES: dict[Kind, str] = {
+    Kind.SPOT_INTERRUPTION: "spot_interrupted",
+    Kind.REBALANCE_RECOMMENDATION: "rebalance_recommendation",
+    Kind.SCHEDULED_CHANGE: "scheduled_change",
+    Kind.INSTANCE_UNHEALTHY: "instance_unhealthy",
+    Kind.INSTANCE_STOPPING: "instance_stopped",
+    Kind.INSTANCE_TERMINATING: "instance_terminated",
+    Kind.NO_ACTION: "no_op",
+}
+UNKNOWN_MESSAGE_TYPE = "unknown"
 
 
 class Queue(Protocol):
@@ -115,8 +133,14 @@ class ClaimDisrupter:
     Thread-safe; `act` blocks while it signals."""
 
     def __init__(
-        self, kube: Kube, signal_delete: DeleteSignal, unavailable: UnavailableOfferings, recorder: Recorder
+        self,
+        kube: Kube,
+        signal_delete: DeleteSignal,
+        unavailable: UnavailableOfferings,
+        recorder: Recorder,
+        metrics: Metrics | None = None,
     ) -> None:
+        self.metrics = metrics or Metrics()
         self.kube = kube
         self.signal_delete = signal_delete
         self.unavailable = unavailable
@@ -175,6 +199,8 @@ class ClaimDisrupter:
                 log.info("%s for NodeClaim %s: its workflow is no longer running; nothing to do", event.kind, name)
                 continue
             acted += 1
+            pool = str((meta.get("labels") or {}).get(labels.NODEPOOL, ""))
+            self.metrics.nodeclaims_disrupted.labels(reason=MESSAGE_TYPES[event.kind], nodepool=pool).inc()
             log.info("NodeClaim %s disrupted (%s): %s", name, source, reason)
             self._record(claim, action.event_type, action.event_reason, text)
             self._record(claim, "Warning", TERMINATING_REASON, f"Interruption triggered termination ({event.kind})")
@@ -210,6 +236,7 @@ class InterruptionConsumer:
     def __init__(self, queue: Queue, disrupter: ClaimDisrupter) -> None:
         self.queue = queue
         self.disrupter = disrupter
+        self.metrics = disrupter.metrics
         self.counts = Counts()
         self._events_done = Bounded()
         self._lock = threading.Lock()
@@ -235,6 +262,8 @@ class InterruptionConsumer:
             parsed: list[tuple[QueueMessage, ParsedMessage]] = []
             for message in messages:
                 result = parse_message(message.body)
+                kind = UNKNOWN_MESSAGE_TYPE if isinstance(result, UnknownMessage) else MESSAGE_TYPES[result.kind]
+                self.metrics.interruption_received.labels(message_type=kind).inc()
                 if isinstance(result, UnknownMessage):
                     self.counts.unknown += 1
                     log.warning("interruption message %s deleted: %s", message.message_id, result.reason)
@@ -269,6 +298,7 @@ class InterruptionConsumer:
         try:
             self.queue.delete(message)
             self.counts.deleted += 1
+            self.metrics.interruption_deleted.inc()
         except Exception:
             log.exception("deleting interruption message %s failed; it comes back and is then deleted as a duplicate",
                           message.message_id)  # fmt: skip

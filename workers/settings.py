@@ -32,6 +32,8 @@
 | disruption_methods | NODEFLOW_DISRUPTION_METHODS | all five methods, in order (below) |
 | feature_gates | NODEFLOW_FEATURE_GATES | Karpenter's defaults (workers.feature_gates) |
 | health_probe_port | NODEFLOW_HEALTH_PROBE_PORT | 8081 (0 = no probe server) |
+| metrics_port | NODEFLOW_METRICS_PORT | 8080 (0 = no metrics endpoint) |
+| temporal_metrics_port | NODEFLOW_TEMPORAL_METRICS_PORT | 8082 (0 = no Temporal SDK metrics endpoint) |
 | leader_election_name | NODEFLOW_LEADER_ELECTION_NAME | nodeflow-leader-election |
 | leader_election_namespace | NODEFLOW_LEADER_ELECTION_NAMESPACE | "" (POD_NAMESPACE, else kube-system) |
 
@@ -88,6 +90,10 @@ Replicas: every worker polls the task queue; only the holder of the `coordinatio
 namespace means the worker's own (the POD_NAMESPACE environment variable, set from the downward API),
 else kube-system. `health_probe_port` serves /healthz and /readyz (workers.health) on all interfaces;
 0 turns the server off.
+
+Metrics (workers.metrics_server): `metrics_port` serves `/metrics` on all interfaces, with Karpenter's
+metric names (activities.metrics), on Karpenter's default port; `temporal_metrics_port` serves the
+Temporal SDK's own metrics (`temporal_*`) at `/metrics` on a second port. 0 turns either off.
 """
 
 from __future__ import annotations
@@ -137,6 +143,8 @@ class Settings:
     temporal_tls_server_name: str | None = None
     temporal_api_key: str | None = dataclass_field(default=None, repr=False)
     health_probe_port: int = 8081
+    metrics_port: int = 8080
+    temporal_metrics_port: int = 8082
     leader_election_name: str = "nodeflow-leader-election"
     leader_election_namespace: str = ""
 
@@ -256,7 +264,7 @@ def _check_temporal_tls(settings: Settings) -> None:
         raise ValueError(f"{where(missing)} is not set: a client certificate and its key come together")
 
 
-PORTS = ("health_probe_port",)  # 0 allowed: the server is off
+PORTS = ("health_probe_port", "metrics_port", "temporal_metrics_port")  # 0 allowed: the server is off
 
 
 def _positive_number(name: str, value: object, kind: type[int] | type[float]) -> float:

@@ -18,6 +18,7 @@ from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSe
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.runtime import Runtime
 from temporalio.service import RPCError, RPCStatusCode
 
 from workers.settings import Settings, where
@@ -30,10 +31,13 @@ CONNECT_TIMEOUT_SECONDS = 5.0  # connect, handshake and namespace check; a proce
 __all__ = ["CONNECT_TIMEOUT_SECONDS", "TemporalSettingError", "connect", "register_search_attributes"]
 
 
-async def connect(settings: Settings, timeout: float = CONNECT_TIMEOUT_SECONDS) -> Client:
+async def connect(
+    settings: Settings, timeout: float = CONNECT_TIMEOUT_SECONDS, runtime: Runtime | None = None
+) -> Client:
     """A client for the configured address, namespace, TLS and API key, converting payloads with pydantic,
-    once the server answered and the namespace exists. Raises TemporalSettingError (one line) otherwise,
-    within about `timeout` seconds."""
+    once the server answered and the namespace exists, on `runtime` (the worker's exports the SDK's
+    metrics, workers.metrics_server; None: the SDK's default). Raises TemporalSettingError (one line)
+    otherwise, within about `timeout` seconds."""
     deadline = time.monotonic() + timeout
     tls = tls_config(settings)
     try:
@@ -44,6 +48,7 @@ async def connect(settings: Settings, timeout: float = CONNECT_TIMEOUT_SECONDS) 
                 data_converter=pydantic_data_converter,
                 tls=tls,
                 api_key=settings.temporal_api_key or None,
+                runtime=runtime,
             ),
             timeout,
         )

@@ -1,5 +1,6 @@
 """The worker process: the composition root that builds the real clients and runs the Temporal worker,
-the health probes and, while it is the leader, the Kubernetes watchers, until asked to stop. Scale out
+the health probes, the metrics endpoints and, while it is the leader, the Kubernetes watchers and the
+cluster-state metrics, until asked to stop. Scale out
 by running more of these on one task queue: every replica serves workflows and activities; one, the
 holder of the leader-election Lease (workers.leadership), runs the watchers and the start-up work."""
 
@@ -23,6 +24,7 @@ from activities.disruption_execution import DisruptionExecution
 from activities.garbage_collection import GarbageCollectionActivities
 from activities.lifecycle import node_claim_activities
 from activities.manual_replacement import ManualReplacement
+from activities.metrics import MeteredCloudProvider, Metrics
 from activities.provisioning import ProvisioningActivities
 from cloudprovider.aws.factory import new_aws_cloud_provider, new_interruption_queue, resolve_eks_cluster
 from cloudprovider.aws.provider import AWSCloudProvider
@@ -31,11 +33,13 @@ from cloudprovider.unavailable import UnavailableOfferings
 from kube.client import KubeClient
 from kube.events import EventRecorder
 from kube.leases import LeaseClient
+from workers.cluster_metrics import ClusterStateMetrics
 from workers.feature_gates import not_implemented
 from workers.instance_status import InstanceStatusChecker
 from workers.interruption import ClaimDisrupter, InterruptionConsumer
 from workers.leader_election import Election, candidate_identity
 from workers.leadership import LeaderElector
+from workers.metrics_server import MetricsServer, temporal_runtime
 from workers.namespace_owner import claim_namespace
 from workers.node_repair import NodeRepairer
 from workers.probes import CatalogWarmer, worker_probes
@@ -65,14 +69,16 @@ async def _lead(
     kube: KubeClient,
     cloud: CloudProvider,
     starter: TemporalStarter,
+    metrics: Metrics,
     loops: Sequence[LeaderLoop | None] = (),
 ) -> None:
     """The leader's work, run only while this worker holds the Lease (workers.leadership), until
     cancelled: end NodeClaim workflows whose NodeClaim is gone, adopt NodeClaims without a workflow
     (workers.reconcile), nudge the provisioner, start or reconfigure the garbage collector and the
-    disruption controller (so the leader's settings win), then run the Kubernetes watchers and the
-    other `loops` given (the interruption queue's consumer, the instance status checker, node repair),
-    each in its thread. A new leader does all of it again: each step is idempotent."""
+    disruption controller (so the leader's settings win), then run the Kubernetes watchers, the
+    cluster-state metrics (workers.cluster_metrics) and the other `loops` given (the interruption
+    queue's consumer, the instance status checker, node repair), each in its thread. A new leader
+    does all of it again: each step is idempotent."""
     await end_orphaned_workflows(client, kube, cloud)
     adopted = await adopt_node_claims(kube, starter)
     log.info("leading: %d NodeClaims adopted", adopted)
@@ -97,6 +103,7 @@ async def _lead(
         DeletionWatcher(kube, starter, loop),
         DriftTrigger(kube, starter, loop),
         Resync(starter, loop),
+        ClusterStateMetrics(kube, metrics),
     ]
     watchers += [extra for extra in loops if extra is not None]
     threads = [threading.Thread(target=w.run, args=(watch_stop,), name=type(w).__name__, daemon=True) for w in watchers]
@@ -109,11 +116,15 @@ async def _lead(
 
 
 def _claim_disrupter(
-    kube: KubeClient, unavailable: UnavailableOfferings, recorder: EventRecorder, starter: TemporalStarter
+    kube: KubeClient,
+    unavailable: UnavailableOfferings,
+    recorder: EventRecorder,
+    starter: TemporalStarter,
+    metrics: Metrics,
 ) -> ClaimDisrupter:
     """The interruption action (workers.interruption): NodeClaim workflows signalled through `starter` on
     its event loop, offerings marked in `unavailable` (the cache this worker's provisioning rounds read)."""
-    return ClaimDisrupter(kube, _blocking_signal(starter, "delete"), unavailable, recorder)
+    return ClaimDisrupter(kube, _blocking_signal(starter, "delete"), unavailable, recorder, metrics)
 
 
 def _blocking_signal(starter: TemporalStarter, signal: str) -> Callable[[str, str], bool]:
@@ -170,7 +181,8 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
     shuts down."""
     for gate in not_implemented(settings.feature_gate_values()):
         log.warning("feature gate %s is on, but nodeflow does not implement %s yet; it has no effect", gate, gate)
-    client = await connect(settings)
+    metrics = Metrics()
+    client = await connect(settings, runtime=temporal_runtime(settings.temporal_metrics_port))
     await claim_namespace(client, settings)  # before anything touches a workflow: one cluster per namespace
     kube = build_kube(settings)
     cluster = await asyncio.to_thread(
@@ -186,13 +198,14 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
         "cluster %s: endpoint %s, service CIDR %s, DNS IP %s",
         cluster.name, cluster.endpoint or "(none)", cluster.service_cidr or "(none)", cluster.dns_ip or "(none)",
     )  # fmt: skip
-    cloud = new_aws_cloud_provider(
+    aws = new_aws_cloud_provider(
         settings.region,
         settings.aws_endpoint_url,
         cluster_name=settings.cluster_name,
         cluster=cluster,
         kubernetes_version=settings.kubernetes_version,
     )
+    cloud = MeteredCloudProvider(aws, metrics)
     recorder = EventRecorder(kube)
     starter = TemporalStarter(
         client,
@@ -201,22 +214,22 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
         settings.registration_ttl,
         settings.drift_check_interval,
     )
-    disrupter = _claim_disrupter(kube, cloud.unavailable, recorder, starter)
+    disrupter = _claim_disrupter(kube, aws.unavailable, recorder, starter, metrics)
     interruption = _interruption_consumer(settings, disrupter)
-    status_checker = _instance_status_checker(settings, cloud, disrupter)
+    status_checker = _instance_status_checker(settings, aws, disrupter)
     repairer = _node_repairer(settings, kube, recorder, starter)
-    provisioning = ProvisioningActivities(kube, cloud, recorder, starter)
+    provisioning = ProvisioningActivities(kube, cloud, recorder, starter, metrics)
     collector = GarbageCollectionActivities(kube, cloud, recorder)
     disruption = DisruptionActivities(kube, cloud, recorder)
-    execution = DisruptionExecution(kube, recorder, starter)
-    manual = ManualReplacement(kube, recorder, starter)
+    execution = DisruptionExecution(kube, recorder, starter, metrics)
+    manual = ManualReplacement(kube, recorder, starter, metrics)
     with ThreadPoolExecutor(max_workers=ACTIVITY_THREADS, thread_name_prefix="activity") as executor:
         worker = Worker(
             client,
             task_queue=settings.task_queue,
             workflows=[ProvisionerWorkflow, NodeClaimWorkflow, GarbageCollectorWorkflow, DisruptionControllerWorkflow],
             activities=[
-                *node_claim_activities(kube, cloud, recorder, settings.cluster_name),
+                *node_claim_activities(kube, cloud, recorder, settings.cluster_name, metrics),
                 provisioning.solve,
                 provisioning.apply_plan,
                 collector.collect,
@@ -240,8 +253,10 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
             identity = candidate_identity(os.environ.get("HOSTNAME") or socket.gethostname(), uuid.uuid4().hex[:8])
             loops = [interruption, status_checker, repairer]
             elector = LeaderElector(
-                leases, Election(identity), lambda: _lead(settings, client, kube, cloud, starter, loops)
+                leases, Election(identity), lambda: _lead(settings, client, kube, cloud, starter, metrics, loops)
             )
+            metrics_server = MetricsServer(metrics.registry, settings.metrics_port)
+            metrics_server.start()
             probes = worker_probes(settings.health_probe_port, client, worker, leases, catalog)
             if probes is not None:
                 await probes.start()
@@ -256,4 +271,5 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
                 warm_catalog.cancel()
                 if probes is not None:
                     await probes.close()
+                metrics_server.close()
     log.info("worker stopped")

@@ -10,6 +10,7 @@ import signal
 import sys
 
 from workers import settings as settings_mod
+from workers.metrics_server import MetricsPortError
 from workers.process_exit import exiting_after
 from workers.temporal_client import TemporalSettingError
 from workers.worker import run_worker
@@ -42,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         asyncio.run(main())
-    except TemporalSettingError as problem:  # the connection, the namespace or its owner: one line, no traceback
+    # the connection, the namespace or its owner, a metrics port taken: one line, no traceback
+    except (TemporalSettingError, MetricsPortError) as problem:
         print(f"nodeflow worker: {problem}", file=sys.stderr)
         return 1
     return 0

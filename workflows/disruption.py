@@ -197,7 +197,7 @@ class DisruptionControllerWorkflow:
                 replacements = await self._step(ManualReplacement.launch_manual_replacements, manual)
                 wanted = len(marked)
             else:
-                launch = LaunchReplacementsInput(round=round_, replacements=command.replacements)
+                launch = LaunchReplacementsInput(round=round_, replacements=command.replacements, reason=command.reason)
                 replacements = await self._step(DisruptionExecution.launch_replacements, launch)
                 wanted = len(command.replacements)
             failure = await self._wait_for_replacements(replacements, wanted)

@@ -57,6 +57,7 @@ def test_should_serve_kubectl_temporal_cli_and_ui_then_stop_cleanly_on_ctrl_c(tm
         ui = re.search(r"Temporal UI\s+(\S+)", banner)
         temporal = re.search(r"Temporal\s+(127\.0\.0\.1:\d+)", banner)
         assert ui and temporal, banner
+        assert re.search(r"metrics\s+http://127\.0\.0\.1:\d+/metrics \(worker\)", banner), banner
         children = psutil.Process(process.pid).children(recursive=True)
         kubectl = ["kubectl", "--kubeconfig", str(tmp_path / "state" / "kubeconfig")]
         manifest = tmp_path / "web.yaml"

@@ -9,6 +9,7 @@ import urllib.request
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from devstack.stack import DevStack
 from kube import resources as r
@@ -156,6 +157,56 @@ def test_should_reject_invalid_nodepools_naming_the_field_and_keep_provisioning(
     node = stack.kube.get(r.NODE, pod["spec"]["nodeName"])
     assert node["metadata"]["labels"]["karpenter.sh/nodepool"] == "good"
     assert len(live_instances(stack)) == len(stack.kube.list(r.NODECLAIM))
+
+
+def scrape(url: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """Every sample at `url` (a Prometheus endpoint) by sample name: [(labels, value)]."""
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text = response.read().decode()
+    samples: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            samples.setdefault(sample.name, []).append((sample.labels, sample.value))
+    return samples
+
+
+def test_should_export_karpenters_metrics_and_the_temporal_sdks_after_a_scale_up(stack: DevStack) -> None:
+    stack.apply_text(nodepool("metered", "[]", "720h", selector_label="metered"))
+    stack.apply_text(deployment("metered", 3, cpu="1500m", extra_spec="      nodeSelector: {pool: metered}"))
+    assert stack.wait_settled(timeout=120)["settled"]
+    claims = stack.kube.list(r.NODECLAIM, label_selector="karpenter.sh/nodepool=metered")
+    nodes = {claim["status"]["nodeName"] for claim in claims}
+    assert claims and len(nodes) == len(claims)
+
+    def exported() -> dict[str, list[tuple[dict[str, str], float]]] | None:
+        samples = scrape(stack.worker_metrics_url())
+        allocatable = {
+            labels["node_name"]
+            for labels, _ in samples.get("karpenter_nodes_allocatable", [])
+            if labels["nodepool"] == "metered" and labels["resource_type"] == "cpu"
+        }
+        return samples if allocatable == nodes else None  # the leader refreshes the gauges every 10 s
+
+    samples = eventually(exported, timeout=30, what="karpenter_nodes_allocatable of the metered pool's nodes")
+    created = [v for labels, v in samples["karpenter_nodeclaims_created_total"] if labels["nodepool"] == "metered"]
+    assert created == [len(claims)]
+    [(labels, _)] = [s for s in samples["karpenter_nodeclaims_created_total"] if s[0]["nodepool"] == "metered"]
+    assert labels["reason"] == "provisioned"
+    [rounds] = [v for labels, v in samples["karpenter_provisioner_scheduling_duration_seconds_count"]
+                if labels == {"controller": "provisioner"}]  # fmt: skip
+    assert rounds >= 1
+    launches = sum(v for labels, v in samples["karpenter_cloudprovider_duration_seconds_count"]
+                   if labels["method"] == "Create" and labels["controller"] == "launch")  # fmt: skip
+    assert launches >= len(claims)
+    usage = {labels["resource_type"] for labels, _ in samples.get("karpenter_nodepools_usage", [])
+              if labels["nodepool"] == "metered"}  # fmt: skip
+    assert {"cpu", "memory", "nodes"} <= usage
+
+    sdk = scrape(stack.worker_temporal_metrics_url())
+    for histogram in ("temporal_workflow_task_schedule_to_start_latency", "temporal_activity_execution_latency"):
+        assert sum(v for _, v in sdk[f"{histogram}_count"]) > 0, histogram  # durations in seconds, no suffix
+    assert "temporal_sticky_cache_hit_total" in sdk and "temporal_num_pollers" in sdk
+    stack.kube.delete(r.DEPLOYMENT, "metered", "default")  # its nodes empty and are consolidated away
 
 
 BROKEN_NODECLASS = """

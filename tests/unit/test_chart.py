@@ -84,6 +84,7 @@ def test_every_rendered_manifest_is_valid_kubernetes(full: bool) -> None:
             "PodDisruptionBudget",
             "Role",
             "RoleBinding",
+            "Service",
             "ServiceAccount",
         ]
     )
@@ -263,10 +264,44 @@ def test_the_worker_runs_locked_down(full: bool) -> None:
 def test_the_probes_hit_the_health_endpoints_on_the_health_probe_port(full: bool, port: int) -> None:
     docs = render(full)
     worker = container(docs)
-    assert worker["ports"] == [{"name": "health", "containerPort": port, "protocol": "TCP"}]
+    assert worker["ports"][0] == {"name": "health", "containerPort": port, "protocol": "TCP"}
     assert worker["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert worker["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
     assert env(docs)["NODEFLOW_HEALTH_PROBE_PORT"] == str(port)
+
+
+@pytest.mark.parametrize(
+    ("full", "metrics", "temporal"), [(False, 8080, 8082), (True, 9080, 9082)], ids=["default-values", "full-values"]
+)
+def test_both_metrics_ports_are_the_workers_settings_and_the_services_ports(
+    full: bool, metrics: int, temporal: int
+) -> None:
+    docs = render(full)
+    assert container(docs)["ports"][1:] == [
+        {"name": "http-metrics", "containerPort": metrics, "protocol": "TCP"},
+        {"name": "temporal-metrics", "containerPort": temporal, "protocol": "TCP"},
+    ]
+    assert (env(docs)["NODEFLOW_METRICS_PORT"], env(docs)["NODEFLOW_TEMPORAL_METRICS_PORT"]) == (
+        str(metrics),
+        str(temporal),
+    )
+    service = one(docs, "Service")["spec"]
+    assert service["selector"] == one(docs, "Deployment")["spec"]["selector"]["matchLabels"]
+    assert service["ports"] == [
+        {"name": "http-metrics", "port": metrics, "targetPort": "http-metrics", "protocol": "TCP"},
+        {"name": "temporal-metrics", "port": temporal, "targetPort": "temporal-metrics", "protocol": "TCP"},
+    ]
+
+
+def test_metrics_ports_of_0_turn_the_endpoints_and_the_service_off() -> None:
+    values = {"metricsPort": 0, "temporalMetricsPort": 0}
+    files = helm_python.Chart.load(str(CHART)).render(values, name=RELEASE, namespace=NAMESPACE)
+    docs = [doc for path, text in files.items() if path.endswith(".yaml") for doc in yaml.safe_load_all(text) if doc]
+    assert "Service" not in {d["kind"] for d in docs}
+    [deployment] = [d for d in docs if d["kind"] == "Deployment"]
+    [worker] = deployment["spec"]["template"]["spec"]["containers"]
+    assert [p["name"] for p in worker["ports"]] == ["health"]
+    assert {e["name"]: e.get("value") for e in worker["env"]}["NODEFLOW_METRICS_PORT"] == "0"
 
 
 def test_two_replicas_spread_over_zones_and_hosts_with_a_disruption_budget() -> None:
@@ -296,6 +331,8 @@ def test_default_values_render_only_the_settings_they_set() -> None:
         "NODEFLOW_TASK_QUEUE": "nodeflow",
         "NODEFLOW_MAX_CACHED_WORKFLOWS": "20000",
         "NODEFLOW_HEALTH_PROBE_PORT": "8081",
+        "NODEFLOW_METRICS_PORT": "8080",
+        "NODEFLOW_TEMPORAL_METRICS_PORT": "8082",
         "POD_NAMESPACE": {"fieldRef": {"fieldPath": "metadata.namespace"}},  # where the Lease and its Role are
     }
     worker = container(render(False))

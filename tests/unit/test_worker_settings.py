@@ -86,6 +86,15 @@ def test_the_probe_port_defaults_to_8081_and_0_turns_it_off() -> None:
         Settings.from_env({"NODEFLOW_HEALTH_PROBE_PORT": "70000"})
 
 
+def test_the_metrics_ports_default_to_8080_and_8082_and_0_turns_each_off() -> None:
+    assert (Settings.from_env({}).metrics_port, Settings.from_env({}).temporal_metrics_port) == (8080, 8082)
+    off = Settings.from_env({"NODEFLOW_METRICS_PORT": "0", "NODEFLOW_TEMPORAL_METRICS_PORT": "0"})
+    assert (off.metrics_port, off.temporal_metrics_port) == (0, 0)
+    assert Settings.from_env({}).with_args(parse("--temporal-metrics-port", "9464")).temporal_metrics_port == 9464
+    with pytest.raises(ValueError, match=r"metrics_port \(flag --metrics-port, env NODEFLOW_METRICS_PORT\)"):
+        Settings.from_env({"NODEFLOW_METRICS_PORT": "http"})
+
+
 def test_the_lease_namespace_is_the_setting_else_the_pods_else_kube_system() -> None:
     assert Settings.from_env({}).lease_namespace({}) == "kube-system"
     assert Settings.from_env({}).lease_namespace({"POD_NAMESPACE": "nodeflow"}) == "nodeflow"

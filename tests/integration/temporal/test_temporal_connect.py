@@ -209,7 +209,9 @@ def assert_one_line_failure(result: subprocess.CompletedProcess[str], setting: s
 
 def test_the_worker_refuses_a_wrong_namespace_in_one_line(tmp_path: Path) -> None:
     with dev_server() as server:
-        result = nodeflow("worker", "--temporal-address", server.address, "--temporal-namespace", "nope")
+        # no Temporal metrics endpoint: its default port may be another process's on a shared machine
+        argv = ("--temporal-address", server.address, "--temporal-namespace", "nope", "--temporal-metrics-port", "0")
+        result = nodeflow("worker", *argv)
     assert_one_line_failure(result, "temporal_namespace")
 
 

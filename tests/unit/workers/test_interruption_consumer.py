@@ -226,3 +226,29 @@ def test_run_retries_a_failed_receive_and_stops(
     thread.join(timeout=5)
     assert not thread.is_alive()
     assert journal.entries == [("signalled", "spot-a"), ("deleted", "m1")]
+
+
+def test_messages_and_disruptions_count_in_karpenters_interruption_metrics(parts: Parts) -> None:
+    consumer, _, _, _ = parts
+    with_pool = claim("pooled", "i-00000000000000003", "spot", "node-c")
+    with_pool["metadata"]["labels"]["karpenter.sh/nodepool"] = "general"
+    with consumer.disrupter.kube.as_admin():  # type: ignore[attr-defined]
+        consumer.disrupter.kube.create(r.NODECLAIM, with_pool)
+    consumer.disrupter.signal_delete.running.add("pooled")  # type: ignore[attr-defined]
+    batch = [
+        message(spot_interruption("i-00000000000000003"), "m1"),
+        message(rebalance_recommendation(SPOT_ID), "m2"),
+        message("{not json", "m3"),
+    ]
+    consumer.handle(batch)
+    value = consumer.metrics.registry.get_sample_value
+    received = "karpenter_interruption_received_messages_total"
+    assert value(received, {"message_type": "spot_interrupted"}) == 1
+    assert value(received, {"message_type": "rebalance_recommendation"}) == 1
+    assert value(received, {"message_type": "unknown"}) == 1
+    assert value("karpenter_interruption_deleted_messages_total") == 3
+    disrupted = {"reason": "spot_interrupted", "nodepool": "general"}
+    assert value("karpenter_nodeclaims_disrupted_total", disrupted) == 1
+    consumer.handle([message(spot_interruption("i-00000000000000003"), "m1")])  # redelivered: deleted, not acted
+    assert value("karpenter_nodeclaims_disrupted_total", disrupted) == 1
+    assert value(received, {"message_type": "spot_interrupted"}) == 2

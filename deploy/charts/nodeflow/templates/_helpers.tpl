@@ -92,7 +92,9 @@ is set (not null, not ""), then the Temporal API key from its Secret, then extra
   (list "NODEFLOW_MAX_CACHED_WORKFLOWS" .Values.maxCachedWorkflows)
   (list "NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASKS" .Values.maxConcurrentWorkflowTasks)
   (list "NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASK_POLLS" .Values.maxConcurrentWorkflowTaskPolls)
-  (list "NODEFLOW_HEALTH_PROBE_PORT" .Values.healthProbePort) -}}
+  (list "NODEFLOW_HEALTH_PROBE_PORT" .Values.healthProbePort)
+  (list "NODEFLOW_METRICS_PORT" .Values.metricsPort)
+  (list "NODEFLOW_TEMPORAL_METRICS_PORT" .Values.temporalMetricsPort) -}}
 {{- $env := list -}}
 {{- range $pairs -}}
 {{- $value := index . 1 -}}

@@ -31,11 +31,12 @@ class DevStackConfig:
       `devstack.temporal.TemporalDevServer`). The product's composition root passes its own.
     start_worker: run the worker as a child: `worker_command` (required then) followed by
       `--temporal-address`, `--kubeconfig`, `--aws-endpoint-url`, `--region` and `--cluster-name` (each
-      with its value: the stack's endpoints) and `--health-probe-port` (a free port per worker, see
-      `DevStack.worker_probe_url`), then `worker_args`; the cluster's endpoint, CA and service CIDR come
-      from the seeded EKS cluster (DescribeCluster). The worker runs with fake AWS credentials and
-      HOSTNAME=<its name> in its environment. The product's composition root passes its
-      worker command; the dev stack does not know the product.
+      with its value: the stack's endpoints), `--health-probe-port`, `--metrics-port` and
+      `--temporal-metrics-port` (free ports per worker, see `DevStack.worker_probe_url`,
+      `worker_metrics_url` and `worker_temporal_metrics_url`), then `worker_args`; the cluster's
+      endpoint, CA and service CIDR come from the seeded EKS cluster (DescribeCluster). The worker
+      runs with fake AWS credentials and HOSTNAME=<its name> in its environment. The product's
+      composition root passes its worker command; the dev stack does not know the product.
     crds: manifests of `CustomResourceDefinition`s (files, or directories whose `*.yaml`, `*.yml` and
       `*.json` files are taken in name order) applied at start before anything else, as
       `kubectl apply -f deploy/crds/` would be on a real cluster: the emulator then applies their

@@ -48,6 +48,9 @@ DEFAULTS_FILE = Path(devstack.__file__).parent / "defaults.yaml"
 WORKER_GRACE_SECONDS = 10.0
 SERVICES_GRACE_SECONDS = 5.0
 POLL_INTERVAL = 0.5
+# The port flags each worker gets, each a free port of its own: its health probes, its metrics and its
+# Temporal SDK metrics.
+WORKER_PORTS = ("health-probe-port", "metrics-port", "temporal-metrics-port")
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -92,7 +95,7 @@ class DevStack:
         self._services: ChildProcess | None = None
         self._workers: dict[str, ChildProcess] = {}
         self._expected_workers: set[str] = set()  # started and not stopped or killed through this object
-        self._probe_ports: dict[str, int] = {}
+        self._worker_ports: dict[str, dict[str, int]] = {}  # worker -> its WORKER_PORTS, picked at first start
         self._problems: list[str] = []
         self._since = time.monotonic()
         self._kube_client: KubeClient | None = None
@@ -210,11 +213,13 @@ class DevStack:
 
     def worker_argv(self, name: str = "worker") -> list[str]:
         """The command line of worker `name`: `config.worker_command`, the stack's endpoints, its own
-        `--health-probe-port` (a free port picked at its first start, kept across restarts),
-        `--interruption-queue` when the stack has one, then `config.worker_args`."""
+        `--health-probe-port`, `--metrics-port` and `--temporal-metrics-port` (free ports picked at its
+        first start, kept across restarts), `--interruption-queue` when the stack has one, then
+        `config.worker_args`."""
         cfg = self.config
-        if name not in self._probe_ports:
-            self._probe_ports[name] = free_port()
+        if name not in self._worker_ports:
+            self._worker_ports[name] = {flag: free_port() for flag in WORKER_PORTS}
+        ports = [arg for flag, port in self._worker_ports[name].items() for arg in (f"--{flag}", str(port))]
         return [
             *cfg.worker_command,
             "--temporal-address", self.temporal_address,
@@ -222,7 +227,7 @@ class DevStack:
             "--aws-endpoint-url", self.moto_url,
             "--region", cfg.region,
             "--cluster-name", cfg.cluster_name,
-            "--health-probe-port", str(self._probe_ports[name]),
+            *ports,
             *(["--interruption-queue", cfg.interruption_queue] if cfg.interruption_queue else []),
             *cfg.worker_args,
         ]  # fmt: skip
@@ -265,9 +270,20 @@ class DevStack:
 
     def worker_probe_url(self, name: str = "worker") -> str:
         """The base URL of worker `name`'s health probes (`/healthz`, `/readyz`)."""
-        if name not in self._probe_ports:
+        return self._worker_url(name, "health-probe-port")
+
+    def worker_metrics_url(self, name: str = "worker") -> str:
+        """The URL of worker `name`'s Prometheus metrics (`--metrics-port`)."""
+        return self._worker_url(name, "metrics-port") + "/metrics"
+
+    def worker_temporal_metrics_url(self, name: str = "worker") -> str:
+        """The URL of worker `name`'s Temporal SDK metrics (`--temporal-metrics-port`)."""
+        return self._worker_url(name, "temporal-metrics-port") + "/metrics"
+
+    def _worker_url(self, name: str, flag: str) -> str:
+        if name not in self._worker_ports:
             raise KeyError(f"worker {name!r} was never started")
-        return f"http://127.0.0.1:{self._probe_ports[name]}"
+        return f"http://127.0.0.1:{self._worker_ports[name][flag]}"
 
     def restart_temporal(self, kill: bool = False) -> None:
         """Stop Temporal (SIGKILL when `kill`) and start it again on the same ports and db. Without
