@@ -76,8 +76,13 @@ def assert_one_instance_per_claim(stack: DevStack) -> None:
     assert tags == claims
 
 
+INTERRUPTION_QUEUE = "nodeflow-dev"  # named after the cluster, as `nodeflow dev` and Karpenter's setup do
+
+
 def default_stack(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[DevStack]:
-    config = stack_config(state_dir=tmp_path_factory.mktemp(name), ui=True)
+    """A stack as `nodeflow dev` runs it: the default NodePool and EC2NodeClass, the UI, and an
+    interruption queue the worker consumes."""
+    config = stack_config(state_dir=tmp_path_factory.mktemp(name), ui=True, interruption_queue=INTERRUPTION_QUEUE)
     with DevStack(config) as running:
         yield running
 

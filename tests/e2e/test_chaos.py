@@ -12,6 +12,9 @@ covers every boundary:
 After the restart the faults are cleared; then: no claim ever had a second instance (terminated ones
 counted), no live instance is without a claim, the deleted claims are gone with their instance and Node,
 and the others are Initialized.
+
+And the interruption queue's consumer killed with the worker while it holds ten messages (received, none
+deleted): a new worker gets them again from SQS and acts on each once, no more.
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ from tests.e2e.conftest import (
     deployment,
     live_instances,
 )
+from tests.e2e.interruption_views import NODECLAIM_LIST, POOL, SPREAD_APP, claim_of_node
 from tests.eventually import eventually
+from tests.interruption_events import rebalance_recommendation, spot_interruption, state_change
 
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
@@ -239,3 +244,64 @@ def test_a_drain_resumes_after_the_temporal_server_is_killed_and_restarted(stack
     assert is_gone(stack, r.NODE, node)
     settle(stack)
     assert_one_instance_per_claim(stack)
+
+
+# -- interruption: the worker killed holding a batch of ten messages ---------------------------------------
+
+
+def spread_nodes(stack: DevStack) -> dict[str, str] | None:
+    """NodeClaim name -> instance id of the three spread-app pods' nodes, once all three run."""
+    pods = stack.kube.list(r.POD, namespace="default", label_selector="app=spread-app")
+    nodes = {p["spec"].get("nodeName") for p in pods if p.get("status", {}).get("phase") == "Running"}
+    if len(pods) != 3 or len(nodes) != 3 or None in nodes:
+        return None
+    claims = [claim_of_node(stack, str(node)) for node in nodes]
+    if any(c is None or not c.get("status", {}).get("providerID") for c in claims):
+        return None
+    return {c["metadata"]["name"]: c["status"]["providerID"].rsplit("/", 1)[-1] for c in claims if c}
+
+
+def in_flight(sqs: Any, url: str) -> int:
+    return int(sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessagesNotVisible"])[
+        "Attributes"]["ApproximateNumberOfMessagesNotVisible"])  # fmt: skip
+
+
+def test_a_worker_killed_holding_ten_messages_loses_none_and_acts_on_each_once(stack: DevStack) -> None:
+    sqs, url = stack.sqs, stack.interruption_queue_url
+    sqs.set_queue_attributes(QueueUrl=url, Attributes={"VisibilityTimeout": "3"})  # redelivery 3 s after a receive
+    stack.apply_text(POOL + "---\n" + SPREAD_APP)
+    interrupted = eventually(lambda: spread_nodes(stack), timeout=120, what="three spread pods on three spot nodes")
+    claims_before = {c["metadata"]["name"] for c in stack.kube.list(r.NODECLAIM)}
+    instances = sorted(interrupted.values())
+    warnings = [spot_interruption(i, event_id=f"chaos-warning-{n}") for n, i in enumerate(instances)]
+    messages = [
+        *warnings,
+        warnings[0], warnings[1],  # EventBridge may deliver an event twice
+        *(rebalance_recommendation(i) for i in instances),  # an event on the claim, no disruption
+        state_change(instances[0], "running"), state_change(instances[1], "pending"),  # nothing to do
+    ]  # fmt: skip
+    assert len(messages) == 10
+
+    faults = stack.kube_faults
+    faults.fail("GET", NODECLAIM_LIST, 503, count=-1)  # the consumer cannot list claims: it holds the batch
+    try:
+        sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": str(n), "MessageBody": m} for n, m in enumerate(messages)])
+        eventually(lambda: in_flight(sqs, url) == 10, timeout=30, interval=0.1, what="the worker holding all ten")
+        stack.kill_worker()
+    finally:
+        faults.clear()
+    assert stack.interruption_queue_depth() == 10  # none was deleted
+    stack.start_worker()
+
+    def replaced() -> bool:
+        pods = stack.kube.list(r.POD, namespace="default", label_selector="app=spread-app")
+        running = {p["spec"].get("nodeName") for p in pods if p.get("status", {}).get("phase") == "Running"}
+        names = {c["metadata"]["name"] for c in stack.kube.list(r.NODECLAIM)}
+        return len(running) == 3 and None not in running and not names & set(interrupted)
+
+    eventually(replaced, timeout=120, interval=0.5, what="the three interrupted claims replaced, the pods running")
+    eventually(lambda: stack.interruption_queue_depth() == 0, timeout=30, what="every message deleted")
+    after = {c["metadata"]["name"] for c in stack.kube.list(r.NODECLAIM)}
+    new_claims = after - claims_before
+    assert len(new_claims) == 3, f"one replacement per interrupted claim, got {sorted(new_claims)}"
+    assert claims_before - set(interrupted) <= after  # no other claim was disrupted
