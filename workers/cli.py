@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 DESCRIPTION = (
     "nodeflow: Karpenter-compatible node autoscaling for Kubernetes on AWS, every node a durable Temporal "
-    "workflow. Commands: dev (the local stack; dev-interrupt: a spot warning for one of its nodes), worker, "
+    "workflow. Commands: dev (the local stack; dev interrupt: an interruption of one of its nodes), worker, "
     "simulate (dry run; --disruption: the disruption controller's), explain (why a node is or is not "
     "disrupted), drain|expire|replace|status, crds (write the CRDs), iam-policy (print the controller's IAM "
     "policy)."
@@ -49,6 +49,8 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:2] == ["dev", "interrupt"]:  # `nodeflow dev interrupt NODE` is `nodeflow dev-interrupt NODE`
+        args_list[:2] = ["dev-interrupt"]
     parser = build_parser(args_list)
     args = parser.parse_args(args_list)
     func = getattr(args, "func", None)

@@ -8,8 +8,9 @@ or a component died) or 2 (bad usage, unreadable or unappliable files, a port al
 dev stack not installed).
 
 With an interruption queue (`--interruption-queue`, by default the cluster's name) the stack creates
-that SQS queue in moto and the worker consumes it; `nodeflow dev-interrupt NODE` puts a spot
-interruption warning for a node of the running stack on it, as EventBridge would.
+that SQS queue in moto, with the EventBridge rules that feed it, and the worker consumes it; `nodeflow
+dev interrupt NODE` (also spelt `dev-interrupt`) puts an interruption event for a node of the running
+stack on EventBridge, as EC2 would.
 
 This module is the composition root that wires the product into the dev stack, the separate
 distribution `nodeflow-devstack` (devstack/ in the repository, never in the product's wheel or image):
@@ -293,7 +294,7 @@ def _rehearsal_lines(stack: DevStack, state_dir: Path) -> list[str]:
     """How to rehearse a spot interruption; none without a queue."""
     if not stack.config.interruption_queue:
         return []
-    return [f"  {_shown(Path(sys.executable).parent / 'nodeflow')} dev-interrupt NODE --state-dir {state_dir}"]
+    return [f"  {_shown(Path(sys.executable).parent / 'nodeflow')} dev interrupt NODE --state-dir {state_dir}"]
 
 
 def _shown(path: Path) -> str:
@@ -336,6 +337,7 @@ def run_interrupt(args: argparse.Namespace) -> int:
         instance_id = _instance_of(args.state_dir / "kubeconfig", args.node)
         sqs = interruption.sqs_client(str(info["motoUrl"]), str(info["region"]))
         url = interruption.queue_url(sqs, args.queue)
+        events = interruption.events_client(str(info["motoUrl"]), str(info["region"]))
     except FileNotFoundError:
         print(
             f"nodeflow dev-interrupt: no local stack runs in {args.state_dir} (start `nodeflow dev`)", file=sys.stderr
@@ -344,8 +346,10 @@ def run_interrupt(args: argparse.Namespace) -> int:
     except LookupError as exc:
         print(f"nodeflow dev-interrupt: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    interruption.send_interruption(sqs, url, instance_id, str(info["region"]), args.kind)
-    print(f"{args.kind} interruption event for {args.node} ({instance_id}) sent to {url}")
+    interruption.send_interruption(events, instance_id, str(info["region"]), args.kind)
+    print(
+        f"{args.kind} interruption event for {args.node} ({instance_id}) put on EventBridge; its rule sends it to {url}"
+    )
     return EXIT_SETTLED
 
 

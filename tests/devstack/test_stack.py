@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
+from devstack.aws import interruption
 from devstack.stack import DevStack
 from kube.resources import EC2NODECLASS, NODEPOOL, POD
 from tests.eventually import eventually
@@ -129,7 +130,9 @@ def test_the_interruption_queue_is_created_passed_to_the_worker_and_counted(stac
     argv = stack.worker_argv("argv-only")
     assert argv[argv.index("--interruption-queue") + 1] == CLUSTER
     assert stack.summary()["interruptionQueue"] == {"name": CLUSTER, "messages": 0}
-    stack.send_interruption("i-0123456789abcdef0")
+    rules = stack.events.list_rules(NamePrefix=CLUSTER)["Rules"]
+    assert sorted(r["Name"].removeprefix(f"{CLUSTER}-") for r in rules) == sorted(interruption.RULES)
+    stack.send_interruption("i-0123456789abcdef0")  # through EventBridge and its rule, as EC2 would
     assert stack.interruption_queue_depth() == 1
     message = stack.sqs.receive_message(QueueUrl=stack.interruption_queue_url)["Messages"][0]
     event = json.loads(message["Body"])

@@ -35,8 +35,11 @@ def test_a_stack_without_a_queue_passes_no_flag_to_the_worker() -> None:
         dev_cmd.stack_config(interruption_queue="a b")
 
 
-def test_dev_interrupt_without_a_running_stack_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["dev-interrupt", "ip-10-0-0-1.ec2.internal", "--state-dir", str(tmp_path)]) == 2
+@pytest.mark.parametrize("command", [["dev-interrupt"], ["dev", "interrupt"]])
+def test_dev_interrupt_without_a_running_stack_exits_2(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main([*command, "ip-10-0-0-1.ec2.internal", "--state-dir", str(tmp_path)]) == 2
     assert "no local stack runs in" in capsys.readouterr().err
 
 

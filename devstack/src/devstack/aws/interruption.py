@@ -1,13 +1,12 @@
-"""The local stack's interruption queue: the SQS queue in moto that EventBridge would fill with EC2
-interruption events, and the events themselves, so a user or a benchmark can rehearse an interruption.
+"""The local stack's interruption queue, as Karpenter's getting-started CloudFormation template sets it
+up: an SQS queue named after the cluster, and EventBridge rules that send it four kinds of event (spot
+interruption warning, rebalance recommendation, instance state change, AWS Health scheduled change).
+Karpenter is then installed with `settings.interruptionQueue` = the queue's name.
 
-Karpenter's getting-started CloudFormation template creates one SQS queue named after the cluster, and
-EventBridge rules that send four kinds of event to it (spot interruption warning, rebalance
-recommendation, instance state change, AWS Health scheduled change); Karpenter is then installed with
-`settings.interruptionQueue` = the cluster name. moto has no EventBridge -> SQS delivery the stack
-relies on, so here a message is put on the queue directly with the body EventBridge would deliver: the
-event as JSON, in AWS's documented shapes of a spot interruption warning, an AWS Health scheduled change
-and an instance state change.
+In moto no EC2 instance or AWS Health ever emits such an event by itself, so a user or a benchmark puts
+one on the default event bus (EventBridge PutEvents) with the fields EC2 or AWS Health would give it:
+moto's EventBridge matches it against the rules and delivers it to the queue as EventBridge does, the
+event as JSON. The event shapes are AWS's documented ones.
 """
 
 from __future__ import annotations
@@ -29,6 +28,38 @@ def sqs_client(endpoint_url: str, region: str) -> Any:
         "sqs", endpoint_url=endpoint_url, region_name=region,
         aws_access_key_id="testing", aws_secret_access_key="testing",
     )  # fmt: skip
+
+
+def events_client(endpoint_url: str, region: str) -> Any:
+    """A boto3 EventBridge client on the local moto server (fixed fake credentials)."""
+    import boto3
+
+    return boto3.client(
+        "events", endpoint_url=endpoint_url, region_name=region,
+        aws_access_key_id="testing", aws_secret_access_key="testing",
+    )  # fmt: skip
+
+
+# The rules of Karpenter's CloudFormation template: name suffix -> the event pattern sent to the queue.
+RULES: dict[str, dict[str, list[str]]] = {
+    "ScheduledChangeRule": {"source": ["aws.health"], "detail-type": ["AWS Health Event"]},
+    "SpotInterruptionRule": {"source": ["aws.ec2"], "detail-type": ["EC2 Spot Instance Interruption Warning"]},
+    "RebalanceRule": {"source": ["aws.ec2"], "detail-type": ["EC2 Instance Rebalance Recommendation"]},
+    "InstanceStateChangeRule": {"source": ["aws.ec2"], "detail-type": ["EC2 Instance State-change Notification"]},
+}
+
+
+def create_rules(events: Any, sqs: Any, queue_url: str, prefix: str) -> list[str]:
+    """Create (or update: PutRule and PutTargets are idempotent) the EventBridge rules `<prefix>-<name>`
+    of RULES, each targeting the queue at `queue_url`; their names."""
+    arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    names = []
+    for suffix, pattern in RULES.items():
+        name = f"{prefix}-{suffix}"
+        events.put_rule(Name=name, EventPattern=json.dumps(pattern), State="ENABLED")
+        events.put_targets(Rule=name, Targets=[{"Id": "KarpenterInterruptionQueueTarget", "Arn": arn}])
+        names.append(name)
+    return names
 
 
 def create_queue(sqs: Any, name: str) -> str:
@@ -134,6 +165,17 @@ def queue_url(sqs: Any, name: str | None) -> str:
     return str(urls[0])
 
 
-def send_interruption(sqs: Any, url: str, instance_id: str, region: str, kind: str = SPOT) -> None:
-    """Put an event of `kind` (one of KINDS) for `instance_id` on the queue at `url`, as EventBridge would."""
-    sqs.send_message(QueueUrl=url, MessageBody=interruption_event(kind, instance_id, region))
+def send_interruption(events: Any, instance_id: str, region: str, kind: str = SPOT) -> None:
+    """Put an event of `kind` (one of KINDS) for `instance_id` on the default event bus, as EC2 or AWS
+    Health would; the rules of `create_rules` deliver it to the queue. Raises RuntimeError when
+    EventBridge refuses it."""
+    event = json.loads(interruption_event(kind, instance_id, region))
+    entry = {
+        "Source": event["source"],
+        "DetailType": event["detail-type"],
+        "Detail": json.dumps(event["detail"]),
+        "Resources": event["resources"],
+    }
+    answer = events.put_events(Entries=[entry])
+    if answer.get("FailedEntryCount"):
+        raise RuntimeError(f"EventBridge refused the {kind} event: {answer.get('Entries')}")

@@ -74,7 +74,8 @@ class DevStack:
 
     After `start()`: `temporal_address`, `ui_url` (None without the UI), `kube_url`, `moto_url`,
     `kubeconfig`, `kube` (a KubeClient for this process) and `ec2` (a boto3 EC2 client on moto); with
-    an interruption queue, `sqs` (a boto3 SQS client on moto) and `interruption_queue_url`.
+    an interruption queue, `sqs` and `events` (boto3 SQS and EventBridge clients on moto), and
+    `interruption_queue_url` (the queue, fed by EventBridge rules as Karpenter's setup makes them).
 
     Children get SIGTERM from the kernel when the thread that started them exits (see
     `devstack.stack.children`): call `start()`, `start_worker()` and `restart_temporal()` from a thread
@@ -90,6 +91,7 @@ class DevStack:
         self.kube: KubeClient
         self.ec2: Any = None
         self.sqs: Any = None
+        self.events: Any = None
         self.interruption_queue_url: str | None = None
         self._temporal: temporal.TemporalDevServer | None = None
         self._services: ChildProcess | None = None
@@ -133,6 +135,8 @@ class DevStack:
             if cfg.interruption_queue:  # before the worker, whose consumer looks the queue up by name
                 self.sqs = interruption.sqs_client(self.moto_url, cfg.region)
                 self.interruption_queue_url = interruption.create_queue(self.sqs, cfg.interruption_queue)
+                self.events = interruption.events_client(self.moto_url, cfg.region)
+                interruption.create_rules(self.events, self.sqs, self.interruption_queue_url, cfg.interruption_queue)
             if cfg.crds:  # first, so that every custom resource applied after it gets its defaults
                 self.apply_files(applying.expand_paths(cfg.crds))
             if cfg.apply_defaults:
@@ -296,9 +300,10 @@ class DevStack:
 
     def send_interruption(self, instance_id: str, kind: str = interruption.SPOT) -> None:
         """Put an EC2 interruption event of `kind` (devstack.aws.interruption.KINDS; a spot interruption
-        warning by default) for `instance_id` on the interruption queue, as EventBridge would. Raises
-        RuntimeError when the stack has no interruption queue."""
-        interruption.send_interruption(self.sqs, self._queue_url(), instance_id, self.config.region, kind)
+        warning by default) for `instance_id` on EventBridge, whose rules deliver it to the interruption
+        queue. Raises RuntimeError when the stack has no interruption queue."""
+        self._queue_url()
+        interruption.send_interruption(self.events, instance_id, self.config.region, kind)
 
     def interruption_queue_depth(self) -> int:
         """Messages on the interruption queue, visible or received and not yet deleted. Raises
