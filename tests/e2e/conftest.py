@@ -69,6 +69,11 @@ def claim_tag(instance: dict[str, Any]) -> str:
     return next((t["Value"] for t in instance.get("Tags", []) if t["Key"] == "karpenter.sh/nodeclaim"), "")
 
 
+def claim_of_node(stack: DevStack, node: str) -> dict[str, Any] | None:
+    """The NodeClaim whose status names Node `node`, or None."""
+    return next((c for c in stack.kube.list(r.NODECLAIM) if (c.get("status") or {}).get("nodeName") == node), None)
+
+
 def assert_one_instance_per_claim(stack: DevStack) -> None:
     """The invariant crash tests protect: exactly one live instance per NodeClaim, none without one."""
     claims = sorted(c["metadata"]["name"] for c in stack.kube.list(NODECLAIM))

@@ -3,10 +3,6 @@ shared stack, the chaos case in test_chaos.py)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from devstack.stack import DevStack
-from kube import resources as r
 from tests.e2e.conftest import deployment
 
 POOL = """
@@ -33,7 +29,3 @@ SPREAD_APP = deployment(
     "            - {labelSelector: {matchLabels: {app: spread-app}}, topologyKey: kubernetes.io/hostname}",
 )  # fmt: skip
 NODECLAIM_LIST = "^/apis/karpenter.sh/v1/nodeclaims$"
-
-
-def claim_of_node(stack: DevStack, node: str) -> dict[str, Any] | None:
-    return next((c for c in stack.kube.list(r.NODECLAIM) if c.get("status", {}).get("nodeName") == node), None)

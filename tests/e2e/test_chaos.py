@@ -30,11 +30,12 @@ from kube.errors import NotFoundError
 from tests.e2e.conftest import (
     all_instances,
     assert_one_instance_per_claim,
+    claim_of_node,
     claim_tag,
     deployment,
     live_instances,
 )
-from tests.e2e.interruption_views import NODECLAIM_LIST, POOL, SPREAD_APP, claim_of_node
+from tests.e2e.interruption_views import NODECLAIM_LIST, POOL, SPREAD_APP
 from tests.eventually import eventually
 from tests.interruption_events import rebalance_recommendation, spot_interruption, state_change
 

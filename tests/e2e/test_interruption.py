@@ -12,8 +12,8 @@ import pytest
 
 from devstack.stack import DevStack
 from kube import resources as r
-from tests.e2e.conftest import all_instances
-from tests.e2e.interruption_views import APP, POOL, claim_of_node
+from tests.e2e.conftest import all_instances, claim_of_node
+from tests.e2e.interruption_views import APP, POOL
 from tests.eventually import eventually
 from tests.interruption_events import spot_interruption
 

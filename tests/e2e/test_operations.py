@@ -19,7 +19,7 @@ from activities.replace import REPLACEMENT_OF_ANNOTATION
 from devstack.stack import DevStack
 from kube import resources as r
 from kube.errors import NotFoundError
-from tests.e2e.conftest import REPO, assert_one_instance_per_claim, deployment, pods_of
+from tests.e2e.conftest import REPO, assert_one_instance_per_claim, claim_of_node, deployment, pods_of
 from tests.eventually import eventually
 from workers.dev_cmd import stack_config
 
@@ -65,10 +65,6 @@ def nodeflow(stack: DevStack, *args: str) -> subprocess.CompletedProcess[str]:
     return done
 
 
-def claim_of_node(stack: DevStack, node_name: str) -> dict[str, Any]:
-    return next(c for c in stack.kube.list(r.NODECLAIM) if c.get("status", {}).get("nodeName") == node_name)
-
-
 def get_or_none(stack: DevStack, resource: r.Resource, name: str) -> dict[str, Any] | None:
     try:
         return stack.kube.get(resource, name)
@@ -100,7 +96,9 @@ def test_drain_terminates_the_node_and_its_pods_land_elsewhere(stack: DevStack) 
     stack.apply_text(deployment("ops-drain", 2, cpu="1", memory="1Gi"))
     assert stack.wait_settled(timeout=90)["settled"]
     node_name = pods_of(stack, "ops-drain")[0]["spec"]["nodeName"]
-    name = claim_of_node(stack, node_name)["metadata"]["name"]
+    claim = claim_of_node(stack, node_name)
+    assert claim is not None
+    name = claim["metadata"]["name"]
 
     out = nodeflow(stack, "drain", node_name, "--reason", "e2e drain").stdout
     assert f"drain sent to NodeClaim {name} (node {node_name})" in out
@@ -120,7 +118,9 @@ def test_replace_brings_the_replacement_up_before_the_original_goes(stack: DevSt
     stack.apply_text(deployment("ops-replace", 1, cpu="1500m", memory="1Gi"))
     assert stack.wait_settled(timeout=90)["settled"]
     node_name = pods_of(stack, "ops-replace")[0]["spec"]["nodeName"]
-    original = claim_of_node(stack, node_name)["metadata"]["name"]
+    claim = claim_of_node(stack, node_name)
+    assert claim is not None
+    original = claim["metadata"]["name"]
 
     nodeflow(stack, "replace", original)
     seen: dict[str, Any] = {}
@@ -155,7 +155,9 @@ def test_changing_the_nodepool_template_marks_its_claims_drifted(stack: DevStack
     stack.apply_text(deployment("ops-drift", 1, extra_spec="      nodeSelector: {pool: drifty}", **SMALL))
     assert stack.wait_settled(timeout=90)["settled"]
     node_name = pods_of(stack, "ops-drift")[0]["spec"]["nodeName"]
-    name = claim_of_node(stack, node_name)["metadata"]["name"]
+    claim = claim_of_node(stack, node_name)
+    assert claim is not None
+    name = claim["metadata"]["name"]
     assert not condition(get_or_none(stack, r.NODECLAIM, name), "Drifted")
 
     stack.apply_text(drifty_pool(extra_labels=", tier: gold"))
@@ -199,7 +201,9 @@ def test_a_node_class_change_is_node_class_drift_and_replace_rolls_the_node_onto
     stack.apply_text(classy_node_class(cluster))
     stack.apply_text(deployment("ops-classy", 1, extra_spec="      nodeSelector: {pool: classy}", **SMALL))
     assert stack.wait_settled(timeout=90)["settled"]
-    original = claim_of_node(stack, pods_of(stack, "ops-classy")[0]["spec"]["nodeName"])["metadata"]["name"]
+    claim = claim_of_node(stack, pods_of(stack, "ops-classy")[0]["spec"]["nodeName"])
+    assert claim is not None
+    original = claim["metadata"]["name"]
     annotations = stack.kube.get(r.NODECLAIM, original)["metadata"]["annotations"]
     assert annotations["karpenter.k8s.aws/ec2nodeclass-hash-version"] == "nodeflow-v1"
 
@@ -214,7 +218,9 @@ def test_a_node_class_change_is_node_class_drift_and_replace_rolls_the_node_onto
     nodeflow(stack, "replace", original, "--reason", "roll onto the new user data")
     eventually(lambda: get_or_none(stack, r.NODECLAIM, original) is None, timeout=90, what=f"{original} replaced")
     assert stack.wait_settled(timeout=90)["settled"]
-    replacement = claim_of_node(stack, pods_of(stack, "ops-classy")[0]["spec"]["nodeName"])["metadata"]["name"]
+    claim = claim_of_node(stack, pods_of(stack, "ops-classy")[0]["spec"]["nodeName"])
+    assert claim is not None
+    replacement = claim["metadata"]["name"]
 
     def checked_twice() -> bool:
         return int(json.loads(nodeflow(stack, "status", replacement, "-o", "json").stdout)["drift_checks"]) >= 2

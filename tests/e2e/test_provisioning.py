@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from devstack.stack import DevStack
 from kube import resources as r
 from kube.errors import NotFoundError
-from tests.e2e.conftest import assert_one_instance_per_claim, deployment, live_instances, pods_of
+from tests.e2e.conftest import assert_one_instance_per_claim, claim_of_node, deployment, live_instances, pods_of
 from tests.eventually import eventually
 
 pytestmark = pytest.mark.e2e
@@ -279,7 +279,8 @@ def test_should_remove_the_nodeclaim_and_node_of_an_instance_terminated_by_hand(
     stack.apply_text(deployment("on-hand-terminated", 1, cpu="250m", memory="128Mi"))
     assert stack.wait_settled(timeout=120)["settled"]
     node_name = pods_of(stack, "on-hand-terminated")[0]["spec"]["nodeName"]
-    claim = next(c for c in stack.kube.list(r.NODECLAIM) if c["status"].get("nodeName") == node_name)
+    claim = claim_of_node(stack, node_name)
+    assert claim is not None
     stack.ec2.terminate_instances(InstanceIds=[claim["status"]["providerID"].rsplit("/", 1)[-1]])
 
     def node_and_claim_gone() -> bool:
