@@ -8,6 +8,7 @@ from typing import Any
 
 from apis.instancetype import InstanceType
 from apis.labels import ARCH, NODECLASS
+from cloudprovider.aws.amis import variant_for
 from cloudprovider.aws.cluster import ClusterConnection
 from cloudprovider.aws.errors import call, fleet_error_offering, has_code, is_capacity_code
 from cloudprovider.aws.instanceprofile import InstanceProfiles
@@ -67,11 +68,12 @@ def choose_capacity_type(allowed: list[str], candidates: Mapping[str, list[Overr
 
 
 def pick_ami(instance_type: InstanceType, amis: list[ResolvedAMI]) -> ResolvedAMI | None:
-    """The AMI for the type's architecture; the nvidia variant for GPU/Neuron types when one exists."""
+    """The AMI for the type's architecture and variant (`amis.variant_for`: nvidia for NVIDIA GPUs, neuron
+    for Neuron devices, else standard), else any AMI of the architecture."""
     arch = EC2_ARCH.get(instance_type.labels.get(ARCH, "amd64"), "x86_64")
-    accelerated = RESOURCE_NVIDIA_GPU in instance_type.capacity or RESOURCE_NEURON in instance_type.capacity
+    wanted = variant_for(RESOURCE_NVIDIA_GPU in instance_type.capacity, RESOURCE_NEURON in instance_type.capacity)
     matching = [a for a in amis if a.arch == arch]
-    preferred = [a for a in matching if a.variant == ("nvidia" if accelerated else "standard")]
+    preferred = [a for a in matching if a.variant == wanted]
     candidates = preferred or matching
     return candidates[0] if candidates else None
 

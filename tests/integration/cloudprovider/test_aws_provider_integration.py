@@ -116,8 +116,12 @@ def test_node_class_resolves_alias_to_an_ami_per_architecture(provider: AWSCloud
         "arm64": "amazon-eks-node-al2023-arm64-standard-1.32-v20250715",
         "x86_64": "amazon-eks-node-al2023-x86_64-standard-1.32-v20250715",
     }
+    neuron = {a["name"] for a in resolved.amis if a["variant"] == "neuron"}
+    assert neuron == {"amazon-eks-node-al2023-x86_64-neuron-1.32-v20250715"}
     pinned = provider.resolve_node_class(make_node_class("al2@v20240807"))
     assert {a["name"] for a in pinned.amis} >= {"amazon-eks-node-1.32-v20240807"}
+    gpu = {(a["name"], a["variant"]) for a in pinned.amis if a["variant"] != "standard"}
+    assert gpu == {("amazon-eks-gpu-node-1.32-v20240807", "nvidia"), ("amazon-eks-gpu-node-1.32-v20240807", "neuron")}
     assert provider.resolve_node_class(make_node_class("bottlerocket@latest")).amis
 
 
