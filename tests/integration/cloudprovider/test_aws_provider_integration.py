@@ -13,7 +13,8 @@ from collections.abc import Iterator
 import boto3
 import pytest
 
-from apis.ec2nodeclass import EC2NodeClass
+from activities.nodeclass_status import reservation_status
+from apis.ec2nodeclass import EC2NodeClass, ResolvedCapacityReservation
 from cloudprovider.aws.factory import new_aws_cloud_provider
 from cloudprovider.aws.instance_status import scheduled_changes
 from cloudprovider.aws.pricing import load_price_table
@@ -552,6 +553,7 @@ def test_a_reservation_is_resolved_offered_launched_into_and_freed(provider: AWS
         "123456789012", "targeted", "default"
     )  # fmt: skip
     assert _reserved_offers(provider, node_class) == [("us-west-2b", reservation_id, True)]
+    ResolvedCapacityReservation.model_validate(reservation_status(resolved))  # status holds it as the CRD says
 
     request = make_request(["m5.large"], ["reserved", "on-demand"], node_class=node_class)
     instance = provider.create(request)

@@ -63,7 +63,7 @@ def available(backend: Any, reservation: Reservation) -> int:
 
 def add_reservation(backend: Any, **kwargs: Any) -> Reservation:
     """A new reservation in `backend` (fields as `Reservation`'s; id and owner chosen here)."""
-    reservation = Reservation(id=random_id("cr-"), owner_id=str(backend.account_id), **kwargs)
+    reservation = Reservation(id=random_id("cr"), owner_id=str(backend.account_id), **kwargs)
     reservations(backend)[reservation.id] = reservation
     return reservation
 
