@@ -7,11 +7,14 @@ unavailable-offerings cache.
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import itertools
 from collections.abc import Iterator
 
 import boto3
 import pytest
+from moto.core import DEFAULT_ACCOUNT_ID as MOTO_ACCOUNT
+from moto.ec2.models import ec2_backends
 
 from activities.nodeclass_status import reservation_status
 from apis.ec2nodeclass import EC2NodeClass, ResolvedCapacityReservation
@@ -27,6 +30,7 @@ from cloudprovider.errors import (
     ThrottledError,
 )
 from cloudprovider.types import LaunchRequest
+from devstack.aws.capacity_reservations import add_capacity_block
 from devstack.aws.faults import FaultClient
 from devstack.aws.seed import CUSTOM_AMI_TAG, CUSTOM_AMIS, windows_ami_name
 from devstack.aws.server import MotoServer
@@ -610,3 +614,19 @@ def test_terms_that_match_no_reservation_resolve_to_none(provider: AWSCloudProvi
     node_class = make_node_class(capacityReservationSelectorTerms=[{"id": "cr-0123456789abcdef0"}])
     assert provider.resolve_node_class(node_class).capacity_reservations == []
     assert _reserved_offers(provider, node_class) == []
+
+
+def test_a_capacity_block_is_launched_into_with_its_market_type(provider: AWSCloudProvider, ec2) -> None:  # type: ignore[no-untyped-def]
+    end = dt.datetime.now(dt.UTC).replace(microsecond=0) + dt.timedelta(hours=2)
+    block = add_capacity_block(ec2_backends[MOTO_ACCOUNT][REGION], "m5.large", "us-west-2c", 1, end)
+    node_class = make_node_class(capacityReservationSelectorTerms=[{"id": block.id}])
+    [resolved] = provider.resolve_node_class(node_class).capacity_reservations
+    assert (resolved.reservation_type, resolved.state, resolved.end_time) == (
+        "capacity-block", "active", end.strftime("%Y-%m-%dT%H:%M:%SZ")
+    )  # fmt: skip
+    instance = provider.create(make_request(["m5.large"], ["reserved"], node_class=node_class))
+    assert (instance.capacity_type, instance.capacity_reservation_id, instance.capacity_reservation_type) == (
+        "reserved", block.id, "capacity-block"
+    )  # fmt: skip
+    described = ec2.describe_instances(InstanceIds=[instance.id])["Reservations"][0]["Instances"][0]
+    assert described["InstanceLifecycle"] == "capacity-block"
