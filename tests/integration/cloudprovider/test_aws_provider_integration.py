@@ -616,6 +616,14 @@ def test_terms_that_match_no_reservation_resolve_to_none(provider: AWSCloudProvi
     assert _reserved_offers(provider, node_class) == []
 
 
+def test_with_the_reserved_capacity_gate_off_no_reservation_is_read(aws: MotoServer, ec2) -> None:  # type: ignore[no-untyped-def]
+    _reservation(ec2, "gate-off")
+    gated = new_aws_cloud_provider(
+        REGION, aws.url, cluster_name=CLUSTER, credentials=("testing", "testing"), reserved_capacity=False
+    )
+    assert gated.resolve_node_class(_reserved_class("gate-off")).capacity_reservations == []
+
+
 def test_a_capacity_block_is_launched_into_with_its_market_type(provider: AWSCloudProvider, ec2) -> None:  # type: ignore[no-untyped-def]
     end = dt.datetime.now(dt.UTC).replace(microsecond=0) + dt.timedelta(hours=2)
     block = add_capacity_block(ec2_backends[MOTO_ACCOUNT][REGION], "m5.large", "us-west-2c", 1, end)
