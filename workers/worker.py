@@ -204,6 +204,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
         cluster_name=settings.cluster_name,
         cluster=cluster,
         kubernetes_version=settings.kubernetes_version,
+        reserved_capacity=settings.feature_gate_values()["ReservedCapacity"],
     )
     cloud = MeteredCloudProvider(aws, metrics)
     recorder = EventRecorder(kube)

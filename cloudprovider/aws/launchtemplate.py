@@ -59,7 +59,8 @@ def _ebs(ebs: EBS) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class LaunchTemplateSpec:
-    """What goes into one launch template."""
+    """What goes into one launch template. With `capacity_reservation_id`, launches target that
+    reservation (and buy capacity-block capacity when `capacity_reservation_type` is capacity-block)."""
 
     image_id: str
     user_data: str
@@ -68,6 +69,8 @@ class LaunchTemplateSpec:
     node_class: EC2NodeClass
     family: str
     tags: tuple[tuple[str, str], ...]
+    capacity_reservation_id: str = ""
+    capacity_reservation_type: str = ""
 
     def data(self) -> dict[str, Any]:
         spec = self.node_class.spec
@@ -96,6 +99,12 @@ class LaunchTemplateSpec:
             data["SecurityGroupIds"] = list(self.security_group_ids)
         if spec.cpu_options is not None and spec.cpu_options.nested_virtualization is not None:
             data["CpuOptions"] = {"NestedVirtualization": spec.cpu_options.nested_virtualization}
+        if self.capacity_reservation_id:
+            data["CapacityReservationSpecification"] = {
+                "CapacityReservationTarget": {"CapacityReservationId": self.capacity_reservation_id}
+            }
+            if self.capacity_reservation_type == "capacity-block":
+                data["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
         return data
 
     def resource_tags(self) -> tuple[tuple[str, str], ...]:
