@@ -204,6 +204,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
         cluster_name=settings.cluster_name,
         cluster=cluster,
         kubernetes_version=settings.kubernetes_version,
+        fleet_batch_sizes=metrics.fleet_batch,
     )
     cloud = MeteredCloudProvider(aws, metrics)
     recorder = EventRecorder(kube)

@@ -55,11 +55,13 @@ def new_aws_cloud_provider(
     credentials: tuple[str, str] | None = None,
     max_attempts: int = 3,
     ec2_limiter: EC2RateLimiter | None = None,
+    fleet_batch_sizes: Callable[[int], None] | None = None,
 ) -> AWSCloudProvider:
     """An AWSCloudProvider for `region`. `endpoint_url` points EC2, SSM and IAM elsewhere (e.g. the local
     stack); `credentials` (access key id, secret) override the default credential chain; `cluster`
     (from `resolve_eks_cluster`) is what the launched nodes need to join. Every EC2 call first takes a
-    token from `ec2_limiter` (by default one with EC2's default bucket sizes, for this provider alone)."""
+    token from `ec2_limiter` (by default one with EC2's default bucket sizes, for this provider alone);
+    `fleet_batch_sizes` is told the size of each CreateFleet batch."""
     client = _client_factory(region, endpoint_url, credentials, max_attempts)
     return AWSCloudProvider(
         rate_limited(client("ec2"), ec2_limiter or EC2RateLimiter()),
@@ -71,6 +73,7 @@ def new_aws_cloud_provider(
         cluster=cluster,
         kubernetes_version=kubernetes_version,
         clock=clock,
+        fleet_batch_sizes=fleet_batch_sizes,
     )
 
 

@@ -11,6 +11,7 @@ from apis.labels import ARCH, NODECLASS
 from cloudprovider.aws.amis import variant_for
 from cloudprovider.aws.cluster import ClusterConnection
 from cloudprovider.aws.errors import call, fleet_error_offering, has_code, is_capacity_code
+from cloudprovider.aws.fleet_batcher import FleetBatcher
 from cloudprovider.aws.instanceprofile import InstanceProfiles
 from cloudprovider.aws.instances import InstanceQueries, to_instance
 from cloudprovider.aws.instancetypes import RESOURCE_NEURON, RESOURCE_NVIDIA_GPU
@@ -89,6 +90,16 @@ def spot_cheaper_than_on_demand(candidates: Mapping[str, list[Override]]) -> lis
     return [ov for ov in spot if ov.price <= ceiling] or spot
 
 
+def new_fleet_batcher(ec2: EC2API, observe: Callable[[int], None] | None = None) -> FleetBatcher:
+    """A FleetBatcher (Karpenter's windows) sending its CreateFleet and CreateTags calls through `ec2`;
+    `observe` is told each batch's size."""
+    return FleetBatcher(
+        lambda **kwargs: call("CreateFleet", ec2.create_fleet, **kwargs),
+        lambda **kwargs: call("CreateTags", ec2.create_tags, **kwargs),
+        observe=observe,
+    )
+
+
 class Launcher:
     """Everything `create()` needs; see `CloudProvider.create` for the contract."""
 
@@ -102,6 +113,7 @@ class Launcher:
         instances: InstanceQueries,
         unavailable: UnavailableOfferings,
         catalog: Callable[[Any], list[InstanceType]],
+        batcher: FleetBatcher | None = None,
     ) -> None:
         self._ec2 = ec2
         self._cluster = cluster
@@ -111,6 +123,7 @@ class Launcher:
         self._instances = instances
         self._unavailable = unavailable
         self._catalog = catalog
+        self._batcher = batcher or new_fleet_batcher(ec2)
 
     def create(self, request: LaunchRequest) -> Instance:
         existing = self._instances.live(request.node_claim_name)
@@ -283,7 +296,7 @@ class Launcher:
         else:
             kwargs["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
         try:
-            response = call("CreateFleet", self._ec2.create_fleet, **kwargs)
+            response = self._batcher.create_fleet(kwargs)
         except CloudProviderError as error:
             if has_code(
                 error, "InvalidLaunchTemplateName.*", "InvalidLaunchTemplateId.*"

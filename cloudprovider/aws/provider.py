@@ -20,7 +20,7 @@ from cloudprovider.aws.errors import call
 from cloudprovider.aws.instanceprofile import InstanceProfiles
 from cloudprovider.aws.instances import InstanceQueries
 from cloudprovider.aws.instancetypes import InstanceTypeSettings
-from cloudprovider.aws.launch import ClusterInfo, Launcher
+from cloudprovider.aws.launch import ClusterInfo, Launcher, new_fleet_batcher
 from cloudprovider.aws.launchtemplate import LaunchTemplates, is_stale
 from cloudprovider.aws.nodeclass import NodeClassResolver, ami_family, generated_profile_name
 from cloudprovider.aws.offerings import InstanceTypeCatalog
@@ -36,7 +36,8 @@ class AWSCloudProvider:
 
     `cluster` is what launched nodes need to join (endpoint, CA, service CIDR; see
     `cloudprovider.aws.cluster.resolve_cluster_connection`); without it their user data carries only
-    the name and `cluster_endpoint`."""
+    the name and `cluster_endpoint`. `fleet_batch_sizes` is told the size of each CreateFleet batch
+    (`cloudprovider.aws.fleet_batcher`)."""
 
     def __init__(
         self,
@@ -53,6 +54,7 @@ class AWSCloudProvider:
         unavailable: UnavailableOfferings | None = None,
         clock: Callable[[], float] = time.monotonic,
         catalog_ttl_seconds: float = 3600.0,
+        fleet_batch_sizes: Callable[[int], None] | None = None,
     ) -> None:
         if not cluster_name:
             raise ValueError("AWSCloudProvider: cluster_name is required (the EKS cluster name, e.g. my-cluster)")
@@ -78,6 +80,7 @@ class AWSCloudProvider:
             self._instances,
             self.unavailable,
             self.instance_types,
+            new_fleet_batcher(ec2, fleet_batch_sizes),
         )
 
     def create(self, request: LaunchRequest) -> Instance:
