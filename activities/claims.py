@@ -70,6 +70,7 @@ def launch_request(claim: NodeClaim, node_class: EC2NodeClass, cluster_name: str
         labels=single_value_labels(claim),
         taints=[t.to_kube() for t in [*claim.spec.taints, *claim.spec.startup_taints]],
         tags=tags,
+        min_values={r.key: r.min_values for r in claim.spec.requirements if r.min_values is not None},
     )
 
 

@@ -29,7 +29,9 @@ class LaunchRequest(BaseModel):
 
     `instance_types` is ordered cheapest first (at most 60). `zones` and `capacity_types` are the
     values the claim's requirements allow (empty = any). `client_token` makes CreateFleet idempotent
-    (the NodeClaim's uid). `tags` are added to the instance, volumes and launch template.
+    (the NodeClaim's uid). `tags` are added to the instance, volumes and launch template. `min_values`:
+    the claim's requirements' minValues by key (the launch keeps that many distinct values among its
+    offerings, see `cloudprovider.aws.fleet_overrides`).
     """
 
     node_claim_name: str
@@ -42,6 +44,7 @@ class LaunchRequest(BaseModel):
     labels: dict[str, str] = Field(default_factory=dict)
     taints: list[dict[str, str]] = Field(default_factory=list)
     tags: dict[str, str] = Field(default_factory=dict)
+    min_values: dict[str, int] = Field(default_factory=dict)
 
 
 def instance_id_of(provider_id: str) -> str:

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from apis.instancetype import InstanceType
-from apis.labels import ARCH, NODECLASS
+from apis.labels import ARCH, INSTANCE_TYPE, NODECLASS, ZONE
 from cloudprovider.aws.amis import variant_for
 from cloudprovider.aws.cluster import ClusterConnection
 from cloudprovider.aws.errors import call, fleet_error_offering, has_code, is_capacity_code
 from cloudprovider.aws.fleet_batcher import FleetBatcher
+from cloudprovider.aws.fleet_overrides import limit_overrides
 from cloudprovider.aws.instanceprofile import InstanceProfiles
 from cloudprovider.aws.instances import InstanceQueries, to_instance
 from cloudprovider.aws.instancetypes import RESOURCE_NEURON, RESOURCE_NVIDIA_GPU
@@ -36,7 +37,6 @@ from cloudprovider.types import (
 )
 from cloudprovider.unavailable import UnavailableOfferings
 
-MAX_INSTANCE_TYPES = 60
 EC2_ARCH = {"amd64": "x86_64", "arm64": "arm64"}
 
 
@@ -47,6 +47,16 @@ class Override:
     zone: str
     price: float
     ami: ResolvedAMI
+    labels: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+
+def override_value(override: Override, key: str) -> str | None:
+    """The override's value of a requirement key: its instance type, zone, or a label of its type."""
+    if key == INSTANCE_TYPE:
+        return override.instance_type
+    if key == ZONE:
+        return override.zone
+    return override.labels.get(key)
 
 
 @dataclass(frozen=True)
@@ -139,6 +149,7 @@ class Launcher:
         overrides = (
             spot_cheaper_than_on_demand(candidates) if capacity_type == "spot" else candidates.get("on-demand", [])
         )
+        overrides = limit_overrides(overrides, override_value, request.min_values)
         if not overrides:
             refused = self._unavailable_requested(request)
             raise InsufficientCapacityError(
@@ -178,7 +189,7 @@ class Launcher:
     def _unavailable_requested(self, request: LaunchRequest) -> list[UnavailableOffering]:
         """The offerings of this request that the unavailable-offerings cache holds."""
         allowed = request.capacity_types or ["on-demand"]
-        wanted = set(request.instance_types[:MAX_INSTANCE_TYPES])
+        wanted = set(request.instance_types)
         return [
             o
             for o in self._unavailable.snapshot()
@@ -210,7 +221,7 @@ class Launcher:
                 subnet_by_zone.setdefault(s["zone"], s["id"])
         catalog = {it.name: it for it in self._catalog(request.node_class)}
         out: dict[str, list[Override]] = {}
-        for name in request.instance_types[:MAX_INSTANCE_TYPES]:
+        for name in request.instance_types:
             it = catalog.get(name)
             ami = pick_ami(it, amis) if it else None
             if it is None or ami is None:
@@ -222,7 +233,7 @@ class Launcher:
                     and o.capacity_type in (request.capacity_types or ["on-demand"])
                 ):
                     out.setdefault(o.capacity_type, []).append(
-                        Override(name, subnet_by_zone[o.zone], o.zone, o.price, ami)
+                        Override(name, subnet_by_zone[o.zone], o.zone, o.price, ami, it.labels)
                     )
         for items in out.values():
             items.sort(key=lambda ov: (ov.price, ov.instance_type, ov.zone))

@@ -530,3 +530,23 @@ def test_concurrent_same_shape_launches_share_a_create_fleet_and_each_claim_find
         assert instance.tags["Name"] == request.node_claim_name
         assert instance.tags["karpenter.sh/nodepool"] == "default"
         assert provider.create(request).id == instance.id  # a retried launch adopts its instance
+
+
+def test_a_launch_sends_at_most_60_overrides_keeping_the_min_values_families(
+    provider: AWSCloudProvider,
+    ec2,  # type: ignore[no-untyped-def]
+) -> None:
+    catalog = provider.instance_types(make_node_class())
+    families = sorted({it.labels["karpenter.k8s.aws/instance-family"] for it in catalog})[:40]
+    types = [it.name for it in catalog if it.labels["karpenter.k8s.aws/instance-family"] in families]
+    request = make_request(types, min_values={"karpenter.k8s.aws/instance-family": 30})
+    provider.create(request)
+    fleet = next(
+        f
+        for f in ec2.describe_fleets()["Fleets"]
+        if {"Key": "karpenter.sh/nodeclaim", "Value": request.node_claim_name} in f.get("Tags", [])
+    )
+    overrides = [o for c in fleet["LaunchTemplateConfigs"] for o in c.get("Overrides", [])]
+    assert len(types) * len(ZONES) > 60
+    assert len(overrides) <= 60
+    assert len({o["InstanceType"].split(".")[0] for o in overrides}) >= 30
