@@ -214,10 +214,13 @@ class Launcher:
     def _overrides(
         self, request: LaunchRequest, subnets: list[dict[str, str]], amis: list[ResolvedAMI]
     ) -> dict[str, list[Override]]:
-        """Available offerings per capacity type, cheapest first, at most one subnet per zone."""
+        """Available offerings per capacity type, cheapest first, at most one subnet per zone (of the
+        request's zones and zone ids)."""
         subnet_by_zone: dict[str, str] = {}
         for s in subnets:
-            if not request.zones or s["zone"] in request.zones:
+            if (not request.zones or s["zone"] in request.zones) and (
+                not request.zone_ids or s.get("zoneID") in request.zone_ids
+            ):
                 subnet_by_zone.setdefault(s["zone"], s["id"])
         catalog = {it.name: it for it in self._catalog(request.node_class)}
         out: dict[str, list[Override]] = {}

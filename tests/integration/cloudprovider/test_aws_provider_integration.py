@@ -550,3 +550,10 @@ def test_a_launch_sends_at_most_60_overrides_keeping_the_min_values_families(
     assert len(types) * len(ZONES) > 60
     assert len(overrides) <= 60
     assert len({o["InstanceType"].split(".")[0] for o in overrides}) >= 30
+
+
+def test_a_launch_limited_to_a_zone_id_lands_in_that_zone(provider: AWSCloudProvider, ec2) -> None:  # type: ignore[no-untyped-def]
+    tag = [{"Name": "tag:karpenter.sh/discovery", "Values": [CLUSTER]}]
+    zone_ids = {s["AvailabilityZone"]: s["AvailabilityZoneId"] for s in ec2.describe_subnets(Filters=tag)["Subnets"]}
+    instance = provider.create(make_request(["m5.large"], zone_ids=[zone_ids["us-west-2c"]]))
+    assert instance.zone == "us-west-2c"
