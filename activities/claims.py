@@ -66,10 +66,12 @@ def launch_request(claim: NodeClaim, node_class: EC2NodeClass, cluster_name: str
         node_class=node_class,
         instance_types=requirement_values(claim.spec.requirements, labels.INSTANCE_TYPE),
         zones=requirement_values(claim.spec.requirements, labels.ZONE),
+        zone_ids=requirement_values(claim.spec.requirements, labels.ZONE_ID),
         capacity_types=requirement_values(claim.spec.requirements, labels.CAPACITY_TYPE) or ["on-demand"],
         labels=single_value_labels(claim),
         taints=[t.to_kube() for t in [*claim.spec.taints, *claim.spec.startup_taints]],
         tags=tags,
+        min_values={r.key: r.min_values for r in claim.spec.requirements if r.min_values is not None},
     )
 
 

@@ -3,7 +3,10 @@
 An instance leaks when its NodeClaim disappears without the claim's workflow terminating it: a lost
 Temporal namespace, a cluster restored from a backup, or someone removing the claim's finalizer. The
 collector terminates such instances once they are older than a minimum age, so an instance whose claim
-is being created right now is never raced (claims are always created before their instance).
+is being created right now is never raced (claims are always created before their instance). An
+instance nodeflow launched (it carries a `karpenter.sh/nodepool` tag) without a claim tag leaks too when
+no NodeClaim records it as its instance: a launch batched into one CreateFleet tags each instance with
+its claim just after the fleet returns, and a worker that died in between leaves such an instance.
 
 A NodeClaim is stranded when its instance ends outside nodeflow (terminated in the console, a spot
 reclaim nobody handled). As Karpenter's NodeClaim garbage collection does, a registered NodeClaim whose
@@ -30,7 +33,7 @@ from activities import ownership
 from apis.ec2nodeclass import EC2NodeClass
 from apis.meta import parse_rfc3339
 from cloudprovider.errors import CloudProviderError, InstanceNotFoundError
-from cloudprovider.types import CloudProvider, Instance, instance_id_of
+from cloudprovider.types import TAG_NODEPOOL, CloudProvider, Instance, instance_id_of
 from kube import resources as r
 from kube.events import EventRecorder
 from kube.types import Kube, Obj
@@ -138,10 +141,11 @@ class GarbageCollectionActivities:
 
     @activity.defn(name="collect_leaked_instances")
     def collect(self, inp: CollectInput) -> CollectResult:
-        """Terminate every live instance of the cluster tagged with a NodeClaim that does not exist and
-        launched at least `min_age_seconds` ago, then delete every NodeClaim stranded without its instance
-        (`is_stranded`), then the stale launch templates at least that old (see the module docstring).
-        Instances without a claim tag or without a known launch time are never touched.
+        """Terminate every live instance of the cluster tagged with a NodeClaim that does not exist, or
+        launched by nodeflow without a claim tag and recorded by no NodeClaim, that launched at least
+        `min_age_seconds` ago; then delete every NodeClaim stranded without its instance (`is_stranded`),
+        then the stale launch templates at least that old (see the module docstring). Instances without
+        a known launch time, and untagged ones nodeflow did not launch, are never touched.
         Idempotent; a failure to list either side raises (retried), it is never taken to mean "no
         claims" or "no instances"."""
         # Instances first, claims second: every instance's claim was created before the instance, so a
@@ -149,12 +153,13 @@ class GarbageCollectionActivities:
         instances = self.cloud.list()
         claim_objects = self.kube.list(r.NODECLAIM)
         claims = {obj["metadata"]["name"] for obj in claim_objects}
+        recorded = {instance_id_of(str((obj.get("status") or {}).get("providerID") or "")) for obj in claim_objects}
         now = datetime.now(UTC)
         min_age = timedelta(seconds=inp.min_age_seconds)
         result = CollectResult(checked=len(instances))
         for instance in sorted(instances, key=lambda i: i.id):
             claim = instance.node_claim
-            if not claim or claim in claims:
+            if claim in claims or (not claim and (TAG_NODEPOOL not in instance.tags or instance.id in recorded)):
                 continue
             started = launched_at(instance)
             if started is None or now - started < min_age:
@@ -164,11 +169,15 @@ class GarbageCollectionActivities:
                 self.cloud.delete(instance.id)
             except InstanceNotFoundError:
                 continue  # terminated meanwhile: nothing leaked
-            log.warning("terminated leaked instance %s: its NodeClaim %s does not exist", instance.id, claim)
+            log.warning(
+                "terminated leaked instance %s: %s",
+                instance.id,
+                f"its NodeClaim {claim} does not exist" if claim else "no NodeClaim tag and no NodeClaim records it",
+            )
             result.terminated.append(
                 LeakedInstance(
                     instance_id=instance.id,
-                    node_claim=claim,
+                    node_claim=claim or "",
                     launch_time=instance.launch_time,
                     terminated_at=now.isoformat(),
                 )

@@ -37,6 +37,8 @@ T = TypeVar("T")
 PROVIDER = "aws"
 # Seconds; from a few milliseconds (a cached catalog read) to the two minutes of a slow scheduling round.
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+# Requests per batch, from a lone launch to the CreateFleet batcher's cap (cloudprovider.aws.fleet_batcher).
+BATCH_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000)
 PROVISIONED = "provisioned"  # karpenter_nodeclaims_created_total's reason for a claim provisioning made
 
 # What nodeflow's CloudProvider methods are called in Karpenter's `method` label; nodeflow's own methods
@@ -128,6 +130,14 @@ class Metrics:
             ["controller", "method", "provider", "error"],
             registry=reg,
         )
+        self.batcher_batch_size = Histogram(
+            "karpenter_cloudprovider_batcher_batch_size",
+            "Size of the request batch per batcher. Labeled by the batcher (create_fleet: launches sent as one "
+            "CreateFleet).",
+            ["batcher"],
+            buckets=BATCH_SIZE_BUCKETS,
+            registry=reg,
+        )
         self.interruption_received = Counter(
             "karpenter_interruption_received_messages",
             "Count of messages received from the interruption queue. Broken down by message type.",
@@ -139,6 +149,10 @@ class Metrics:
             "Count of messages deleted from the interruption queue.",
             registry=reg,
         )
+
+    def fleet_batch(self, size: int) -> None:
+        """One CreateFleet batch of `size` launches was sent."""
+        self.batcher_batch_size.labels(batcher="create_fleet").observe(size)
 
     @contextmanager
     def scheduling(self, controller: str, pods: int) -> Iterator[None]:

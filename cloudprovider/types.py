@@ -27,9 +27,11 @@ TAG_MANAGED_BY = "karpenter.sh/managed-by"  # on the instance profiles nodeflow 
 class LaunchRequest(BaseModel):
     """Everything needed to launch one instance for one NodeClaim.
 
-    `instance_types` is ordered cheapest first (at most 60). `zones` and `capacity_types` are the
-    values the claim's requirements allow (empty = any). `client_token` makes CreateFleet idempotent
-    (the NodeClaim's uid). `tags` are added to the instance, volumes and launch template.
+    `instance_types` is ordered cheapest first. `zones`, `zone_ids` (topology.k8s.aws/zone-id) and
+    `capacity_types` are the values the claim's requirements allow (empty = any). `client_token` makes
+    CreateFleet idempotent (the NodeClaim's uid). `tags` are added to the instance, volumes and launch
+    template. `min_values`: the claim's requirements' minValues by key (the launch keeps that many
+    distinct values among its offerings, see `cloudprovider.aws.fleet_overrides`).
     """
 
     node_claim_name: str
@@ -38,10 +40,12 @@ class LaunchRequest(BaseModel):
     node_class: EC2NodeClass
     instance_types: list[str]
     zones: list[str] = Field(default_factory=list)
+    zone_ids: list[str] = Field(default_factory=list)
     capacity_types: list[str] = Field(default_factory=lambda: ["on-demand"])
     labels: dict[str, str] = Field(default_factory=dict)
     taints: list[dict[str, str]] = Field(default_factory=list)
     tags: dict[str, str] = Field(default_factory=dict)
+    min_values: dict[str, int] = Field(default_factory=dict)
 
 
 def instance_id_of(provider_id: str) -> str:

@@ -34,9 +34,24 @@ WINDOWS_BUILDS = {"windows2019": "10.0.17763", "windows2022": "10.0.20348", "win
 
 @dataclass(frozen=True, slots=True)
 class Offer:
+    """`zone_id`: the zone's id (`topology.k8s.aws/zone-id`), '' when the node class does not know it."""
+
     zone: str
     capacity_type: str
     price: float
+    zone_id: str = ""
+
+    def value(self, key: str) -> str | None:
+        """The offer's value of an offering key (`OFFERING_KEYS`)."""
+        if key == L.ZONE:
+            return self.zone
+        if key == L.CAPACITY_TYPE:
+            return self.capacity_type
+        return self.zone_id or None
+
+
+# Keys an offering, not the instance type's labels, decides.
+OFFERING_KEYS: tuple[str, ...] = (L.ZONE, L.CAPACITY_TYPE, L.ZONE_ID)
 
 
 @dataclass(eq=False, slots=True)
@@ -51,13 +66,17 @@ class Option:
     offers: tuple[Offer, ...]
 
     def compatible_offers(self, reqs: Requirements) -> list[Offer]:
-        zone, ctype = reqs.get_req(L.ZONE), reqs.get_req(L.CAPACITY_TYPE)
-        return [o for o in self.offers if zone.allows(o.zone) and ctype.allows(o.capacity_type)]
+        zone, ctype, zone_id = reqs.get_req(L.ZONE), reqs.get_req(L.CAPACITY_TYPE), reqs.get_req(L.ZONE_ID)
+        return [
+            o
+            for o in self.offers
+            if zone.allows(o.zone) and ctype.allows(o.capacity_type) and zone_id.allows(o.zone_id or None)
+        ]
 
     def label_mismatch(self, reqs: Requirements) -> str | None:
-        """The first label requirement (other than zone and capacity type) this type fails."""
+        """The first label requirement (other than the offering keys) this type fails."""
         for key, req in reqs.items():
-            if key in (L.ZONE, L.CAPACITY_TYPE):
+            if key in OFFERING_KEYS:
                 continue
             if not req.allows(self.labels.get(key)):
                 return key
@@ -173,12 +192,14 @@ def build_options(
     zones: frozenset[str] | None = None,
     os_labels: tuple[str, str | None] = ("linux", None),
     node_class: EC2NodeClass | None = None,
+    zone_ids: Mapping[str, str] | None = None,
 ) -> list[Option]:
     """Every catalog type as an Option under these kubelet settings; offerings limited to available ones
     (and to `zones` when the node class resolved its subnets). Types with no offering left are dropped, and
     for Windows classes (`os_labels`) every non-amd64 type. Sorted by cheapest offering, then name. With
     `node_class`, ephemeral storage is that class's (`node_class_storage`), else the catalog's, and its
-    reserved offerings are those of the capacity reservations in its status only."""
+    reserved offerings are those of the capacity reservations in its status only. `zone_ids`
+    (zone name -> zone id, from the node class's subnets) gives each offering its zone id."""
     os_name, windows_build = os_labels
     reservations = {c.id for c in node_class.status.capacity_reservations} if node_class is not None else None
     out: list[Option] = []
@@ -189,7 +210,7 @@ def build_options(
         allocatable = {name: value - overhead.get(name, 0) for name, value in capacity.items()}
         offers = sorted(
             (
-                Offer(o.zone, o.capacity_type, o.price)
+                Offer(o.zone, o.capacity_type, o.price, (zone_ids or {}).get(o.zone, ""))
                 for o in it.offerings
                 if o.available
                 and (zones is None or o.zone in zones)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from apis.labels import CAPACITY_TYPE, HOSTNAME, INSTANCE_TYPE, NODEPOOL, ZONE
 from apis.quantity import format_resource_list
-from scheduling.catalog import Option
+from scheduling.catalog import OFFERING_KEYS, Option
 from scheduling.requirements import Req, Requirements
 from scheduling.targets import Claim
 from scheduling.types import PlannedNodeClaim
@@ -14,10 +14,9 @@ INF = float("inf")
 
 
 def domain_values(key: str, reqs: Requirements, options: list[Option]) -> set[str]:
-    if key in (ZONE, CAPACITY_TYPE):
-        return {
-            (offer.zone if key == ZONE else offer.capacity_type) for o in options for offer in o.compatible_offers(reqs)
-        }
+    if key in OFFERING_KEYS:
+        values = {offer.value(key) for o in options for offer in o.compatible_offers(reqs)}
+        return {v for v in values if v is not None}
     finite = reqs.get_req(key).finite()
     if finite is not None:
         return set(finite)

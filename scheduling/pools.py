@@ -183,8 +183,9 @@ def build_pools(
             problem = problem or is_ready(nc.status.conditions)
             if nc.name not in option_cache:
                 zones = frozenset(s.zone for s in nc.status.subnets) or None
+                zone_ids = {s.zone: s.zone_id for s in nc.status.subnets if s.zone_id}
                 option_cache[nc.name] = build_options(
-                    instance_types, nc.spec.kubelet, zones, node_class_os(nc), node_class=nc
+                    instance_types, nc.spec.kubelet, zones, node_class_os(nc), node_class=nc, zone_ids=zone_ids
                 )
             options = option_cache[nc.name]
         try:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from apis.labels import CAPACITY_TYPE, WELL_KNOWN_LABELS, ZONE
+from apis.labels import CAPACITY_TYPE, WELL_KNOWN_LABELS, ZONE, ZONE_ID
 from apis.requirements import NodeSelectorRequirement
 
 # Deprecated keys Kubernetes still accepts in pod specs, normalised to their stable names.
@@ -270,7 +270,7 @@ def from_labels(labels: Mapping[str, str]) -> Requirements:
 
 def is_offering_key(key: str) -> bool:
     """Keys whose values come from an instance type's offerings rather than its labels."""
-    return key in (ZONE, CAPACITY_TYPE)
+    return key in (ZONE, CAPACITY_TYPE, ZONE_ID)
 
 
 def undefined_key_default(key: str) -> Req:

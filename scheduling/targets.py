@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from apis.labels import CAPACITY_TYPE, HOSTNAME, ZONE
+from apis.labels import HOSTNAME
 from apis.quantity import ResourceList
-from scheduling.catalog import Option
+from scheduling.catalog import OFFERING_KEYS, Option
 from scheduling.packing import IntArray
 from scheduling.pools import Pool
 from scheduling.requirements import Requirements
@@ -126,10 +126,9 @@ class Claim:
 
     def distinct_values(self, key: str, options: list[Option], reqs: Requirements | None = None) -> int:
         reqs = self.reqs if reqs is None else reqs
-        if key == ZONE:
-            return len({o.zone for opt in options for o in opt.compatible_offers(reqs)})
-        if key == CAPACITY_TYPE:
-            return len({o.capacity_type for opt in options for o in opt.compatible_offers(reqs)})
+        if key in OFFERING_KEYS:
+            values = {o.value(key) for opt in options for o in opt.compatible_offers(reqs)}
+            return len(values - {None})
         return len({opt.labels.get(key) for opt in options if opt.labels.get(key) is not None})
 
 

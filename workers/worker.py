@@ -205,6 +205,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
         cluster=cluster,
         kubernetes_version=settings.kubernetes_version,
         reserved_capacity=settings.feature_gate_values()["ReservedCapacity"],
+        fleet_batch_sizes=metrics.fleet_batch,
     )
     cloud = MeteredCloudProvider(aws, metrics)
     recorder = EventRecorder(kube)

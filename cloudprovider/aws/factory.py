@@ -56,12 +56,14 @@ def new_aws_cloud_provider(
     max_attempts: int = 3,
     ec2_limiter: EC2RateLimiter | None = None,
     reserved_capacity: bool = True,
+    fleet_batch_sizes: Callable[[int], None] | None = None,
 ) -> AWSCloudProvider:
     """An AWSCloudProvider for `region`. `endpoint_url` points EC2, SSM and IAM elsewhere (e.g. the local
     stack); `credentials` (access key id, secret) override the default credential chain; `cluster`
     (from `resolve_eks_cluster`) is what the launched nodes need to join. Every EC2 call first takes a
     token from `ec2_limiter` (by default one with EC2's default bucket sizes, for this provider alone).
-    `reserved_capacity`: Karpenter's ReservedCapacity feature gate (see AWSCloudProvider)."""
+    `reserved_capacity`: Karpenter's ReservedCapacity feature gate (see AWSCloudProvider);
+    `fleet_batch_sizes` is told the size of each CreateFleet batch."""
     client = _client_factory(region, endpoint_url, credentials, max_attempts)
     return AWSCloudProvider(
         rate_limited(client("ec2"), ec2_limiter or EC2RateLimiter()),
@@ -74,6 +76,7 @@ def new_aws_cloud_provider(
         kubernetes_version=kubernetes_version,
         clock=clock,
         reserved_capacity=reserved_capacity,
+        fleet_batch_sizes=fleet_batch_sizes,
     )
 
 

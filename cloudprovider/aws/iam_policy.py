@@ -24,8 +24,11 @@ Statements, by Sid:
 - `AllowScopedResourceCreationTagging`: `ec2:CreateTags` only as part of those three launch calls
   (`ec2:CreateAction`), with the same tags: the role can tag what it creates, never an existing
   resource. (The old policy let it tag any instance with the cluster tag and then terminate it.)
-  nodeflow writes every tag at launch (Name and karpenter.sh/nodeclaim included) and never calls
-  CreateTags afterwards, so there is no grant to tag existing instances, unlike Karpenter's.
+- `AllowScopedInstanceClaimTagging`: `ec2:CreateTags` on an existing instance only when it already
+  carries `kubernetes.io/cluster/<cluster>=owned` and a `karpenter.sh/nodepool` tag, and only with the
+  keys `Name` and `karpenter.sh/nodeclaim`: launches batched into one CreateFleet share its tags, and
+  each claim's instance gets these two afterwards (`cloudprovider.aws.fleet_batcher`). Neither key is
+  one a launch, a template use or a termination is scoped by.
 - `AllowScopedDeletion`: `ec2:TerminateInstances` and `ec2:DeleteLaunchTemplate` only on instances and
   launch templates tagged for this cluster and a NodePool (nodeflow deletes its templates when their
   EC2NodeClass is deleted, or when no EC2NodeClass's hash uses them any more).
@@ -62,7 +65,14 @@ from __future__ import annotations
 from typing import Any
 
 from apis.labels import NODECLASS, REGION
-from cloudprovider.types import TAG_CLUSTER_PREFIX, TAG_EKS_CLUSTER_NAME, TAG_MANAGED_BY, TAG_NODEPOOL
+from cloudprovider.types import (
+    TAG_CLUSTER_PREFIX,
+    TAG_EKS_CLUSTER_NAME,
+    TAG_MANAGED_BY,
+    TAG_NAME,
+    TAG_NODECLAIM,
+    TAG_NODEPOOL,
+)
 
 REGIONAL_READS = (
     "ec2:DescribeCapacityReservations",
@@ -86,6 +96,7 @@ API_ACTIONS = frozenset(
         "ssm:GetParameter",
         "eks:DescribeCluster",
         "ec2:CreateFleet",
+        "ec2:CreateTags",
         "ec2:CreateLaunchTemplate",
         "ec2:TerminateInstances",
         "ec2:DeleteLaunchTemplate",
@@ -217,6 +228,17 @@ def controller_policy(
                         "ec2:CreateAction": [a.split(":")[1] for a in LAUNCH_CALLS],
                     },
                     "StringLike": request_tags["StringLike"],
+                },
+            }
+        ),
+        regional(
+            {
+                "Sid": "AllowScopedInstanceClaimTagging",
+                "Action": ["ec2:CreateTags"],
+                "Resource": f"{ec2}:{account}:instance/*",
+                "Condition": {
+                    **resource_tags,
+                    "ForAllValues:StringEquals": {"aws:TagKeys": [TAG_NAME, TAG_NODECLAIM]},
                 },
             }
         ),

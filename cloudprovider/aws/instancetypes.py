@@ -37,6 +37,7 @@ DEFAULT_VM_MEMORY_OVERHEAD_PERCENT = 0.075
 DEFAULT_ROOT_VOLUME_BYTES = 20 * GIB
 DEFAULT_KUBE_RESERVED_EPHEMERAL_STORAGE = "1Gi"
 DEFAULT_EVICTION_HARD = {"memory.available": "100Mi", "nodefs.available": "10%"}
+TENANCY_DEFAULT = "default"  # EC2's shared-hardware tenancy, the only one nodeflow launches
 
 RESOURCE_NVIDIA_GPU = "nvidia.com/gpu"
 RESOURCE_AMD_GPU = "amd.com/gpu"
@@ -229,13 +230,16 @@ def _platform_labels(info: Mapping[str, Any]) -> dict[str, str]:
 
 
 def instance_labels(info: Mapping[str, Any]) -> dict[str, str]:
-    """Karpenter's well-known labels derived from the instance type alone (no zone or capacity type)."""
+    """Karpenter's well-known labels derived from the instance type alone (no zone or capacity type).
+    The tenancy is `default` (shared hardware): nodeflow launches no dedicated instances, so a NodePool
+    asking for `dedicated` finds no type rather than a node on shared hardware."""
     name = str(info["InstanceType"])
     out = {
         L.INSTANCE_TYPE: name,
         L.ARCH: architecture(info) or "",
         L.OS: "linux",
         L.INSTANCE_MEMORY: str(int(info["MemoryInfo"]["SizeInMiB"])),
+        L.INSTANCE_TENANCY: TENANCY_DEFAULT,
     }
     for part in (_family_labels(name), _processor_labels(info), _device_labels(info), _platform_labels(info)):
         out.update(part)

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from apis.instancetype import InstanceType
-from apis.labels import ARCH, NODECLASS
+from apis.labels import ARCH, INSTANCE_TYPE, NODECLASS, ZONE
 from cloudprovider.aws.amis import variant_for
 from cloudprovider.aws.capacityreservations import CAPACITY_BLOCK, CapacityReservations
 from cloudprovider.aws.cluster import ClusterConnection
 from cloudprovider.aws.errors import call, fleet_error_offering, has_code, is_capacity_code
+from cloudprovider.aws.fleet_batcher import FleetBatcher
+from cloudprovider.aws.fleet_overrides import limit_overrides
 from cloudprovider.aws.instanceprofile import InstanceProfiles
 from cloudprovider.aws.instances import InstanceQueries, to_instance
 from cloudprovider.aws.instancetypes import RESOURCE_NEURON, RESOURCE_NVIDIA_GPU
@@ -36,7 +38,6 @@ from cloudprovider.types import (
 )
 from cloudprovider.unavailable import UnavailableOfferings
 
-MAX_INSTANCE_TYPES = 60
 EC2_ARCH = {"amd64": "x86_64", "arm64": "arm64"}
 
 
@@ -49,6 +50,16 @@ class Override:
     ami: ResolvedAMI
     reservation_id: str = ""  # a reserved override: the capacity reservation it launches into
     reservation_type: str = ""  # default | capacity-block
+    labels: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+
+def override_value(override: Override, key: str) -> str | None:
+    """The override's value of a requirement key: its instance type, zone, or a label of its type."""
+    if key == INSTANCE_TYPE:
+        return override.instance_type
+    if key == ZONE:
+        return override.zone
+    return override.labels.get(key)
 
 
 @dataclass(frozen=True)
@@ -101,6 +112,16 @@ def one_reservation_type(reserved: list[Override]) -> list[Override]:
     return [ov for ov in reserved if ov.reservation_type == reserved[0].reservation_type] if reserved else []
 
 
+def new_fleet_batcher(ec2: EC2API, observe: Callable[[int], None] | None = None) -> FleetBatcher:
+    """A FleetBatcher (Karpenter's windows) sending its CreateFleet and CreateTags calls through `ec2`;
+    `observe` is told each batch's size."""
+    return FleetBatcher(
+        lambda **kwargs: call("CreateFleet", ec2.create_fleet, **kwargs),
+        lambda **kwargs: call("CreateTags", ec2.create_tags, **kwargs),
+        observe=observe,
+    )
+
+
 class Launcher:
     """Everything `create()` needs; see `CloudProvider.create` for the contract."""
 
@@ -115,6 +136,7 @@ class Launcher:
         unavailable: UnavailableOfferings,
         catalog: Callable[[Any], list[InstanceType]],
         reservations: CapacityReservations | None = None,
+        batcher: FleetBatcher | None = None,
     ) -> None:
         self._ec2 = ec2
         self._cluster = cluster
@@ -125,6 +147,7 @@ class Launcher:
         self._unavailable = unavailable
         self._catalog = catalog
         self._reservations = reservations
+        self._batcher = batcher or new_fleet_batcher(ec2)
 
     def create(self, request: LaunchRequest) -> Instance:
         existing = self._instances.live(request.node_claim_name)
@@ -143,6 +166,7 @@ class Launcher:
             overrides = (
                 spot_cheaper_than_on_demand(candidates) if capacity_type == "spot" else candidates.get("on-demand", [])
             )
+        overrides = limit_overrides(overrides, override_value, request.min_values)
         if not overrides:
             refused = self._unavailable_requested(request)
             raise InsufficientCapacityError(
@@ -219,7 +243,7 @@ class Launcher:
     def _unavailable_requested(self, request: LaunchRequest) -> list[UnavailableOffering]:
         """The offerings of this request that the unavailable-offerings cache holds."""
         allowed = request.capacity_types or ["on-demand"]
-        wanted = set(request.instance_types[:MAX_INSTANCE_TYPES])
+        wanted = set(request.instance_types)
         return [
             o
             for o in self._unavailable.snapshot()
@@ -244,14 +268,17 @@ class Launcher:
     def _overrides(
         self, request: LaunchRequest, subnets: list[dict[str, str]], amis: list[ResolvedAMI]
     ) -> dict[str, list[Override]]:
-        """Available offerings per capacity type, cheapest first, at most one subnet per zone."""
+        """Available offerings per capacity type, cheapest first, at most one subnet per zone (of the
+        request's zones and zone ids)."""
         subnet_by_zone: dict[str, str] = {}
         for s in subnets:
-            if not request.zones or s["zone"] in request.zones:
+            if (not request.zones or s["zone"] in request.zones) and (
+                not request.zone_ids or s.get("zoneID") in request.zone_ids
+            ):
                 subnet_by_zone.setdefault(s["zone"], s["id"])
         catalog = {it.name: it for it in self._catalog(request.node_class)}
         out: dict[str, list[Override]] = {}
-        for name in request.instance_types[:MAX_INSTANCE_TYPES]:
+        for name in request.instance_types:
             it = catalog.get(name)
             ami = pick_ami(it, amis) if it else None
             if it is None or ami is None:
@@ -271,6 +298,7 @@ class Launcher:
                             ami,
                             o.reservation_id or "",
                             o.reservation_type or "",
+                            it.labels,
                         )
                     )
         for items in out.values():
@@ -353,7 +381,7 @@ class Launcher:
         else:
             kwargs["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
         try:
-            response = call("CreateFleet", self._ec2.create_fleet, **kwargs)
+            response = self._batcher.create_fleet(kwargs)
         except CloudProviderError as error:
             if has_code(
                 error, "InvalidLaunchTemplateName.*", "InvalidLaunchTemplateId.*"

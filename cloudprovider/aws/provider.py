@@ -21,7 +21,7 @@ from cloudprovider.aws.errors import call
 from cloudprovider.aws.instanceprofile import InstanceProfiles
 from cloudprovider.aws.instances import InstanceQueries
 from cloudprovider.aws.instancetypes import InstanceTypeSettings
-from cloudprovider.aws.launch import ClusterInfo, Launcher
+from cloudprovider.aws.launch import ClusterInfo, Launcher, new_fleet_batcher
 from cloudprovider.aws.launchtemplate import LaunchTemplates, is_stale
 from cloudprovider.aws.nodeclass import NodeClassResolver, ami_family, generated_profile_name
 from cloudprovider.aws.offerings import InstanceTypeCatalog
@@ -39,7 +39,8 @@ class AWSCloudProvider:
     `cloudprovider.aws.cluster.resolve_cluster_connection`); without it their user data carries only
     the name and `cluster_endpoint`. `reserved_capacity` is Karpenter's ReservedCapacity feature gate:
     when on, the capacity reservations an EC2NodeClass selects are resolved into its status and offered
-    as `reserved` capacity (cloudprovider.aws.capacityreservations)."""
+    as `reserved` capacity (cloudprovider.aws.capacityreservations). `fleet_batch_sizes` is told the size
+    of each CreateFleet batch (`cloudprovider.aws.fleet_batcher`)."""
 
     def __init__(
         self,
@@ -57,6 +58,7 @@ class AWSCloudProvider:
         clock: Callable[[], float] = time.monotonic,
         catalog_ttl_seconds: float = 3600.0,
         reserved_capacity: bool = True,
+        fleet_batch_sizes: Callable[[int], None] | None = None,
     ) -> None:
         if not cluster_name:
             raise ValueError("AWSCloudProvider: cluster_name is required (the EKS cluster name, e.g. my-cluster)")
@@ -85,6 +87,7 @@ class AWSCloudProvider:
             self.unavailable,
             self.instance_types,
             reservations=self.reservations,
+            batcher=new_fleet_batcher(ec2, fleet_batch_sizes),
         )
 
     def create(self, request: LaunchRequest) -> Instance:

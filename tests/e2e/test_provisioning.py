@@ -198,6 +198,9 @@ def test_should_export_karpenters_metrics_and_the_temporal_sdks_after_a_scale_up
     launches = sum(v for labels, v in samples["karpenter_cloudprovider_duration_seconds_count"]
                    if labels["method"] == "Create" and labels["controller"] == "launch")  # fmt: skip
     assert launches >= len(claims)
+    batched = [v for labels, v in samples["karpenter_cloudprovider_batcher_batch_size_sum"]
+               if labels == {"batcher": "create_fleet"}]  # fmt: skip
+    assert batched and batched[0] >= len(claims)  # every launch goes out in a CreateFleet batch, alone or not
     usage = {labels["resource_type"] for labels, _ in samples.get("karpenter_nodepools_usage", [])
               if labels["nodepool"] == "metered"}  # fmt: skip
     assert {"cpu", "memory", "nodes"} <= usage

@@ -12,9 +12,9 @@ from activities.garbage_collection import CollectInput, GarbageCollectionActivit
 from apis.ec2nodeclass import EC2NodeClass
 from cloudprovider.errors import CloudProviderError, InstanceNotFoundError
 from cloudprovider.fake import FakeCloudProvider
-from cloudprovider.types import TAG_NODECLAIM, instance_id_of
+from cloudprovider.types import TAG_NODECLAIM, TAG_NODEPOOL, instance_id_of
 from kube import resources as r
-from tests.unit.activities.claimworld import NAME, NODE, uid
+from tests.unit.activities.claimworld import NAME, NODE, as_admin_patch, uid
 from tests.unit.activities.memkube import Events, MemKube
 
 HOUR_AGO = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -43,6 +43,21 @@ def test_only_an_old_instance_of_a_claim_that_does_not_exist_is_terminated(
     assert cloud.deleted == ["i-leaked"]
     assert [(t.instance_id, t.node_claim) for t in result.terminated] == [("i-leaked", "default-gone")]
     assert (result.checked, result.too_young) == (5, 2)
+
+
+def test_an_old_instance_nodeflow_launched_without_a_claim_tag_leaks_unless_a_claim_records_it(
+    collector: GarbageCollectionActivities, cloud: FakeCloudProvider, kube: MemKube
+) -> None:
+    cloud.put_running("i-recorded", {TAG_NODEPOOL: "default"}, launch_time=HOUR_AGO)
+    as_admin_patch(kube, r.NODECLAIM, NAME, {"status": {"providerID": "aws:///us-west-2a/i-recorded"}})
+    cloud.put_running("i-batched-untagged", {TAG_NODEPOOL: "default"}, launch_time=HOUR_AGO)
+    cloud.put_running("i-being-tagged", {TAG_NODEPOOL: "default"}, launch_time=datetime.now(UTC).isoformat())
+    cloud.put_running("i-foreign", {}, launch_time=HOUR_AGO)
+
+    result = collector.collect(CollectInput(min_age_seconds=120))
+
+    assert cloud.deleted == ["i-batched-untagged"]
+    assert [(t.instance_id, t.node_claim) for t in result.terminated] == [("i-batched-untagged", "")]
 
 
 def test_an_instance_terminated_meanwhile_is_not_reported(

@@ -131,3 +131,15 @@ def test_launch_failed_leaves_a_claim_of_the_same_name_and_another_uid_alone(
     launching.launch(ClaimRef(name=NAME))
     launching.launch_failed(LaunchFailedInput(name=NAME, uid="old-uid", failure="LaunchFailed", message="x"))
     assert claim(kube) and cloud.deleted == [] and events.recorded == []
+
+
+def test_the_launch_request_carries_the_claims_min_values_and_zone_ids(
+    launching: LaunchActivities, kube: MemKube, cloud: FakeCloudProvider
+) -> None:
+    families = {"key": "karpenter.k8s.aws/instance-family", "operator": "Exists", "minValues": 2}
+    zone_id = {"key": "topology.k8s.aws/zone-id", "operator": "In", "values": ["usw2-az1"]}
+    requirements = [*claim(kube)["spec"]["requirements"], families, zone_id]
+    as_admin_patch(kube, r.NODECLAIM, NAME, {"spec": {"requirements": requirements}})
+    launching.launch(ClaimRef(name=NAME))
+    assert cloud.create_calls[-1].min_values == {"karpenter.k8s.aws/instance-family": 2}
+    assert cloud.create_calls[-1].zone_ids == ["usw2-az1"]

@@ -34,6 +34,7 @@ EXPORTED = {
     "karpenter_provisioner_scheduling_queue_depth": ("gauge", {"controller"}),
     "karpenter_cloudprovider_duration_seconds": ("histogram", {"controller", "method", "provider"}),
     "karpenter_cloudprovider_errors_total": ("counter", {"controller", "method", "provider", "error"}),
+    "karpenter_cloudprovider_batcher_batch_size": ("histogram", {"batcher"}),
     "karpenter_interruption_received_messages_total": ("counter", {"message_type"}),
     "karpenter_interruption_deleted_messages_total": ("counter", set()),
 }
@@ -59,6 +60,7 @@ def test_the_exposition_has_karpenters_names_types_and_labels() -> None:
         cloud.get("i-missing")
     metrics.interruption_received.labels(message_type="spot_interrupted").inc()
     metrics.interruption_deleted.inc()
+    metrics.fleet_batch(20)
 
     text = generate_latest(metrics.registry).decode()
     found, samples = {}, set()
@@ -73,6 +75,19 @@ def test_the_exposition_has_karpenters_names_types_and_labels() -> None:
     assert (
         metrics.registry.get_sample_value("karpenter_provisioner_scheduling_queue_depth", {"controller": "provisioner"})
         == 0
+    )
+
+
+def test_fleet_batches_are_counted_by_size() -> None:
+    metrics = Metrics()
+    for size in (1, 20, 3):
+        metrics.fleet_batch(size)
+    labels = {"batcher": "create_fleet"}
+    assert metrics.registry.get_sample_value("karpenter_cloudprovider_batcher_batch_size_count", labels) == 3
+    assert metrics.registry.get_sample_value("karpenter_cloudprovider_batcher_batch_size_sum", labels) == 24
+    assert (
+        metrics.registry.get_sample_value("karpenter_cloudprovider_batcher_batch_size_bucket", {**labels, "le": "2.0"})
+        == 1
     )
 
 

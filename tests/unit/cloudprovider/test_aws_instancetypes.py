@@ -61,6 +61,7 @@ def test_labels_follow_karpenter_names() -> None:
     assert labels[L.INSTANCE_HYPERVISOR] == "nitro"
     assert labels[L.INSTANCE_NETWORK_BANDWIDTH] == "750"
     assert labels[L.INSTANCE_EBS_BANDWIDTH] == "4750"
+    assert labels[L.INSTANCE_TENANCY] == "default"
     assert list(labels) == sorted(labels)
 
 

@@ -32,9 +32,14 @@ def test_every_statement_allows_and_no_write_is_granted_on_star() -> None:
             assert all(":Describe" in a for a in actions), sid
 
 
-def test_create_tags_only_in_the_launch_calls_with_the_cluster_and_nodepool_request_tags() -> None:
+def test_create_tags_in_the_launch_calls_and_claim_tags_on_this_clusters_instances() -> None:
     tagging = [s for s in statements().values() if "ec2:CreateTags" in s["Action"]]
-    assert [s["Sid"] for s in tagging] == ["AllowScopedResourceCreationTagging"]
+    assert [s["Sid"] for s in tagging] == ["AllowScopedResourceCreationTagging", "AllowScopedInstanceClaimTagging"]
+    claim_tags = tagging[1]
+    assert claim_tags["Resource"] == "arn:aws:ec2:eu-west-1:111122223333:instance/*"
+    assert claim_tags["Condition"]["StringEquals"]["aws:ResourceTag/kubernetes.io/cluster/prod"] == "owned"
+    assert claim_tags["Condition"]["StringLike"] == {"aws:ResourceTag/karpenter.sh/nodepool": "*"}
+    assert claim_tags["Condition"]["ForAllValues:StringEquals"] == {"aws:TagKeys": ["Name", "karpenter.sh/nodeclaim"]}
     condition = tagging[0]["Condition"]
     assert condition["StringEquals"]["ec2:CreateAction"] == ["RunInstances", "CreateFleet", "CreateLaunchTemplate"]
     assert condition["StringEquals"]["aws:RequestTag/kubernetes.io/cluster/prod"] == "owned"
