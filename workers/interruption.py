@@ -29,7 +29,8 @@ Metrics (activities.metrics, Karpenter's names): every message received counts i
 `karpenter_interruption_received_messages_total` by `message_type` (MESSAGE_TYPES, `unknown` for one
 that does not parse), every delete in `karpenter_interruption_deleted_messages_total`, and every
 NodeClaim whose workflow accepted the signal (from the queue or the instance status checker) in
-`karpenter_nodeclaims_disrupted_total` with the message type as the reason and the claim's NodePool.
+`karpenter_nodeclaims_disrupted_total` with the message type as the reason, the claim's NodePool and capacity
+type.
 
 The unavailable-offerings mark lives in this worker's cache (cloudprovider.unavailable), which the
 provisioning rounds this worker runs read; with several replicas, a round run by another replica does
@@ -45,7 +46,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from activities.metrics import Metrics
+from activities.metrics import Metrics, owner_labels
 from apis import labels
 from cloudprovider.aws.interruption_messages import (
     ACTIONS,
@@ -199,8 +200,8 @@ class ClaimDisrupter:
                 log.info("%s for NodeClaim %s: its workflow is no longer running; nothing to do", event.kind, name)
                 continue
             acted += 1
-            pool = str((meta.get("labels") or {}).get(labels.NODEPOOL, ""))
-            self.metrics.nodeclaims_disrupted.labels(reason=MESSAGE_TYPES[event.kind], nodepool=pool).inc()
+            owner = owner_labels(meta.get("labels") or {})
+            self.metrics.nodeclaims_disrupted.labels(reason=MESSAGE_TYPES[event.kind], **owner).inc()
             log.info("NodeClaim %s disrupted (%s): %s", name, source, reason)
             self._record(claim, action.event_type, action.event_reason, text)
             self._record(claim, "Warning", TERMINATING_REASON, f"Interruption triggered termination ({event.kind})")
