@@ -305,6 +305,13 @@ class Metrics:
             "Count of messages deleted from the interruption queue.",
             registry=reg,
         )
+        self.interruption_queue_duration = Histogram(
+            "karpenter_interruption_message_queue_duration_seconds",
+            "Amount of time an interruption message is on the queue before it is handled: from the event's "
+            "time until its message is deleted.",
+            buckets=DURATION_BUCKETS,
+            registry=reg,
+        )
 
     @contextmanager
     def scheduling(self, controller: str, pods: int) -> Iterator[None]:

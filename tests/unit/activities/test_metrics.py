@@ -70,6 +70,7 @@ EXPORTED = {
     "karpenter_voluntary_disruption_consolidation_timeouts_total": ("counter", {"consolidation_type"}),
     "karpenter_interruption_received_messages_total": ("counter", {"message_type"}),
     "karpenter_interruption_deleted_messages_total": ("counter", set()),
+    "karpenter_interruption_message_queue_duration_seconds": ("histogram", set()),
 }
 
 
