@@ -109,10 +109,10 @@ class ClaimActivities:
     def _observe_startup(self, claim: NodeClaim, condition: str) -> None:
         """`condition` just turned True on `claim` (as read before): time it from the claim's creation."""
         elapsed = seconds_since(claim.metadata.creation_timestamp)
-        if elapsed is not None:
-            self.metrics.nodeclaims_startup_duration.labels(condition=condition, nodepool=self._pool_of(claim)).observe(
-                elapsed
-            )
+        if elapsed is None:
+            return
+        histogram = self.metrics.nodeclaims_startup_duration
+        histogram.labels(condition=condition, nodepool=self._pool_of(claim)).observe(elapsed)
 
     def _drop_condition(self, ref: ClaimRef, type_: str) -> None:
         def mutate(obj: Obj) -> bool:
