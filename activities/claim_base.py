@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from activities import kubeops, ownership
-from activities.metrics import Metrics
+from activities.metrics import Metrics, seconds_since
 from activities.models import ClaimIdentity, ClaimRef
 from activities.shared_reads import SharedReads
 from apis import labels
@@ -105,6 +105,14 @@ class ClaimActivities:
             return ""
         found = claim.metadata.labels if isinstance(claim, NodeClaim) else claim["metadata"].get("labels") or {}
         return str(found.get(labels.NODEPOOL, ""))
+
+    def _observe_startup(self, claim: NodeClaim, condition: str) -> None:
+        """`condition` just turned True on `claim` (as read before): time it from the claim's creation."""
+        elapsed = seconds_since(claim.metadata.creation_timestamp)
+        if elapsed is None:
+            return
+        histogram = self.metrics.nodeclaims_startup_duration
+        histogram.labels(condition=condition, nodepool=self._pool_of(claim)).observe(elapsed)
 
     def _drop_condition(self, ref: ClaimRef, type_: str) -> None:
         def mutate(obj: Obj) -> bool:

@@ -10,6 +10,13 @@ change (at most MAX_CONDITION_WRITES per decision, the rest at the next), and th
 `DisruptionBlocked` events on the Node and its NodeClaim, each (object, reason, message) recorded at most
 once per NOTICE_DEDUPE by this worker (Karpenter dedupes these for 15 minutes). Publishing is best
 effort and idempotent: a failed write is logged and retried by the next decision, never failing this one.
+
+Metrics (activities.metrics, Karpenter's names): each decision is timed
+(`karpenter_voluntary_disruption_decision_evaluation_duration_seconds`, method `all`: one pass tries every
+method), a command the controller executes counts in `karpenter_voluntary_disruption_decisions_total`, a
+pass out of time in `karpenter_voluntary_disruption_consolidation_timeouts_total`, and the gauges
+`karpenter_voluntary_disruption_eligible_nodes` (by reason) and `karpenter_nodepools_allowed_disruptions`
+(by pool and reason) show the latest decision's view.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from temporalio import activity
 from activities import kubeops, nodepool_status, ownership
 from activities.disruption_snapshot import read_disruption_input
 from activities.heartbeat import heartbeating
+from activities.metrics import Metrics, disruption_reason
 from apis.meta import rfc3339, set_condition
 from apis.nodeclaim import CONSOLIDATABLE, NodeClaim
 from apis.nodepool import NodePool
@@ -38,6 +46,9 @@ from scheduling.disruption.notices import consolidatable_changes, consolidatable
 
 log = logging.getLogger(__name__)
 MAX_CONDITION_WRITES = 200
+# Karpenter's `consolidation_type` label of each consolidation method ('' for the others).
+CONSOLIDATION_TYPES = {"SingleNodeConsolidation": "single", "MultiNodeConsolidation": "multi",
+                       "SplitConsolidation": "split"}  # fmt: skip
 NOTICE_DEDUPE = timedelta(minutes=15)
 
 
@@ -99,10 +110,14 @@ def setting_consolidatable(pool: NodePool, now: datetime) -> Callable[[Obj], boo
 class DisruptionActivities:
     """Constructed by the composition root with the boundaries."""
 
-    def __init__(self, kube: Kube, cloud: CloudProvider, recorder: kubeops.Recorder) -> None:
+    def __init__(
+        self, kube: Kube, cloud: CloudProvider, recorder: kubeops.Recorder, metrics: Metrics | None = None
+    ) -> None:
         self.kube = kube
         self.cloud = cloud
         self.recorder = recorder
+        self.metrics = metrics or Metrics()
+        self._budget_series: set[tuple[str, str]] = set()
         self._noticed: dict[tuple[str, str, str, str], datetime] = {}  # (kind, uid, reason, message) -> when
         self._lock = threading.Lock()
 
@@ -120,18 +135,45 @@ class DisruptionActivities:
         """Decide on a fresh snapshot. Heartbeats."""
         with heartbeating():
             snapshot = self.snapshot(inp)
-            decision = decide(snapshot)
+            with self.metrics.disruption_evaluation_duration.labels(method="all", consolidation_type="").time():
+                decision = decide(snapshot)
             self.publish(snapshot, decision)
         command = decision.command
         chosen = command.candidates if command else []
+        executable = command is not None and command.method in inp.executable_methods
+        self.count(decision, executable)
         return DisruptionRound(
             command=command,
-            executable=command is not None and command.method in inp.executable_methods,
+            executable=executable,
             rejections=dict(sorted(Counter(rej.code for rej in decision.rejections).items())),
             candidates_seen=len({rej.node for rej in decision.rejections} | {c.node for c in chosen}),
             single_node_skipped=decision.single_node_skipped,
             timed_out=decision.timed_out,
         )
+
+    def count(self, decision: Decision, executable: bool) -> None:
+        """The decision's metrics (see the module docstring); `executable`: its command is carried out."""
+        m = self.metrics
+        command = decision.command
+        if command is not None and executable:
+            m.disruption_decisions.labels(
+                decision=command.action.lower(),
+                reason=disruption_reason(command.reason),
+                consolidation_type=CONSOLIDATION_TYPES.get(command.method, ""),
+            ).inc()
+        if decision.timed_out:
+            m.consolidation_timeouts.labels(consolidation_type="").inc()
+        for reason, count in decision.eligible.items():
+            m.disruption_eligible_nodes.labels(reason=disruption_reason(reason)).set(count)
+        series = {
+            (b.node_pool, disruption_reason(lim.reason)): lim.allowed for b in decision.budgets for lim in b.limits
+        }
+        with self._lock:
+            for (pool, reason), allowed in series.items():
+                m.nodepools_allowed_disruptions.labels(nodepool=pool, reason=reason).set(allowed)
+            for gone in self._budget_series - series.keys():
+                m.nodepools_allowed_disruptions.remove(*gone)
+            self._budget_series = set(series)
 
     def publish(self, snapshot: DisruptionInput, decision: Decision) -> None:
         """Write the Consolidatable conditions that should change and record the events the decision

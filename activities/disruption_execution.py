@@ -21,7 +21,7 @@ from temporalio import activity
 from activities import kubeops, ownership
 from activities.claim_base import setting_conditions
 from activities.claim_launcher import ClaimLauncher, WorkflowStarter
-from activities.metrics import Metrics, disruption_reason
+from activities.metrics import Metrics, disruption_reason, owner_labels
 from activities.provisioning_models import ProvisionRound
 from apis import labels
 from apis.nodeclaim import INITIALIZED
@@ -151,8 +151,8 @@ class DisruptionExecution:
             if ownership.update(self.kube, owned_node, DISRUPTED_TAINT) is None:
                 return None
             if self._set_reason(owned_claim, "True", command.reason, message):
-                pool = str((claim["metadata"].get("labels") or {}).get(labels.NODEPOOL, ""))
-                self.metrics.nodeclaims_disrupted.labels(reason=disruption_reason(command.reason), nodepool=pool).inc()
+                owner = owner_labels(claim["metadata"].get("labels") or {})
+                self.metrics.nodeclaims_disrupted.labels(reason=disruption_reason(command.reason), **owner).inc()
             self.recorder.record(claim, "Normal", event, message)
             return candidate.node_claim
 

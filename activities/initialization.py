@@ -14,6 +14,7 @@ from activities import claims, ownership
 from activities.claim_base import ClaimActivities
 from activities.models import ClaimIdentity
 from apis import labels
+from apis.meta import is_true
 from apis.nodeclaim import INITIALIZED, READY
 from kube.types import Obj
 
@@ -38,7 +39,8 @@ class InitializationActivities(ClaimActivities):
     def check_initialized(self, ident: ClaimIdentity) -> InitializationResult:
         """Initialized = Ready, startup and ephemeral taints gone, requested extended resources present.
         When it is, label the Node and set Initialized and Ready on the claim; until then Initialized is
-        Unknown with the reason and a message saying what it waits for (written when that changes)."""
+        Unknown with the reason and a message saying what it waits for (written when that changes). The call
+        that sets Initialized times it from the claim's creation."""
         claim = self._claim(ident)
         node = ownership.get(self.kube, self._own_node(ident))
         if claim is None or node is None:
@@ -62,4 +64,6 @@ class InitializationActivities(ClaimActivities):
             (INITIALIZED, "True", "Initialized", "node is ready and its startup taints are gone"),
             (READY, "True", "Ready", ""),
         )
+        if not is_true(claim.status.conditions, INITIALIZED):
+            self._observe_startup(claim, INITIALIZED)
         return InitializationResult(initialized=True)

@@ -17,6 +17,7 @@ from activities.models import ClaimRef
 from apis import labels
 from apis.ec2nodeclass import EC2NodeClass
 from apis.errors import describe_validation_error, format_problems
+from apis.meta import is_true
 from apis.nodeclaim import LAUNCHED, NodeClaim
 from apis.quantity import format_resource_list
 from cloudprovider.errors import (
@@ -128,7 +129,8 @@ class LaunchActivities(ClaimActivities):
     @activity.defn(name="mark_launched")
     def mark_launched(self, inp: MarkLaunchedInput) -> None:
         """Record the instance on the claim: labels of the chosen type and offering, the EC2NodeClass static
-        hash (NodeClassDrift), providerID, imageID, capacity and allocatable, condition Launched."""
+        hash (NodeClassDrift), providerID, imageID, capacity and allocatable, condition Launched (the call
+        that sets it times the launch from the claim's creation)."""
         launch = inp.launch
         claim = self._claim(inp)
         if claim is None:
@@ -171,6 +173,8 @@ class LaunchActivities(ClaimActivities):
             capacity=capacity,
             allocatable=allocatable,
         )
+        if not is_true(claim.status.conditions, LAUNCHED):
+            self._observe_startup(claim, LAUNCHED)
 
     @activity.defn(name="launch_failed")
     def launch_failed(self, inp: LaunchFailedInput) -> None:

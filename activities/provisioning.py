@@ -96,6 +96,7 @@ class ProvisioningActivities:
         )
         with self.metrics.scheduling(PROVISIONER, len(pending)):
             plan = scheduling.solve(inp)
+        self.metrics.unschedulable_pods.labels(controller=PROVISIONER).set(len(plan.unschedulable))
         placed = sum(len(p.pods) for p in plan.existing_nodes)
         return ProvisionPlan(
             node_claims=plan.node_claims,

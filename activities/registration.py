@@ -59,7 +59,8 @@ class RegistrationActivities(ClaimActivities):
         """Sync the claim's labels, annotations and taints onto the Node, add the termination finalizer and
         the registered label, drop the unregistered taint; set nodeName and Registered on the claim; mark
         the claim's NodePool NodeRegistrationHealthy (its counts follow at the disruption controller's next
-        round, activities.disruption). A gone claim, or a Node that is not the
+        round, activities.disruption). The call that sets Registered counts the Node in
+        `karpenter_nodes_created_total` and times the registration. A gone claim, or a Node that is not the
         claim's, is left alone."""
         claim = self._claim(ident)
         if claim is None:
@@ -69,4 +70,7 @@ class RegistrationActivities(ClaimActivities):
             ident, (REGISTERED, "True", "Registered", f"node {ident.node_name} registered"), node_name=ident.node_name
         )
         pool = self._pool_of(claim)
+        if not is_true(claim.status.conditions, REGISTERED):
+            self._observe_startup(claim, REGISTERED)
+            self.metrics.nodes_created.labels(nodepool=pool).inc()
         nodepool_status.set_registration_health(self.kube, pool, True, f"node {ident.node_name} registered")

@@ -15,9 +15,10 @@ from temporalio import activity
 from activities import drain, kubeops, nodepool_status, ownership
 from activities.claim_base import ClaimActivities
 from activities.heartbeat import heartbeating
+from activities.metrics import owner_labels, seconds_since
 from activities.models import ClaimIdentity, ClaimRef
 from apis import labels
-from apis.meta import as_utc, is_true, rfc3339
+from apis.meta import as_utc, get_condition, is_true, rfc3339
 from apis.nodeclaim import DRAINED, EXPIRED, INSTANCE_TERMINATING, NodeClaim
 from cloudprovider.errors import InstanceNotFoundError
 from kube import resources as r
@@ -88,7 +89,8 @@ class TerminationActivities(ClaimActivities):
             if inp.reason:
                 self.recorder.record(claim_obj, "Normal", "DisruptionTerminating", inp.reason)
             if ownership.delete(self.kube, self._own_claim(inp)) and inp.expired:
-                self.metrics.nodeclaims_disrupted.labels(reason=EXPIRED_REASON, nodepool=self._pool_of(claim_obj)).inc()
+                owner = owner_labels(claim_obj["metadata"].get("labels") or {})
+                self.metrics.nodeclaims_disrupted.labels(reason=EXPIRED_REASON, **owner).inc()
 
     @activity.defn(name="drain_step")
     def drain_step(self, inp: DrainInput) -> DrainProgress:
@@ -97,7 +99,8 @@ class TerminationActivities(ClaimActivities):
         With a `deadline` (drain start + terminationGracePeriod) it is recorded once on the NodeClaim as
         `karpenter.sh/nodeclaim-termination-timestamp`, and each pod whose deadline - grace period has come
         is deleted (event `Disrupted`), bypassing PDBs and do-not-disrupt. With `force` (the deadline
-        passed) the rest of the wave is deleted too. Heartbeats."""
+        passed) the rest of the wave is deleted too. The step that finds the node drained (Drained turns
+        True) counts it in `karpenter_nodes_drained_total`. Heartbeats."""
         with heartbeating():
             return self._drain_step(inp)
 
@@ -122,7 +125,10 @@ class TerminationActivities(ClaimActivities):
         if deleted:
             message += f", {deleted} deleted for terminationGracePeriod"
         if remaining == 0:
+            claim = self._claim(inp)
             self._set_conditions(inp, (DRAINED, "True", "Drained", "all drainable pods are gone"))
+            if claim is not None and not is_true(claim.status.conditions, DRAINED):
+                self.metrics.nodes_drained.labels(nodepool=self._pool_of(claim)).inc()
         else:
             self._set_conditions(inp, (DRAINED, "False", "Draining", message))
         return DrainProgress(
@@ -209,14 +215,25 @@ class TerminationActivities(ClaimActivities):
     def finalize(self, ident: ClaimIdentity) -> None:
         """The instance is gone: delete the Node (dropping our finalizer) and let the NodeClaim go. Only the
         claim's own Node and NodeClaim are touched; the NodePool's counts follow at the disruption
-        controller's next round (activities.disruption). The call that removes the NodeClaim's finalizer
-        counts it in `karpenter_nodeclaims_terminated_total`."""
+        controller's next round (activities.disruption). The call that removes the Node's finalizer counts
+        it terminated and times its termination and lifetime; the call that removes the NodeClaim's counts
+        it in `karpenter_nodeclaims_terminated_total` and times its termination and its instance's."""
+        claim = self._own_claim(ident)
+        claim_obj = ownership.get(self.kube, claim)  # its deletion may have begun the Node's termination
         if ident.node_name:
             node = self._own_node(ident)
             ownership.delete(self.kube, node)
-            ownership.remove_finalizer(self.kube, node, labels.TERMINATION_FINALIZER)
-        claim = self._own_claim(ident)
+            node_obj = self._remove_termination_finalizer(node)
+            if node_obj is not None:
+                self._observe_node_terminated(node_obj, claim_obj)
         ownership.delete(self.kube, claim)
+        last = self._remove_termination_finalizer(claim)
+        if last is not None:
+            self._observe_claim_terminated(last)
+
+    def _remove_termination_finalizer(self, owned: ownership.Owned) -> Obj | None:
+        """Drop the termination finalizer: the object as this call left it when it removed the finalizer,
+        None when another call had (a retry), or the object is gone or not ours."""
         removed = False
         drop = kubeops.dropping_finalizer(labels.TERMINATION_FINALIZER)
 
@@ -226,8 +243,36 @@ class TerminationActivities(ClaimActivities):
             return removed
 
         try:
-            last = ownership.update(self.kube, claim, mutate)
+            last = ownership.update(self.kube, owned, mutate)
         except NotFoundError:
-            return
-        if last is not None and removed:
-            self.metrics.nodeclaims_terminated.labels(nodepool=self._pool_of(last)).inc()
+            return None
+        return last if removed else None
+
+    def _observe_node_terminated(self, node: Obj, claim: Obj | None) -> None:
+        meta = node["metadata"]
+        pool = str((meta.get("labels") or {}).get(labels.NODEPOOL, "")) or self._pool_of(claim)
+        self.metrics.nodes_terminated.labels(nodepool=pool).inc()
+        now = datetime.now(UTC)
+        requested = [seconds_since(meta.get("deletionTimestamp"), now)]
+        if claim is not None:
+            requested.append(seconds_since(claim["metadata"].get("deletionTimestamp"), now))
+        termination = max((s for s in requested if s is not None), default=None)
+        if termination is not None:
+            self.metrics.nodes_termination_duration.labels(nodepool=pool).observe(termination)
+        lifetime = seconds_since(meta.get("creationTimestamp"), now)
+        if lifetime is not None:
+            self.metrics.nodes_lifetime_duration.labels(nodepool=pool).observe(lifetime)
+
+    def _observe_claim_terminated(self, claim: Obj) -> None:
+        owner = owner_labels(claim["metadata"].get("labels") or {})
+        self.metrics.nodeclaims_terminated.labels(**owner).inc()
+        now = datetime.now(UTC)
+        pool = owner["nodepool"]
+        termination = seconds_since(claim["metadata"].get("deletionTimestamp"), now)
+        if termination is not None:
+            self.metrics.nodeclaims_termination_duration.labels(nodepool=pool).observe(termination)
+        conditions = NodeClaim.model_validate(claim).status.conditions
+        terminating = get_condition(conditions, INSTANCE_TERMINATING)
+        instance = seconds_since(terminating.last_transition_time, now) if terminating is not None else None
+        if instance is not None:
+            self.metrics.nodeclaims_instance_termination_duration.labels(nodepool=pool).observe(instance)

@@ -8,6 +8,13 @@
         0.25 s until every pod is bound.
         Targets: 1,000 pods bound in under 2 minutes; worker RSS P95 under 260 MB.
 
+    python benchmarks/scale.py --pods 1000 --observability off
+        The same run with the worker's metrics endpoints off (`--metrics-port 0 --temporal-metrics-port
+        0`) and no OTEL_* variables in its environment; `on` (the default) serves both endpoints and
+        points OTEL_EXPORTER_OTLP_ENDPOINT at a local OTLP/HTTP sink the benchmark runs (it accepts and
+        discards every POST, counting those to /v1/traces). Compare the two runs' `worker_rss_peak_mb`
+        and `worker_cpu_seconds` for the cost of metrics and tracing.
+
     python benchmarks/scale.py --one-pod-nodes 500
         The shape of Karpenter's AWS scale suite: N pods of 500m / 128Mi in one Deployment with required
         pod anti-affinity on kubernetes.io/hostname, so one node each, under the dev stack's default
@@ -32,6 +39,7 @@ import argparse
 import asyncio
 import dataclasses
 import hashlib
+import http.server
 import json
 import math
 import os
@@ -69,6 +77,8 @@ NODEPOOL_CPU_LIMIT = "100000"
 TASK_QUEUE = "nodeflow-scale-bench"
 CATALOG_LOADED = "instance type catalog loaded"  # the worker's log line once its catalog is warm
 STEADY_RSS_SAMPLES = 8
+# The worker flags of `--observability off`: both metrics endpoints off (port 0).
+METRICS_OFF_ARGS = ["--metrics-port", "0", "--temporal-metrics-port", "0"]
 STEADY_POLL_SECONDS = 0.5
 HOLD_SAMPLE_SECONDS = 5.0
 
@@ -94,6 +104,82 @@ def _cpu_seconds(pid: int | None) -> float | None:
     except psutil.Error:
         return None
     return float(times.user + times.system)
+
+
+def peak_rss_bytes(pid: int) -> int | None:
+    """The process's own peak resident set size so far (Linux's VmHWM), None when it cannot be read."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024  # kB
+    return None
+
+
+class OtlpSink:
+    """A local OTLP/HTTP endpoint that accepts and discards every POST (an empty 200 is a valid OTLP
+    export response), counting the requests to /v1/traces and their bytes. `start()`, `stop()`."""
+
+    def __init__(self) -> None:
+        self.trace_requests = 0
+        self.trace_bytes = 0
+        self._lock = threading.Lock()
+        sink = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.path.rstrip("/") == "/v1/traces":
+                    with sink._lock:
+                        sink.trace_requests += 1
+                        sink.trace_bytes += len(body)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="otlp-sink", daemon=True)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@contextmanager
+def observability(mode: str) -> Iterator[tuple[list[str], OtlpSink | None]]:
+    """The worker's arguments for `mode` and, when `on`, the running OTLP sink; the OTEL_* variables of
+    this process (which the stack's worker inherits) set for the mode meanwhile, restored after."""
+    saved = {key: value for key, value in os.environ.items() if key.startswith("OTEL_")}
+    for key in saved:
+        del os.environ[key]
+    sink = OtlpSink() if mode == "on" else None
+    try:
+        if sink is None:
+            yield list(METRICS_OFF_ARGS), None
+            return
+        sink.start()
+        os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = sink.endpoint
+        os.environ["OTEL_EXPORTER_OTLP_PROTOCOL"] = "http/protobuf"
+        yield [], sink
+    finally:
+        for key in [k for k in os.environ if k.startswith("OTEL_")]:
+            del os.environ[key]
+        os.environ.update(saved)
+        if sink is not None:
+            sink.stop()
 
 
 def rss_bytes(pid: int) -> int:
@@ -169,6 +255,7 @@ class PodsOptions:
     state_dir: Path | None = None
     persistent_temporal: bool = True
     one_pod_nodes: bool = False  # the one-pod-per-node shape instead of the two Deployments
+    observability: str = "on"  # "off": the worker's metrics endpoints off and no OTEL_* (see observability)
 
 
 def workload(pods: int) -> str:
@@ -281,14 +368,17 @@ def worker_warm(stack: Any) -> bool:
 
 
 @contextmanager
-def warm_stack(state_dir: Path | None, persistent_temporal: bool = True) -> Iterator[Any]:
-    """A fresh `DevStack` in `state_dir` (or a temporary directory), yielded once its worker is warm
-    (`worker_warm`); stopped on exit. Exits the program when the worker does not warm up in 120 s."""
+def warm_stack(
+    state_dir: Path | None, persistent_temporal: bool = True, worker_args: Sequence[str] = ()
+) -> Iterator[Any]:
+    """A fresh `DevStack` in `state_dir` (or a temporary directory), its worker given `worker_args` too,
+    yielded once the worker is warm (`worker_warm`); stopped on exit. Exits the program when the worker
+    does not warm up in 120 s."""
     from devstack.stack import DevStack
     from workers.dev_cmd import stack_config
 
     with state_directory(state_dir) as state:
-        config = stack_config(state_dir=state, persistent_temporal=persistent_temporal)
+        config = stack_config(state_dir=state, persistent_temporal=persistent_temporal, worker_args=list(worker_args))
         with DevStack(config) as stack:
             if not poll(lambda: worker_warm(stack), 120.0, 0.2):
                 raise SystemExit(f"the worker did not start and warm up in 120 s; see {config.logs_dir}")
@@ -299,9 +389,14 @@ def run_pods(opts: PodsOptions) -> dict[str, Any]:
     """Run the scale-out workload once; see the module docstring for what is measured."""
     from kube import resources as r
 
-    with warm_stack(opts.state_dir, opts.persistent_temporal) as stack:
-        sampler = RssSampler(stack.pids()["worker"])
+    with (
+        observability(opts.observability) as (worker_args, sink),
+        warm_stack(opts.state_dir, opts.persistent_temporal, worker_args) as stack,
+    ):
+        worker_pid = stack.pids()["worker"]
+        sampler = RssSampler(worker_pid)
         sampler.start()
+        cpu_before = _cpu_seconds(worker_pid)
         start = time.monotonic()
         text = one_pod_nodes_workload(opts.pods) if opts.one_pod_nodes else workload(opts.pods)
         stack.apply_text(text, "scale workload")
@@ -325,9 +420,12 @@ def run_pods(opts: PodsOptions) -> dict[str, Any]:
                 break
             time.sleep(BOUND_POLL_SECONDS)
         sampler.stop()
+        cpu_after = _cpu_seconds(worker_pid)
+        peak = peak_rss_bytes(worker_pid)
         claims = stack.kube.list(r.NODECLAIM)
         nodes = stack.kube.list(r.NODE)
         problems = stack.dead_children()
+        traces = (sink.trace_requests, sink.trace_bytes) if sink is not None else None
     samples = sampler.samples_mb or [0.0]
     p95 = percentile(samples, 95)
     result: dict[str, Any] = {
@@ -343,6 +441,14 @@ def run_pods(opts: PodsOptions) -> dict[str, Any]:
         "worker_rss_p95_mb": round(p95, 1),
         "worker_rss_max_mb": round(max(samples), 1),
         "worker_rss_samples": len(sampler.samples_mb),
+        "worker_rss_peak_mb": round(peak / MIB, 1) if peak is not None else None,
+        "worker_cpu_seconds": rounded(cpu_after - cpu_before)
+        if cpu_after is not None and cpu_before is not None
+        else None,
+        "worker_cpu_seconds_total": rounded(cpu_after),
+        "observability": opts.observability,
+        "otlp_trace_requests": traces[0] if traces else None,
+        "otlp_trace_bytes": traces[1] if traces else None,
         "temporal_persistence": "sqlite-wal" if opts.persistent_temporal else "memory",
         "targets": {"seconds_to_all_bound": TARGET_SECONDS_TO_ALL_BOUND, "worker_rss_p95_mb": TARGET_RSS_P95_MB},
         "targets_met": all_bound is not None and all_bound < TARGET_SECONDS_TO_ALL_BOUND and p95 < TARGET_RSS_P95_MB,
@@ -639,6 +745,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=64, help="with --claims: starts in flight at once (64)")
     parser.add_argument("--state-dir", type=Path, default=None, help="keep state and logs here (default: a temp dir)")
     parser.add_argument(
+        "--observability",
+        choices=("on", "off"),
+        default="on",
+        help="with --pods/--one-pod-nodes: the worker's metrics and tracing on (metrics endpoints, OTLP to a "
+        "local sink) or off (--metrics-port 0, no OTEL_*) (on)",
+    )
+    parser.add_argument(
         "--in-memory-temporal",
         action="store_true",
         help="with --pods: Temporal in memory instead of the dev stack's SQLite (WAL) file",
@@ -694,6 +807,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         opts = PodsOptions(
             args.pods or args.one_pod_nodes, args.timeout, args.state_dir,
             persistent_temporal=not args.in_memory_temporal, one_pod_nodes=args.one_pod_nodes is not None,
+            observability=args.observability,
         )  # fmt: skip
         result = run_pods(opts)
         done = result["seconds_to_all_bound"] is not None

@@ -1,33 +1,49 @@
-"""The cluster-state gauges (activities.metrics): `karpenter_nodes_allocatable` per node,
-`karpenter_nodepools_usage` and `karpenter_nodepools_limit` per NodePool, each by resource type.
+"""The cluster-state gauges (activities.metrics), Karpenter's: `karpenter_nodes_allocatable` per node,
+`karpenter_nodepools_usage` and `karpenter_nodepools_limit` per NodePool, each by resource type;
+`karpenter_pods_state` per pod, with the pod start-up histograms; and the instance-type offering gauges.
 
 They describe the cluster, not what one worker did, so only the leader publishes them: `_lead`
 (workers.worker) runs one `ClusterStateMetrics` in a thread, like the watchers. Every REFRESH_SECONDS it
-lists Nodes, NodeClaims and NodePools and sets the gauges: a node's allocatable from its
-`status.allocatable`, a pool's usage as its status counts it (activities.nodepool_status: its Nodes, and
-its NodeClaims without a Node yet, plus `nodes`), a pool's limits from `spec.limits`. Series of nodes and
-pools that are gone are removed; when the worker stops leading, all of them are, so a former leader does
-not keep publishing a stale cluster. Quantities are in base units: cpu in cores, memory-like resources
-in bytes, counts as they are.
+lists Nodes, NodeClaims, NodePools and Pods and sets the gauges: a node's allocatable from its
+`status.allocatable` (labelled with its instance type, capacity type, zone, arch and os, so a price can be
+joined to it), a pool's usage as its status counts it (activities.nodepool_status: its Nodes, and its
+NodeClaims without a Node yet, plus `nodes`), a pool's limits from `spec.limits`, each pod's state (its
+phase and where it runs). Series of nodes, pools and pods that are gone are removed; when the worker stops
+leading, all of them are, so a former leader does not keep publishing a stale cluster. Quantities are in
+base units: cpu in cores, memory-like resources in bytes, counts as they are.
+
+Pods created after this publisher started are timed once each: `karpenter_pods_bound_duration_seconds`
+from creation to scheduling (the PodScheduled condition's time) and `karpenter_pods_startup_duration_seconds`
+from creation to running (the Ready condition's time); the time the publisher saw it when the condition
+has none. Older pods are not: a new leader would time them again.
+
+Every OFFERINGS_REFRESH_SECONDS it reads the instance-type catalog (the cloud provider's cached one) into
+`karpenter_cloudprovider_instance_type_offering_available` and `_price_estimate` (by instance type,
+capacity type and zone) and `karpenter_cloudprovider_instance_type_cpu_cores` and `_memory_bytes`.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping
+from datetime import UTC, datetime
 
 from prometheus_client import Gauge
 
-from activities.metrics import Metrics
+from activities.metrics import Metrics, node_labels, seconds_since
 from activities.nodepool_status import pool_resources
 from apis import labels
+from apis.instancetype import InstanceType
 from apis.quantity import parse_quantity
+from cloudprovider.types import CloudProvider
 from kube import resources as r
 from kube.types import Kube, Obj
 
 log = logging.getLogger(__name__)
 REFRESH_SECONDS = 10.0
+OFFERINGS_REFRESH_SECONDS = 60.0
 
 Series = dict[tuple[str, ...], float]
 
@@ -43,21 +59,26 @@ def _numbers(quantities: Mapping[str, object]) -> dict[str, float]:
     return out
 
 
+def _labels(obj: Obj) -> dict[str, str]:
+    return dict((obj.get("metadata") or {}).get("labels") or {})
+
+
 def _pool(obj: Obj) -> str:
-    return str(((obj.get("metadata") or {}).get("labels") or {}).get(labels.NODEPOOL, ""))
+    return str(_labels(obj).get(labels.NODEPOOL, ""))
 
 
 def cluster_series(nodes: list[Obj], claims: list[Obj], pools: list[Obj]) -> tuple[Series, Series, Series]:
-    """(allocatable by (node, pool, resource), usage by (pool, resource), limit by (pool, resource)) of these
-    objects. Pure. Nodes without the NodePool label (not nodeflow's) are not counted."""
+    """(allocatable by (node, pool, resource, *NODE_LABELS), usage by (pool, resource), limit by (pool,
+    resource)) of these objects. Pure. Nodes without the NodePool label (not nodeflow's) are not counted."""
     allocatable: Series = {}
     for node in nodes:
         pool = _pool(node)
         if not pool:
             continue
         name = str(node["metadata"].get("name", ""))
+        well_known = tuple(node_labels(_labels(node)).values())
         for resource, value in _numbers((node.get("status") or {}).get("allocatable") or {}).items():
-            allocatable[(name, pool, resource)] = value
+            allocatable[(name, pool, resource, *well_known)] = value
     usage: Series = {}
     for pool, (resources, _count) in pool_resources(nodes, claims).items():
         for resource, value in _numbers(resources).items():
@@ -70,15 +91,91 @@ def cluster_series(nodes: list[Obj], claims: list[Obj], pools: list[Obj]) -> tup
     return allocatable, usage, limit
 
 
+def pod_series(pods: list[Obj], nodes: list[Obj]) -> Series:
+    """`karpenter_pods_state` of these pods (value 1), by (name, namespace, owner, node, nodepool, zone, arch,
+    capacity type, instance type, phase): where the pod runs from its Node's labels ('' when unbound). Pure."""
+    by_name = {str(n["metadata"].get("name", "")): _labels(n) for n in nodes}
+    series: Series = {}
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        where = node_labels(by_name.get(node, {}))
+        owners = meta.get("ownerReferences") or []
+        key = (
+            str(meta.get("name", "")),
+            str(meta.get("namespace", "")),
+            str(owners[0].get("name", "")) if owners else "",
+            node,
+            str(by_name.get(node, {}).get(labels.NODEPOOL, "")),
+            where["zone"],
+            where["arch"],
+            where["capacity_type"],
+            where["instance_type"],
+            str((pod.get("status") or {}).get("phase") or ""),
+        )
+        series[key] = 1.0
+    return series
+
+
+def offering_series(types: list[InstanceType]) -> tuple[Series, Series, Series, Series]:
+    """(available, price by (instance type, capacity type, zone), cpu cores, memory bytes by instance type)
+    of the catalog. Pure."""
+    available: Series = {}
+    price: Series = {}
+    cpu: Series = {}
+    memory: Series = {}
+    for it in types:
+        for offering in it.offerings:
+            key = (it.name, offering.capacity_type, offering.zone)
+            available[key] = 1.0 if offering.available else 0.0
+            price[key] = offering.price
+        capacity = _numbers(it.capacity)
+        if "cpu" in capacity:
+            cpu[(it.name,)] = capacity["cpu"]
+        if "memory" in capacity:
+            memory[(it.name,)] = capacity["memory"]
+    return available, price, cpu, memory
+
+
+def _condition_time(pod: Obj, type_: str) -> str | None:
+    """When the pod's condition `type_` turned True, if it is True and says so."""
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == type_ and cond.get("status") == "True":
+            return cond.get("lastTransitionTime") or None
+    return None
+
+
+def _elapsed(start: str | None, end: str | None, now: datetime) -> float | None:
+    """Seconds from `start` to `end` (to `now` when `end` is None or does not parse)."""
+    began = seconds_since(start, now)
+    if began is None:
+        return None
+    ended = seconds_since(end, now) if end else None
+    return max(0.0, began - (ended or 0.0))
+
+
 class ClusterStateMetrics:
     """Publishes the cluster-state gauges of `metrics` from `kube` (see the module docstring). `run(stop)`
     until `stop` is set; `refresh()` once."""
 
-    def __init__(self, kube: Kube, metrics: Metrics, interval: float = REFRESH_SECONDS) -> None:
+    def __init__(
+        self,
+        kube: Kube,
+        metrics: Metrics,
+        cloud: CloudProvider | None = None,
+        interval: float = REFRESH_SECONDS,
+        offerings_interval: float = OFFERINGS_REFRESH_SECONDS,
+    ) -> None:
         self.kube = kube
         self.metrics = metrics
+        self.cloud = cloud
         self.interval = interval
+        self.offerings_interval = offerings_interval
+        self.started = datetime.now(UTC)
         self._published: dict[str, set[tuple[str, ...]]] = {}
+        self._offerings_read: float | None = None
+        self._bound: set[str] = set()  # uids of the pods timed so far
+        self._started: set[str] = set()
 
     def run(self, stop: threading.Event) -> None:
         try:
@@ -92,19 +189,66 @@ class ClusterStateMetrics:
             self.clear()
 
     def refresh(self) -> None:
+        m = self.metrics
         nodes = self.kube.list(r.NODE)
         claims = self.kube.list(r.NODECLAIM)
         pools = self.kube.list(r.NODEPOOL)
+        pods = self.kube.list(r.POD)
         allocatable, usage, limit = cluster_series(nodes, claims, pools)
-        self._publish("allocatable", self.metrics.nodes_allocatable, allocatable)
-        self._publish("usage", self.metrics.nodepools_usage, usage)
-        self._publish("limit", self.metrics.nodepools_limit, limit)
+        self._publish("allocatable", m.nodes_allocatable, allocatable)
+        self._publish("usage", m.nodepools_usage, usage)
+        self._publish("limit", m.nodepools_limit, limit)
+        self._publish("pods", m.pods_state, pod_series(pods, nodes))
+        self._time_pods(pods)
+        due = self._offerings_read is None or time.monotonic() - self._offerings_read >= self.offerings_interval
+        if self.cloud is not None and due:
+            self._offerings_read = time.monotonic()
+            available, price, cpu, memory = offering_series(self.cloud.instance_types(None))
+            self._publish("available", m.offering_available, available)
+            self._publish("price", m.offering_price_estimate, price)
+            self._publish("cpu", m.instance_type_cpu_cores, cpu)
+            self._publish("memory", m.instance_type_memory_bytes, memory)
+
+    def _time_pods(self, pods: list[Obj]) -> None:
+        """Observe the start-up histograms of pods created since this publisher started, once each."""
+        now = datetime.now(UTC)
+        present: set[str] = set()
+        for pod in pods:
+            meta = pod.get("metadata") or {}
+            uid, created = str(meta.get("uid") or ""), meta.get("creationTimestamp")
+            since = seconds_since(created, now)
+            if not uid or since is None or since > (now - self.started).total_seconds():
+                continue
+            present.add(uid)
+            if uid not in self._bound and (pod.get("spec") or {}).get("nodeName"):
+                self._bound.add(uid)
+                bound = _elapsed(created, _condition_time(pod, "PodScheduled"), now)
+                if bound is not None:
+                    self.metrics.pods_bound_duration.observe(bound)
+            if uid not in self._started and (pod.get("status") or {}).get("phase") == "Running":
+                self._started.add(uid)
+                running = _elapsed(created, _condition_time(pod, "Ready"), now)
+                if running is not None:
+                    self.metrics.pods_startup_duration.observe(running)
+        self._bound &= present
+        self._started &= present
 
     def clear(self) -> None:
         """Remove every series this publisher set."""
-        for gauge in (self.metrics.nodes_allocatable, self.metrics.nodepools_usage, self.metrics.nodepools_limit):
+        m = self.metrics
+        for gauge in (
+            m.nodes_allocatable,
+            m.nodepools_usage,
+            m.nodepools_limit,
+            m.pods_state,
+            m.offering_available,
+            m.offering_price_estimate,
+            m.instance_type_cpu_cores,
+            m.instance_type_memory_bytes,
+        ):
             gauge.clear()
         self._published.clear()
+        self._offerings_read = None
 
     def _publish(self, key: str, gauge: Gauge, series: Series) -> None:
         """Set each series, then remove the ones set last time and absent now (no scrape sees a gap)."""

@@ -27,9 +27,11 @@ Kubernetes watchers: it long-polls the queue and handles each batch, acting thro
 
 Metrics (activities.metrics, Karpenter's names): every message received counts in
 `karpenter_interruption_received_messages_total` by `message_type` (MESSAGE_TYPES, `unknown` for one
-that does not parse), every delete in `karpenter_interruption_deleted_messages_total`, and every
-NodeClaim whose workflow accepted the signal (from the queue or the instance status checker) in
-`karpenter_nodeclaims_disrupted_total` with the message type as the reason and the claim's NodePool.
+that does not parse), every delete in `karpenter_interruption_deleted_messages_total` (and, when the
+event says when it happened, the time since in `karpenter_interruption_message_queue_duration_seconds`),
+and every NodeClaim whose workflow accepted the signal (from the queue or the instance status checker)
+in `karpenter_nodeclaims_disrupted_total` with the message type as the reason, the claim's NodePool and
+capacity type.
 
 The unavailable-offerings mark lives in this worker's cache (cloudprovider.unavailable), which the
 provisioning rounds this worker runs read; with several replicas, a round run by another replica does
@@ -38,6 +40,7 @@ not see it (its own launch of the same offering would then be refused by EC2 and
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections import OrderedDict
@@ -45,7 +48,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from activities.metrics import Metrics
+from activities.metrics import Metrics, owner_labels, seconds_since
 from apis import labels
 from cloudprovider.aws.interruption_messages import (
     ACTIONS,
@@ -199,8 +202,8 @@ class ClaimDisrupter:
                 log.info("%s for NodeClaim %s: its workflow is no longer running; nothing to do", event.kind, name)
                 continue
             acted += 1
-            pool = str((meta.get("labels") or {}).get(labels.NODEPOOL, ""))
-            self.metrics.nodeclaims_disrupted.labels(reason=MESSAGE_TYPES[event.kind], nodepool=pool).inc()
+            owner = owner_labels(meta.get("labels") or {})
+            self.metrics.nodeclaims_disrupted.labels(reason=MESSAGE_TYPES[event.kind], **owner).inc()
             log.info("NodeClaim %s disrupted (%s): %s", name, source, reason)
             self._record(claim, action.event_type, action.event_reason, text)
             self._record(claim, "Warning", TERMINATING_REASON, f"Interruption triggered termination ({event.kind})")
@@ -227,6 +230,16 @@ class ClaimDisrupter:
         except KubeError:
             return
         self.recorder.record(node, event_type, reason, message)
+
+
+def _event_time(body: str) -> str | None:
+    """The `time` of the EventBridge event in a message body (when it happened), None when there is none."""
+    try:
+        event = json.loads(body)
+    except ValueError:
+        return None
+    when = event.get("time") if isinstance(event, dict) else None
+    return when if isinstance(when, str) else None
 
 
 class InterruptionConsumer:
@@ -299,6 +312,9 @@ class InterruptionConsumer:
             self.queue.delete(message)
             self.counts.deleted += 1
             self.metrics.interruption_deleted.inc()
+            queued = seconds_since(_event_time(message.body))
+            if queued is not None:
+                self.metrics.interruption_queue_duration.observe(queued)
         except Exception:
             log.exception("deleting interruption message %s failed; it comes back and is then deleted as a duplicate",
                           message.message_id)  # fmt: skip

@@ -30,6 +30,13 @@ class MetricsPortError(Exception):
     """A metrics port that cannot be listened on; the message names the setting."""
 
 
+def add_process_collectors(registry: CollectorRegistry) -> None:
+    """The process's own metrics on `registry`: `process_*` (RSS, CPU seconds, ...), `python_gc_*`,
+    `python_info`."""
+    for collector in (ProcessCollector, PlatformCollector, GCCollector):
+        collector(registry=registry)
+
+
 class MetricsServer:
     """`registry` on `port`'s `/metrics` (port 0: none). `start()` listens (MetricsPortError when the port
     is taken), `close()` stops."""
@@ -43,8 +50,7 @@ class MetricsServer:
     def start(self) -> None:
         if not self.port:
             return
-        for collector in (ProcessCollector, PlatformCollector, GCCollector):
-            collector(registry=self.registry)
+        add_process_collectors(self.registry)
         try:
             self._server, _thread = start_http_server(self.port, self.host, self.registry)
         except OSError as err:

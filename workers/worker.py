@@ -103,7 +103,7 @@ async def _lead(
         DeletionWatcher(kube, starter, loop),
         DriftTrigger(kube, starter, loop),
         Resync(starter, loop),
-        ClusterStateMetrics(kube, metrics),
+        ClusterStateMetrics(kube, metrics, cloud),
     ]
     watchers += [extra for extra in loops if extra is not None]
     threads = [threading.Thread(target=w.run, args=(watch_stop,), name=type(w).__name__, daemon=True) for w in watchers]
@@ -222,7 +222,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
     repairer = _node_repairer(settings, kube, recorder, starter)
     provisioning = ProvisioningActivities(kube, cloud, recorder, starter, metrics)
     collector = GarbageCollectionActivities(kube, cloud, recorder)
-    disruption = DisruptionActivities(kube, cloud, recorder)
+    disruption = DisruptionActivities(kube, cloud, recorder, metrics)
     execution = DisruptionExecution(kube, recorder, starter, metrics)
     manual = ManualReplacement(kube, recorder, starter, metrics)
     with ThreadPoolExecutor(max_workers=ACTIVITY_THREADS, thread_name_prefix="activity") as executor:

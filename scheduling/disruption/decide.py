@@ -438,4 +438,9 @@ def decide(inp: DisruptionInput, clock: Callable[[], float] = time.perf_counter)
         simulations=run.simulator.runs,
         timed_out=run.timed_out,
         single_node_skipped=run.single_node_skipped,
+        eligible={
+            "Drifted": sum(1 for s in run.eligible if s.drifted),
+            "Empty": sum(1 for s in run.consolidatable if s.empty),
+            "Underutilized": len(run.consolidatable),
+        },
     )

@@ -171,6 +171,9 @@ class Decision(_Model):
     simulations: int = 0
     timed_out: bool = False
     single_node_skipped: list[str] = Field(default_factory=list)  # pass as the next input's single_node_first
+    # Per reason, the nodes a method for it could take (before budgets): drifted candidates for Drifted,
+    # consolidatable ones for Underutilized, the empty among those for Empty.
+    eligible: dict[str, int] = Field(default_factory=dict)
 
     def why(self, node: str) -> list[Rejection]:
         """Every reason recorded for that node (empty when it was chosen or never looked at)."""

@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from devstack.stack import DevStack
 from kube import resources as r
 from kube.errors import NotFoundError
+from tests.dashboard import dashboard_metrics
 from tests.e2e.conftest import assert_one_instance_per_claim, claim_of_node, deployment, live_instances, pods_of
 from tests.eventually import eventually
 
@@ -192,9 +193,15 @@ def test_should_export_karpenters_metrics_and_the_temporal_sdks_after_a_scale_up
     assert created == [len(claims)]
     [(labels, _)] = [s for s in samples["karpenter_nodeclaims_created_total"] if s[0]["nodepool"] == "metered"]
     assert labels["reason"] == "provisioned"
-    [rounds] = [v for labels, v in samples["karpenter_provisioner_scheduling_duration_seconds_count"]
+    [rounds] = [v for labels, v in samples["karpenter_scheduler_scheduling_duration_seconds_count"]
                 if labels == {"controller": "provisioner"}]  # fmt: skip
     assert rounds >= 1
+    timed = {labels["condition"]: v for labels, v in samples["nodeflow_nodeclaims_startup_duration_seconds_count"]
+             if labels["nodepool"] == "metered"}  # fmt: skip
+    assert timed == dict.fromkeys(("Launched", "Registered", "Initialized"), len(claims))
+    metered_nodes = [labels for labels, _ in samples["karpenter_nodes_allocatable"] if labels["nodepool"] == "metered"]
+    assert all(labels["instance_type"] and labels["zone"] and labels["capacity_type"] for labels in metered_nodes)
+    assert samples["karpenter_cloudprovider_instance_type_offering_price_estimate"]
     launches = sum(v for labels, v in samples["karpenter_cloudprovider_duration_seconds_count"]
                    if labels["method"] == "Create" and labels["controller"] == "launch")  # fmt: skip
     assert launches >= len(claims)
@@ -209,6 +216,7 @@ def test_should_export_karpenters_metrics_and_the_temporal_sdks_after_a_scale_up
     for histogram in ("temporal_workflow_task_schedule_to_start_latency", "temporal_activity_execution_latency"):
         assert sum(v for _, v in sdk[f"{histogram}_count"]) > 0, histogram  # durations in seconds, no suffix
     assert "temporal_sticky_cache_hit_total" in sdk and "temporal_num_pollers" in sdk
+    assert dashboard_metrics("temporal_") <= set(sdk)  # the Grafana dashboard's SDK panels have their series
     stack.kube.delete(r.DEPLOYMENT, "metered", "default")  # its nodes empty and are consolidated away
 
 

@@ -8,6 +8,7 @@ an unknown field fails), both offline."""
 from __future__ import annotations
 
 import ast
+import json
 import re
 from functools import cache
 from pathlib import Path
@@ -20,6 +21,7 @@ import yaml
 
 from apis.manifests import load_documents, parse_api_object
 from kube import resources as kube_resources
+from tests.dashboard import DASHBOARD
 from workers.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,6 +80,7 @@ def test_every_rendered_manifest_is_valid_kubernetes(full: bool) -> None:
     kinds = sorted(d["kind"] for d in docs)
     assert kinds == sorted(
         [
+            *(["ConfigMap"] if full else []),  # the Grafana dashboard
             "ClusterRole",
             "ClusterRoleBinding",
             "Deployment",
@@ -302,6 +305,19 @@ def test_metrics_ports_of_0_turn_the_endpoints_and_the_service_off() -> None:
     [worker] = deployment["spec"]["template"]["spec"]["containers"]
     assert [p["name"] for p in worker["ports"]] == ["health"]
     assert {e["name"]: e.get("value") for e in worker["env"]}["NODEFLOW_METRICS_PORT"] == "0"
+
+
+def test_the_dashboard_ships_as_a_grafana_sidecar_config_map_when_enabled() -> None:
+    assert "ConfigMap" not in {d["kind"] for d in render(False)}
+    config_map = one(render(True), "ConfigMap")
+    assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert config_map["metadata"]["annotations"] == {"grafana_folder": "Autoscaling"}
+    assert json.loads(config_map["data"]["nodeflow.json"]) == json.loads(DASHBOARD.read_text())
+    values = {"dashboards": {"enabled": True, "namespace": "monitoring"}}
+    files = helm_python.Chart.load(str(CHART)).render(values, name=RELEASE, namespace=NAMESPACE)
+    docs = [doc for path, text in files.items() if path.endswith(".yaml") for doc in yaml.safe_load_all(text) if doc]
+    [elsewhere] = [d for d in docs if d["kind"] == "ConfigMap"]
+    assert elsewhere["metadata"]["namespace"] == "monitoring" and "annotations" not in elsewhere["metadata"]
 
 
 def test_two_replicas_spread_over_zones_and_hosts_with_a_disruption_budget() -> None:

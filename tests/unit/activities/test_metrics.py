@@ -6,7 +6,7 @@ cloud-provider call is timed and its errors counted by type."""
 from __future__ import annotations
 
 import pytest
-from prometheus_client import generate_latest
+from prometheus_client import Counter, Gauge, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from activities.disruption_execution import DisruptionExecution, LaunchReplacementsInput, StartInput
@@ -22,60 +22,108 @@ from scheduling.types import PlannedNodeClaim
 from tests.unit.activities.claimworld import NAME, NODE
 from tests.unit.activities.memkube import Events, MemKube
 
-# Karpenter's name (as scraped), type and labels of every metric nodeflow exports.
+# The name (as scraped), type and labels of every metric nodeflow exports: Karpenter's where nodeflow means
+# the same thing, `nodeflow_` where Karpenter has none.
 EXPORTED = {
     "karpenter_nodeclaims_created_total": ("counter", {"reason", "nodepool"}),
-    "karpenter_nodeclaims_terminated_total": ("counter", {"nodepool"}),
-    "karpenter_nodeclaims_disrupted_total": ("counter", {"reason", "nodepool"}),
-    "karpenter_nodes_allocatable": ("gauge", {"node_name", "nodepool", "resource_type"}),
+    "karpenter_nodeclaims_terminated_total": ("counter", {"nodepool", "capacity_type"}),
+    "karpenter_nodeclaims_disrupted_total": ("counter", {"reason", "nodepool", "capacity_type"}),
+    "karpenter_nodeclaims_termination_duration_seconds": ("histogram", {"nodepool"}),
+    "karpenter_nodeclaims_instance_termination_duration_seconds": ("histogram", {"nodepool"}),
+    "nodeflow_nodeclaims_startup_duration_seconds": ("histogram", {"condition", "nodepool"}),
+    "karpenter_nodes_created_total": ("counter", {"nodepool"}),
+    "karpenter_nodes_terminated_total": ("counter", {"nodepool"}),
+    "karpenter_nodes_drained_total": ("counter", {"nodepool"}),
+    "karpenter_nodes_termination_duration_seconds": ("histogram", {"nodepool"}),
+    "karpenter_nodes_lifetime_duration_seconds": ("histogram", {"nodepool"}),
+    "karpenter_nodes_allocatable": (
+        "gauge",
+        {"node_name", "nodepool", "resource_type", "instance_type", "capacity_type", "zone", "arch", "os"},
+    ),
     "karpenter_nodepools_usage": ("gauge", {"nodepool", "resource_type"}),
     "karpenter_nodepools_limit": ("gauge", {"nodepool", "resource_type"}),
-    "karpenter_provisioner_scheduling_duration_seconds": ("histogram", {"controller"}),
-    "karpenter_provisioner_scheduling_queue_depth": ("gauge", {"controller"}),
+    "karpenter_nodepools_allowed_disruptions": ("gauge", {"nodepool", "reason"}),
+    "karpenter_pods_state": (
+        "gauge",
+        {"name", "namespace", "owner", "node", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase"},
+    ),
+    "karpenter_pods_startup_duration_seconds": ("histogram", set()),
+    "karpenter_pods_bound_duration_seconds": ("histogram", set()),
+    "karpenter_scheduler_scheduling_duration_seconds": ("histogram", {"controller"}),
+    "karpenter_scheduler_queue_depth": ("gauge", {"controller"}),
+    "karpenter_scheduler_unschedulable_pods_count": ("gauge", {"controller"}),
     "karpenter_cloudprovider_duration_seconds": ("histogram", {"controller", "method", "provider"}),
     "karpenter_cloudprovider_errors_total": ("counter", {"controller", "method", "provider", "error"}),
     "karpenter_cloudprovider_batcher_batch_size": ("histogram", {"batcher"}),
+    "karpenter_cloudprovider_instance_type_offering_available": ("gauge", {"instance_type", "capacity_type", "zone"}),
+    "karpenter_cloudprovider_instance_type_offering_price_estimate": (
+        "gauge",
+        {"instance_type", "capacity_type", "zone"},
+    ),
+    "karpenter_cloudprovider_instance_type_cpu_cores": ("gauge", {"instance_type"}),
+    "karpenter_cloudprovider_instance_type_memory_bytes": ("gauge", {"instance_type"}),
+    "karpenter_voluntary_disruption_decisions_total": ("counter", {"decision", "reason", "consolidation_type"}),
+    "karpenter_voluntary_disruption_eligible_nodes": ("gauge", {"reason"}),
+    "karpenter_voluntary_disruption_decision_evaluation_duration_seconds": (
+        "histogram",
+        {"method", "consolidation_type"},
+    ),
+    "karpenter_voluntary_disruption_consolidation_timeouts_total": ("counter", {"consolidation_type"}),
     "karpenter_interruption_received_messages_total": ("counter", {"message_type"}),
     "karpenter_interruption_deleted_messages_total": ("counter", set()),
+    "karpenter_interruption_message_queue_duration_seconds": ("histogram", set()),
 }
+
+
+def _touch_every_metric(metrics: Metrics) -> None:
+    """One sample of each metric, every label set to `x`."""
+    for collector in vars(metrics).values():
+        if not isinstance(collector, Counter | Gauge | Histogram):
+            continue
+        names = collector._labelnames
+        child = collector.labels(**dict.fromkeys(names, "x")) if names else collector
+        if isinstance(child, Counter):
+            child.inc()
+        elif isinstance(child, Gauge):
+            child.set(1)
+        else:
+            child.observe(1)
+
+
+def exposition(metrics: Metrics) -> dict[str, tuple[str, set[frozenset[str]], set[str]]]:
+    """Family name -> (type, the label-name sets of its samples without `le`, its sample names), as
+    Prometheus's text parser reads the registry."""
+    text = generate_latest(metrics.registry).decode()
+    found: dict[str, tuple[str, set[frozenset[str]], set[str]]] = {}
+    for family in text_string_to_metric_families(text):
+        found[family.name] = (
+            family.type,
+            {frozenset(s.labels) - {"le"} for s in family.samples},
+            {s.name for s in family.samples},
+        )
+    return found
 
 
 def test_the_exposition_has_karpenters_names_types_and_labels() -> None:
     metrics = Metrics()
-    metrics.nodeclaims_created.labels(reason="provisioned", nodepool="default").inc()
-    metrics.nodeclaims_terminated.labels(nodepool="default").inc()
-    metrics.nodeclaims_disrupted.labels(reason="underutilized", nodepool="default").inc()
-    metrics.nodes_allocatable.labels("node-1", "default", "cpu").set(1.93)
-    metrics.nodepools_usage.labels("default", "cpu").set(2)
-    metrics.nodepools_limit.labels("default", "cpu").set(1000)
-    with metrics.scheduling("provisioner", 3):
-        assert (
-            metrics.registry.get_sample_value(
-                "karpenter_provisioner_scheduling_queue_depth", {"controller": "provisioner"}
-            )
-            == 3
-        )
-    cloud = MeteredCloudProvider(FakeCloudProvider(), metrics)
-    with pytest.raises(InstanceNotFoundError):
-        cloud.get("i-missing")
-    metrics.interruption_received.labels(message_type="spot_interrupted").inc()
-    metrics.interruption_deleted.inc()
-    metrics.fleet_batch(20)
-
-    text = generate_latest(metrics.registry).decode()
-    found, samples = {}, set()
-    for family in text_string_to_metric_families(text):
-        found[family.name] = (family.type, {frozenset(s.labels) - {"le"} for s in family.samples})
-        samples |= {s.name for s in family.samples}
+    _touch_every_metric(metrics)
+    found = exposition(metrics)
+    assert len(found) == len(EXPORTED), sorted(set(found) ^ {n.removesuffix("_total") for n in EXPORTED})
     for name, (kind, labels) in EXPORTED.items():
         family_name = name.removesuffix("_total") if kind == "counter" else name
-        assert found[family_name] == (kind, {frozenset(labels)}), name
-        assert (name if kind != "histogram" else f"{name}_count") in samples, name
-    assert "_created" not in text.replace("karpenter_nodeclaims_created_total", "")  # no _created series
-    assert (
-        metrics.registry.get_sample_value("karpenter_provisioner_scheduling_queue_depth", {"controller": "provisioner"})
-        == 0
-    )
+        assert found[family_name][:2] == (kind, {frozenset(labels)}), name
+        assert (name if kind != "histogram" else f"{name}_count") in found[family_name][2], name
+    text = generate_latest(metrics.registry).decode()
+    assert "_created{" not in text and "_created " not in text  # no _created series
+
+
+def test_the_scheduling_queue_depth_shows_a_running_simulation() -> None:
+    metrics = Metrics()
+    depth = {"controller": "provisioner"}
+    with metrics.scheduling("provisioner", 3):
+        assert metrics.registry.get_sample_value("karpenter_scheduler_queue_depth", depth) == 3
+    assert metrics.registry.get_sample_value("karpenter_scheduler_queue_depth", depth) == 0
+    assert metrics.registry.get_sample_value("karpenter_scheduler_scheduling_duration_seconds_count", depth) == 1
 
 
 def test_fleet_batches_are_counted_by_size() -> None:
@@ -93,8 +141,8 @@ def test_fleet_batches_are_counted_by_size() -> None:
 
 def test_two_metrics_objects_count_apart() -> None:
     one, other = Metrics(), Metrics()
-    one.nodeclaims_terminated.labels(nodepool="a").inc()
-    assert other.registry.get_sample_value("karpenter_nodeclaims_terminated_total", {"nodepool": "a"}) is None
+    one.nodes_drained.labels(nodepool="a").inc()
+    assert other.registry.get_sample_value("karpenter_nodes_drained_total", {"nodepool": "a"}) is None
 
 
 def test_every_cloud_call_is_timed_and_its_errors_counted_by_type() -> None:
@@ -144,7 +192,7 @@ def test_a_candidate_counts_as_disrupted_once_for_the_commands_reason(kube: MemK
     command = Command(method="SingleNodeConsolidation", reason="Underutilized", action="Delete", candidates=[candidate])
     assert execution.start_disruption(StartInput(command=command)) == [NAME]
     execution.start_disruption(StartInput(command=command))  # retried
-    disrupted = {"reason": "underutilized", "nodepool": "default"}
+    disrupted = {"reason": "underutilized", "nodepool": "default", "capacity_type": "on-demand"}
     assert metrics.registry.get_sample_value("karpenter_nodeclaims_disrupted_total", disrupted) == 1
 
 
@@ -154,7 +202,8 @@ def test_an_expired_claim_counts_as_disrupted_and_a_finalized_one_as_terminated_
     termination.begin_termination(BeginTerminationInput(name=NAME, reason="expired", expired=True))
     termination.begin_termination(BeginTerminationInput(name=NAME, reason="expired", expired=True))
     value = metrics.registry.get_sample_value
-    assert value("karpenter_nodeclaims_disrupted_total", {"reason": "expired", "nodepool": "default"}) == 1
+    owner = {"nodepool": "default", "capacity_type": "on-demand"}
+    assert value("karpenter_nodeclaims_disrupted_total", {"reason": "expired", **owner}) == 1
     termination.finalize(ClaimIdentity(name=NAME, node_name=NODE))
     termination.finalize(ClaimIdentity(name=NAME, node_name=NODE))  # retried: the claim is gone
-    assert value("karpenter_nodeclaims_terminated_total", {"nodepool": "default"}) == 1
+    assert value("karpenter_nodeclaims_terminated_total", owner) == 1

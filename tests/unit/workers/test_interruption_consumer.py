@@ -247,7 +247,8 @@ def test_messages_and_disruptions_count_in_karpenters_interruption_metrics(parts
     assert value(received, {"message_type": "rebalance_recommendation"}) == 1
     assert value(received, {"message_type": "unknown"}) == 1
     assert value("karpenter_interruption_deleted_messages_total") == 3
-    disrupted = {"reason": "spot_interrupted", "nodepool": "general"}
+    assert value("karpenter_interruption_message_queue_duration_seconds_count") == 2  # the events with a time
+    disrupted = {"reason": "spot_interrupted", "nodepool": "general", "capacity_type": "spot"}
     assert value("karpenter_nodeclaims_disrupted_total", disrupted) == 1
     consumer.handle([message(spot_interruption("i-00000000000000003"), "m1")])  # redelivered: deleted, not acted
     assert value("karpenter_nodeclaims_disrupted_total", disrupted) == 1

@@ -8,11 +8,14 @@ import socket
 import threading
 import urllib.request
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from activities.metrics import Metrics
+from apis.quantity import parse_quantity
+from cloudprovider.fake import FakeCloudProvider
 from devstack.stack.ports import free_port
 from kube import resources as r
 from kube.types import Obj
@@ -29,9 +32,29 @@ def taken_port() -> Iterator[int]:
         yield sock.getsockname()[1]
 
 
+WELL_KNOWN = {
+    "node.kubernetes.io/instance-type": "m5.large",
+    "karpenter.sh/capacity-type": "spot",
+    "topology.kubernetes.io/zone": "us-west-2a",
+    "kubernetes.io/arch": "amd64",
+    "kubernetes.io/os": "linux",
+}
+NODE_LABELS = {
+    "instance_type": "m5.large",
+    "capacity_type": "spot",
+    "zone": "us-west-2a",
+    "arch": "amd64",
+    "os": "linux",
+}
+
+
 def node(name: str, pool: str, cpu: str = "1930m", memory: str = "7Gi") -> Obj:
-    labels = {"karpenter.sh/nodepool": pool} if pool else {}
+    labels = {"karpenter.sh/nodepool": pool, **WELL_KNOWN} if pool else {}
     return {"metadata": {"name": name, "labels": labels}, "status": {"allocatable": {"cpu": cpu, "memory": memory}}}
+
+
+def allocatable_labels(name: str, resource: str) -> dict[str, str]:
+    return {"node_name": name, "nodepool": "default", "resource_type": resource, **NODE_LABELS}
 
 
 def pool(name: str, limits: dict[str, str]) -> Obj:
@@ -79,7 +102,11 @@ def test_cluster_series_are_in_base_units_and_leave_out_nodes_of_no_pool() -> No
     nodes = [node("node-1", "default"), node("other", "")]
     claims = [{"metadata": {"name": "c", "labels": {"karpenter.sh/nodepool": "default"}}, "status": {}}]
     allocatable, usage, limit = cluster_series(nodes, claims, [pool("default", {"cpu": "100", "memory": "1Ti"})])
-    assert allocatable == {("node-1", "default", "cpu"): 1.93, ("node-1", "default", "memory"): 7 * 2**30}
+    where = tuple(NODE_LABELS.values())
+    assert allocatable == {
+        ("node-1", "default", "cpu", *where): 1.93,
+        ("node-1", "default", "memory", *where): 7 * 2**30,
+    }
     assert usage[("default", "nodes")] == 2  # the Node, and the NodeClaim without a Node yet
     assert limit == {("default", "cpu"): 100, ("default", "memory"): 2**40}
 
@@ -93,17 +120,77 @@ def test_the_gauges_follow_the_cluster_and_are_cleared_when_leadership_ends() ->
     publisher = ClusterStateMetrics(kube, metrics, interval=0.01)
     value = metrics.registry.get_sample_value
     publisher.refresh()
-    assert value("karpenter_nodes_allocatable", {"node_name": "node-2", "nodepool": "default", "resource_type": "cpu"})
+    assert value("karpenter_nodes_allocatable", allocatable_labels("node-2", "cpu"))
     assert value("karpenter_nodepools_usage", {"nodepool": "default", "resource_type": "nodes"}) == 2
     assert value("karpenter_nodepools_limit", {"nodepool": "default", "resource_type": "cpu"}) == 100
     with kube.as_admin():
         kube.delete(r.NODE, "node-2")
     publisher.refresh()
-    node_2 = {"node_name": "node-2", "nodepool": "default", "resource_type": "cpu"}
-    assert value("karpenter_nodes_allocatable", node_2) is None
+    assert value("karpenter_nodes_allocatable", allocatable_labels("node-2", "cpu")) is None
     assert value("karpenter_nodepools_usage", {"nodepool": "default", "resource_type": "nodes"}) == 1
 
     stop = threading.Event()
     stop.set()
     publisher.run(stop)  # stops at once: leadership ended
     assert value("karpenter_nodepools_limit", {"nodepool": "default", "resource_type": "cpu"}) is None
+
+
+def pod_obj(name: str, uid: str, created: str, node_name: str = "", phase: str = "Pending", **conditions: str) -> Obj:
+    return {
+        "metadata": {"name": name, "namespace": "default", "uid": uid, "creationTimestamp": created,
+                     "ownerReferences": [{"kind": "ReplicaSet", "name": "web-1"}]},
+        "spec": {"nodeName": node_name} if node_name else {},
+        "status": {"phase": phase, "conditions": [{"type": t, "status": "True", "lastTransitionTime": at}
+                                                  for t, at in conditions.items()]},
+    }  # fmt: skip
+
+
+def test_pods_state_names_each_pod_where_it_runs_and_new_pods_are_timed_once() -> None:
+    kube, metrics = MemKube(), Metrics()
+    with kube.as_admin():
+        kube.create(r.NODE, node("node-1", "default"))
+        kube.create(r.POD, pod_obj("old", "u-old", "2020-01-01T00:00:00Z", "node-1", "Running"))
+    publisher = ClusterStateMetrics(kube, metrics)
+    publisher.started -= timedelta(minutes=1)  # as if it had started a minute ago: these pods came since
+    start = publisher.started
+    stamp = lambda seconds: (start + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # noqa: E731
+    with kube.as_admin():
+        kube.create(
+            r.POD, pod_obj("web", "u-web", stamp(1), "node-1", "Running", PodScheduled=stamp(3), Ready=stamp(8))
+        )
+        kube.create(r.POD, pod_obj("waiting", "u-wait", stamp(1)))
+    value = metrics.registry.get_sample_value
+    publisher.refresh()
+    publisher.refresh()  # seen again: not timed again
+    web = {"name": "web", "namespace": "default", "owner": "web-1", "node": "node-1", "nodepool": "default",
+           "phase": "Running", **{k: v for k, v in NODE_LABELS.items() if k != "os"}}  # fmt: skip
+    assert value("karpenter_pods_state", web) == 1
+    unbound = {"name": "waiting", "namespace": "default", "owner": "web-1", "node": "", "nodepool": "", "zone": "",
+               "arch": "", "capacity_type": "", "instance_type": "", "phase": "Pending"}  # fmt: skip
+    assert value("karpenter_pods_state", unbound) == 1
+    # Only "web" is timed: "old" was there before the publisher started, "waiting" is neither bound nor running.
+    assert value("karpenter_pods_bound_duration_seconds_count") == 1
+    assert value("karpenter_pods_bound_duration_seconds_sum") == pytest.approx(2)
+    assert value("karpenter_pods_startup_duration_seconds_count") == 1
+    assert value("karpenter_pods_startup_duration_seconds_sum") == pytest.approx(7)
+    with kube.as_admin():
+        kube.delete(r.POD, "web", "default")
+    publisher.refresh()
+    assert value("karpenter_pods_state", web) is None
+
+
+def test_offerings_are_published_from_the_catalog_and_dropped_when_gone() -> None:
+    kube, metrics, cloud = MemKube(), Metrics(), FakeCloudProvider()
+    publisher = ClusterStateMetrics(kube, metrics, cloud, offerings_interval=0)
+    publisher.refresh()
+    value = metrics.registry.get_sample_value
+    [first, *_] = cloud.instance_types(None)
+    offering = first.offerings[0]
+    key = {"instance_type": first.name, "capacity_type": offering.capacity_type, "zone": offering.zone}
+    assert value("karpenter_cloudprovider_instance_type_offering_price_estimate", key) == offering.price
+    assert value("karpenter_cloudprovider_instance_type_offering_available", key) == (1 if offering.available else 0)
+    assert value("karpenter_cloudprovider_instance_type_cpu_cores", {"instance_type": first.name}) == float(
+        parse_quantity(str(first.capacity["cpu"]))
+    )
+    publisher.clear()
+    assert value("karpenter_cloudprovider_instance_type_offering_price_estimate", key) is None

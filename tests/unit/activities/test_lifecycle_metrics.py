@@ -1,0 +1,139 @@
+"""The NodeClaim lifecycle's and the disruption decision's metrics (activities.metrics), each recorded by the
+activity that makes the transition, over MemKube and the fake cloud: the phases timed from the NodeClaim's
+timestamps once however often the activity runs, nodes counted created, drained and terminated with their
+termination and lifetime timed, the decision's counts and gauges. Values are read back through
+prometheus-client's text parser, as Prometheus scrapes them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from activities.disruption import DisruptionActivities
+from activities.initialization import InitializationActivities
+from activities.launch import LaunchActivities, MarkLaunchedInput
+from activities.metrics import Metrics
+from activities.models import ClaimIdentity, ClaimRef
+from activities.registration import RegistrationActivities
+from activities.termination import DrainInput, TerminationActivities
+from apis.meta import rfc3339
+from cloudprovider.fake import FakeCloudProvider
+from kube import resources as r
+from scheduling.disruption import CandidateRef, Command, Decision
+from scheduling.disruption.model import BudgetLimit, PoolBudget
+from tests.unit.activities.claimworld import NAME, NODE, as_admin_patch, uid
+from tests.unit.activities.memkube import Events, MemKube
+
+PROVIDER_ID = "aws:///us-west-2a/i-0123"
+M5_LARGE = {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}
+ZONE_A = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-west-2a"]}
+POOL = {"nodepool": "default"}
+
+
+def samples(metrics: Metrics) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """Every sample of the exposition, by (name, labels)."""
+    text = generate_latest(metrics.registry).decode()
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def value(metrics: Metrics, name: str, **labels: str) -> float | None:
+    return samples(metrics).get((name, frozenset(labels.items())))
+
+
+def ago(seconds: float) -> str:
+    return rfc3339(datetime.now(UTC) - timedelta(seconds=seconds))
+
+
+@pytest.fixture
+def metrics() -> Metrics:
+    return Metrics()
+
+
+def test_each_phase_is_timed_from_the_claims_creation_once(
+    kube: MemKube, cloud: FakeCloudProvider, events: Events, metrics: Metrics
+) -> None:
+    as_admin_patch(kube, r.NODECLAIM, NAME, {"metadata": {"creationTimestamp": ago(60)}})
+    requirements = [*kube.get(r.NODECLAIM, NAME)["spec"]["requirements"], M5_LARGE, ZONE_A]
+    as_admin_patch(kube, r.NODECLAIM, NAME, {"spec": {"requirements": requirements}})
+    launching = LaunchActivities(kube, cloud, events, "test", metrics=metrics)  # type: ignore[arg-type]
+    outcome = launching.launch(ClaimRef(name=NAME))
+    launching.mark_launched(MarkLaunchedInput(name=NAME, launch=outcome))
+    launching.mark_launched(MarkLaunchedInput(name=NAME, launch=outcome))  # retried: not timed again
+    startup = "nodeflow_nodeclaims_startup_duration_seconds"
+    assert value(metrics, f"{startup}_count", condition="Launched", **POOL) == 1
+    assert 60 <= (value(metrics, f"{startup}_sum", condition="Launched", **POOL) or 0) < 120
+
+    as_admin_patch(kube, r.NODE, NODE, {"spec": {"providerID": PROVIDER_ID}})
+    ident = ClaimIdentity(name=NAME, provider_id=PROVIDER_ID, node_name=NODE, node_uid=uid(kube, r.NODE, NODE))
+    registration = RegistrationActivities(kube, cloud, events, "test", metrics=metrics)  # type: ignore[arg-type]
+    registration.register_node(ident)
+    registration.register_node(ident)
+    assert value(metrics, f"{startup}_count", condition="Registered", **POOL) == 1
+    assert value(metrics, "karpenter_nodes_created_total", **POOL) == 1
+
+    as_admin_patch(kube, r.NODE, NODE, {"status": {"conditions": [{"type": "Ready", "status": "True"}]}},
+                   subresource="status")  # fmt: skip
+    initialization = InitializationActivities(kube, cloud, events, "test", metrics=metrics)  # type: ignore[arg-type]
+    assert initialization.check_initialized(ident).initialized
+    initialization.check_initialized(ident)
+    assert value(metrics, f"{startup}_count", condition="Initialized", **POOL) == 1
+
+
+def test_termination_counts_drained_and_terminated_once_and_times_it(
+    kube: MemKube, cloud: FakeCloudProvider, events: Events, metrics: Metrics
+) -> None:
+    registered = {"creationTimestamp": ago(3600), "labels": {"karpenter.sh/nodepool": "default"},
+                  "finalizers": ["karpenter.sh/termination"]}  # fmt: skip
+    as_admin_patch(kube, r.NODE, NODE, {"metadata": registered})
+    termination = TerminationActivities(kube, cloud, events, "test", metrics=metrics)  # type: ignore[arg-type]
+    termination.drain_step(DrainInput(name=NAME, node_name=NODE))
+    termination.drain_step(DrainInput(name=NAME, node_name=NODE))  # drained already: not counted again
+    assert value(metrics, "karpenter_nodes_drained_total", **POOL) == 1
+
+    with kube.as_admin():
+        kube.delete(r.NODECLAIM, NAME)  # its finalizer keeps it: deleting since now
+    terminating = {"type": "InstanceTerminating", "status": "True", "reason": "InstanceTerminating",
+                   "message": "i-0123", "lastTransitionTime": ago(30)}  # fmt: skip
+    as_admin_patch(kube, r.NODECLAIM, NAME, {"status": {"conditions": [terminating]}}, subresource="status")
+    ident = ClaimIdentity(name=NAME, node_name=NODE)
+    termination.finalize(ident)
+    termination.finalize(ident)  # retried: both are gone
+    owner = {"nodepool": "default", "capacity_type": "on-demand"}
+    assert value(metrics, "karpenter_nodeclaims_terminated_total", **owner) == 1
+    assert value(metrics, "karpenter_nodes_terminated_total", **POOL) == 1
+    assert value(metrics, "karpenter_nodeclaims_termination_duration_seconds_count", **POOL) == 1
+    assert 30 <= (value(metrics, "karpenter_nodeclaims_instance_termination_duration_seconds_sum", **POOL) or 0) < 90
+    assert value(metrics, "karpenter_nodes_termination_duration_seconds_count", **POOL) == 1
+    assert 3600 <= (value(metrics, "karpenter_nodes_lifetime_duration_seconds_sum", **POOL) or 0) < 3700
+
+
+def budget(pool: str, allowed: int) -> PoolBudget:
+    limits = [BudgetLimit(reason=reason, allowed=allowed) for reason in ("Empty", "Drifted", "Underutilized")]
+    return PoolBudget(node_pool=pool, total=3, disrupting=0, limits=limits)
+
+
+def test_a_decision_counts_what_is_executed_and_shows_eligible_nodes_and_budgets(
+    kube: MemKube, cloud: FakeCloudProvider, events: Events, metrics: Metrics
+) -> None:
+    disruption = DisruptionActivities(kube, cloud, events, metrics)  # type: ignore[arg-type]
+    candidate = CandidateRef(node=NODE, node_claim=NAME, node_pool="default")
+    command = Command(method="MultiNodeConsolidation", reason="Underutilized", action="Replace",
+                      candidates=[candidate])  # fmt: skip
+    eligible = {"Drifted": 0, "Empty": 1, "Underutilized": 2}
+    decision = Decision(command=command, budgets=[budget("default", 1), budget("gone", 2)], eligible=eligible)
+    disruption.count(decision, executable=True)
+    disruption.count(decision.model_copy(update={"budgets": [budget("default", 0)], "timed_out": True}), False)
+    decided = {"decision": "replace", "reason": "underutilized", "consolidation_type": "multi"}
+    assert value(metrics, "karpenter_voluntary_disruption_decisions_total", **decided) == 1  # not the second
+    assert value(metrics, "karpenter_voluntary_disruption_consolidation_timeouts_total", consolidation_type="") == 1
+    assert value(metrics, "karpenter_voluntary_disruption_eligible_nodes", reason="underutilized") == 2
+    allowed = "karpenter_nodepools_allowed_disruptions"
+    assert value(metrics, allowed, nodepool="default", reason="drifted") == 0
+    assert value(metrics, allowed, nodepool="gone", reason="drifted") is None  # its pool is gone
