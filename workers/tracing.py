@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -112,7 +113,7 @@ def _exporter_names(env: Mapping[str, str]) -> list[str]:
 
 def _exporter(name: str, env: Mapping[str, str]) -> SpanExporter:
     if name == "console":
-        return ConsoleSpanExporter()
+        return ConsoleSpanExporter(out=sys.stdout)  # the stdout of now, not of import time
     given = [(variable, env[variable].strip()) for variable in PROTOCOLS if env.get(variable, "").strip()]
     if given and given[0][1] != "http/protobuf":  # the traces-specific variable, when set, wins
         variable, protocol = given[0]
