@@ -5,7 +5,9 @@ client's span), the provisioner workflow, its `solve` and `apply_plan` activitie
 `apply_plan` starts, their `launch` activity, and the EC2 and Kubernetes calls inside activities. The
 Temporal spans come from the SDK's `temporalio.contrib.opentelemetry.TracingInterceptor` on the worker's
 client (it applies to the worker built on that client too); the calls' spans from `instrument_boto3` (botocore
-event hooks on each boto3 client) and `TracedKube` (around the Kubernetes client). A signal to a provisioner
+event hooks on each boto3 client) and `TracedKube` (around the Kubernetes client), for calls made within
+a trace: the leader's Lease renewals, the watchers' lists and the catalog warm-up, outside any, make no
+root spans of their own every few seconds. A signal to a provisioner
 already running is linked to, not parent of, its rounds: those belong to the provisioner run's trace, as the
 interceptor keeps one context per workflow run. Workflow spans are recorded once, not on replay.
 
@@ -39,7 +41,7 @@ from typing import Any
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
-from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
+from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer, get_current_span
 from temporalio.contrib.opentelemetry import TracingInterceptor
 
 from kube.resources import POD
@@ -139,10 +141,10 @@ def _traces_endpoint(env: Mapping[str, str]) -> str:
 
 
 def instrument_boto3(client: Any, tracer: Tracer) -> None:
-    """A client span around every API call of `client` (a boto3 client), retries included, named
-    `Service.Operation` (`EC2.RunInstances`), with the RPC attributes of OpenTelemetry's AWS SDK
-    conventions, the region, the HTTP status, the AWS error code and the request id. Parameters and
-    responses are not recorded (they carry user data and tags)."""
+    """A client span around every API call of `client` (a boto3 client) made within a trace, retries
+    included, named `Service.Operation` (`EC2.RunInstances`), with the RPC attributes of OpenTelemetry's
+    AWS SDK conventions, the region, the HTTP status, the AWS error code and the request id. Parameters
+    and responses are not recorded (they carry user data and tags)."""
     events = client.meta.events
     region = client.meta.region_name
     events.register("before-call", _before_call(tracer, region))
@@ -150,8 +152,15 @@ def instrument_boto3(client: Any, tracer: Tracer) -> None:
     events.register("after-call-error", _after_call_error)
 
 
+def _in_trace() -> bool:
+    """Whether a span is current (an activity's, a workflow call's): the calls traced are the ones in a trace."""
+    return get_current_span().get_span_context().is_valid
+
+
 def _before_call(tracer: Tracer, region: str) -> Any:
     def start(model: Any, context: dict[str, Any], **_: Any) -> None:
+        if not _in_trace():
+            return
         service = model.service_model.service_id
         context[_SPAN_KEY] = tracer.start_span(
             f"{service}.{model.name}",
@@ -196,9 +205,9 @@ def _after_call_error(exception: BaseException, context: dict[str, Any], **_: An
 
 
 class TracedKube:
-    """`kube` with a client span around each request-response call (`kube.get NodeClaim`), attributed with
-    the resource, namespace and name; never the body. Watches pass through untraced: they are long-lived
-    streams, not calls. Other attributes of `kube` (`close`) pass through."""
+    """`kube` with a client span around each request-response call made within a trace (`kube.get
+    NodeClaim`), attributed with the resource, namespace and name; never the body. Watches pass through
+    untraced: they are long-lived streams, not calls. Other attributes of `kube` (`close`) pass through."""
 
     def __init__(self, kube: Kube, tracer: Tracer) -> None:
         self._kube = kube
@@ -211,6 +220,9 @@ class TracedKube:
     def _span(
         self, verb: str, resource: KubeResource, namespace: str | None = None, name: str | None = None
     ) -> Iterator[None]:
+        if not _in_trace():
+            yield
+            return
         attributes = {"k8s.verb": verb, "k8s.resource": resource.plural, "k8s.api_version": resource.api_version}
         if namespace:
             attributes["k8s.namespace.name"] = namespace

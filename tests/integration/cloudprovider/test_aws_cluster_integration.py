@@ -174,7 +174,8 @@ def test_traced_calls_record_operations_but_neither_user_data_nor_keys(aws: Moto
         )  # fmt: skip
         klass = node_class("al2@latest", name="traced", userData=user_data)
         request = launch_request(klass).model_copy(update={"instance_types": ["m6g.large"]})  # its own AMI
-        instance = traced.create(request)
+        with tracing.tracer.start_as_current_span("RunActivity:launch"):  # calls are traced within a trace
+            instance = traced.create(request)
     finally:
         configure_logging(level, "text", io.StringIO())  # drop the JSON handler
     spans = exporter.get_finished_spans()

@@ -357,27 +357,31 @@ class TestConstruction:
 
 
 def test_traced_calls_are_client_spans_naming_the_resource_never_the_body(kube: KubeClient) -> None:
-    """workers.tracing.TracedKube on the client: a span per call with the verb, resource, namespace and
-    name, an error type on failure, and nothing of the object sent."""
+    """workers.tracing.TracedKube on the client: within a trace, a span per call with the verb, resource,
+    namespace and name, an error type on failure, and nothing of the object sent; outside any, none."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    traced = Tracing(provider).kube(kube)
+    tracing = Tracing(provider)
+    traced = tracing.kube(kube)
     name = unique("traced")
-    traced.create(NODE, {"metadata": {"name": name, "labels": {"secret-ish": "label-value-3c9"}}})
-    traced.patch(NODE, name, {"metadata": {"annotations": {"a": "annotation-value-3c9"}}})
-    assert traced.get(NODE, name)["metadata"]["name"] == name
-    assert any(n["metadata"]["name"] == name for n in traced.list(NODE))
-    traced.delete(NODE, name)
-    with pytest.raises(NotFoundError):
-        traced.get(NODE, name)
+    traced.create(NODE, {"metadata": {"name": name, "labels": {"secret-ish": "label-value-3c9"}}})  # no trace
+    assert exporter.get_finished_spans() == ()
+    with tracing.tracer.start_as_current_span("RunActivity:launch"):
+        traced.patch(NODE, name, {"metadata": {"annotations": {"a": "annotation-value-3c9"}}})
+        assert traced.get(NODE, name)["metadata"]["name"] == name
+        assert any(n["metadata"]["name"] == name for n in traced.list(NODE))
+        traced.delete(NODE, name)
+        with pytest.raises(NotFoundError):
+            traced.get(NODE, name)
     spans = exporter.get_finished_spans()
     assert [s.name for s in spans] == [
-        "kube.create Node", "kube.patch Node", "kube.get Node", "kube.list Node", "kube.delete Node", "kube.get Node",
+        "kube.patch Node", "kube.get Node", "kube.list Node", "kube.delete Node", "kube.get Node", "RunActivity:launch",
     ]  # fmt: skip
     assert dict(spans[0].attributes or {}) == {
-        "k8s.verb": "create", "k8s.resource": "nodes", "k8s.api_version": "v1", "k8s.object.name": name,
+        "k8s.verb": "patch", "k8s.resource": "nodes", "k8s.api_version": "v1", "k8s.object.name": name,
     }  # fmt: skip
-    assert dict(spans[-1].attributes or {})["error.type"] == "NotFoundError"
-    assert spans[-1].status.status_code == StatusCode.ERROR
+    assert dict(spans[4].attributes or {})["error.type"] == "NotFoundError"
+    assert spans[4].status.status_code == StatusCode.ERROR
+    assert {s.context.trace_id for s in spans} == {spans[-1].context.trace_id}
     assert "3c9" not in "".join(s.to_json() for s in spans)
