@@ -165,7 +165,7 @@ def test_traced_calls_record_operations_but_neither_user_data_nor_keys(aws: Moto
     tracing = Tracing(provider)
     logs = io.StringIO()
     root = logging.getLogger()
-    level = root.level
+    level, handlers = root.level, list(root.handlers)
     configure_logging(logging.DEBUG, "json", logs)
     try:
         traced = new_aws_cloud_provider(
@@ -177,7 +177,8 @@ def test_traced_calls_record_operations_but_neither_user_data_nor_keys(aws: Moto
         with tracing.tracer.start_as_current_span("RunActivity:launch"):  # calls are traced within a trace
             instance = traced.create(request)
     finally:
-        configure_logging(level, "text", io.StringIO())  # drop the JSON handler
+        root.handlers[:] = handlers
+        root.setLevel(level)
     spans = exporter.get_finished_spans()
     ec2 = [s for s in spans if s.name.startswith("EC2.")]
     assert ec2 and all(dict(s.attributes or {})["rpc.service"] == "EC2" for s in ec2)

@@ -26,11 +26,12 @@ log = logging.getLogger("nodeflow.test")
 def lines() -> Iterator[io.StringIO]:
     """JSON logs at INFO into a buffer for the test; the handler is dropped after it."""
     root = logging.getLogger()
-    level = root.level
+    level, handlers = root.level, list(root.handlers)
     out = io.StringIO()
     configure_logging(logging.INFO, "json", out)
     yield out
-    configure_logging(level, "text", io.StringIO())
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 def records(out: io.StringIO) -> list[dict[str, Any]]:

@@ -123,6 +123,7 @@ def test_the_worker_refuses_a_bad_exporter_before_connecting(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "zipkin")
+    monkeypatch.setattr(worker_cmd, "configure_logging", lambda *args: None)  # keep pytest's logging as it is
     args = cli.build_parser(["worker"]).parse_args(["worker", "--temporal-address", "127.0.0.1:9"])
     assert worker_cmd.run(args) == 2  # the command itself: the entry point's wrapper ends the process
     assert "nodeflow worker: OTEL_TRACES_EXPORTER is 'zipkin'" in capsys.readouterr().err
