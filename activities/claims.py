@@ -93,7 +93,9 @@ def launched_labels(
     offering (type, zone, capacity type), the region, the zone's id (`topology.k8s.aws/zone-id`) when
     `zone_ids` (zone name -> zone id, from the EC2NodeClass's resolved subnets) knows it, and the node's
     operating system as its node class decides it (`os_labels`: kubernetes.io/os and, for Windows,
-    node.kubernetes.io/windows-build, as `scheduling.catalog.node_class_os` gives them)."""
+    node.kubernetes.io/windows-build, as `scheduling.catalog.node_class_os` gives them); for an instance
+    in a capacity reservation, the reservation's id and type (karpenter.k8s.aws/capacity-reservation-id,
+    -type)."""
     os_name, windows_build = os_labels
     out = {
         **type_labels,
@@ -108,6 +110,9 @@ def launched_labels(
         out[labels.ZONE_ID] = zone_id
     if windows_build:
         out[labels.WINDOWS_BUILD] = windows_build
+    if instance.capacity_reservation_id:
+        out[labels.CAPACITY_RESERVATION_ID] = instance.capacity_reservation_id
+        out[labels.CAPACITY_RESERVATION_TYPE] = instance.capacity_reservation_type or "default"
     return out
 
 

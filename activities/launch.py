@@ -40,6 +40,8 @@ class LaunchOutcome(BaseModel):
     instance_type: str = ""
     zone: str = ""
     capacity_type: str = ""
+    capacity_reservation_id: str = ""  # a reserved instance's capacity reservation
+    capacity_reservation_type: str = ""  # default | capacity-block
     provider_id: str = ""
     image_id: str = ""
     node_pool: str = ""
@@ -115,6 +117,8 @@ class LaunchActivities(ClaimActivities):
             instance_type=instance.instance_type,
             zone=instance.zone,
             capacity_type=instance.capacity_type,
+            capacity_reservation_id=instance.capacity_reservation_id,
+            capacity_reservation_type=instance.capacity_reservation_type,
             provider_id=instance.provider_id,
             image_id=instance.image_id,
             node_pool=(claim.metadata.labels.get(labels.NODEPOOL, "") if claim else "")
@@ -138,6 +142,8 @@ class LaunchActivities(ClaimActivities):
             capacity_type=launch.capacity_type,
             state="running",
             provider_id=launch.provider_id,
+            capacity_reservation_id=launch.capacity_reservation_id,
+            capacity_reservation_type=launch.capacity_reservation_type,
         )
         zone_ids = {s.zone: s.zone_id for s in node_class.status.subnets if s.zone_id} if node_class else {}
         os_labels = node_class_os(node_class) if node_class is not None else ("linux", None)

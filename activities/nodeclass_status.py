@@ -7,7 +7,7 @@ from typing import Any
 from apis import labels
 from apis.ec2nodeclass import EC2NodeClassStatus
 from apis.meta import Condition, set_condition
-from cloudprovider.types import ResolvedNodeClass
+from cloudprovider.types import CapacityReservation, ResolvedNodeClass
 
 ARCH = {"x86_64": "amd64", "arm64": "arm64"}
 
@@ -26,6 +26,23 @@ def ami_status(ami: dict[str, str]) -> dict[str, Any]:
     return status
 
 
+def reservation_status(reservation: CapacityReservation) -> dict[str, Any]:
+    """One entry of status.capacityReservations, with Karpenter's field names (endTime only when the
+    reservation ends)."""
+    status: dict[str, Any] = {
+        "id": reservation.id,
+        "instanceType": reservation.instance_type,
+        "availabilityZone": reservation.zone,
+        "ownerID": reservation.owner_id,
+        "instanceMatchCriteria": reservation.instance_match_criteria,
+        "reservationType": reservation.reservation_type,
+        "state": reservation.state,
+    }
+    if reservation.end_time:
+        status["endTime"] = reservation.end_time
+    return status
+
+
 def desired_status(
     current: dict[str, Any],
     resolved: ResolvedNodeClass | None,
@@ -37,7 +54,8 @@ def desired_status(
     """The status to write: resolution results (kept as they were when resolution failed) and a Ready
     condition, True or False with `reason` and the problem naming the field and the fix, that observed
     `generation` (the EC2NodeClass's metadata.generation): readers trust the resolution only when it
-    is the current one (EC2NodeClass.status_resolves_spec)."""
+    is the current one (EC2NodeClass.status_resolves_spec). Capacity reservations are listed as
+    resolved; selecting none leaves the node class Ready, as in Karpenter."""
     merged = dict(current or {})
     if resolved is not None:
         merged.update(
@@ -49,6 +67,7 @@ def desired_status(
                 {"id": g["id"], **({"name": g["name"]} if g.get("name") else {})} for g in resolved.security_groups
             ],
             amis=[ami_status(a) for a in resolved.amis],
+            capacityReservations=[reservation_status(c) for c in resolved.capacity_reservations],
             instanceProfile=resolved.instance_profile or None,
         )
     status = EC2NodeClassStatus.model_validate(merged)

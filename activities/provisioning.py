@@ -21,7 +21,8 @@ from activities.nodeclass_termination import NodeClassTermination, is_terminatin
 from activities.provisioning_models import ApplyPlanInput, ApplyPlanResult, InvalidObject, ProvisionPlan, ProvisionRound
 from apis.ec2nodeclass import EC2NodeClass, EC2NodeClassStatus
 from apis.errors import describe_validation_error, format_problems
-from apis.instancetype import InstanceType
+from apis.instancetype import InstanceType, Offering
+from apis.labels import CAPACITY_TYPE_RESERVED
 from apis.meta import Condition, get_condition, now_rfc3339, set_condition
 from apis.nodeclaim import NodeClaim
 from apis.nodepool import NodePool, is_managed
@@ -86,7 +87,7 @@ class ProvisioningActivities:
             node_claims=self._node_claims(),
             node_pools=node_pools,
             node_classes=node_classes,
-            instance_types=self._catalog(zones),
+            instance_types=self._catalog(zones, node_classes),
             daemonsets=self.kube.list(r.DAEMONSET),
             persistent_volume_claims=self.kube.list(r.PVC),
             persistent_volumes=self.kube.list(r.PV),
@@ -230,9 +231,25 @@ class ProvisioningActivities:
                 log.warning("skipping malformed NodeClaim %s", obj.get("metadata", {}).get("name"))
         return out
 
-    def _catalog(self, zones: set[str]) -> list[InstanceType]:
-        """The base catalog, offerings limited to zones where a ready node class has subnets."""
+    def _catalog(self, zones: set[str], node_classes: list[EC2NodeClass]) -> list[InstanceType]:
+        """The base catalog, offerings limited to zones where a ready node class has subnets, plus the
+        reserved offerings of the capacity reservations the node classes select (the scheduler gives
+        each node class only its own: scheduling.catalog.build_options)."""
         catalog = self.cloud.instance_types(None)
+        reserved: dict[str, dict[str, Offering]] = {}  # type -> reservation id -> offering
+        for nc in node_classes:
+            if nc.status.capacity_reservations:
+                for it in self.cloud.instance_types(nc):
+                    for o in it.offerings:
+                        if o.capacity_type == CAPACITY_TYPE_RESERVED and o.reservation_id:
+                            reserved.setdefault(it.name, {})[o.reservation_id] = o
+        if reserved:
+            catalog = [
+                it.model_copy(update={"offerings": [*it.offerings, *reserved[it.name].values()]})
+                if it.name in reserved
+                else it
+                for it in catalog
+            ]
         if not zones:
             return catalog
         return [it.model_copy(update={"offerings": [o for o in it.offerings if o.zone in zones]}) for it in catalog]

@@ -231,6 +231,8 @@ class SecurityGroupSelectorTerm(KubeModel):
 
 
 class CapacityReservationSelectorTerm(KubeModel):
+    """Selects capacity reservations by id (alone), or by tags, ownerID and instanceMatchCriteria (ANDed)."""
+
     tags: SelectorTags | None = None
     id: CapacityReservationId | None = None
     owner_id: OwnerId | None = Field(default=None, alias="ownerID")
@@ -500,10 +502,26 @@ class ResolvedAMI(KubeModel):
     deprecated: bool | None = None
 
 
+class ResolvedCapacityReservation(KubeModel):
+    """A capacity reservation the selector terms matched, as Karpenter's status.capacityReservations
+    holds it. `reservationType` is `default` (an On-Demand Capacity Reservation) or `capacity-block`;
+    `state` is `expiring` for a capacity block inside EC2's reclamation window, else `active`."""
+
+    id: CapacityReservationId
+    instance_type: str
+    availability_zone: str
+    owner_id: OwnerId = Field(alias="ownerID")
+    instance_match_criteria: Literal["open", "targeted"]
+    reservation_type: Literal["default", "capacity-block"] = "default"
+    state: Literal["active", "expiring"] = "active"
+    end_time: Annotated[str, SchemaExtra({"format": "date-time"})] | None = None
+    interruptible: bool | None = None
+
+
 class EC2NodeClassStatus(KubeModel):
     subnets: list[ResolvedSubnet] = Field(default_factory=list)
     security_groups: list[ResolvedSecurityGroup] = Field(default_factory=list)
-    capacity_reservations: list[dict[str, object]] = Field(default_factory=list)
+    capacity_reservations: list[ResolvedCapacityReservation] = Field(default_factory=list)
     amis: list[ResolvedAMI] = Field(default_factory=list)
     instance_profile: str | None = None
     conditions: list[Condition] = Field(default_factory=list)

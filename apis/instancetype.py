@@ -21,10 +21,16 @@ from apis.quantity import Quantity, ResourceList, subtract, to_resource_list
 
 
 class Offering(KubeModel):
+    """Where and how the type can be bought. A `reserved` offering is one capacity reservation
+    (`reservationID`, `reservationType` default or capacity-block); it is available while the
+    reservation has room."""
+
     zone: str
     capacity_type: str = "on-demand"
     price: float
     available: bool = True
+    reservation_id: str | None = Field(default=None, alias="reservationID")
+    reservation_type: str | None = None
 
 
 class InstanceType(KubeModel):

@@ -55,7 +55,7 @@ class Instance(BaseModel):
     id: str
     instance_type: str
     zone: str
-    capacity_type: str
+    capacity_type: str  # on-demand | spot | reserved (launched into a capacity reservation)
     state: str  # pending | running | shutting-down | terminated | stopping | stopped
     provider_id: str
     image_id: str = ""
@@ -64,10 +64,30 @@ class Instance(BaseModel):
     subnet_id: str = ""  # "" when the cloud did not say
     security_group_ids: list[str] = Field(default_factory=list)
     tags: dict[str, str] = Field(default_factory=dict)
+    capacity_reservation_id: str = ""  # the reservation a reserved instance runs in
+    capacity_reservation_type: str = ""  # default | capacity-block, for a reserved instance
 
     @property
     def node_claim(self) -> str | None:
         return self.tags.get(TAG_NODECLAIM)
+
+
+class CapacityReservation(BaseModel):
+    """A capacity reservation a node class selects: where it is, what it holds, and how many more
+    instances it can take right now (`available`). `reservation_type` is `default` (an On-Demand
+    Capacity Reservation) or `capacity-block`; `state` is `active` or `expiring`; `end_time` is RFC 3339
+    or "" for a reservation without an end."""
+
+    id: str
+    instance_type: str
+    zone: str
+    owner_id: str
+    instance_match_criteria: str  # open | targeted
+    reservation_type: str = "default"
+    state: str = "active"
+    end_time: str = ""
+    available: int = 0
+    total: int = 0
 
 
 class ResolvedNodeClass(BaseModel):
@@ -77,6 +97,7 @@ class ResolvedNodeClass(BaseModel):
     security_groups: list[dict[str, str]] = Field(default_factory=list)  # {"id", "name"}
     amis: list[dict[str, str]] = Field(default_factory=list)  # {"id", "name", "arch", "variant"[, "deprecated"]}
     instance_profile: str = ""
+    capacity_reservations: list[CapacityReservation] = Field(default_factory=list)
 
 
 class NodeClassResources(BaseModel):

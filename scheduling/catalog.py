@@ -177,8 +177,10 @@ def build_options(
     """Every catalog type as an Option under these kubelet settings; offerings limited to available ones
     (and to `zones` when the node class resolved its subnets). Types with no offering left are dropped, and
     for Windows classes (`os_labels`) every non-amd64 type. Sorted by cheapest offering, then name. With
-    `node_class`, ephemeral storage is that class's (`node_class_storage`), else the catalog's."""
+    `node_class`, ephemeral storage is that class's (`node_class_storage`), else the catalog's, and its
+    reserved offerings are those of the capacity reservations in its status only."""
     os_name, windows_build = os_labels
+    reservations = {c.id for c in node_class.status.capacity_reservations} if node_class is not None else None
     out: list[Option] = []
     for it in instance_types:
         capacity, overhead = kubelet_capacity_and_overhead(it, kubelet)
@@ -189,7 +191,9 @@ def build_options(
             (
                 Offer(o.zone, o.capacity_type, o.price)
                 for o in it.offerings
-                if o.available and (zones is None or o.zone in zones)
+                if o.available
+                and (zones is None or o.zone in zones)
+                and (reservations is None or o.reservation_id is None or o.reservation_id in reservations)
             ),
             key=lambda o: (o.price, o.zone, o.capacity_type),
         )

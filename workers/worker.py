@@ -222,6 +222,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing |
         cluster_name=settings.cluster_name,
         cluster=cluster,
         kubernetes_version=settings.kubernetes_version,
+        reserved_capacity=settings.feature_gate_values()["ReservedCapacity"],
         instrument=instrument,
     )
     cloud = MeteredCloudProvider(aws, metrics)

@@ -24,7 +24,7 @@ ALIAS_FAMILIES: Final = {
     "windows2025": "Windows2025",
 }
 ARCHES: Final = ("x86_64", "arm64")
-VARIANTS: Final = ("standard", "nvidia")
+VARIANTS: Final = ("standard", "nvidia", "neuron")
 # amiFamily -> the Windows Server release its AMIs run.
 WINDOWS_RELEASES: Final = {"Windows2019": "2019", "Windows2022": "2022", "Windows2025": "2025"}
 # The oldest Kubernetes minor version each Windows family's alias resolves on (absent: any).
@@ -37,7 +37,7 @@ class AliasParameter:
 
     name: str
     arch: str  # EC2 architecture: x86_64 | arm64
-    variant: str  # standard | nvidia
+    variant: str  # standard | nvidia | neuron
 
 
 def parse_alias(alias: str) -> tuple[str, str]:
@@ -109,19 +109,49 @@ def _bottlerocket(k8s: str, version: str, arch: str, variant: str) -> str:
     return f"/aws/service/bottlerocket/{flavour}/{arch}/{release}/image_id"
 
 
+# The (arch, variant) pairs each family publishes an AMI for, as Karpenter's AMI families read them: AL2023
+# has its own Neuron AMI (x86_64 only); AL2's GPU AMI serves NVIDIA and Neuron types and has no arm64
+# build; Bottlerocket's standard x86_64 AMI serves Neuron types. Several pairs may name one parameter.
+FAMILY_VARIANTS: Final = {
+    "AL2023": (
+        ("x86_64", "standard"),
+        ("x86_64", "nvidia"),
+        ("x86_64", "neuron"),
+        ("arm64", "standard"),
+        ("arm64", "nvidia"),
+    ),
+    "AL2": (("x86_64", "standard"), ("x86_64", "nvidia"), ("x86_64", "neuron"), ("arm64", "standard")),
+    "Bottlerocket": (
+        ("x86_64", "standard"),
+        ("x86_64", "nvidia"),
+        ("x86_64", "neuron"),
+        ("arm64", "standard"),
+        ("arm64", "nvidia"),
+    ),
+}
+_NEURON_PARAMETER_VARIANT: Final = {"AL2023": "neuron", "AL2": "nvidia", "Bottlerocket": "standard"}
+
+
 def alias_parameters(alias: str, kubernetes_version: str) -> list[AliasParameter]:
-    """Every SSM parameter the alias may resolve through, in a fixed order (arch, then variant); a Windows
-    alias has one, x86_64 standard. Raises ValueError for an invalid alias or one the Kubernetes version
-    cannot use (`check_kubernetes_version`)."""
+    """Every (SSM parameter, arch, variant) the alias may resolve through, in `FAMILY_VARIANTS` order; one
+    parameter may serve several variants (AL2's GPU AMI serves `nvidia` and `neuron`). A Windows alias has
+    one, x86_64 standard. Raises ValueError for an invalid alias or one the Kubernetes version cannot use
+    (`check_kubernetes_version`)."""
     family, version = parse_alias(alias)
     if is_windows(family):
         check_kubernetes_version(family, kubernetes_version)
         return [AliasParameter(windows_parameter(family, kubernetes_version), "x86_64", "standard")]
+    build = {"AL2023": _al2023, "AL2": _al2, "Bottlerocket": _bottlerocket}[family]
     out: list[AliasParameter] = []
-    for arch in ARCHES:
-        for variant in VARIANTS:
-            if family == "AL2" and (arch, variant) == ("arm64", "nvidia"):
-                continue  # AL2 publishes no arm64 GPU AMI
-            build = {"AL2023": _al2023, "AL2": _al2, "Bottlerocket": _bottlerocket}[family]
-            out.append(AliasParameter(build(kubernetes_version, version, arch, variant), arch, variant))
+    for arch, variant in FAMILY_VARIANTS[family]:
+        published = _NEURON_PARAMETER_VARIANT[family] if variant == "neuron" else variant
+        out.append(AliasParameter(build(kubernetes_version, version, arch, published), arch, variant))
     return out
+
+
+def variant_for(nvidia_gpus: bool, neuron_devices: bool) -> str:
+    """The AMI variant an instance type needs: `nvidia` for NVIDIA GPUs, `neuron` for Inferentia/Trainium,
+    else `standard`."""
+    if nvidia_gpus:
+        return "nvidia"
+    return "neuron" if neuron_devices else "standard"

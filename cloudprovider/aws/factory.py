@@ -67,13 +67,15 @@ def new_aws_cloud_provider(
     credentials: tuple[str, str] | None = None,
     max_attempts: int = 3,
     ec2_limiter: EC2RateLimiter | None = None,
+    reserved_capacity: bool = True,
     instrument: ClientHook | None = None,
 ) -> AWSCloudProvider:
     """An AWSCloudProvider for `region`. `endpoint_url` points EC2, SSM and IAM elsewhere (e.g. the local
     stack); `credentials` (access key id, secret) override the default credential chain; `cluster`
     (from `resolve_eks_cluster`) is what the launched nodes need to join. Every EC2 call first takes a
     token from `ec2_limiter` (by default one with EC2's default bucket sizes, for this provider alone).
-    `instrument` is called with each boto3 client built."""
+    `reserved_capacity`: Karpenter's ReservedCapacity feature gate (see AWSCloudProvider). `instrument` is
+    called with each boto3 client built."""
     client = _client_factory(region, endpoint_url, credentials, max_attempts, instrument)
     return AWSCloudProvider(
         rate_limited(client("ec2"), ec2_limiter or EC2RateLimiter()),
@@ -85,6 +87,7 @@ def new_aws_cloud_provider(
         cluster=cluster,
         kubernetes_version=kubernetes_version,
         clock=clock,
+        reserved_capacity=reserved_capacity,
     )
 
 

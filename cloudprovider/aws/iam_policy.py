@@ -7,12 +7,13 @@ NodePool's tags on what they create, deletes only what carries those tags, reads
 Statements, by Sid:
 
 - `AllowRegionalReadActions`: the EC2 Describe calls nodeflow makes (instance types, offerings, spot
-  prices, subnets, security groups, images, launch templates, instances, instance status checks), in the
-  region only.
+  prices, subnets, security groups, images, launch templates, instances, instance status checks, the
+  capacity reservations EC2NodeClasses select), in the region only.
 - `AllowSSMReadActions`: `ssm:GetParameter` on the public AWS parameters (`/aws/service/*`) where the
   EKS-optimised AMI ids of the AMI aliases live; never on the account's own parameters.
 - `AllowScopedEC2InstanceAccessActions`: `RunInstances`/`CreateFleet` may *use* any image, snapshot,
-  security group and subnet of the region: they are read, not created, and the node class selects them.
+  security group and subnet of the region, and any capacity reservation (of any account: reservations
+  can be shared): they are read, not created, and the node class selects them.
 - `AllowScopedEC2LaunchTemplateAccessActions`: a launch may use a launch template only when the
   template carries `kubernetes.io/cluster/<cluster>=owned` and a `karpenter.sh/nodepool` tag (nodeflow
   tags the templates it creates so).
@@ -64,6 +65,7 @@ from apis.labels import NODECLASS, REGION
 from cloudprovider.types import TAG_CLUSTER_PREFIX, TAG_EKS_CLUSTER_NAME, TAG_MANAGED_BY, TAG_NODEPOOL
 
 REGIONAL_READS = (
+    "ec2:DescribeCapacityReservations",
     "ec2:DescribeImages",
     "ec2:DescribeInstances",
     "ec2:DescribeInstanceStatus",
@@ -184,6 +186,7 @@ def controller_policy(
                     f"{ec2}::snapshot/*",
                     f"{ec2}:{account}:security-group/*",
                     f"{ec2}:{account}:subnet/*",
+                    f"{ec2}:*:capacity-reservation/*",
                 ],
             }
         ),

@@ -14,14 +14,22 @@ LIVE_STATES = ("pending", "running", "stopping", "stopped")
 STATUS_IDS_PER_CALL = 100  # DescribeInstanceStatus takes at most 100 explicit instance ids
 
 
+def capacity_type_of(data: Mapping[str, Any]) -> str:
+    """reserved for an instance in a capacity reservation, spot for a spot instance, else on-demand."""
+    if data.get("CapacityReservationId"):
+        return "reserved"
+    return "spot" if data.get("InstanceLifecycle") == "spot" else "on-demand"
+
+
 def to_instance(data: Mapping[str, Any]) -> Instance:
     zone = str(data.get("Placement", {}).get("AvailabilityZone", ""))
     launch_time = data.get("LaunchTime", "")
+    reservation = str(data.get("CapacityReservationId") or "")
     return Instance(
         id=str(data["InstanceId"]),
         instance_type=str(data.get("InstanceType", "")),
         zone=zone,
-        capacity_type="spot" if data.get("InstanceLifecycle") == "spot" else "on-demand",
+        capacity_type=capacity_type_of(data),
         state=str(data.get("State", {}).get("Name", "")),
         provider_id=f"aws:///{zone}/{data['InstanceId']}",
         image_id=str(data.get("ImageId", "")),
@@ -30,6 +38,12 @@ def to_instance(data: Mapping[str, Any]) -> Instance:
         subnet_id=str(data.get("SubnetId", "")),
         security_group_ids=sorted(str(g["GroupId"]) for g in data.get("SecurityGroups", []) if g.get("GroupId")),
         tags={t["Key"]: t["Value"] for t in sorted(data.get("Tags", []), key=lambda t: t["Key"])},
+        capacity_reservation_id=reservation,
+        capacity_reservation_type=(
+            ("capacity-block" if data.get("InstanceLifecycle") == "capacity-block" else "default")
+            if reservation
+            else ""
+        ),
     )
 
 

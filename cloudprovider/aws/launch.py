@@ -8,6 +8,8 @@ from typing import Any
 
 from apis.instancetype import InstanceType
 from apis.labels import ARCH, NODECLASS
+from cloudprovider.aws.amis import variant_for
+from cloudprovider.aws.capacityreservations import CAPACITY_BLOCK, CapacityReservations
 from cloudprovider.aws.cluster import ClusterConnection
 from cloudprovider.aws.errors import call, fleet_error_offering, has_code, is_capacity_code
 from cloudprovider.aws.instanceprofile import InstanceProfiles
@@ -45,6 +47,8 @@ class Override:
     zone: str
     price: float
     ami: ResolvedAMI
+    reservation_id: str = ""  # a reserved override: the capacity reservation it launches into
+    reservation_type: str = ""  # default | capacity-block
 
 
 @dataclass(frozen=True)
@@ -60,18 +64,22 @@ class ClusterInfo:
 
 
 def choose_capacity_type(allowed: list[str], candidates: Mapping[str, list[Override]]) -> str:
-    """Spot when allowed and some spot offering is available, else on-demand (Karpenter's order)."""
+    """Reserved, then spot, when allowed and some such offering is available, else on-demand
+    (Karpenter's order)."""
+    if "reserved" in allowed and candidates.get("reserved"):
+        return "reserved"
     if "spot" in allowed and candidates.get("spot"):
         return "spot"
     return "on-demand"
 
 
 def pick_ami(instance_type: InstanceType, amis: list[ResolvedAMI]) -> ResolvedAMI | None:
-    """The AMI for the type's architecture; the nvidia variant for GPU/Neuron types when one exists."""
+    """The AMI for the type's architecture and variant (`amis.variant_for`: nvidia for NVIDIA GPUs, neuron
+    for Neuron devices, else standard), else any AMI of the architecture."""
     arch = EC2_ARCH.get(instance_type.labels.get(ARCH, "amd64"), "x86_64")
-    accelerated = RESOURCE_NVIDIA_GPU in instance_type.capacity or RESOURCE_NEURON in instance_type.capacity
+    wanted = variant_for(RESOURCE_NVIDIA_GPU in instance_type.capacity, RESOURCE_NEURON in instance_type.capacity)
     matching = [a for a in amis if a.arch == arch]
-    preferred = [a for a in matching if a.variant == ("nvidia" if accelerated else "standard")]
+    preferred = [a for a in matching if a.variant == wanted]
     candidates = preferred or matching
     return candidates[0] if candidates else None
 
@@ -87,6 +95,12 @@ def spot_cheaper_than_on_demand(candidates: Mapping[str, list[Override]]) -> lis
     return [ov for ov in spot if ov.price <= ceiling] or spot
 
 
+def one_reservation_type(reserved: list[Override]) -> list[Override]:
+    """The reserved overrides of the cheapest one's reservation type: one fleet launches either into
+    On-Demand Capacity Reservations or into capacity blocks, whose market type differs."""
+    return [ov for ov in reserved if ov.reservation_type == reserved[0].reservation_type] if reserved else []
+
+
 class Launcher:
     """Everything `create()` needs; see `CloudProvider.create` for the contract."""
 
@@ -100,6 +114,7 @@ class Launcher:
         instances: InstanceQueries,
         unavailable: UnavailableOfferings,
         catalog: Callable[[Any], list[InstanceType]],
+        reservations: CapacityReservations | None = None,
     ) -> None:
         self._ec2 = ec2
         self._cluster = cluster
@@ -109,6 +124,7 @@ class Launcher:
         self._instances = instances
         self._unavailable = unavailable
         self._catalog = catalog
+        self._reservations = reservations
 
     def create(self, request: LaunchRequest) -> Instance:
         existing = self._instances.live(request.node_claim_name)
@@ -121,9 +137,12 @@ class Launcher:
         family = ami_family(node_class)
         candidates = self._overrides(request, subnets, amis)
         capacity_type = choose_capacity_type(request.capacity_types or ["on-demand"], candidates)
-        overrides = (
-            spot_cheaper_than_on_demand(candidates) if capacity_type == "spot" else candidates.get("on-demand", [])
-        )
+        if capacity_type == "reserved":
+            overrides = one_reservation_type(candidates["reserved"])
+        else:
+            overrides = (
+                spot_cheaper_than_on_demand(candidates) if capacity_type == "spot" else candidates.get("on-demand", [])
+            )
         if not overrides:
             refused = self._unavailable_requested(request)
             raise InsufficientCapacityError(
@@ -158,7 +177,44 @@ class Launcher:
             raise NodeClassNotReadyError(f"EC2NodeClass {node_class.name}: {error}") from error
         configs = self._launch_template_configs(overrides, user_data, groups, profile, family, request, tags)
         zones = {s["id"]: s["zone"] for s in subnets}
+        if capacity_type == "reserved":
+            return self._reserved_fleet(request, overrides, configs, tags, zones)
         return self._fleet(request, capacity_type, configs, tags, zones, node_class.spec.context)
+
+    def _reserved_fleet(
+        self,
+        request: LaunchRequest,
+        overrides: list[Override],
+        configs: list[dict[str, Any]],
+        tags: dict[str, str],
+        zone_of_subnet: dict[str, str],
+    ) -> Instance:
+        """A launch into capacity reservations: each launch template targets one reservation; the fleet's
+        market is on-demand, or capacity-block for capacity blocks. A refused reservation is offered no
+        more (until the next refresh finds room in it); the launched one counts one instance fewer."""
+        market = CAPACITY_BLOCK if overrides[0].reservation_type == CAPACITY_BLOCK else "on-demand"
+        by_offering = {(ov.instance_type, ov.zone): ov for ov in reversed(overrides)}
+        try:
+            instance = self._fleet(
+                request, "reserved", configs, tags, zone_of_subnet, request.node_class.spec.context, market
+            )
+        except InsufficientCapacityError as error:
+            for refused in error.offerings:
+                if (ov := by_offering.get((refused.instance_type, refused.zone))) and self._reservations:
+                    self._reservations.exhaust(ov.reservation_id)
+            raise
+        chosen = by_offering.get((instance.instance_type, instance.zone))
+        reservation_id = instance.capacity_reservation_id or (chosen.reservation_id if chosen else "")
+        if self._reservations and reservation_id:
+            self._reservations.consume(reservation_id)
+        return instance.model_copy(
+            update={
+                "capacity_type": "reserved",
+                "capacity_reservation_id": reservation_id,
+                "capacity_reservation_type": instance.capacity_reservation_type
+                or (chosen.reservation_type if chosen else "default"),
+            }
+        )
 
     def _unavailable_requested(self, request: LaunchRequest) -> list[UnavailableOffering]:
         """The offerings of this request that the unavailable-offerings cache holds."""
@@ -207,7 +263,15 @@ class Launcher:
                     and o.capacity_type in (request.capacity_types or ["on-demand"])
                 ):
                     out.setdefault(o.capacity_type, []).append(
-                        Override(name, subnet_by_zone[o.zone], o.zone, o.price, ami)
+                        Override(
+                            name,
+                            subnet_by_zone[o.zone],
+                            o.zone,
+                            o.price,
+                            ami,
+                            o.reservation_id or "",
+                            o.reservation_type or "",
+                        )
                     )
         for items in out.values():
             items.sort(key=lambda ov: (ov.price, ov.instance_type, ov.zone))
@@ -223,12 +287,12 @@ class Launcher:
         request: LaunchRequest,
         tags: dict[str, str],
     ) -> list[dict[str, Any]]:
-        by_ami: dict[str, list[Override]] = {}
-        for ov in overrides:
-            by_ami.setdefault(ov.ami.id, []).append(ov)
+        by_ami: dict[tuple[str, str], list[Override]] = {}
+        for ov in overrides:  # one template per AMI, and per reservation for reserved overrides
+            by_ami.setdefault((ov.ami.id, ov.reservation_id), []).append(ov)
         priority = {id(ov): float(i) for i, ov in enumerate(overrides)}
         configs = []
-        for ami_id, items in by_ami.items():
+        for (ami_id, reservation_id), items in by_ami.items():
             spec = LaunchTemplateSpec(
                 image_id=ami_id,
                 user_data=user_data,
@@ -237,6 +301,8 @@ class Launcher:
                 node_class=request.node_class,
                 family=family,
                 tags=tuple((k, v) for k, v in tags.items() if k not in (TAG_NAME, TAG_NODECLAIM)),
+                capacity_reservation_id=reservation_id,
+                capacity_reservation_type=items[0].reservation_type,
             )
             name = self._templates.ensure(spec)
             configs.append(
@@ -263,15 +329,21 @@ class Launcher:
         tags: dict[str, str],
         zone_of_subnet: dict[str, str],
         context: str | None = None,
+        market: str = "",
     ) -> Instance:
         """One instant CreateFleet. `context`: the node class's `spec.context` (reserved capacity shared
-        through AWS's context mechanism), sent as CreateFleet's Context."""
+        through AWS's context mechanism), sent as CreateFleet's Context. `market`: the fleet's target
+        capacity type when it is not `capacity_type` (a `reserved` launch buys on-demand or
+        capacity-block capacity); refused offerings are recorded under `capacity_type`."""
         tag_list = [{"Key": k, "Value": v} for k, v in tags.items()]
         kwargs: dict[str, Any] = {
             "Type": "instant",
             "ClientToken": request.client_token,
             "LaunchTemplateConfigs": configs,
-            "TargetCapacitySpecification": {"TotalTargetCapacity": 1, "DefaultTargetCapacityType": capacity_type},
+            "TargetCapacitySpecification": {
+                "TotalTargetCapacity": 1,
+                "DefaultTargetCapacityType": market or capacity_type,
+            },
             "TagSpecifications": [{"ResourceType": r, "Tags": tag_list} for r in ("instance", "volume", "fleet")],
         }
         if context:
@@ -291,7 +363,7 @@ class Launcher:
             raise
         errors = response.get("Errors", [])
         refused = [
-            fleet_error_offering(e, zone_of_subnet, capacity_type)
+            fleet_error_offering({**e, "Lifecycle": capacity_type} if market else e, zone_of_subnet, capacity_type)
             for e in errors
             if is_capacity_code(e.get("ErrorCode", ""))
         ]

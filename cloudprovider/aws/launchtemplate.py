@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from apis.ec2nodeclass import EBS, EC2NodeClass
+from apis.ec2nodeclass import EBS, EC2NodeClass, NetworkInterface
 from apis.labels import NODECLASS
 from apis.quantity import to_units
 from apis.storage import block_devices
@@ -59,7 +59,8 @@ def _ebs(ebs: EBS) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class LaunchTemplateSpec:
-    """What goes into one launch template."""
+    """What goes into one launch template. With `capacity_reservation_id`, launches target that
+    reservation (and buy capacity-block capacity when `capacity_reservation_type` is capacity-block)."""
 
     image_id: str
     user_data: str
@@ -68,6 +69,8 @@ class LaunchTemplateSpec:
     node_class: EC2NodeClass
     family: str
     tags: tuple[tuple[str, str], ...]
+    capacity_reservation_id: str = ""
+    capacity_reservation_type: str = ""
 
     def data(self) -> dict[str, Any]:
         spec = self.node_class.spec
@@ -89,20 +92,19 @@ class LaunchTemplateSpec:
             "Monitoring": {"Enabled": bool(spec.detailed_monitoring)},
             "TagSpecifications": [{"ResourceType": "network-interface", "Tags": _tags(self.tags)}],
         }
-        if spec.associate_public_ip_address is not None:
-            # As Karpenter: the primary interface says whether it gets a public IPv4 address, and carries the
-            # security groups (EC2 refuses them beside a network interface).
-            data["NetworkInterfaces"] = [
-                {
-                    "DeviceIndex": 0,
-                    "AssociatePublicIpAddress": spec.associate_public_ip_address,
-                    "Groups": list(self.security_group_ids),
-                }
-            ]
+        interfaces = network_interfaces(self.node_class, list(self.security_group_ids))
+        if interfaces:
+            data["NetworkInterfaces"] = interfaces
         else:
             data["SecurityGroupIds"] = list(self.security_group_ids)
         if spec.cpu_options is not None and spec.cpu_options.nested_virtualization is not None:
             data["CpuOptions"] = {"NestedVirtualization": spec.cpu_options.nested_virtualization}
+        if self.capacity_reservation_id:
+            data["CapacityReservationSpecification"] = {
+                "CapacityReservationTarget": {"CapacityReservationId": self.capacity_reservation_id}
+            }
+            if self.capacity_reservation_type == "capacity-block":
+                data["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
         return data
 
     def resource_tags(self) -> tuple[tuple[str, str], ...]:
@@ -115,6 +117,55 @@ class LaunchTemplateSpec:
         content = [self.data(), self.node_class.name, self.node_class.static_hash()]
         digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
         return NAME_PREFIX + digest[:32]
+
+
+def network_interfaces(node_class: EC2NodeClass, groups: list[str]) -> list[dict[str, Any]]:
+    """The launch template's NetworkInterfaces, or [] when the node class needs none (the security groups
+    then go on the template). EC2 refuses security groups both on the template and on an interface, so
+    every interface carries them.
+
+    - `networkInterfaces` declares the interfaces, each on its network card and device index; an
+      `efa-only` interface is EFA without an IP address.
+    - Otherwise `associatePublicIPAddress`, `ipPrefixCount` or `connectionTracking` make one primary
+      interface (device index 0).
+    - The primary interface (card 0, device 0) says whether it gets a public IPv4 address and how many
+      IPv4 prefixes it gets; `connectionTracking` applies to every interface but `efa-only` ones, as the
+      EC2NodeClass API documents."""
+    spec = node_class.spec
+    declared = spec.network_interfaces or []
+    if not declared and all(
+        value is None for value in (spec.associate_public_ip_address, spec.ip_prefix_count, spec.connection_tracking)
+    ):
+        return []
+    interfaces: list[dict[str, Any]] = []
+    ordered: list[NetworkInterface | None] = [*sorted(declared, key=lambda i: (i.network_card_index, i.device_index))]
+    for declared_interface in ordered or [None]:
+        entry: dict[str, Any] = {"DeviceIndex": 0}
+        efa_only = False
+        if declared_interface is not None:
+            entry = {
+                "NetworkCardIndex": declared_interface.network_card_index,
+                "DeviceIndex": declared_interface.device_index,
+            }
+            efa_only = declared_interface.interface_type == "efa-only"
+            if efa_only:
+                entry["InterfaceType"] = "efa-only"
+        primary = entry.get("NetworkCardIndex", 0) == 0 and entry["DeviceIndex"] == 0
+        if primary and spec.associate_public_ip_address is not None:
+            entry["AssociatePublicIpAddress"] = spec.associate_public_ip_address
+        if primary and spec.ip_prefix_count is not None:
+            entry["Ipv4PrefixCount"] = spec.ip_prefix_count
+        tracking = spec.connection_tracking
+        if tracking is not None and not efa_only:
+            timeouts = {
+                "TcpEstablishedTimeout": tracking.tcp_established_timeout,
+                "UdpStreamTimeout": tracking.udp_stream_timeout,
+                "UdpTimeout": tracking.udp_timeout,
+            }
+            entry["ConnectionTrackingSpecification"] = {k: v for k, v in timeouts.items() if v is not None}
+        entry["Groups"] = groups
+        interfaces.append(entry)
+    return interfaces
 
 
 def _tags(tags: tuple[tuple[str, str], ...]) -> list[dict[str, str]]:

@@ -31,7 +31,7 @@ class ResolvedAMI:
     id: str
     name: str
     arch: str  # x86_64 | arm64
-    variant: str  # standard | nvidia
+    variant: str  # standard | nvidia | neuron
     creation_date: str = ""
     deprecated: bool = False  # its DeprecationTime has passed
 
@@ -65,6 +65,14 @@ def order_amis(amis: Iterable[ResolvedAMI]) -> list[ResolvedAMI]:
     ordered.sort(key=lambda a: parse_rfc3339(a.creation_date) or oldest, reverse=True)
     ordered.sort(key=lambda a: a.deprecated)
     return ordered
+
+
+def _variant_from_name(name: str) -> str:
+    """The variant an AMI selected by id, name or tags serves, read from its name (`...-neuron-...`,
+    `...-nvidia-...`, AL2's `amazon-eks-gpu-node-...`)."""
+    if "neuron" in name:
+        return "neuron"
+    return "nvidia" if "nvidia" in name or "gpu" in name else "standard"
 
 
 def best_per_requirements(amis: Iterable[ResolvedAMI]) -> list[ResolvedAMI]:
@@ -243,16 +251,20 @@ class NodeClassResolver:
             raise NodeClassNotReadyError(
                 f"EC2NodeClass {node_class.name}: spec.amiSelectorTerms[{index}].alias: {error}"
             ) from error
-        ids: dict[str, tuple[str, str]] = {}
+        values: dict[str, str | None] = {}
+        served: dict[str, list[tuple[str, str]]] = {}
         for param in parameters:
-            image_id = self._parameter(param.name)
+            if param.name not in values:
+                values[param.name] = self._parameter(param.name)
+            image_id = values[param.name]
             if image_id:
-                ids[image_id] = (param.arch, param.variant)
-        if not ids:
+                served.setdefault(image_id, []).append((param.arch, param.variant))
+        if not served:
             return []
         return [
-            ResolvedAMI(ami.id, ami.name, ids[ami.id][0], ids[ami.id][1], ami.creation_date, ami.deprecated)
-            for ami in self._images(ImageIds=sorted(ids))
+            ResolvedAMI(ami.id, ami.name, arch, variant, ami.creation_date, ami.deprecated)
+            for ami in self._images(ImageIds=sorted(served))
+            for arch, variant in served[ami.id]
         ]
 
     @staticmethod
@@ -278,7 +290,7 @@ class NodeClassResolver:
         for image in images:
             if image.get("State", "available") != "available":
                 continue
-            variant = "nvidia" if "nvidia" in image.get("Name", "") or "gpu" in image.get("Name", "") else "standard"
+            variant = _variant_from_name(image.get("Name", ""))
             arch = image.get("Architecture", "x86_64")
             out.append(
                 ResolvedAMI(

@@ -15,6 +15,7 @@ from typing import Any
 from apis.ec2nodeclass import EC2NodeClass
 from apis.instancetype import InstanceType
 from apis.storage import volume_bytes
+from cloudprovider.aws.capacityreservations import CapacityReservations, with_reserved_offerings
 from cloudprovider.aws.cluster import ClusterConnection
 from cloudprovider.aws.errors import call
 from cloudprovider.aws.instanceprofile import InstanceProfiles
@@ -36,7 +37,9 @@ class AWSCloudProvider:
 
     `cluster` is what launched nodes need to join (endpoint, CA, service CIDR; see
     `cloudprovider.aws.cluster.resolve_cluster_connection`); without it their user data carries only
-    the name and `cluster_endpoint`."""
+    the name and `cluster_endpoint`. `reserved_capacity` is Karpenter's ReservedCapacity feature gate:
+    when on, the capacity reservations an EC2NodeClass selects are resolved into its status and offered
+    as `reserved` capacity (cloudprovider.aws.capacityreservations)."""
 
     def __init__(
         self,
@@ -53,6 +56,7 @@ class AWSCloudProvider:
         unavailable: UnavailableOfferings | None = None,
         clock: Callable[[], float] = time.monotonic,
         catalog_ttl_seconds: float = 3600.0,
+        reserved_capacity: bool = True,
     ) -> None:
         if not cluster_name:
             raise ValueError("AWSCloudProvider: cluster_name is required (the EKS cluster name, e.g. my-cluster)")
@@ -66,6 +70,8 @@ class AWSCloudProvider:
         self.catalog = InstanceTypeCatalog(
             ec2, prices or load_price_table(), self.unavailable, clock, catalog_ttl_seconds
         )
+        self._reserved_capacity = reserved_capacity
+        self.reservations = CapacityReservations(ec2, clock)
         self._instances = InstanceQueries(ec2, cluster_name)
         self._profiles = InstanceProfiles(iam, cluster_name, region)
         self._templates = LaunchTemplates(ec2)
@@ -78,6 +84,7 @@ class AWSCloudProvider:
             self._instances,
             self.unavailable,
             self.instance_types,
+            reservations=self.reservations,
         )
 
     def create(self, request: LaunchRequest) -> Instance:
@@ -123,13 +130,19 @@ class AWSCloudProvider:
             instance_store_raid0=node_class.spec.instance_store_policy == "RAID0",
         )
         zones = sorted({s["zone"] for s in self.resolver.subnets(node_class)})
-        return self.catalog.instance_types(settings, zones)
+        types = self.catalog.instance_types(settings, zones)
+        if self._reserved_capacity:
+            types = with_reserved_offerings(types, self.reservations.selected(node_class))
+        return types
 
     def resolve_node_class(self, node_class: EC2NodeClass) -> ResolvedNodeClass:
         """The selectors resolved, then the instance profile ensured (created for `spec.role`, as
         Karpenter's node class controller does), so a role that does not exist makes the node class not
-        ready rather than failing every launch. Profiles are ensured once per process."""
+        ready rather than failing every launch. Profiles are ensured once per process. With the
+        ReservedCapacity gate on, the capacity reservations it selects too (selecting none is fine)."""
         resolved = self.resolver.resolve(node_class)
+        if self._reserved_capacity:
+            resolved.capacity_reservations = self.reservations.selected(node_class)
         try:
             self._profiles.ensure(resolved.instance_profile, node_class.spec.role, node_class.name)
         except NodeClassNotReadyError as error:

@@ -249,6 +249,61 @@ def test_should_report_ec2nodeclass_status_and_name_what_matches_nothing(stack: 
     assert stack.wait_settled(timeout=120)["settled"]
 
 
+RESERVED_NODECLASS = """
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: reserved}
+spec:
+  role: KarpenterNodeRole-${CLUSTER_NAME}
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: "${CLUSTER_NAME}"}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: "${CLUSTER_NAME}"}}]
+  amiSelectorTerms: [{alias: al2023@latest}]
+  capacityReservationSelectorTerms: [{tags: {team: e2e-reserved}}]
+"""
+
+
+def test_should_launch_into_a_capacity_reservation_the_nodepool_allows(stack: DevStack) -> None:
+    reservation = stack.ec2.create_capacity_reservation(
+        InstanceType="m5.large",
+        InstancePlatform="Linux/UNIX",
+        AvailabilityZone="us-west-2b",
+        InstanceCount=1,
+        InstanceMatchCriteria="targeted",
+        TagSpecifications=[
+            {"ResourceType": "capacity-reservation", "Tags": [{"Key": "team", "Value": "e2e-reserved"}]}
+        ],
+    )["CapacityReservation"]["CapacityReservationId"]
+    stack.apply_text(RESERVED_NODECLASS)
+    reserved_or_on_demand = "[{key: karpenter.sh/capacity-type, operator: In, values: [reserved, on-demand]}]"
+    pool = nodepool("reserved", reserved_or_on_demand, "720h", selector_label="reserved")
+    stack.apply_text(pool.replace("name: default}", "name: reserved}"))
+    stack.apply_text(deployment("on-reservation", 1, cpu="500m", memory="512Mi",
+                                extra_spec="      nodeSelector: {pool: reserved}"))  # fmt: skip
+    summary = stack.wait_settled(timeout=120)
+    assert summary["settled"], summary
+    node = stack.kube.get(r.NODE, pods_of(stack, "on-reservation")[0]["spec"]["nodeName"])
+    node_labels = node["metadata"]["labels"]
+    assert node_labels["karpenter.sh/capacity-type"] == "reserved"
+    assert node_labels["karpenter.k8s.aws/capacity-reservation-id"] == reservation
+    assert node_labels["karpenter.k8s.aws/capacity-reservation-type"] == "default"
+    assert (node_labels["node.kubernetes.io/instance-type"], node_labels["topology.kubernetes.io/zone"]) == (
+        "m5.large", "us-west-2b"
+    )  # fmt: skip
+    instance_id = node["spec"]["providerID"].rsplit("/", 1)[-1]
+    instance = stack.ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]
+    assert instance["CapacityReservationId"] == reservation
+    found = stack.ec2.describe_capacity_reservations(CapacityReservationIds=[reservation])["CapacityReservations"]
+    assert found[0]["AvailableInstanceCount"] == 0
+    status = stack.kube.get(r.EC2NODECLASS, "reserved")["status"]
+    assert [c["id"] for c in status["capacityReservations"]] == [reservation]
+    stack.kube.delete(r.DEPLOYMENT, "on-reservation", "default")
+    stack.kube.delete(r.NODEPOOL, "reserved")  # later tests' pods must not land in the pool or the reservation
+    eventually(
+        lambda: not stack.kube.list(r.NODECLAIM, label_selector="karpenter.sh/nodepool=reserved"),
+        timeout=60, what="the reserved pool's NodeClaims gone",
+    )  # fmt: skip
+
+
 def test_should_drain_and_terminate_a_node_deleted_with_kubectl(stack: DevStack) -> None:
     stack.apply_text(deployment("on-doomed-node", 1, cpu="250m", memory="128Mi"))
     assert stack.wait_settled(timeout=120)["settled"]

@@ -7,13 +7,17 @@ unavailable-offerings cache.
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import itertools
 from collections.abc import Iterator
 
 import boto3
 import pytest
+from moto.core import DEFAULT_ACCOUNT_ID as MOTO_ACCOUNT
+from moto.ec2.models import ec2_backends
 
-from apis.ec2nodeclass import EC2NodeClass
+from activities.nodeclass_status import reservation_status
+from apis.ec2nodeclass import EC2NodeClass, ResolvedCapacityReservation
 from cloudprovider.aws.factory import new_aws_cloud_provider
 from cloudprovider.aws.instance_status import scheduled_changes
 from cloudprovider.aws.pricing import load_price_table
@@ -26,6 +30,7 @@ from cloudprovider.errors import (
     ThrottledError,
 )
 from cloudprovider.types import LaunchRequest
+from devstack.aws.capacity_reservations import add_capacity_block
 from devstack.aws.faults import FaultClient
 from devstack.aws.seed import CUSTOM_AMI_TAG, CUSTOM_AMIS, windows_ami_name
 from devstack.aws.server import MotoServer
@@ -116,8 +121,12 @@ def test_node_class_resolves_alias_to_an_ami_per_architecture(provider: AWSCloud
         "arm64": "amazon-eks-node-al2023-arm64-standard-1.32-v20250715",
         "x86_64": "amazon-eks-node-al2023-x86_64-standard-1.32-v20250715",
     }
+    neuron = {a["name"] for a in resolved.amis if a["variant"] == "neuron"}
+    assert neuron == {"amazon-eks-node-al2023-x86_64-neuron-1.32-v20250715"}
     pinned = provider.resolve_node_class(make_node_class("al2@v20240807"))
     assert {a["name"] for a in pinned.amis} >= {"amazon-eks-node-1.32-v20240807"}
+    gpu = {(a["name"], a["variant"]) for a in pinned.amis if a["variant"] != "standard"}
+    assert gpu == {("amazon-eks-gpu-node-1.32-v20240807", "nvidia"), ("amazon-eks-gpu-node-1.32-v20240807", "neuron")}
     assert provider.resolve_node_class(make_node_class("bottlerocket@latest")).amis
 
 
@@ -506,3 +515,130 @@ def test_stale_launch_templates_of_a_gone_node_class_are_deleted(provider: AWSCl
     assert _templates_of(ec2, "stale-class") == ["karpenter.k8s.aws/not-nodeflows"]
     assert sorted(_templates_of(ec2, "default")) == sorted(default_templates)
     provider.create(make_request(["m5.large"], node_class=stale))  # a launch that needs one again recreates it
+
+
+# ----- capacity reservations (devstack.aws.capacity_reservations; moto has none)
+
+
+def _reservation(ec2, app: str, instance_type: str = "m5.large", zone: str = "us-west-2b", count: int = 1) -> str:  # type: ignore[no-untyped-def]
+    created = ec2.create_capacity_reservation(
+        InstanceType=instance_type,
+        InstancePlatform="Linux/UNIX",
+        AvailabilityZone=zone,
+        InstanceCount=count,
+        InstanceMatchCriteria="targeted",
+        TagSpecifications=[{"ResourceType": "capacity-reservation", "Tags": [{"Key": "app", "Value": app}]}],
+    )
+    return str(created["CapacityReservation"]["CapacityReservationId"])
+
+
+def _reserved_class(app: str) -> EC2NodeClass:
+    node_class = make_node_class(capacityReservationSelectorTerms=[{"tags": {"app": app}}])
+    return node_class.model_copy(update={"metadata": node_class.metadata.model_copy(update={"name": "reserved"})})
+
+
+def _available(ec2, reservation_id: str) -> int:  # type: ignore[no-untyped-def]
+    found = ec2.describe_capacity_reservations(CapacityReservationIds=[reservation_id])["CapacityReservations"]
+    return int(found[0]["AvailableInstanceCount"])
+
+
+def _reserved_offers(provider: AWSCloudProvider, node_class: EC2NodeClass) -> list[tuple[str, str, bool]]:
+    m5 = next(t for t in provider.instance_types(node_class) if t.name == "m5.large")
+    return [(o.zone, o.reservation_id or "", o.available) for o in m5.offerings if o.capacity_type == "reserved"]
+
+
+def test_a_reservation_is_resolved_offered_launched_into_and_freed(provider: AWSCloudProvider, ec2) -> None:  # type: ignore[no-untyped-def]
+    reservation_id = _reservation(ec2, "launch-into")
+    ec2.create_capacity_reservation(  # not selected: other tags
+        InstanceType="m5.large", InstancePlatform="Linux/UNIX", AvailabilityZone="us-west-2b", InstanceCount=1
+    )
+    node_class = _reserved_class("launch-into")
+    [resolved] = provider.resolve_node_class(node_class).capacity_reservations
+    assert (resolved.id, resolved.instance_type, resolved.zone, resolved.available) == (
+        reservation_id, "m5.large", "us-west-2b", 1
+    )  # fmt: skip
+    assert (resolved.owner_id, resolved.instance_match_criteria, resolved.reservation_type) == (
+        "123456789012", "targeted", "default"
+    )  # fmt: skip
+    assert _reserved_offers(provider, node_class) == [("us-west-2b", reservation_id, True)]
+    ResolvedCapacityReservation.model_validate(reservation_status(resolved))  # status holds it as the CRD says
+
+    request = make_request(["m5.large"], ["reserved", "on-demand"], node_class=node_class)
+    instance = provider.create(request)
+    assert (instance.capacity_type, instance.zone) == ("reserved", "us-west-2b")
+    assert (instance.capacity_reservation_id, instance.capacity_reservation_type) == (reservation_id, "default")
+    assert provider.get(instance.id).capacity_reservation_id == reservation_id  # DescribeInstances says so
+    assert _available(ec2, reservation_id) == 0
+    assert _reserved_offers(provider, node_class) == [("us-west-2b", reservation_id, False)]  # counted at once
+
+    fallback = provider.create(make_request(["m5.large"], ["reserved", "on-demand"], node_class=node_class))
+    assert (fallback.capacity_type, fallback.capacity_reservation_id) == ("on-demand", "")
+
+    provider.delete(instance.id)
+    assert _available(ec2, reservation_id) == 1
+
+
+def test_a_full_reservation_refuses_the_launch_and_is_offered_no_more(provider: AWSCloudProvider, ec2) -> None:  # type: ignore[no-untyped-def]
+    reservation_id = _reservation(ec2, "filled-elsewhere")
+    node_class = _reserved_class("filled-elsewhere")
+    assert _reserved_offers(provider, node_class) == [("us-west-2b", reservation_id, True)]
+    ec2.create_launch_template(  # someone else launches into it; nodeflow's count does not know yet
+        LaunchTemplateName="fills-the-reservation",
+        LaunchTemplateData={
+            "ImageId": "ami-12345678",
+            "CapacityReservationSpecification": {
+                "CapacityReservationTarget": {"CapacityReservationId": reservation_id}
+            },
+        },
+    )
+    ec2.create_fleet(
+        Type="instant",
+        LaunchTemplateConfigs=[
+            {
+                "LaunchTemplateSpecification": {"LaunchTemplateName": "fills-the-reservation", "Version": "$Latest"},
+                "Overrides": [{"InstanceType": "m5.large", "AvailabilityZone": "us-west-2b"}],
+            }
+        ],
+        TargetCapacitySpecification={"TotalTargetCapacity": 1, "DefaultTargetCapacityType": "on-demand"},
+    )
+    assert _available(ec2, reservation_id) == 0
+
+    with pytest.raises(InsufficientCapacityError) as refused:
+        provider.create(make_request(["m5.large"], ["reserved"], node_class=node_class))
+    assert [(o.zone, o.capacity_type, o.reason) for o in refused.value.offerings] == [
+        ("us-west-2b", "reserved", "ReservationCapacityExceeded")
+    ]
+    assert _reserved_offers(provider, node_class) == [("us-west-2b", reservation_id, False)]
+    assert not provider.unavailable.is_unavailable("m5.large", "us-west-2b", "on-demand")
+    fallback = provider.create(make_request(["m5.large"], ["reserved", "on-demand"], node_class=node_class))
+    assert fallback.capacity_type == "on-demand"
+
+
+def test_terms_that_match_no_reservation_resolve_to_none(provider: AWSCloudProvider) -> None:
+    node_class = make_node_class(capacityReservationSelectorTerms=[{"id": "cr-0123456789abcdef0"}])
+    assert provider.resolve_node_class(node_class).capacity_reservations == []
+    assert _reserved_offers(provider, node_class) == []
+
+
+def test_with_the_reserved_capacity_gate_off_no_reservation_is_read(aws: MotoServer, ec2) -> None:  # type: ignore[no-untyped-def]
+    _reservation(ec2, "gate-off")
+    gated = new_aws_cloud_provider(
+        REGION, aws.url, cluster_name=CLUSTER, credentials=("testing", "testing"), reserved_capacity=False
+    )
+    assert gated.resolve_node_class(_reserved_class("gate-off")).capacity_reservations == []
+
+
+def test_a_capacity_block_is_launched_into_with_its_market_type(provider: AWSCloudProvider, ec2) -> None:  # type: ignore[no-untyped-def]
+    end = dt.datetime.now(dt.UTC).replace(microsecond=0) + dt.timedelta(hours=2)
+    block = add_capacity_block(ec2_backends[MOTO_ACCOUNT][REGION], "m5.large", "us-west-2c", 1, end)
+    node_class = make_node_class(capacityReservationSelectorTerms=[{"id": block.id}])
+    [resolved] = provider.resolve_node_class(node_class).capacity_reservations
+    assert (resolved.reservation_type, resolved.state, resolved.end_time) == (
+        "capacity-block", "active", end.strftime("%Y-%m-%dT%H:%M:%SZ")
+    )  # fmt: skip
+    instance = provider.create(make_request(["m5.large"], ["reserved"], node_class=node_class))
+    assert (instance.capacity_type, instance.capacity_reservation_id, instance.capacity_reservation_type) == (
+        "reserved", block.id, "capacity-block"
+    )  # fmt: skip
+    described = ec2.describe_instances(InstanceIds=[instance.id])["Reservations"][0]["Instances"][0]
+    assert described["InstanceLifecycle"] == "capacity-block"

@@ -73,6 +73,8 @@ class StubSSM:
         self.parameters: dict[str, str] = {}
         for family in ("al2023", "al2", "bottlerocket", "windows2019", "windows2022"):
             for n, param in enumerate(alias_parameters(f"{family}@latest", KUBERNETES_VERSION)):
+                if param.name in self.parameters:
+                    continue  # one AMI serving several variants
                 image_id = f"ami-{family}{n}"
                 self.parameters[param.name] = image_id
                 ec2.images[image_id] = {

@@ -17,9 +17,22 @@ def test_al2023_latest_resolves_through_the_eks_parameters() -> None:
 def test_pinned_versions() -> None:
     al2 = [p.name for p in alias_parameters("al2@v20240807", "1.30")]
     assert "/aws/service/eks/optimized-ami/1.30/amazon-linux-2/amazon-eks-node-1.30-v20240807/image_id" in al2
-    assert len(al2) == 3  # no arm64 GPU AMI for AL2
+    assert len(set(al2)) == 3  # no arm64 GPU AMI for AL2
     br = [p.name for p in alias_parameters("bottlerocket@v1.20.0", "1.30")]
     assert "/aws/service/bottlerocket/aws-k8s-1.30/x86_64/1.20.0/image_id" in br
+
+
+def test_neuron_types_get_each_familys_neuron_ami() -> None:
+    """AL2023 publishes a Neuron AMI; AL2's GPU AMI and Bottlerocket's standard AMI serve Neuron types."""
+
+    def neuron(alias: str) -> list[str]:
+        return [p.name for p in alias_parameters(alias, "1.32") if p.variant == "neuron"]
+
+    assert neuron("al2023@latest") == [
+        "/aws/service/eks/optimized-ami/1.32/amazon-linux-2023/x86_64/neuron/recommended/image_id"
+    ]
+    assert neuron("al2@latest") == ["/aws/service/eks/optimized-ami/1.32/amazon-linux-2-gpu/recommended/image_id"]
+    assert neuron("bottlerocket@latest") == ["/aws/service/bottlerocket/aws-k8s-1.32/x86_64/latest/image_id"]
 
 
 @pytest.mark.parametrize("alias", ["al2023", "ubuntu@latest", "al2@", "al2@20240807"])

@@ -35,6 +35,17 @@ def test_ami_by_architecture_and_accelerator() -> None:
     assert pick_ami(itype("arm64", gpus=1), AMIS) == AMIS[0]  # no arm64 nvidia variant: fall back
 
 
+def test_neuron_types_get_the_neuron_variant() -> None:
+    neuron_ami = ResolvedAMI("ami-neuron", "al2023-x86_64-neuron", "x86_64", "neuron")
+    inf2 = InstanceType(
+        name="inf2.xlarge",
+        capacity={"cpu": "4", "memory": "16Gi", "aws.amazon.com/neuron": "1"},
+        labels={"kubernetes.io/arch": "amd64"},
+    )
+    assert pick_ami(inf2, [*AMIS, neuron_ami]) == neuron_ami
+    assert pick_ami(itype("amd64", gpus=1), [*AMIS, neuron_ami]) == AMIS[2]
+
+
 def test_root_volume_sets_ephemeral_storage() -> None:
     assert ephemeral_storage_bytes(node_class(), "AL2023") == 20 * 2**30
     custom = node_class(

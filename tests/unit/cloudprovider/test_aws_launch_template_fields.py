@@ -38,6 +38,42 @@ def test_associate_public_ip_address_sets_the_primary_interface_which_carries_th
     assert "SecurityGroupIds" not in data  # EC2 refuses groups both on the template and on an interface
 
 
+def test_ip_prefix_count_and_connection_tracking_set_the_primary_interface() -> None:
+    data = template_data(ipPrefixCount=2, connectionTracking={"tcpEstablishedTimeout": 600, "udpTimeout": 45})
+    assert data["NetworkInterfaces"] == [
+        {
+            "DeviceIndex": 0,
+            "Ipv4PrefixCount": 2,
+            "ConnectionTrackingSpecification": {"TcpEstablishedTimeout": 600, "UdpTimeout": 45},
+            "Groups": ["sg-1", "sg-2"],
+        }
+    ]
+    assert "SecurityGroupIds" not in data
+
+
+def test_declared_network_interfaces_each_carry_the_groups_and_efa_only_skips_connection_tracking() -> None:
+    interfaces = [
+        {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"},
+        {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+    ]
+    data = template_data(
+        networkInterfaces=interfaces,
+        associatePublicIPAddress=False,
+        ipPrefixCount=1,
+        connectionTracking={"udpStreamTimeout": 120},
+    )
+    primary, efa = data["NetworkInterfaces"]
+    assert primary == {
+        "NetworkCardIndex": 0,
+        "DeviceIndex": 0,
+        "AssociatePublicIpAddress": False,
+        "Ipv4PrefixCount": 1,
+        "ConnectionTrackingSpecification": {"UdpStreamTimeout": 120},
+        "Groups": ["sg-1", "sg-2"],
+    }
+    assert efa == {"NetworkCardIndex": 1, "DeviceIndex": 0, "InterfaceType": "efa-only", "Groups": ["sg-1", "sg-2"]}
+
+
 def test_cpu_options_nested_virtualization() -> None:
     assert template_data(cpuOptions={"nestedVirtualization": "enabled"})["CpuOptions"] == {
         "NestedVirtualization": "enabled"

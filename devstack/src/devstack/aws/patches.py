@@ -5,6 +5,9 @@
   (real `Errors` entries, no instance when every override fails); repeats the result for a ClientToken.
 - DescribeSpotPriceHistory returns deterministic prices (30-40% of on-demand) stamped now.
 - Every instance type moto knows is offered in the first three zones of each seeded region.
+- CreateCapacityReservation and DescribeCapacityReservations exist (devstack.aws.capacity_reservations),
+  and CreateFleet launches into the reservation a launch template targets (ReservationCapacityExceeded
+  when it has no room), for a capacity block with the capacity-block market.
 - DescribeImages knows deprecated AMIs (`DeprecatableAmi`): it returns their DeprecationTime and, as EC2
   does, leaves out those whose time has passed unless IncludeDeprecated is true or they are named in
   ImageIds (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ami-deprecate.html).
@@ -25,12 +28,14 @@ from xml.sax.saxutils import escape
 from moto.core.responses import ActionResult
 from moto.ec2.models.amis import Ami
 from moto.ec2.models.instance_types import INSTANCE_TYPE_OFFERINGS, INSTANCE_TYPES
+from moto.ec2.responses import EC2Response
 from moto.ec2.responses.amis import AmisResponse
 from moto.ec2.responses.fleets import Fleets
 from moto.ec2.responses.spot_instances import SpotInstances
 
 from apis.meta import parse_rfc3339
 from cloudprovider.aws.pricing import load_price_table
+from devstack.aws import capacity_reservations
 from devstack.aws.faults import FaultStore
 
 _installed = threading.Lock()
@@ -71,7 +76,9 @@ def _zone(handler: Fleets, override: dict[str, Any]) -> str:
     return ""
 
 
-def _ice_error(config: dict[str, Any], override: dict[str, Any], zone: str, capacity_type: str) -> dict[str, Any]:
+def _ice_error(
+    config: dict[str, Any], override: dict[str, Any], zone: str, capacity_type: str, reservation_refusal: str = ""
+) -> dict[str, Any]:
     instance_type = override.get("InstanceType")
     return {
         "LaunchTemplateAndOverrides": {
@@ -79,10 +86,25 @@ def _ice_error(config: dict[str, Any], override: dict[str, Any], zone: str, capa
             "Overrides": override,
         },
         "Lifecycle": capacity_type,
-        "ErrorCode": "InsufficientInstanceCapacity",
-        "ErrorMessage": f"We currently do not have sufficient {instance_type} capacity in the Availability Zone you "
+        "ErrorCode": "ReservationCapacityExceeded" if reservation_refusal else "InsufficientInstanceCapacity",
+        "ErrorMessage": reservation_refusal
+        or f"We currently do not have sufficient {instance_type} capacity in the Availability Zone you "
         f"requested ({zone}). Our system will be working on provisioning additional capacity.",
     }
+
+
+def _template_data(handler: Fleets, config: dict[str, Any]) -> dict[str, Any]:
+    """The data of the launch template version a LaunchTemplateConfigs entry names ({} when unknown)."""
+    spec = config.get("LaunchTemplateSpecification", {})
+    backend = handler.ec2_backend
+    try:
+        if spec.get("LaunchTemplateId"):
+            template = backend.get_launch_template(template_id=spec["LaunchTemplateId"])
+        else:
+            template = backend.get_launch_template_by_name(name=spec.get("LaunchTemplateName", ""))
+        return dict(template.get_version(spec.get("Version", "$Latest")).data)
+    except Exception:  # moto raises its own not-found errors; CreateFleet reports them itself
+        return {}
 
 
 def _create_fleet(self: Fleets) -> ActionResult:
@@ -90,18 +112,33 @@ def _create_fleet(self: Fleets) -> ActionResult:
     token = self._get_param("ClientToken")
     if faults is not None and token and (cached := faults.fleet_result(token)) is not None:
         return ActionResult(cached)
-    capacity_type = self._get_param("TargetCapacitySpecification", {}).get("DefaultTargetCapacityType", "on-demand")
+    target = self._get_param("TargetCapacitySpecification", {})
+    capacity_type = target.get("DefaultTargetCapacityType", "on-demand")
+    if capacity_type == capacity_reservations.CAPACITY_BLOCK:  # moto launches on-demand or spot only
+        self.params["TargetCapacitySpecification"] = {**target, "DefaultTargetCapacityType": "on-demand"}
     options = self._get_param("SpotOptions" if capacity_type == "spot" else "OnDemandOptions", {}) or {}
     by_priority = options.get("AllocationStrategy") in PRIORITIZED
     errors: list[dict[str, Any]] = []
     configs = self._get_param("LaunchTemplateConfigs", [])
+    targets: dict[str, capacity_reservations.Reservation] = {}  # launch template name or id -> reservation
     for config in configs:
+        reservation_id, reservation = capacity_reservations.targeted(self.ec2_backend, _template_data(self, config))
         kept = []
         for override in config.get("Overrides") or []:
             zone = _zone(self, override)
             if faults is not None and faults.capacity_refused(override.get("InstanceType", ""), zone, capacity_type):
                 errors.append(_ice_error(config, override, zone, capacity_type))
                 continue
+            if reservation_id and (
+                why := capacity_reservations.refusal(
+                    self.ec2_backend, reservation_id, reservation, override.get("InstanceType", ""), zone
+                )
+            ):
+                errors.append(_ice_error(config, override, zone, capacity_type, why))
+                continue
+            if reservation is not None:
+                spec = config["LaunchTemplateSpecification"]
+                targets[spec.get("LaunchTemplateName") or spec.get("LaunchTemplateId", "")] = reservation
             rank = (
                 float(override.get("Priority", 0))
                 if by_priority
@@ -120,9 +157,22 @@ def _create_fleet(self: Fleets) -> ActionResult:
         result = dict(response.result)
         if errors:
             result["Errors"] = errors
+        _record_reservations(self, result, targets)
     if faults is not None and token:
         faults.remember_fleet(token, result)
     return ActionResult(result)
+
+
+def _record_reservations(
+    handler: Fleets, result: dict[str, Any], targets: dict[str, capacity_reservations.Reservation]
+) -> None:
+    """Mark the instances launched from a template that targets a reservation as running in it."""
+    for group in result.get("Instances") or []:
+        spec = (group.get("LaunchTemplateAndOverrides") or {}).get("LaunchTemplateSpecification") or {}
+        reservation = targets.get(spec.get("LaunchTemplateName", "")) or targets.get(spec.get("LaunchTemplateId", ""))
+        if reservation is not None:
+            for instance_id in group.get("InstanceIds", []):
+                capacity_reservations.launched_into(handler.ec2_backend, instance_id, reservation)
 
 
 def _describe_spot_price_history(self: SpotInstances) -> str:
@@ -195,4 +245,6 @@ def install() -> None:
         _state["describe_images"] = AmisResponse.describe_images
         AmisResponse.describe_images = _describe_images  # type: ignore[method-assign]
         Fleets.create_fleet = _create_fleet  # type: ignore[method-assign]
+        EC2Response.create_capacity_reservation = capacity_reservations.create_capacity_reservation  # type: ignore[attr-defined]
+        EC2Response.describe_capacity_reservations = capacity_reservations.describe_capacity_reservations  # type: ignore[attr-defined]
         SpotInstances.describe_spot_price_history = _describe_spot_price_history  # type: ignore[method-assign,assignment]

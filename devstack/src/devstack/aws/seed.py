@@ -223,7 +223,11 @@ def seed_amis(region: str) -> int:
                     if release == LATEST_RELEASES[family]
                     else (dt.datetime(2024, 8, 7, tzinfo=dt.UTC))
                 )
+                seeded: set[str] = set()
                 for param in alias_parameters(f"{alias}@{version}", k8s):
+                    if param.name in seeded:
+                        continue  # one AMI serving several variants (AL2's GPU AMI serves Neuron too)
+                    seeded.add(param.name)
                     name = _ami_name(family, k8s, param.arch, param.variant, release)
                     _ensure_parameter(parameters, param.name, _ensure_ami(backend, region, name, param.arch, created))
                     count += 1
