@@ -30,6 +30,8 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from workers.log_format import add_argument as add_log_format_argument
+from workers.log_format import configure_logging, log_format
 from workflows import search_attributes as sa
 
 if TYPE_CHECKING:
@@ -55,18 +57,20 @@ NOT_INSTALLED = (
 )
 
 
-def stack_config(**settings: Any) -> DevStackConfig:
+def stack_config(log_format: str | None = None, **settings: Any) -> DevStackConfig:
     """A `DevStackConfig` that runs this product: its custom search attributes (every Keyword of
     `workflows.search_attributes.ALL`), its worker (`python -m workers.cli worker` on this
-    interpreter) and its CRDs (`CRDS_DIR`, when the product runs from a checkout that has it; a
-    `crds` setting replaces them), with `settings` (any other DevStackConfig field) as given. For
-    `nodeflow dev`, tests and benchmarks alike."""
+    interpreter, logging in `log_format` when given, else as NODEFLOW_LOG_FORMAT says) and its CRDs
+    (`CRDS_DIR`, when the product runs from a checkout that has it; a `crds` setting replaces them),
+    with `settings` (any other DevStackConfig field) as given. For `nodeflow dev`, tests and
+    benchmarks alike. The worker inherits this process's environment, OTEL_* variables included."""
     from devstack.stack import DevStackConfig
 
     settings.setdefault("crds", [CRDS_DIR] if CRDS_DIR.is_dir() else [])
+    worker = [sys.executable, "-m", "workers.cli", "worker"]
     return DevStackConfig(
         search_attributes=[(key.name, "Keyword") for key in sa.ALL],
-        worker_command=[sys.executable, "-m", "workers.cli", "worker"],
+        worker_command=[*worker, "--log-format", log_format] if log_format else worker,
         **settings,
     )
 
@@ -122,6 +126,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--timeout", type=float, default=300.0, help="seconds --until-settled waits (default 300)")
     p.add_argument("-o", "--output", choices=("text", "json"), default="text", help="summary format")
     p.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG")
+    add_log_format_argument(p)
     p.set_defaults(func=run)
     add_interrupt_parser(subparsers, c.DEFAULT_STATE_DIR)
 
@@ -167,6 +172,10 @@ def _check_args(args: argparse.Namespace) -> str | None:
             return f"--{flag.replace('_', '-')} {port} is not a port: use 1-65535, or 0 for a free one"
     if args.timeout <= 0:
         return f"--timeout {args.timeout} must be a positive number of seconds"
+    try:
+        log_format(args.log_format)
+    except ValueError as exc:
+        return str(exc)
     return None
 
 
@@ -179,12 +188,12 @@ def interruption_queue(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # fmt: skip
     problem = _check_args(args)
     if problem:
         print(f"nodeflow dev: {problem}", file=sys.stderr)
         return EXIT_USAGE
+    fmt = log_format(args.log_format)
+    configure_logging(logging.DEBUG if args.verbose else logging.INFO, fmt)
 
     from devstack.apply import ManifestError, load_file
     from devstack.stack import DevStack, PortInUseError
@@ -196,6 +205,7 @@ def run(args: argparse.Namespace) -> int:
             state_dir=args.state_dir, temporal_port=args.temporal_port, ui_port=args.ui_port,
             kube_port=args.kube_port, moto_port=args.moto_port, cluster_name=args.cluster_name,
             ui=not args.no_ui, start_worker=not args.no_worker, interruption_queue=interruption_queue(args),
+            log_format=fmt,
         )  # fmt: skip
     except (ManifestError, ValueError) as exc:
         print(f"nodeflow dev: {exc}", file=sys.stderr)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from datetime import timedelta
 
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
-from temporalio.client import Client
+from temporalio.client import Client, Interceptor
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError, RPCStatusCode
@@ -32,12 +33,16 @@ __all__ = ["CONNECT_TIMEOUT_SECONDS", "TemporalSettingError", "connect", "regist
 
 
 async def connect(
-    settings: Settings, timeout: float = CONNECT_TIMEOUT_SECONDS, runtime: Runtime | None = None
+    settings: Settings,
+    timeout: float = CONNECT_TIMEOUT_SECONDS,
+    runtime: Runtime | None = None,
+    interceptors: Sequence[Interceptor] = (),
 ) -> Client:
     """A client for the configured address, namespace, TLS and API key, converting payloads with pydantic,
     once the server answered and the namespace exists, on `runtime` (the worker's exports the SDK's
-    metrics, workers.metrics_server; None: the SDK's default). Raises TemporalSettingError (one line)
-    otherwise, within about `timeout` seconds."""
+    metrics, workers.metrics_server; None: the SDK's default), with `interceptors` (the worker's tracing,
+    workers.tracing; they apply to workers built on the client too). Raises TemporalSettingError (one
+    line) otherwise, within about `timeout` seconds."""
     deadline = time.monotonic() + timeout
     tls = tls_config(settings)
     try:
@@ -49,6 +54,7 @@ async def connect(
                 tls=tls,
                 api_key=settings.temporal_api_key or None,
                 runtime=runtime,
+                interceptors=interceptors,
             ),
             timeout,
         )

@@ -33,6 +33,7 @@ from cloudprovider.unavailable import UnavailableOfferings
 from kube.client import KubeClient
 from kube.events import EventRecorder
 from kube.leases import LeaseClient
+from kube.types import Kube
 from workers.cluster_metrics import ClusterStateMetrics
 from workers.feature_gates import not_implemented
 from workers.instance_status import InstanceStatusChecker
@@ -47,6 +48,7 @@ from workers.reconcile import adopt_node_claims, end_orphaned_workflows
 from workers.settings import Settings
 from workers.starter import TemporalStarter
 from workers.temporal_client import connect
+from workers.tracing import Tracing
 from workers.watchers import DeletionWatcher, DriftTrigger, PodWatcher, Resync
 from workflows.disruption import DisruptionControllerWorkflow, DisruptionSettings, start_disruption_controller
 from workflows.garbage_collection import GarbageCollectorSettings, GarbageCollectorWorkflow, start_garbage_collector
@@ -66,7 +68,7 @@ class LeaderLoop(Protocol):
 async def _lead(
     settings: Settings,
     client: Client,
-    kube: KubeClient,
+    kube: Kube,
     cloud: CloudProvider,
     starter: TemporalStarter,
     metrics: Metrics,
@@ -116,7 +118,7 @@ async def _lead(
 
 
 def _claim_disrupter(
-    kube: KubeClient,
+    kube: Kube,
     unavailable: UnavailableOfferings,
     recorder: EventRecorder,
     starter: TemporalStarter,
@@ -139,7 +141,7 @@ def _blocking_signal(starter: TemporalStarter, signal: str) -> Callable[[str, st
 
 
 def _node_repairer(
-    settings: Settings, kube: KubeClient, recorder: EventRecorder, starter: TemporalStarter
+    settings: Settings, kube: Kube, recorder: EventRecorder, starter: TemporalStarter
 ) -> NodeRepairer | None:
     """Node repair (workers.node_repair) when the NodeRepair feature gate is on, else None."""
     if not settings.feature_gate_values()["NodeRepair"]:
@@ -148,11 +150,18 @@ def _node_repairer(
     return NodeRepairer(kube, _blocking_signal(starter, "repair"), recorder)
 
 
-def _interruption_consumer(settings: Settings, disrupter: ClaimDisrupter) -> InterruptionConsumer | None:
+def _interruption_consumer(
+    settings: Settings, disrupter: ClaimDisrupter, tracing: Tracing | None
+) -> InterruptionConsumer | None:
     """The consumer of `settings.interruption_queue` (None when it is empty), acting through `disrupter`."""
     if not settings.interruption_queue:
         return None
-    queue = new_interruption_queue(settings.region, settings.aws_endpoint_url, queue_name=settings.interruption_queue)
+    queue = new_interruption_queue(
+        settings.region,
+        settings.aws_endpoint_url,
+        queue_name=settings.interruption_queue,
+        instrument=tracing.instrument_boto3 if tracing else None,
+    )
     log.info("interruption handling on: consuming SQS queue %s", settings.interruption_queue)
     return InterruptionConsumer(queue, disrupter)
 
@@ -172,8 +181,9 @@ def build_kube(settings: Settings) -> KubeClient:
     return KubeClient.from_kubeconfig(settings.kubeconfig) if settings.kubeconfig else KubeClient.in_cluster()
 
 
-async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
-    """Run until `stop` is set. Refuses (TemporalSettingError) a bad connection and a namespace another
+async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing | None = None) -> None:
+    """Run until `stop` is set, traced by `tracing` when given (workers.tracing: the Temporal interceptor,
+    spans around AWS and Kubernetes calls). Refuses (TemporalSettingError) a bad connection and a namespace another
     cluster uses (workers.namespace_owner), and reads what nodes need to join the cluster (settings, else
     eks:DescribeCluster; raises CloudProviderError when neither gives it). Then serves workflows and
     activities and the health probes, and campaigns for the Lease; while holding it, runs the leader's
@@ -182,9 +192,16 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
     for gate in not_implemented(settings.feature_gate_values()):
         log.warning("feature gate %s is on, but nodeflow does not implement %s yet; it has no effect", gate, gate)
     metrics = Metrics()
-    client = await connect(settings, runtime=temporal_runtime(settings.temporal_metrics_port))
+    instrument = tracing.instrument_boto3 if tracing else None
+    client = await connect(
+        settings,
+        runtime=temporal_runtime(settings.temporal_metrics_port),
+        interceptors=[tracing.interceptor] if tracing else [],
+    )
     await claim_namespace(client, settings)  # before anything touches a workflow: one cluster per namespace
-    kube = build_kube(settings)
+    kube: Kube = build_kube(settings)
+    if tracing:
+        kube = tracing.kube(kube)
     cluster = await asyncio.to_thread(
         resolve_eks_cluster,
         settings.region,
@@ -193,6 +210,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
         cluster_endpoint=settings.cluster_endpoint,
         cluster_ca_bundle=settings.cluster_ca_bundle,
         cluster_service_cidr=settings.cluster_service_cidr,
+        instrument=instrument,
     )
     log.info(
         "cluster %s: endpoint %s, service CIDR %s, DNS IP %s",
@@ -206,6 +224,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
         kubernetes_version=settings.kubernetes_version,
         reserved_capacity=settings.feature_gate_values()["ReservedCapacity"],
         fleet_batch_sizes=metrics.fleet_batch,
+        instrument=instrument,
     )
     cloud = MeteredCloudProvider(aws, metrics)
     recorder = EventRecorder(kube)
@@ -217,7 +236,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
         settings.drift_check_interval,
     )
     disrupter = _claim_disrupter(kube, aws.unavailable, recorder, starter, metrics)
-    interruption = _interruption_consumer(settings, disrupter)
+    interruption = _interruption_consumer(settings, disrupter, tracing)
     status_checker = _instance_status_checker(settings, aws, disrupter)
     repairer = _node_repairer(settings, kube, recorder, starter)
     provisioning = ProvisioningActivities(kube, cloud, recorder, starter, metrics)

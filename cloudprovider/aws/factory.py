@@ -28,8 +28,17 @@ def sdk_config(max_attempts: int = 3) -> Config:
     )
 
 
+# Called with each boto3 client the factory builds, before it is used (the worker registers its tracing
+# hooks on the client's events with it; workers.tracing).
+ClientHook = Callable[[Any], None]
+
+
 def _client_factory(
-    region: str, endpoint_url: str | None, credentials: tuple[str, str] | None, max_attempts: int
+    region: str,
+    endpoint_url: str | None,
+    credentials: tuple[str, str] | None,
+    max_attempts: int,
+    instrument: ClientHook | None = None,
 ) -> Callable[[str], Any]:
     if not region:
         raise ValueError("new_aws_cloud_provider: region is required (e.g. us-west-2)")
@@ -38,7 +47,10 @@ def _client_factory(
     config = sdk_config(max_attempts)
 
     def client(service: str):  # type: ignore[no-untyped-def]
-        return session.client(service, endpoint_url=endpoint_url, config=config)  # type: ignore[call-overload]
+        built = session.client(service, endpoint_url=endpoint_url, config=config)  # type: ignore[call-overload]
+        if instrument is not None:
+            instrument(built)
+        return built
 
     return client
 
@@ -57,14 +69,16 @@ def new_aws_cloud_provider(
     ec2_limiter: EC2RateLimiter | None = None,
     reserved_capacity: bool = True,
     fleet_batch_sizes: Callable[[int], None] | None = None,
+    instrument: ClientHook | None = None,
 ) -> AWSCloudProvider:
     """An AWSCloudProvider for `region`. `endpoint_url` points EC2, SSM and IAM elsewhere (e.g. the local
     stack); `credentials` (access key id, secret) override the default credential chain; `cluster`
     (from `resolve_eks_cluster`) is what the launched nodes need to join. Every EC2 call first takes a
     token from `ec2_limiter` (by default one with EC2's default bucket sizes, for this provider alone).
     `reserved_capacity`: Karpenter's ReservedCapacity feature gate (see AWSCloudProvider);
-    `fleet_batch_sizes` is told the size of each CreateFleet batch."""
-    client = _client_factory(region, endpoint_url, credentials, max_attempts)
+    `fleet_batch_sizes` is told the size of each CreateFleet batch; `instrument` is called with each boto3
+    client built."""
+    client = _client_factory(region, endpoint_url, credentials, max_attempts, instrument)
     return AWSCloudProvider(
         rate_limited(client("ec2"), ec2_limiter or EC2RateLimiter()),
         client("ssm"),
@@ -90,10 +104,11 @@ def resolve_eks_cluster(
     cluster_service_cidr: str = "",
     credentials: tuple[str, str] | None = None,
     max_attempts: int = 3,
+    instrument: ClientHook | None = None,
 ) -> ClusterConnection:
     """The given values completed from `eks:DescribeCluster` on `endpoint_url` (or real AWS), per
     `cloudprovider.aws.cluster.resolve_cluster_connection` (no call when all three are given)."""
-    client = _client_factory(region, endpoint_url, credentials, max_attempts)
+    client = _client_factory(region, endpoint_url, credentials, max_attempts, instrument)
     return resolve_cluster_connection(
         client("eks"),
         cluster_name,
@@ -110,8 +125,9 @@ def new_interruption_queue(
     queue_name: str,
     credentials: tuple[str, str] | None = None,
     max_attempts: int = 3,
+    instrument: ClientHook | None = None,
 ) -> InterruptionQueue:
     """The interruption queue `queue_name` (cloudprovider.aws.interruption_queue) on an SQS client of
     `region`; `endpoint_url` points it elsewhere (the local stack). No call until first used."""
-    client = _client_factory(region, endpoint_url, credentials, max_attempts)
+    client = _client_factory(region, endpoint_url, credentials, max_attempts, instrument)
     return InterruptionQueue(client("sqs"), queue_name)

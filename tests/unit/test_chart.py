@@ -22,7 +22,9 @@ import yaml
 from apis.manifests import load_documents, parse_api_object
 from kube import resources as kube_resources
 from tests.dashboard import DASHBOARD
+from workers.log_format import log_format
 from workers.settings import Settings
+from workers.tracing import tracing_from_env
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "deploy" / "charts" / "nodeflow"
@@ -377,6 +379,20 @@ def test_full_values_reach_the_worker_as_its_settings() -> None:
     assert values["NODEFLOW_FEATURE_GATES"] == "NodeRepair=false,SpotToSpotConsolidation=true"
     assert values["NODEFLOW_DISRUPTION_METHODS"] == "Drift,Emptiness,MultiNodeConsolidation,SingleNodeConsolidation"
     assert values["NODEFLOW_DRIFT_CHECK_INTERVAL"] == "10m"  # extraEnv
+    assert values["NODEFLOW_LOG_FORMAT"] == "json"
+    otel = {k: v for k, v in values.items() if k.startswith("OTEL_")}
+    assert otel == {
+        "OTEL_TRACES_EXPORTER": "otlp",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel-collector.observability:4318",
+        "OTEL_SERVICE_NAME": "nodeflow-prod",
+        "OTEL_RESOURCE_ATTRIBUTES": "k8s.cluster.name=prod",
+        "OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
+        "OTEL_TRACES_SAMPLER_ARG": "0.1",
+    }
+    tracing = tracing_from_env(otel)  # values the worker accepts
+    assert tracing is not None
+    tracing.shutdown()
+    assert log_format(values["NODEFLOW_LOG_FORMAT"], {}) == "json"
     # Every value rendered for a setting the worker already has is one it accepts.
     known = {f"NODEFLOW_{name.upper()}": name for name in Settings.__dataclass_fields__}
     settings = {known[k]: v for k, v in values.items() if k in known}

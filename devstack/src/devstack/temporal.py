@@ -10,10 +10,11 @@ measured about twice as fast as the default journal); without one it runs in mem
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import sys
 import sysconfig
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,6 +116,13 @@ def server_args(
     return argv
 
 
+def server_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The server's environment: this process's without the OTEL_* variables. Those configure the worker's
+    traces; the server reads them too, for its own tracing, and stops at an exporter it does not have
+    (OTEL_TRACES_EXPORTER=console)."""
+    return {k: v for k, v in (os.environ if env is None else env).items() if not k.startswith("OTEL_")}
+
+
 def delete_db(db_path: Path) -> None:
     """Remove the SQLite db and its WAL side files (every stack start begins with an empty one)."""
     for suffix in ("", "-wal", "-shm", "-journal"):
@@ -150,7 +158,7 @@ class TemporalDevServer:
     def _use_ports(self, ports: TemporalPorts) -> None:
         self.ports = ports
         argv = server_args(self._binary, ports, self.db_path, self.ui, self._search_attributes)
-        self.process = ChildProcess("temporal", argv, self._log_path, grace_seconds=GRACE_SECONDS)
+        self.process = ChildProcess("temporal", argv, self._log_path, grace_seconds=GRACE_SECONDS, env=server_env())
 
     @property
     def address(self) -> str:

@@ -5,11 +5,16 @@ needs to join."""
 from __future__ import annotations
 
 import base64
+import io
+import logging
 from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from apis.ec2nodeclass import EC2NodeClass
 from cloudprovider.aws.cluster import ClusterConnection
@@ -19,6 +24,8 @@ from cloudprovider.errors import CloudProviderError, NodeClassNotReadyError
 from cloudprovider.types import LaunchRequest
 from devstack.aws.server import MotoServer
 from tests.userdata_parsing import bootstrap_argv, bottlerocket_kubernetes, flag, node_config
+from workers.log_format import configure_logging
+from workers.tracing import Tracing
 
 CLUSTER = "join-cluster"
 REGION = "us-west-2"
@@ -145,3 +152,47 @@ def test_bottlerocket_user_data_that_is_not_toml_makes_the_node_class_not_ready(
     klass = node_class("bottlerocket@latest", "bad-toml", userData="#!/bin/bash\necho hi\n")
     with pytest.raises(NodeClassNotReadyError, match=r"EC2NodeClass bad-toml: spec\.userData is not valid TOML"):
         provider.create(launch_request(klass))
+
+
+def test_traced_calls_record_operations_but_neither_user_data_nor_keys(aws: MotoServer) -> None:
+    """With the worker's tracing hooks on every boto3 client (workers.tracing) and its JSON logs at DEBUG
+    (workers.log_format): each EC2 call is a span named for its operation, and neither the spans nor the
+    logs carry the EC2NodeClass's user data or the AWS keys."""
+    secret, user_data = "trace-test-secret-key-5d1e", "#!/bin/bash\necho userdata-marker-7f3a\n"
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing = Tracing(provider)
+    logs = io.StringIO()
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    configure_logging(logging.DEBUG, "json", logs)
+    try:
+        traced = new_aws_cloud_provider(
+            REGION, aws.url, cluster_name=CLUSTER, credentials=("AKIATRACETEST", secret),
+            instrument=tracing.instrument_boto3,
+        )  # fmt: skip
+        klass = node_class("al2@latest", name="traced", userData=user_data)
+        request = launch_request(klass).model_copy(update={"instance_types": ["m6g.large"]})  # its own AMI
+        with tracing.tracer.start_as_current_span("RunActivity:launch"):  # calls are traced within a trace
+            instance = traced.create(request)
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    spans = exporter.get_finished_spans()
+    ec2 = [s for s in spans if s.name.startswith("EC2.")]
+    assert ec2 and all(dict(s.attributes or {})["rpc.service"] == "EC2" for s in ec2)
+    assert any(dict(s.attributes or {})["rpc.method"] in ("RunInstances", "CreateFleet") for s in ec2)
+    assert instance.id
+    ec2_client: Any = boto3.client("ec2", endpoint_url=aws.url, region_name=REGION, **KEYS)
+    sent = [
+        base64.b64decode(v["LaunchTemplateData"].get("UserData", "")).decode()
+        for t in ec2_client.describe_launch_templates()["LaunchTemplates"]
+        for v in ec2_client.describe_launch_template_versions(LaunchTemplateName=t["LaunchTemplateName"])[
+            "LaunchTemplateVersions"
+        ]
+    ]
+    assert any("userdata-marker-7f3a" in data for data in sent)  # it reached EC2, and only EC2
+    recorded = logs.getvalue() + "".join(s.to_json() for s in spans)
+    for leak in (secret, "userdata-marker-7f3a", base64.b64encode(user_data.encode()).decode()[:24]):
+        assert leak not in recorded

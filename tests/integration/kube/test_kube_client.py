@@ -9,6 +9,10 @@ from pathlib import Path
 import kmock
 import pytest
 import yaml
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
 
 from devstack.kube.server import KubeApiServer
 from kube import client as client_module
@@ -25,6 +29,7 @@ from kube.errors import (
 )
 from kube.resources import NAMESPACE, NODE, NODECLAIM, PDB, POD
 from kube.types import Obj
+from workers.tracing import Tracing
 
 
 def unique(prefix: str) -> str:
@@ -349,3 +354,34 @@ class TestConstruction:
             thread.join(10)
         assert not errors
         assert len(kube.list(NODE, label_selector=f"t={label}")) == 16
+
+
+def test_traced_calls_are_client_spans_naming_the_resource_never_the_body(kube: KubeClient) -> None:
+    """workers.tracing.TracedKube on the client: within a trace, a span per call with the verb, resource,
+    namespace and name, an error type on failure, and nothing of the object sent; outside any, none."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing = Tracing(provider)
+    traced = tracing.kube(kube)
+    name = unique("traced")
+    traced.create(NODE, {"metadata": {"name": name, "labels": {"secret-ish": "label-value-3c9"}}})  # no trace
+    assert exporter.get_finished_spans() == ()
+    with tracing.tracer.start_as_current_span("RunActivity:launch"):
+        traced.patch(NODE, name, {"metadata": {"annotations": {"a": "annotation-value-3c9"}}})
+        assert traced.get(NODE, name)["metadata"]["name"] == name
+        assert any(n["metadata"]["name"] == name for n in traced.list(NODE))
+        traced.delete(NODE, name)
+        with pytest.raises(NotFoundError):
+            traced.get(NODE, name)
+    spans = exporter.get_finished_spans()
+    assert [s.name for s in spans] == [
+        "kube.patch Node", "kube.get Node", "kube.list Node", "kube.delete Node", "kube.get Node", "RunActivity:launch",
+    ]  # fmt: skip
+    assert dict(spans[0].attributes or {}) == {
+        "k8s.verb": "patch", "k8s.resource": "nodes", "k8s.api_version": "v1", "k8s.object.name": name,
+    }  # fmt: skip
+    assert dict(spans[4].attributes or {})["error.type"] == "NotFoundError"
+    assert spans[4].status.status_code == StatusCode.ERROR
+    assert {s.context.trace_id for s in spans} == {spans[-1].context.trace_id}
+    assert "3c9" not in "".join(s.to_json() for s in spans)

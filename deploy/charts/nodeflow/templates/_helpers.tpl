@@ -94,7 +94,14 @@ is set (not null, not ""), then the Temporal API key from its Secret, then extra
   (list "NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASK_POLLS" .Values.maxConcurrentWorkflowTaskPolls)
   (list "NODEFLOW_HEALTH_PROBE_PORT" .Values.healthProbePort)
   (list "NODEFLOW_METRICS_PORT" .Values.metricsPort)
-  (list "NODEFLOW_TEMPORAL_METRICS_PORT" .Values.temporalMetricsPort) -}}
+  (list "NODEFLOW_TEMPORAL_METRICS_PORT" .Values.temporalMetricsPort)
+  (list "NODEFLOW_LOG_FORMAT" .Values.logFormat)
+  (list "OTEL_TRACES_EXPORTER" .Values.tracing.exporter)
+  (list "OTEL_EXPORTER_OTLP_ENDPOINT" .Values.tracing.otlpEndpoint)
+  (list "OTEL_SERVICE_NAME" .Values.tracing.serviceName)
+  (list "OTEL_RESOURCE_ATTRIBUTES" .Values.tracing.resourceAttributes)
+  (list "OTEL_TRACES_SAMPLER" .Values.tracing.sampler)
+  (list "OTEL_TRACES_SAMPLER_ARG" .Values.tracing.samplerArg) -}}
 {{- $env := list -}}
 {{- range $pairs -}}
 {{- $value := index . 1 -}}
