@@ -11,6 +11,7 @@ from botocore.config import Config
 
 from cloudprovider.aws.cluster import ClusterConnection, resolve_cluster_connection
 from cloudprovider.aws.interruption_queue import InterruptionQueue
+from cloudprovider.aws.pricing_api import pricing_endpoint_region
 from cloudprovider.aws.provider import AWSCloudProvider
 from cloudprovider.aws.ratelimit import EC2RateLimiter, rate_limited
 
@@ -30,15 +31,16 @@ def sdk_config(max_attempts: int = 3) -> Config:
 
 def _client_factory(
     region: str, endpoint_url: str | None, credentials: tuple[str, str] | None, max_attempts: int
-) -> Callable[[str], Any]:
+) -> Callable[..., Any]:
     if not region:
         raise ValueError("new_aws_cloud_provider: region is required (e.g. us-west-2)")
     keys = {"aws_access_key_id": credentials[0], "aws_secret_access_key": credentials[1]} if credentials else {}
     session = boto3.session.Session(region_name=region, **keys)
     config = sdk_config(max_attempts)
 
-    def client(service: str):  # type: ignore[no-untyped-def]
-        return session.client(service, endpoint_url=endpoint_url, config=config)  # type: ignore[call-overload]
+    def client(service: str, in_region: str | None = None):  # type: ignore[no-untyped-def]
+        where = {"region_name": in_region} if in_region else {}
+        return session.client(service, endpoint_url=endpoint_url, config=config, **where)  # type: ignore[call-overload]
 
     return client
 
@@ -55,11 +57,14 @@ def new_aws_cloud_provider(
     credentials: tuple[str, str] | None = None,
     max_attempts: int = 3,
     ec2_limiter: EC2RateLimiter | None = None,
+    pricing_api: bool = True,
 ) -> AWSCloudProvider:
-    """An AWSCloudProvider for `region`. `endpoint_url` points EC2, SSM and IAM elsewhere (e.g. the local
-    stack); `credentials` (access key id, secret) override the default credential chain; `cluster`
-    (from `resolve_eks_cluster`) is what the launched nodes need to join. Every EC2 call first takes a
-    token from `ec2_limiter` (by default one with EC2's default bucket sizes, for this provider alone)."""
+    """An AWSCloudProvider for `region`. `endpoint_url` points EC2, SSM, IAM and the Pricing API elsewhere
+    (e.g. the local stack); `credentials` (access key id, secret) override the default credential chain;
+    `cluster` (from `resolve_eks_cluster`) is what the launched nodes need to join. Every EC2 call first
+    takes a token from `ec2_limiter` (by default one with EC2's default bucket sizes, for this provider
+    alone). `pricing_api` False: on-demand prices stay the shipped table's (Karpenter's isolated VPC);
+    else the price book may ask the Pricing API at its endpoint for the region (no call until refreshed)."""
     client = _client_factory(region, endpoint_url, credentials, max_attempts)
     return AWSCloudProvider(
         rate_limited(client("ec2"), ec2_limiter or EC2RateLimiter()),
@@ -70,6 +75,7 @@ def new_aws_cloud_provider(
         cluster_endpoint=cluster_endpoint,
         cluster=cluster,
         kubernetes_version=kubernetes_version,
+        pricing=client("pricing", pricing_endpoint_region(region)) if pricing_api else None,
         clock=clock,
     )
 

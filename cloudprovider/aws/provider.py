@@ -24,8 +24,9 @@ from cloudprovider.aws.launch import ClusterInfo, Launcher
 from cloudprovider.aws.launchtemplate import LaunchTemplates, is_stale
 from cloudprovider.aws.nodeclass import NodeClassResolver, ami_family, generated_profile_name
 from cloudprovider.aws.offerings import InstanceTypeCatalog
-from cloudprovider.aws.pricing import PriceTable, load_price_table
-from cloudprovider.aws.sdk import EC2API, IAMAPI, SSMAPI
+from cloudprovider.aws.pricebook import PriceBook
+from cloudprovider.aws.pricing import PriceTable
+from cloudprovider.aws.sdk import EC2API, IAMAPI, SSMAPI, PricingAPI
 from cloudprovider.errors import InstanceNotFoundError, NodeClassNotReadyError
 from cloudprovider.types import Instance, LaunchRequest, NodeClassResources, ResolvedNodeClass
 from cloudprovider.unavailable import UnavailableOfferings
@@ -36,7 +37,11 @@ class AWSCloudProvider:
 
     `cluster` is what launched nodes need to join (endpoint, CA, service CIDR; see
     `cloudprovider.aws.cluster.resolve_cluster_connection`); without it their user data carries only
-    the name and `cluster_endpoint`."""
+    the name and `cluster_endpoint`.
+
+    `prices` (a PriceBook of `pricing`, a client of the Pricing API, starting from the table `prices`,
+    by default the region's shipped one) holds the current on-demand and spot prices; whoever runs the
+    provider refreshes them (workers.price_refresh)."""
 
     def __init__(
         self,
@@ -50,6 +55,7 @@ class AWSCloudProvider:
         cluster: ClusterConnection | None = None,
         kubernetes_version: str = "1.32",
         prices: PriceTable | None = None,
+        pricing: PricingAPI | None = None,
         unavailable: UnavailableOfferings | None = None,
         clock: Callable[[], float] = time.monotonic,
         catalog_ttl_seconds: float = 3600.0,
@@ -63,9 +69,8 @@ class AWSCloudProvider:
         self._region = region
         self.unavailable = unavailable or UnavailableOfferings(clock=clock)
         self.resolver = NodeClassResolver(ec2, ssm, cluster_name, region, kubernetes_version)
-        self.catalog = InstanceTypeCatalog(
-            ec2, prices or load_price_table(), self.unavailable, clock, catalog_ttl_seconds
-        )
+        self.prices = PriceBook(region, ec2, pricing, clock, prices)
+        self.catalog = InstanceTypeCatalog(ec2, self.prices, self.unavailable, clock, catalog_ttl_seconds)
         self._instances = InstanceQueries(ec2, cluster_name)
         self._profiles = InstanceProfiles(iam, cluster_name, region)
         self._templates = LaunchTemplates(ec2)
