@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections.abc import Callable
 from typing import Any
@@ -11,7 +12,8 @@ from botocore.config import Config
 
 from cloudprovider.aws.cluster import ClusterConnection, resolve_cluster_connection
 from cloudprovider.aws.interruption_queue import InterruptionQueue
-from cloudprovider.aws.pricing_api import pricing_endpoint_region
+from cloudprovider.aws.pricing import PriceTable
+from cloudprovider.aws.pricing_api import currency, fetch_on_demand_prices, pricing_endpoint_region
 from cloudprovider.aws.provider import AWSCloudProvider
 from cloudprovider.aws.ratelimit import EC2RateLimiter, rate_limited
 
@@ -78,6 +80,20 @@ def new_aws_cloud_provider(
         pricing=client("pricing", pricing_endpoint_region(region)) if pricing_api else None,
         clock=clock,
     )
+
+
+def fetch_price_table(
+    region: str,
+    endpoint_url: str | None = None,
+    *,
+    credentials: tuple[str, str] | None = None,
+    max_attempts: int = 3,
+) -> PriceTable:
+    """`region`'s on-demand prices from the AWS Pricing API (at its endpoint for the region, or
+    `endpoint_url`), as a table to ship (`cloudprovider.aws.pricing`) dated now. Raises CloudProviderError."""
+    client = _client_factory(region, endpoint_url, credentials, max_attempts)
+    prices = fetch_on_demand_prices(client("pricing", pricing_endpoint_region(region)), region)
+    return PriceTable(region, dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), prices, currency(region))
 
 
 def resolve_eks_cluster(
