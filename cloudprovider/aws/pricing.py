@@ -84,10 +84,14 @@ def shipped_regions() -> list[str]:
     return sorted(n[len(TABLE_PREFIX) : -len(TABLE_SUFFIX)] for n in names)
 
 
-@cache
 def load_price_table(region: str = DEFAULT_TABLE_REGION) -> PriceTable:
     """The shipped table of `region` (loaded once per process). Raises ValueError naming the regions
     shipped when there is none."""
+    return _load(region)
+
+
+@cache
+def _load(region: str) -> PriceTable:
     path = resources.files("cloudprovider.aws").joinpath(table_file(region))
     if not path.is_file():
         raise ValueError(f'no shipped on-demand price table for region "{region}"; shipped: {shipped_regions()}')
