@@ -124,7 +124,7 @@ def test_us_east_1_ships_and_other_regions_fall_back_to_it() -> None:
     assert "us-east-1" in shipped_regions()
     assert shipped_price_table("us-east-1") is load_price_table("us-east-1")
     assert shipped_price_table("eu-west-3") is load_price_table("us-east-1")
-    with pytest.raises(ValueError, match='region "eu-west-3".*us-east-1'):
+    with pytest.raises(ValueError, match=r'region "eu-west-3".*us-east-1'):
         load_price_table("eu-west-3")
 
 

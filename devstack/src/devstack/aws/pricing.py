@@ -94,25 +94,28 @@ def _matches(family: str, attributes: dict[str, str], filters: Iterable[dict[str
     return all(fields.get(str(f.get("Field"))) == f.get("Value") for f in filters)
 
 
+@cache
+def _products(region: str) -> list[tuple[str, dict[str, str], str]]:
+    """(family, attributes, document) of every priced instance type of `region`, built once per process:
+    every worker start asks for all of them."""
+    table = load_price_table(region if region in shipped_regions() else "us-east-1")
+    return [
+        (*_attributes(name, region), product_document(name, region, price))
+        for name, price in sorted(table.prices.items())
+        if price > 0
+    ]
+
+
 def get_products(request: dict[str, Any]) -> dict[str, Any]:
     """The GetProducts answer for a request body (see the module docstring)."""
     filters = request.get("Filters") or []
     region = next((str(f.get("Value")) for f in filters if f.get("Field") == "regionCode"), "")
     if request.get("ServiceCode") != "AmazonEC2" or region not in aws_regions():
         return {"FormatVersion": "aws_v1", "PriceList": []}
-    table = load_price_table(region if region in shipped_regions() else "us-east-1")
-    matching = []
-    for name in sorted(table.prices):
-        family, attributes = _attributes(name, region)
-        if table.prices[name] > 0 and _matches(family, attributes, filters):
-            matching.append(name)
+    matching = [document for family, attributes, document in _products(region) if _matches(family, attributes, filters)]
     start = int(request.get("NextToken") or 0)
     size = int(request.get("MaxResults") or 100)
-    page = matching[start : start + size]
-    answer: dict[str, Any] = {
-        "FormatVersion": "aws_v1",
-        "PriceList": [product_document(name, region, table.prices[name]) for name in page],
-    }
+    answer: dict[str, Any] = {"FormatVersion": "aws_v1", "PriceList": matching[start : start + size]}
     if start + size < len(matching):
         answer["NextToken"] = str(start + size)
     return answer
