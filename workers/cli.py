@@ -13,7 +13,7 @@ DESCRIPTION = (
     "workflow. Commands: dev (the local stack; dev interrupt: an interruption of one of its nodes), worker, "
     "simulate (dry run; --disruption: the disruption controller's), explain (why a node is or is not "
     "disrupted), drain|expire|replace|status, crds (write the CRDs), iam-policy (print the controller's IAM "
-    "policy)."
+    "policy), prices refresh (write a region's on-demand price table from the AWS Pricing API)."
 )
 
 # subcommand -> module; imported lazily so `nodeflow simulate` never loads Temporal or the dev stack.
@@ -29,6 +29,7 @@ SUBCOMMANDS: dict[str, str] = {
     "status": "workers.ops_cmd",
     "crds": "workers.crds_cmd",
     "iam-policy": "workers.iam_policy_cmd",
+    "prices": "workers.prices_cmd",
 }
 
 

@@ -25,6 +25,8 @@
 | garbage_collection_min_age | NODEFLOW_GARBAGE_COLLECTION_MIN_AGE | 2m |
 | interruption_queue | NODEFLOW_INTERRUPTION_QUEUE | "" (no interruption handling) |
 | instance_status_interval | NODEFLOW_INSTANCE_STATUS_INTERVAL | 1m (Never = no status checks) |
+| on_demand_price_refresh_interval | NODEFLOW_ON_DEMAND_PRICE_REFRESH_INTERVAL | 12h (Never = the shipped table only) |
+| spot_price_refresh_interval | NODEFLOW_SPOT_PRICE_REFRESH_INTERVAL | 12h (Never = read once) |
 | max_cached_workflows | NODEFLOW_MAX_CACHED_WORKFLOWS | 20000 |
 | max_concurrent_workflow_tasks | NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASKS | 100 |
 | max_concurrent_workflow_task_polls | NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASK_POLLS | 5 |
@@ -56,6 +58,14 @@ sets both for the one collector of the namespace.
 (conventionally the cluster's name, as Karpenter's `--interruption-queue`); the leader consumes it
 (workers.interruption): a spot interruption warning, an AWS Health scheduled change or an instance
 stopping or terminating disrupts the instance's NodeClaim at once. Empty: off.
+
+Prices (workers.price_refresh): every worker reads on-demand prices from the AWS Pricing API
+(`pricing:GetProducts`) at start and every `on_demand_price_refresh_interval`, and spot prices
+(DescribeSpotPriceHistory, per zone) every `spot_price_refresh_interval`; both 12h, as Karpenter's pricing
+controller. Until the Pricing API answers (or when it cannot: no permission, no route, throttled) the
+on-demand prices are the table nodeflow ships for the region, us-east-1's for a region without one
+(`nodeflow prices refresh` writes one). Never for on-demand: never call the Pricing API (an isolated
+VPC, Karpenter's `isolatedVPC`); for spot: the prices read at start stay. At least 1m.
 
 `instance_status_interval`: how often the leader reads EC2's status checks and scheduled events of the
 cluster's running instances (DescribeInstanceStatus; workers.instance_status). An instance whose
@@ -130,6 +140,8 @@ class Settings:
     garbage_collection_min_age: str = "2m"
     interruption_queue: str = ""
     instance_status_interval: str = "1m"
+    on_demand_price_refresh_interval: str = "12h"
+    spot_price_refresh_interval: str = "12h"
     max_cached_workflows: int = 20000
     max_concurrent_workflow_tasks: int = 100
     max_concurrent_workflow_task_polls: int = 5
@@ -158,17 +170,7 @@ class Settings:
             elif field.type in ("float", float):
                 object.__setattr__(self, field.name, _positive_number(field.name, getattr(self, field.name), float))
         for name in DURATIONS:
-            value = getattr(self, name)
-            try:
-                parsed = parse_duration(value)
-            except ValueError as err:
-                raise ValueError(f"{where(name)}: {err}") from None
-            if name in FINITE_DURATIONS and parsed is None:
-                raise ValueError(f"{where(name)} is {value!r}: give a duration such as 2m (Never is not allowed here)")
-            if name == "garbage_collection_interval" and parsed is not None and parsed.total_seconds() < 1:
-                raise ValueError(f"{where(name)} is {value!r}: give at least 1s")
-            if name == "instance_status_interval" and parsed is not None and parsed.total_seconds() < 10:
-                raise ValueError(f"{where(name)} is {value!r}: give at least 10s, or Never to turn the checks off")
+            _check_duration(name, getattr(self, name))
         unknown = [m for m in self.disruption_method_list() if m not in DISRUPTION_METHODS]
         if unknown:
             raise ValueError(
@@ -233,6 +235,8 @@ DURATIONS = (
     "garbage_collection_interval",
     "garbage_collection_min_age",
     "instance_status_interval",
+    "on_demand_price_refresh_interval",
+    "spot_price_refresh_interval",
 )
 FINITE_DURATIONS = ("garbage_collection_interval", "garbage_collection_min_age")
 TEMPORAL_TLS_FILES = ("temporal_tls_ca_file", "temporal_tls_cert_file", "temporal_tls_key_file")
@@ -243,6 +247,29 @@ _FALSE = ("false", "0", "no", "off")
 def where(name: str) -> str:
     """A setting as the user can give it: `name (flag --name, env NODEFLOW_NAME)`."""
     return f"{name} (flag --{name.replace('_', '-')}, env {_ENV.get(name, f'NODEFLOW_{name.upper()}')})"
+
+
+# Duration settings with a lower bound: name -> (seconds, what to tell the user).
+MINIMUM_DURATIONS = {
+    "garbage_collection_interval": (1, "give at least 1s"),
+    "instance_status_interval": (10, "give at least 10s, or Never to turn the checks off"),
+    "on_demand_price_refresh_interval": (60, "give at least 1m (Karpenter's is 12h), or Never"),
+    "spot_price_refresh_interval": (60, "give at least 1m (Karpenter's is 12h), or Never"),
+}
+
+
+def _check_duration(name: str, value: str) -> None:
+    """A ValueError naming the setting for a malformed duration, Never where it is not allowed, or one
+    below its minimum."""
+    try:
+        parsed = parse_duration(value)
+    except ValueError as err:
+        raise ValueError(f"{where(name)}: {err}") from None
+    if name in FINITE_DURATIONS and parsed is None:
+        raise ValueError(f"{where(name)} is {value!r}: give a duration such as 2m (Never is not allowed here)")
+    minimum, advice = MINIMUM_DURATIONS.get(name, (0, ""))
+    if parsed is not None and parsed.total_seconds() < minimum:
+        raise ValueError(f"{where(name)} is {value!r}: {advice}")
 
 
 def _check_temporal_tls(settings: Settings) -> None:

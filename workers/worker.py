@@ -43,6 +43,7 @@ from workers.leadership import LeaderElector
 from workers.metrics_server import MetricsServer, temporal_runtime
 from workers.namespace_owner import claim_namespace
 from workers.node_repair import NodeRepairer
+from workers.price_refresh import PriceRefresher
 from workers.probes import CatalogWarmer, worker_probes
 from workers.reconcile import adopt_node_claims, end_orphaned_workflows
 from workers.settings import Settings
@@ -177,6 +178,18 @@ def _instance_status_checker(
     return InstanceStatusChecker(cloud.instance_statuses, disrupter, interval)
 
 
+def _price_refresher(settings: Settings, cloud: AWSCloudProvider) -> PriceRefresher:
+    """The refresher of `cloud`'s prices on the settings' intervals (workers.price_refresh)."""
+    on_demand = settings.optional_seconds("on_demand_price_refresh_interval")
+    spot = settings.optional_seconds("spot_price_refresh_interval")
+    log.info(
+        "prices: on-demand from the AWS Pricing API %s, spot %s",
+        f"every {on_demand}s" if on_demand else "never (the shipped table)",
+        f"every {spot}s" if spot else "read once",
+    )
+    return PriceRefresher(cloud.prices, on_demand, spot)
+
+
 def build_kube(settings: Settings) -> KubeClient:
     return KubeClient.from_kubeconfig(settings.kubeconfig) if settings.kubeconfig else KubeClient.in_cluster()
 
@@ -225,6 +238,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing |
         reserved_capacity=settings.feature_gate_values()["ReservedCapacity"],
         fleet_batch_sizes=metrics.fleet_batch,
         instrument=instrument,
+        pricing_api=settings.optional_seconds("on_demand_price_refresh_interval") is not None,
     )
     cloud = MeteredCloudProvider(aws, metrics)
     recorder = EventRecorder(kube)
@@ -270,6 +284,10 @@ async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing |
             # now rather than in the first provisioning round. Every replica serves activities: all warm it.
             catalog = CatalogWarmer(cloud)
             warm_catalog = asyncio.create_task(catalog.run())
+            # Every replica prices from its own catalog: each refreshes its prices, in a thread of its own.
+            prices_stop = threading.Event()
+            prices = _price_refresher(settings, aws)
+            threading.Thread(target=prices.run, args=(prices_stop,), name="PriceRefresher", daemon=True).start()
             leases = LeaseClient(kube, settings.lease_namespace(), settings.leader_election_name)
             identity = candidate_identity(os.environ.get("HOSTNAME") or socket.gethostname(), uuid.uuid4().hex[:8])
             loops = [interruption, status_checker, repairer]
@@ -290,6 +308,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing |
                 leaving.set()
                 await election  # cancels the leader's work, then releases the Lease
                 warm_catalog.cancel()
+                prices_stop.set()
                 if probes is not None:
                     await probes.close()
                 metrics_server.close()

@@ -82,7 +82,11 @@ def generate(endpoint_url: str, region: str, cluster_name: str, zones: list[str]
     from cloudprovider.aws.factory import new_aws_cloud_provider
 
     provider = new_aws_cloud_provider(
-        region, endpoint_url, cluster_name=cluster_name, credentials=("testing", "testing") if endpoint_url else None
+        region,
+        endpoint_url,
+        cluster_name=cluster_name,
+        credentials=("testing", "testing") if endpoint_url else None,
+        pricing_api=False,  # the shipped table's prices, as the docstring says
     )
     return encode(region, zones, provider.catalog.instance_types(InstanceTypeSettings(), zones))
 

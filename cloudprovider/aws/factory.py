@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections.abc import Callable
 from typing import Any
@@ -11,6 +12,8 @@ from botocore.config import Config
 
 from cloudprovider.aws.cluster import ClusterConnection, resolve_cluster_connection
 from cloudprovider.aws.interruption_queue import InterruptionQueue
+from cloudprovider.aws.pricing import PriceTable
+from cloudprovider.aws.pricing_api import currency, fetch_on_demand_prices, pricing_endpoint_region
 from cloudprovider.aws.provider import AWSCloudProvider
 from cloudprovider.aws.ratelimit import EC2RateLimiter, rate_limited
 
@@ -39,15 +42,16 @@ def _client_factory(
     credentials: tuple[str, str] | None,
     max_attempts: int,
     instrument: ClientHook | None = None,
-) -> Callable[[str], Any]:
+) -> Callable[..., Any]:
     if not region:
         raise ValueError("new_aws_cloud_provider: region is required (e.g. us-west-2)")
     keys = {"aws_access_key_id": credentials[0], "aws_secret_access_key": credentials[1]} if credentials else {}
     session = boto3.session.Session(region_name=region, **keys)
     config = sdk_config(max_attempts)
 
-    def client(service: str):  # type: ignore[no-untyped-def]
-        built = session.client(service, endpoint_url=endpoint_url, config=config)  # type: ignore[call-overload]
+    def client(service: str, in_region: str | None = None):  # type: ignore[no-untyped-def]
+        where = {"region_name": in_region} if in_region else {}
+        built = session.client(service, endpoint_url=endpoint_url, config=config, **where)  # type: ignore[call-overload]
         if instrument is not None:
             instrument(built)
         return built
@@ -70,14 +74,16 @@ def new_aws_cloud_provider(
     reserved_capacity: bool = True,
     fleet_batch_sizes: Callable[[int], None] | None = None,
     instrument: ClientHook | None = None,
+    pricing_api: bool = True,
 ) -> AWSCloudProvider:
-    """An AWSCloudProvider for `region`. `endpoint_url` points EC2, SSM and IAM elsewhere (e.g. the local
-    stack); `credentials` (access key id, secret) override the default credential chain; `cluster`
-    (from `resolve_eks_cluster`) is what the launched nodes need to join. Every EC2 call first takes a
-    token from `ec2_limiter` (by default one with EC2's default bucket sizes, for this provider alone).
-    `reserved_capacity`: Karpenter's ReservedCapacity feature gate (see AWSCloudProvider);
+    """An AWSCloudProvider for `region`. `endpoint_url` points EC2, SSM, IAM and the Pricing API elsewhere
+    (e.g. the local stack); `credentials` (access key id, secret) override the default credential chain;
+    `cluster` (from `resolve_eks_cluster`) is what the launched nodes need to join. Every EC2 call first
+    takes a token from `ec2_limiter` (by default one with EC2's default bucket sizes, for this provider
+    alone). `reserved_capacity`: Karpenter's ReservedCapacity feature gate (see AWSCloudProvider);
     `fleet_batch_sizes` is told the size of each CreateFleet batch; `instrument` is called with each boto3
-    client built."""
+    client built. `pricing_api` False: on-demand prices stay the shipped table's (Karpenter's isolated VPC);
+    else the price book may ask the Pricing API at its endpoint for the region (no call until refreshed)."""
     client = _client_factory(region, endpoint_url, credentials, max_attempts, instrument)
     return AWSCloudProvider(
         rate_limited(client("ec2"), ec2_limiter or EC2RateLimiter()),
@@ -88,10 +94,25 @@ def new_aws_cloud_provider(
         cluster_endpoint=cluster_endpoint,
         cluster=cluster,
         kubernetes_version=kubernetes_version,
+        pricing=client("pricing", pricing_endpoint_region(region)) if pricing_api else None,
         clock=clock,
         reserved_capacity=reserved_capacity,
         fleet_batch_sizes=fleet_batch_sizes,
     )
+
+
+def fetch_price_table(
+    region: str,
+    endpoint_url: str | None = None,
+    *,
+    credentials: tuple[str, str] | None = None,
+    max_attempts: int = 3,
+) -> PriceTable:
+    """`region`'s on-demand prices from the AWS Pricing API (at its endpoint for the region, or
+    `endpoint_url`), as a table to ship (`cloudprovider.aws.pricing`) dated now. Raises CloudProviderError."""
+    client = _client_factory(region, endpoint_url, credentials, max_attempts)
+    prices = fetch_on_demand_prices(client("pricing", pricing_endpoint_region(region)), region)
+    return PriceTable(region, dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), prices, currency(region))
 
 
 def resolve_eks_cluster(

@@ -53,8 +53,10 @@ Statements, by Sid:
   worker's `interruption_queue` setting, by default the cluster's name), as Karpenter's
   `AllowInterruptionQueueActions` (which also grants `sqs:GetQueueAttributes`, which nodeflow never calls).
 
-Not granted: `pricing:GetProducts` (on-demand prices come from a table shipped with nodeflow, see
-`cloudprovider.aws.pricing`).
+- `AllowPricingReadActions`: `pricing:GetProducts` on any product, as Karpenter's: the worker reads the
+  region's on-demand prices from the AWS Pricing API (cloudprovider.aws.pricing_api). No
+  `aws:RequestedRegion` condition: the Pricing API answers from its own few regions (us-east-1,
+  eu-central-1, ap-south-1), not the cluster's. Without it the shipped price table is used.
 
 `API_ACTIONS` are the calls nodeflow makes; `IMPLIED_ACTIONS` the permissions AWS checks as part of one
 of them, which are never called on their own. The tests hold the policy to exactly these.
@@ -94,6 +96,7 @@ API_ACTIONS = frozenset(
     {
         *REGIONAL_READS,
         "ssm:GetParameter",
+        "pricing:GetProducts",
         "eks:DescribeCluster",
         "ec2:CreateFleet",
         "ec2:CreateTags",
@@ -188,6 +191,7 @@ def controller_policy(
                 "Resource": f"arn:{partition}:ssm:{region}::parameter/aws/service/*",
             }
         ),
+        {"Sid": "AllowPricingReadActions", "Action": ["pricing:GetProducts"], "Resource": "*"},
         regional(
             {
                 "Sid": "AllowScopedEC2InstanceAccessActions",

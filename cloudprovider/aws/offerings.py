@@ -1,11 +1,10 @@
 """The instance-type catalog of a region: EC2 descriptions and zone offerings (cached with a TTL), on-demand
-prices from the price table, spot prices from DescribeSpotPriceHistory, availability from the
-unavailable-offerings cache.
+and spot prices from the price book (cloudprovider.aws.pricebook, refreshed on its own intervals),
+availability from the unavailable-offerings cache.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import threading
 from collections.abc import Callable, Sequence
@@ -15,20 +14,18 @@ from typing import Any
 from apis.instancetype import InstanceType, Offering
 from cloudprovider.aws.errors import call
 from cloudprovider.aws.instancetypes import InstanceTypeSettings, is_supported, to_instance_type
+from cloudprovider.aws.pricebook import PriceBook
 from cloudprovider.aws.pricing import PriceTable
 from cloudprovider.aws.sdk import EC2API
 from cloudprovider.unavailable import UnavailableOfferings
 
-SPOT_PRODUCTS = ["Linux/UNIX", "Linux/UNIX (Amazon VPC)"]
-
 
 @dataclass(frozen=True)
 class RegionCatalog:
-    """What EC2 says about the region: type descriptions, zones per type, spot price per (type, zone)."""
+    """What EC2 says about the region: type descriptions and zones per type."""
 
     infos: dict[str, dict[str, Any]]
     zones: dict[str, tuple[str, ...]]
-    spot_prices: dict[tuple[str, str], float]
 
 
 def _pages(operation: str, fn: Callable[..., dict[str, Any]], key: str, **kwargs: Any) -> list[dict[str, Any]]:
@@ -42,8 +39,8 @@ def _pages(operation: str, fn: Callable[..., dict[str, Any]], key: str, **kwargs
             return items
 
 
-def fetch_region_catalog(ec2: EC2API, now: dt.datetime | None = None) -> RegionCatalog:
-    """Read every instance type, its zone offerings and the current spot prices."""
+def fetch_region_catalog(ec2: EC2API) -> RegionCatalog:
+    """Read every instance type and its zone offerings."""
     infos = {
         i["InstanceType"]: i for i in _pages("DescribeInstanceTypes", ec2.describe_instance_types, "InstanceTypes")
     }
@@ -56,24 +53,7 @@ def fetch_region_catalog(ec2: EC2API, now: dt.datetime | None = None) -> RegionC
     )
     for o in offerings:
         zones.setdefault(o["InstanceType"], set()).add(o["Location"])
-    history = _pages(
-        "DescribeSpotPriceHistory",
-        ec2.describe_spot_price_history,
-        "SpotPriceHistory",
-        ProductDescriptions=SPOT_PRODUCTS,
-        StartTime=now or dt.datetime.now(dt.UTC),
-    )
-    latest: dict[tuple[str, str], tuple[str, float]] = {}
-    for entry in history:
-        key = (entry["InstanceType"], entry["AvailabilityZone"])
-        stamp = str(entry.get("Timestamp", ""))
-        if key not in latest or stamp >= latest[key][0]:
-            latest[key] = (stamp, float(entry["SpotPrice"]))
-    return RegionCatalog(
-        infos=infos,
-        zones={name: tuple(sorted(z)) for name, z in zones.items()},
-        spot_prices={key: price for key, (_, price) in latest.items()},
-    )
+    return RegionCatalog(infos=infos, zones={name: tuple(sorted(z)) for name, z in zones.items()})
 
 
 def build_offerings(
@@ -94,12 +74,13 @@ def build_offerings(
 
 
 class InstanceTypeCatalog:
-    """Converted instance types per (settings, zones), rebuilt when the EC2 data expires (`ttl` seconds)."""
+    """Converted instance types per (settings, zones), rebuilt when the EC2 data expires (`ttl` seconds)
+    or the price book's prices change."""
 
     def __init__(
         self,
         ec2: EC2API,
-        prices: PriceTable,
+        prices: PriceBook,
         unavailable: UnavailableOfferings,
         clock: Callable[[], float],
         ttl: float = 3600.0,
@@ -113,6 +94,7 @@ class InstanceTypeCatalog:
         self._region: RegionCatalog | None = None
         self._fetched_at = 0.0
         self._converted: dict[str, list[InstanceType]] = {}
+        self._prices_version = -1
 
     def region(self) -> RegionCatalog:
         with self._lock:
@@ -125,17 +107,26 @@ class InstanceTypeCatalog:
     def instance_types(self, settings: InstanceTypeSettings, zones: Sequence[str] | None) -> list[InstanceType]:
         """Every supported type offered in `zones` (None = all), sorted by name, availability applied."""
         region = self.region()
+        on_demand, spot, version = self._prices.snapshot()
         key = json.dumps([repr(settings), sorted(zones) if zones is not None else None])
         with self._lock:
+            if version != self._prices_version:
+                self._converted, self._prices_version = {}, version
             converted = self._converted.get(key)
         if converted is None:
-            converted = self._convert(region, settings, zones)
+            converted = self._convert(region, settings, zones, on_demand, spot)
             with self._lock:
-                self._converted[key] = converted
+                if version == self._prices_version:
+                    self._converted[key] = converted
         return self._apply_availability(converted)
 
     def _convert(
-        self, region: RegionCatalog, settings: InstanceTypeSettings, zones: Sequence[str] | None
+        self,
+        region: RegionCatalog,
+        settings: InstanceTypeSettings,
+        zones: Sequence[str] | None,
+        on_demand: PriceTable,
+        spot: dict[tuple[str, str], float],
     ) -> list[InstanceType]:
         allowed = set(zones) if zones is not None else None
         out = []
@@ -144,7 +135,7 @@ class InstanceTypeCatalog:
             if not is_supported(info):
                 continue
             offered = [z for z in region.zones.get(name, ()) if allowed is None or z in allowed]
-            offerings = build_offerings(info, offered, self._prices, region.spot_prices)
+            offerings = build_offerings(info, offered, on_demand, spot)
             if offerings:
                 out.append(to_instance_type(info, offerings, settings))
         return out

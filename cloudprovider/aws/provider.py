@@ -25,8 +25,9 @@ from cloudprovider.aws.launch import ClusterInfo, Launcher, new_fleet_batcher
 from cloudprovider.aws.launchtemplate import LaunchTemplates, is_stale
 from cloudprovider.aws.nodeclass import NodeClassResolver, ami_family, generated_profile_name
 from cloudprovider.aws.offerings import InstanceTypeCatalog
-from cloudprovider.aws.pricing import PriceTable, load_price_table
-from cloudprovider.aws.sdk import EC2API, IAMAPI, SSMAPI
+from cloudprovider.aws.pricebook import PriceBook
+from cloudprovider.aws.pricing import PriceTable
+from cloudprovider.aws.sdk import EC2API, IAMAPI, SSMAPI, PricingAPI
 from cloudprovider.errors import InstanceNotFoundError, NodeClassNotReadyError
 from cloudprovider.types import Instance, LaunchRequest, NodeClassResources, ResolvedNodeClass
 from cloudprovider.unavailable import UnavailableOfferings
@@ -40,7 +41,11 @@ class AWSCloudProvider:
     the name and `cluster_endpoint`. `reserved_capacity` is Karpenter's ReservedCapacity feature gate:
     when on, the capacity reservations an EC2NodeClass selects are resolved into its status and offered
     as `reserved` capacity (cloudprovider.aws.capacityreservations). `fleet_batch_sizes` is told the size
-    of each CreateFleet batch (`cloudprovider.aws.fleet_batcher`)."""
+    of each CreateFleet batch (`cloudprovider.aws.fleet_batcher`).
+
+    `prices` (a PriceBook of `pricing`, a client of the Pricing API, starting from the table `prices`,
+    by default the region's shipped one) holds the current on-demand and spot prices; whoever runs the
+    provider refreshes them (workers.price_refresh)."""
 
     def __init__(
         self,
@@ -54,6 +59,7 @@ class AWSCloudProvider:
         cluster: ClusterConnection | None = None,
         kubernetes_version: str = "1.32",
         prices: PriceTable | None = None,
+        pricing: PricingAPI | None = None,
         unavailable: UnavailableOfferings | None = None,
         clock: Callable[[], float] = time.monotonic,
         catalog_ttl_seconds: float = 3600.0,
@@ -69,9 +75,8 @@ class AWSCloudProvider:
         self._region = region
         self.unavailable = unavailable or UnavailableOfferings(clock=clock)
         self.resolver = NodeClassResolver(ec2, ssm, cluster_name, region, kubernetes_version)
-        self.catalog = InstanceTypeCatalog(
-            ec2, prices or load_price_table(), self.unavailable, clock, catalog_ttl_seconds
-        )
+        self.prices = PriceBook(region, ec2, pricing, clock, prices)
+        self.catalog = InstanceTypeCatalog(ec2, self.prices, self.unavailable, clock, catalog_ttl_seconds)
         self._reserved_capacity = reserved_capacity
         self.reservations = CapacityReservations(ec2, clock)
         self._instances = InstanceQueries(ec2, cluster_name)

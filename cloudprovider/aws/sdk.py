@@ -40,6 +40,10 @@ class IAMAPI(Protocol):
     def delete_instance_profile(self, **kwargs: Any) -> dict[str, Any]: ...
 
 
+class PricingAPI(Protocol):
+    def get_products(self, **kwargs: Any) -> dict[str, Any]: ...
+
+
 class EKSAPI(Protocol):
     def describe_cluster(self, **kwargs: Any) -> dict[str, Any]: ...
 

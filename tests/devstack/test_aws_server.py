@@ -22,6 +22,7 @@ from moto.ec2.models.instance_types import INSTANCE_TYPES
 
 from cloudprovider.aws.catalog import catalog_file, generate
 from cloudprovider.aws.pricing import load_price_table
+from cloudprovider.aws.pricing_api import parse_price_list, product_filters
 from devstack.aws.faults import FaultClient
 from devstack.aws.server import MotoServer
 
@@ -149,6 +150,50 @@ def test_spot_prices_are_deterministic_and_current(ec2: Any) -> None:
         assert dt.datetime.now(dt.UTC) - h["Timestamp"] < dt.timedelta(minutes=5)
 
 
+def test_spot_prices_differ_by_zone(ec2: Any) -> None:
+    history = ec2.describe_spot_price_history(InstanceTypes=["m5.large"])["SpotPriceHistory"]
+    by_zone = {h["AvailabilityZone"]: h["SpotPrice"] for h in history}
+    assert set(by_zone) >= {f"{REGION}{z}" for z in "abc"}
+    assert len(set(by_zone.values())) == len(by_zone)
+
+
+def pricing_client(aws: MotoServer) -> Any:
+    config = Config(retries={"mode": "standard", "total_max_attempts": 1})
+    return boto3.client(
+        "pricing", endpoint_url=aws.url, region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t",
+        config=config,
+    )  # fmt: skip
+
+
+def test_pricing_get_products_answers_in_the_real_shape_from_the_shipped_table(aws: MotoServer) -> None:
+    pricing = pricing_client(aws)
+    filters = product_filters(REGION, "Compute Instance", "Shared")
+    first = pricing.get_products(ServiceCode="AmazonEC2", Filters=filters, MaxResults=50)
+    assert first["FormatVersion"] == "aws_v1" and len(first["PriceList"]) == 50 and first["NextToken"]
+    document = json.loads(first["PriceList"][0])
+    assert document["product"]["attributes"]["regionCode"] == REGION
+    assert document["product"]["productFamily"] == "Compute Instance"
+    prices = parse_price_list(first["PriceList"])
+    table = load_price_table()
+    assert prices and all(price == pytest.approx(table.on_demand(name)) for name, price in prices.items())
+    second = pricing.get_products(ServiceCode="AmazonEC2", Filters=filters, MaxResults=50, NextToken=first["NextToken"])
+    assert not set(parse_price_list(second["PriceList"])) & set(prices)
+    metal = product_filters(REGION, "Compute Instance (bare metal)", "Dedicated")
+    names = parse_price_list(pricing.get_products(ServiceCode="AmazonEC2", Filters=metal)["PriceList"])
+    assert names and all(".metal" in name for name in names)
+    nowhere = product_filters("xx-nowhere-1", "Compute Instance", "Shared")
+    assert pricing.get_products(ServiceCode="AmazonEC2", Filters=nowhere)["PriceList"] == []
+
+
+def test_access_denied_for_the_next_calls(aws: MotoServer, faults: FaultClient) -> None:
+    pricing = pricing_client(aws)
+    faults.access_denied("GetProducts", 1)
+    with pytest.raises(ClientError) as raised:
+        pricing.get_products(ServiceCode="AmazonEC2")
+    assert raised.value.response["Error"]["Code"] == "AccessDeniedException"
+    assert pricing.get_products(ServiceCode="AmazonEC2", Filters=[])["FormatVersion"] == "aws_v1"
+
+
 def test_insufficient_capacity_returns_real_errors(ec2: Any, template: str, faults: FaultClient) -> None:
     faults.insufficient_capacity("c5.large", "us-west-2b", "on-demand")
     overrides = [{"InstanceType": t, "AvailabilityZone": "us-west-2b"} for t in ("c5.large", "m5.large")]
@@ -181,7 +226,7 @@ def test_throttling_and_server_errors_for_the_next_calls(ec2: Any, faults: Fault
     with pytest.raises(ClientError) as raised:
         ec2.describe_subnets()
     assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 500
-    assert faults.get() == {"insufficientCapacity": [], "throttle": {}, "serverError": {}}
+    assert faults.get() == {"insufficientCapacity": [], "throttle": {}, "serverError": {}, "accessDenied": {}}
 
 
 def test_fault_endpoint_rejects_bad_input_naming_the_field(aws: MotoServer) -> None:

@@ -72,6 +72,22 @@ def test_instance_status_checks_default_to_every_minute_and_never_turns_them_off
     )
 
 
+def test_prices_refresh_every_12_hours_as_karpenter_and_never_turns_the_pricing_api_off() -> None:
+    settings = Settings()
+    assert settings.optional_seconds("on_demand_price_refresh_interval") == 12 * 3600
+    assert settings.optional_seconds("spot_price_refresh_interval") == 12 * 3600
+    env = {"NODEFLOW_ON_DEMAND_PRICE_REFRESH_INTERVAL": "Never", "NODEFLOW_SPOT_PRICE_REFRESH_INTERVAL": "1h"}
+    assert Settings.from_env(env).optional_seconds("on_demand_price_refresh_interval") is None
+    assert Settings.from_env(env).optional_seconds("spot_price_refresh_interval") == 3600
+
+
+@pytest.mark.parametrize("name", ["on_demand_price_refresh_interval", "spot_price_refresh_interval"])
+def test_price_refresh_intervals_below_a_minute_are_refused(name: str) -> None:
+    flag = f"--{name.replace('_', '-')}"
+    with pytest.raises(ValueError, match=f"{name} \\(flag {flag}, env NODEFLOW_{name.upper()}\\).*at least 1m"):
+        Settings.from_env({f"NODEFLOW_{name.upper()}": "30s"})
+
+
 def test_a_zero_min_age_is_allowed() -> None:
     assert Settings.from_env({"NODEFLOW_GARBAGE_COLLECTION_MIN_AGE": "0s"}).seconds("garbage_collection_min_age") == 0
 

@@ -29,7 +29,13 @@ def test_every_statement_allows_and_no_write_is_granted_on_star() -> None:
         assert s["Effect"] == "Allow"
         actions = s["Action"]
         if resources(s) == ["*"]:
-            assert all(":Describe" in a for a in actions), sid
+            assert all(":Describe" in a or a == "pricing:GetProducts" for a in actions), sid
+
+
+def test_pricing_is_read_anywhere_without_a_region_condition() -> None:
+    """The Pricing API answers from its own regions (us-east-1, ...), not the cluster's."""
+    pricing = statements()["AllowPricingReadActions"]
+    assert (pricing["Action"], pricing["Resource"], "Condition" in pricing) == (["pricing:GetProducts"], "*", False)
 
 
 def test_create_tags_in_the_launch_calls_and_claim_tags_on_this_clusters_instances() -> None:

@@ -3,12 +3,14 @@
 Faults are set at run time over HTTP on the moto server itself:
 
     POST   /_nodeflow/faults  {"insufficientCapacity": [{"instanceType", "zone", "capacityType"?}],
-                               "throttle": {"CreateFleet": 3}, "serverError": {"DescribeInstances": 1}}
+                               "throttle": {"CreateFleet": 3}, "serverError": {"DescribeInstances": 1},
+                               "accessDenied": {"GetProducts": 1}}
     GET    /_nodeflow/faults  -> the current faults (same shape)
     DELETE /_nodeflow/faults  -> clears everything
 
-POST adds to what is there. `throttle` / `serverError` answer the next N calls of that API action with
-RequestLimitExceeded (HTTP 503) / InternalError (HTTP 500).
+POST adds to what is there. `throttle` / `serverError` / `accessDenied` answer the next N calls of that
+API action with RequestLimitExceeded (HTTP 503) / InternalError (HTTP 500) / an access-denied error
+(HTTP 400 AccessDeniedException on JSON-protocol services, 403 UnauthorizedOperation on EC2).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class FaultStore:
         self._capacity: set[CapacityFault] = set()
         self._throttle: dict[str, int] = {}
         self._server_error: dict[str, int] = {}
+        self._access_denied: dict[str, int] = {}
         self._fleet_tokens: dict[str, dict[str, Any]] = {}
 
     def add(self, body: dict[str, Any]) -> None:
@@ -47,15 +50,20 @@ class FaultStore:
         capacity = [self._capacity_fault(i, item) for i, item in enumerate(body.get("insufficientCapacity", []))]
         throttle = self._counts(body, "throttle")
         server_error = self._counts(body, "serverError")
-        unknown = sorted(set(body) - {"insufficientCapacity", "throttle", "serverError"})
+        access_denied = self._counts(body, "accessDenied")
+        unknown = sorted(set(body) - {"insufficientCapacity", "throttle", "serverError", "accessDenied"})
         if unknown:
-            raise ValueError(f"unknown fault fields {unknown}: use insufficientCapacity, throttle or serverError")
+            raise ValueError(
+                f"unknown fault fields {unknown}: use insufficientCapacity, throttle, serverError or accessDenied"
+            )
         with self._lock:
             self._capacity.update(capacity)
             for action, count in throttle.items():
                 self._throttle[action] = self._throttle.get(action, 0) + count
             for action, count in server_error.items():
                 self._server_error[action] = self._server_error.get(action, 0) + count
+            for action, count in access_denied.items():
+                self._access_denied[action] = self._access_denied.get(action, 0) + count
 
     @staticmethod
     def _capacity_fault(index: int, item: Any) -> CapacityFault:
@@ -82,6 +90,7 @@ class FaultStore:
                 ],
                 "throttle": {k: v for k, v in sorted(self._throttle.items()) if v},
                 "serverError": {k: v for k, v in sorted(self._server_error.items()) if v},
+                "accessDenied": {k: v for k, v in sorted(self._access_denied.items()) if v},
             }
 
     def clear(self) -> None:
@@ -89,6 +98,7 @@ class FaultStore:
             self._capacity.clear()
             self._throttle.clear()
             self._server_error.clear()
+            self._access_denied.clear()
 
     def clear_fleet_tokens(self) -> None:
         with self._lock:
@@ -99,9 +109,14 @@ class FaultStore:
             return any(f.matches(instance_type, zone, capacity_type) for f in self._capacity)
 
     def take(self, action: str) -> str | None:
-        """Consume one injected failure for this action: "throttle", "server_error" or None."""
+        """Consume one injected failure for this action: "throttle", "server_error", "access_denied" or None."""
         with self._lock:
-            for kind, counts in (("throttle", self._throttle), ("server_error", self._server_error)):
+            kinds = (
+                ("throttle", self._throttle),
+                ("server_error", self._server_error),
+                ("access_denied", self._access_denied),
+            )
+            for kind, counts in kinds:
                 if counts.get(action, 0) > 0:
                     counts[action] -= 1
                     return kind
@@ -135,6 +150,10 @@ class FaultClient:
     def server_error(self, action: str, count: int) -> None:
         """The next `count` calls of `action` fail with HTTP 500 InternalError."""
         self._send("POST", {"serverError": {action: count}})
+
+    def access_denied(self, action: str, count: int) -> None:
+        """The next `count` calls of `action` fail as a caller without the permission would."""
+        self._send("POST", {"accessDenied": {action: count}})
 
     def get(self) -> dict[str, Any]:
         return self._send("GET", None)

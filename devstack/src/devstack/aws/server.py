@@ -1,4 +1,5 @@
-"""MotoServer: a patched, seeded moto server in a thread of this process (the AWS side of the local stack)."""
+"""MotoServer: a patched, seeded moto server in a thread of this process (the AWS side of the local stack),
+with the Pricing API's GetProducts in front of it (devstack.aws.pricing)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from werkzeug.serving import BaseWSGIServer, make_server
 from devstack.aws import patches
 from devstack.aws.calls import CallRecorder, call_log_from_env
 from devstack.aws.faults import FaultClient, FaultStore
+from devstack.aws.pricing import PricingApp
 from devstack.aws.request import WSGIApp
 from devstack.aws.response_cache import ResponseCache
 from devstack.aws.seed import seed, zones
@@ -82,7 +84,7 @@ class MotoServer:
         moto: WSGIApp = DomainDispatcherApplication(create_backend_app)
         if self.response_cache is not None:
             moto = ResponseCache(moto, self.response_cache)
-        app: WSGIApp = FaultInjectingApp(moto, self.faults)
+        app: WSGIApp = FaultInjectingApp(PricingApp(moto), self.faults)
         if self.call_log is not None:
             app = CallRecorder(app, self.call_log)
         self._server = make_server(self.host, self.port, app, threaded=True, request_handler=_QuietHandler)

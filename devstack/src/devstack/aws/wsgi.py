@@ -14,14 +14,18 @@ from devstack.aws.request import WSGIApp, request_action
 _ERRORS = {
     "throttle": ("503 Service Unavailable", "RequestLimitExceeded", "Request limit exceeded."),
     "server_error": ("500 Internal Server Error", "InternalError", "An internal error has occurred"),
+    "access_denied": ("403 Forbidden", "UnauthorizedOperation", "You are not authorized to perform this operation."),
 }
+_JSON_CODES = {"throttle": "ThrottlingException", "access_denied": "AccessDeniedException"}
 
 
 def _error_response(kind: str, json_protocol: bool, start_response: Callable[..., Any]) -> list[bytes]:
     status, code, message = _ERRORS[kind]
     if json_protocol:
-        body = json.dumps({"__type": "ThrottlingException" if kind == "throttle" else code, "message": message})
-        start_response(status, [("Content-Type", "application/x-amz-json-1.1")])
+        body = json.dumps({"__type": _JSON_CODES.get(kind, code), "message": message})
+        start_response(
+            "400 Bad Request" if kind == "access_denied" else status, [("Content-Type", "application/x-amz-json-1.1")]
+        )
         return [body.encode()]
     xml = (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
