@@ -1,7 +1,8 @@
 """On a real (dev) Temporal server, with the worker's tracing (workers.tracing) on a client as the worker
 builds it (workers.temporal_client.connect): one trace runs from the signal-with-start a watcher sends,
 through the provisioner's round and its `solve` and `apply_plan` activities, to the NodeClaim workflow
-`apply_plan` starts (through the real TemporalStarter, from the activity's thread) and its `launch`."""
+`apply_plan` starts (through the real TemporalStarter, from the activity's thread) and its `launch`; and
+a later signal, to the provisioner already running, has its own trace of the round it asked for."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from temporalio import activity
-from temporalio.worker import Worker
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer, Worker
 
 from activities.provisioning_models import ApplyPlanInput, ApplyPlanResult, ProvisionPlan, ProvisionRound
 from scheduling.types import PlannedNodeClaim
@@ -30,7 +32,10 @@ from workflows import search_attributes as sa
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
 from workflows.provisioner import WORKFLOW_ID, ProvisionerWorkflow
 
-CLAIM = "default-trace"
+
+def claim_name(round_: int) -> str:
+    """The claim round `round_` plans."""
+    return f"default-trace-{round_}"
 
 
 @activity.defn(name="solve")
@@ -41,12 +46,13 @@ def solve(rnd: ProvisionRound) -> ProvisionPlan:
 
 
 def apply_plan_starting(starter: TemporalStarter) -> Callable[..., Any]:
-    """`apply_plan` as the real one ends: the NodeClaim's workflow started through `starter` (blocking, from
-    the activity's thread, on the worker's event loop)."""
+    """`apply_plan` as the real one ends: the round's NodeClaim's workflow started through `starter`
+    (blocking, from the activity's thread, on the worker's event loop)."""
 
     @activity.defn(name="apply_plan")
     def apply_plan(inp: ApplyPlanInput) -> ApplyPlanResult:
-        claim = {"metadata": {"name": CLAIM, "uid": "uid-1", "labels": {"karpenter.sh/nodepool": "default"}}}
+        name, uid = claim_name(inp.round.round), f"uid-{inp.round.round}"
+        claim = {"metadata": {"name": name, "uid": uid, "labels": {"karpenter.sh/nodepool": "default"}}}
         starter.start_node_claim(claim)
         return ApplyPlanResult()
 
@@ -65,12 +71,18 @@ def parents(spans: list[ReadableSpan], span: ReadableSpan) -> list[str]:
     return names
 
 
-async def test_one_trace_spans_the_provisioner_round_and_the_node_claims_launch() -> None:
+def launch_of(spans: list[ReadableSpan], claim: str) -> ReadableSpan | None:
+    """The `launch` activity's span of `claim`'s workflow, once it ended."""
+    launches = [s for s in spans if s.name == "RunActivity:launch"]
+    return next((s for s in launches if dict(s.attributes or {}).get("temporalWorkflowID") == workflow_id(claim)), None)
+
+
+async def test_each_round_is_in_the_trace_of_the_signal_that_asked_for_it() -> None:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracing = Tracing(provider)
-    world = World(node_after_polls=-1)  # the claim stays registering: launch is what this test follows
+    world = World(node_after_polls=-1)  # the claims stay registering: launch is what this test follows
     with dev_server([(key.name, "Keyword") for key in sa.ALL]) as server:
         client = await connect(Settings(temporal_address=server.address), interceptors=[tracing.interceptor])
         task_queue = f"tq-{uuid.uuid4()}"
@@ -84,32 +96,53 @@ async def test_one_trace_spans_the_provisioner_round_and_the_node_claims_launch(
                 activities=[*activities, solve, apply_plan_starting(starter)],
                 activity_executor=executor,
             ):
-                await starter.signal_provisioner(3)  # what the pod watcher sends
+                for round_ in (1, 2):  # what the pod watcher sends: the first starts the provisioner
+                    await starter.signal_provisioner(3)
 
-                async def launched() -> list[ReadableSpan] | None:
-                    spans = list(exporter.get_finished_spans())
-                    return spans if any(s.name == "RunActivity:launch" for s in spans) else None
+                    async def launched(claim: str = claim_name(round_)) -> list[ReadableSpan] | None:
+                        spans = list(exporter.get_finished_spans())
+                        return spans if launch_of(spans, claim) else None
 
-                spans = await eventually_async(launched, timeout=30, what="the NodeClaim's launch span")
-                await client.get_workflow_handle(workflow_id(CLAIM)).terminate()
+                    spans = await eventually_async(launched, timeout=30, what=f"round {round_}'s launch span")
+                    await client.get_workflow_handle(workflow_id(claim_name(round_))).terminate()
                 await client.get_workflow_handle(WORKFLOW_ID).terminate()
+                history = await client.get_workflow_handle(WORKFLOW_ID).fetch_history()
 
-    by_name = {s.name: s for s in spans}
-    signal = by_name["SignalWithStartWorkflow:Provisioner"]
-    launch = by_name["RunActivity:launch"]
-    assert {s.context.trace_id for s in spans if s.name in (
-        "SignalWithStartWorkflow:Provisioner", "RunWorkflow:Provisioner", "RunActivity:solve",
-        "RunActivity:apply_plan", "StartWorkflow:NodeClaim", "RunWorkflow:NodeClaim", "RunActivity:launch",
-    )} == {signal.context.trace_id}  # fmt: skip
-    # A workflow's outbound calls are children of the call that started it (the interceptor records
-    # RunWorkflow beside them, as a completed span, since a workflow may replay).
-    assert parents(spans, launch) == [
-        "StartActivity:launch",
-        "StartWorkflow:NodeClaim",
-        "RunActivity:apply_plan",
-        "StartActivity:apply_plan",
-        "SignalWithStartWorkflow:Provisioner",
-    ]
-    solve_parent = by_name["RunActivity:solve"].parent
-    assert solve_parent is not None and solve_parent.span_id == by_name["StartActivity:solve"].context.span_id
-    assert dict(launch.attributes or {})["temporalWorkflowID"] == workflow_id(CLAIM)
+    signals = sorted(
+        (s for s in spans if s.name == "SignalWithStartWorkflow:Provisioner"), key=lambda s: s.start_time or 0
+    )
+    assert len(signals) == 2
+    traces = [signal.context.trace_id for signal in signals]
+    assert traces[0] != traces[1]  # a round per signal, a trace per round
+    for round_, signal in enumerate(signals, start=1):
+        in_trace = [s for s in spans if s.context.trace_id == signal.context.trace_id]
+        names = [s.name for s in in_trace]
+        for name in ("RunActivity:solve", "RunActivity:apply_plan", "StartWorkflow:NodeClaim", "RunActivity:launch"):
+            assert names.count(name) == 1, f"round {round_}: {name} in {names}"
+        # A workflow's outbound calls are children of the call that started it (the interceptor records
+        # RunWorkflow beside them, as a completed span, since a workflow may replay); the round's, of the
+        # signal that asked for it.
+        launch = launch_of(in_trace, claim_name(round_))
+        assert launch is not None and parents(spans, launch) == [
+            "StartActivity:launch",
+            "StartWorkflow:NodeClaim",
+            "RunActivity:apply_plan",
+            "StartActivity:apply_plan",
+            "SignalWithStartWorkflow:Provisioner",
+        ]
+        run_solve = next(s for s in in_trace if s.name == "RunActivity:solve")
+        assert run_solve.parent is not None
+        start_solve = next(s for s in in_trace if s.context.span_id == run_solve.parent.span_id)
+        assert start_solve.name == "StartActivity:solve"
+        assert start_solve.parent is not None and start_solve.parent.span_id == signal.context.span_id
+    # The provisioner run's trace is the first signal's; the second signal's handling is linked from it.
+    handled = [s for s in spans if s.name == "HandleSignal:pods_pending"]
+    assert {s.context.trace_id for s in handled} == {traces[0]}
+    assert any(link.context.span_id == signals[1].context.span_id for s in handled for link in s.links)
+    # The traced run replays with tracing on (the signals' headers and all), and replay records no span.
+    recorded = len(exporter.get_finished_spans())
+    replayer = Replayer(
+        workflows=[ProvisionerWorkflow], data_converter=pydantic_data_converter, interceptors=[tracing.interceptor]
+    )
+    await replayer.replay_workflow(history)
+    assert len(exporter.get_finished_spans()) == recorded
