@@ -11,7 +11,8 @@ root spans of their own every few seconds. The SDK's workflow interceptor keeps 
 workflow run; nodeflow's subclass also records each signal's, so that a provisioner round continues the
 trace of the first `pods_pending` signal since the previous round (workflows.signal_traces), whether that
 signal started the run or came to a run already going: one trace per pending pod's round, not one per
-provisioner run. Workflow spans are recorded once, not on replay.
+provisioner run; and the provisioner continues as new outside its trace, so no trace lasts its life.
+Workflow spans are recorded once, not on replay.
 
 Configuration (`tracing_from_env`):
 

@@ -77,11 +77,12 @@ class ProvisionerWorkflow:
             self.round += 1
             with signal_traces.traced_by(SIGNAL):  # the round continues the trace of the signal that asked
                 await self._round(triggers)
-            if self._should_continue_as_new():  # out of the round's trace: the next run continues this run's
+            if self._should_continue_as_new():
                 await workflow.wait_condition(workflow.all_handlers_finished)
-                workflow.continue_as_new(
-                    ProvisionerState(round=self.round, requested=self.requested, pending_pods=self.pending_pods)
-                )
+                with signal_traces.untraced():  # no trace lasts the provisioner's whole life
+                    workflow.continue_as_new(
+                        ProvisionerState(round=self.round, requested=self.requested, pending_pods=self.pending_pods)
+                    )
 
     async def _round(self, triggers: int) -> None:
         """Solve on a fresh snapshot, then apply the plan when it holds anything to act on."""

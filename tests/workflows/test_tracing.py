@@ -2,7 +2,8 @@
 builds it (workers.temporal_client.connect): one trace runs from the signal-with-start a watcher sends,
 through the provisioner's round and its `solve` and `apply_plan` activities, to the NodeClaim workflow
 `apply_plan` starts (through the real TemporalStarter, from the activity's thread) and its `launch`; and
-a later signal, to the provisioner already running, has its own trace of the round it asked for."""
+a later signal, to the provisioner already running, has its own trace of the round it asked for. And the
+workflow-side helpers (workflows.signal_traces) on their own."""
 
 from __future__ import annotations
 
@@ -12,6 +13,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import pytest
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.propagate import inject
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -29,8 +34,10 @@ from workers.starter import TemporalStarter
 from workers.temporal_client import connect
 from workers.tracing import Tracing
 from workflows import search_attributes as sa
+from workflows import timing
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
 from workflows.provisioner import WORKFLOW_ID, ProvisionerWorkflow
+from workflows.signal_traces import SIGNAL_TRACES, traced_by, untraced
 
 
 def claim_name(round_: int) -> str:
@@ -77,7 +84,8 @@ def launch_of(spans: list[ReadableSpan], claim: str) -> ReadableSpan | None:
     return next((s for s in launches if dict(s.attributes or {}).get("temporalWorkflowID") == workflow_id(claim)), None)
 
 
-async def test_each_round_is_in_the_trace_of_the_signal_that_asked_for_it() -> None:
+async def test_each_round_is_in_the_trace_of_the_signal_that_asked_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(timing, "MAX_SIGNALS_PER_RUN", 2)  # the first run continues as new after round 2
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -96,7 +104,7 @@ async def test_each_round_is_in_the_trace_of_the_signal_that_asked_for_it() -> N
                 activities=[*activities, solve, apply_plan_starting(starter)],
                 activity_executor=executor,
             ):
-                for round_ in (1, 2):  # what the pod watcher sends: the first starts the provisioner
+                for round_ in (1, 2, 3):  # what the pod watcher sends: the first starts the provisioner
                     await starter.signal_provisioner(3)
 
                     async def launched(claim: str = claim_name(round_)) -> list[ReadableSpan] | None:
@@ -106,14 +114,16 @@ async def test_each_round_is_in_the_trace_of_the_signal_that_asked_for_it() -> N
                     spans = await eventually_async(launched, timeout=30, what=f"round {round_}'s launch span")
                     await client.get_workflow_handle(workflow_id(claim_name(round_))).terminate()
                 await client.get_workflow_handle(WORKFLOW_ID).terminate()
-                history = await client.get_workflow_handle(WORKFLOW_ID).fetch_history()
+                (first_run,) = [s for s in spans if s.name == "RunWorkflow:Provisioner"]  # the second has no trace
+                run_id = str(dict(first_run.attributes or {})["temporalRunID"])
+                history = await client.get_workflow_handle(WORKFLOW_ID, run_id=run_id).fetch_history()
 
     signals = sorted(
         (s for s in spans if s.name == "SignalWithStartWorkflow:Provisioner"), key=lambda s: s.start_time or 0
     )
-    assert len(signals) == 2
+    assert len(signals) == 3
     traces = [signal.context.trace_id for signal in signals]
-    assert traces[0] != traces[1]  # a round per signal, a trace per round
+    assert len(set(traces)) == 3  # a round per signal, a trace per round, before continue-as-new and after
     for round_, signal in enumerate(signals, start=1):
         in_trace = [s for s in spans if s.context.trace_id == signal.context.trace_id]
         names = [s.name for s in in_trace]
@@ -135,14 +145,55 @@ async def test_each_round_is_in_the_trace_of_the_signal_that_asked_for_it() -> N
         start_solve = next(s for s in in_trace if s.context.span_id == run_solve.parent.span_id)
         assert start_solve.name == "StartActivity:solve"
         assert start_solve.parent is not None and start_solve.parent.span_id == signal.context.span_id
-    # The provisioner run's trace is the first signal's; the second signal's handling is linked from it.
+    # The first run's trace is the first signal's; the second signal's handling is linked from it. The run
+    # continued as new has no trace: no trace lasts the provisioner's life.
     handled = [s for s in spans if s.name == "HandleSignal:pods_pending"]
-    assert {s.context.trace_id for s in handled} == {traces[0]}
+    assert len(handled) == 2 and {s.context.trace_id for s in handled} == {traces[0]}
     assert any(link.context.span_id == signals[1].context.span_id for s in handled for link in s.links)
-    # The traced run replays with tracing on (the signals' headers and all), and replay records no span.
+    # The traced first run replays with tracing on (the signals' headers and all), and replay records no span.
     recorded = len(exporter.get_finished_spans())
     replayer = Replayer(
         workflows=[ProvisionerWorkflow], data_converter=pydantic_data_converter, interceptors=[tracing.interceptor]
     )
     await replayer.replay_workflow(history)
     assert len(exporter.get_finished_spans()) == recorded
+
+
+class Traces:
+    """workflows.signal_traces.SignalTraces giving `context` once."""
+
+    def __init__(self, context: otel_context.Context) -> None:
+        self.context: otel_context.Context | None = context
+        self.taken: list[str] = []
+
+    def take(self, signal: str) -> otel_context.Context | None:
+        self.taken.append(signal)
+        context, self.context = self.context, None
+        return context
+
+
+def test_traced_by_runs_the_block_in_the_signals_trace_once_and_untraced_in_none() -> None:
+    tracer = TracerProvider().get_tracer("test")
+    run, signal = tracer.start_span("run"), tracer.start_span("signal")
+    traces = Traces(trace.set_span_in_context(signal))
+    token = otel_context.attach(otel_context.set_value(SIGNAL_TRACES, traces, trace.set_span_in_context(run)))
+    try:
+        with traced_by("pods_pending"):
+            assert trace.get_current_span() is signal
+        assert trace.get_current_span() is run
+        with traced_by("pods_pending"):  # no signal since the last round: the workflow's own trace
+            assert trace.get_current_span() is run
+        assert traces.taken == ["pods_pending", "pods_pending"]
+        with untraced():  # what a continue-as-new under it carries: no trace, the interceptor still there
+            carrier: dict[str, str] = {}
+            inject(carrier)
+            assert carrier == {} and otel_context.get_value(SIGNAL_TRACES) is traces
+        assert trace.get_current_span() is run
+    finally:
+        otel_context.detach(token)
+
+
+def test_without_tracing_the_helpers_leave_the_context_as_it_is() -> None:
+    before = otel_context.get_current()
+    with traced_by("pods_pending"), untraced():
+        assert otel_context.get_current() is before
