@@ -7,9 +7,12 @@ Temporal spans come from the SDK's `temporalio.contrib.opentelemetry.TracingInte
 client (it applies to the worker built on that client too); the calls' spans from `instrument_boto3` (botocore
 event hooks on each boto3 client) and `TracedKube` (around the Kubernetes client), for calls made within
 a trace: the leader's Lease renewals, the watchers' lists and the catalog warm-up, outside any, make no
-root spans of their own every few seconds. A signal to a provisioner
-already running is linked to, not parent of, its rounds: those belong to the provisioner run's trace, as the
-interceptor keeps one context per workflow run. Workflow spans are recorded once, not on replay.
+root spans of their own every few seconds. The SDK's workflow interceptor keeps one context per
+workflow run; nodeflow's subclass also records each signal's, so that a provisioner round continues the
+trace of the first `pods_pending` signal since the previous round (workflows.signal_traces), whether that
+signal started the run or came to a run already going: one trace per pending pod's round, not one per
+provisioner run; and the provisioner continues as new outside its trace, so no trace lasts its life.
+Workflow spans are recorded once, not on replay.
 
 Configuration (`tracing_from_env`):
 
@@ -38,15 +41,18 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from opentelemetry.context import Context, get_current, set_value
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer, get_current_span
-from temporalio.contrib.opentelemetry import TracingInterceptor
+from temporalio.contrib.opentelemetry import TracingInterceptor, TracingWorkflowInboundInterceptor
+from temporalio.worker import HandleSignalInput, WorkflowInboundInterceptor, WorkflowInterceptorClassInput
 
 from kube.resources import POD
 from kube.resources import Resource as KubeResource
 from kube.types import Kube, Obj, PatchType
+from workflows.signal_traces import SIGNAL_TRACES
 
 EXPORTER = "OTEL_TRACES_EXPORTER"
 EXPORTERS = ("otlp", "console", "none")
@@ -68,7 +74,7 @@ class Tracing:
     def __init__(self, provider: TracerProvider) -> None:
         self.provider = provider
         self.tracer: Tracer = provider.get_tracer(TRACER_NAME)
-        self.interceptor = TracingInterceptor(self.tracer)
+        self.interceptor = SignalTracingInterceptor(self.tracer)
 
     def instrument_boto3(self, client: Any) -> None:
         """Spans around every API call of `client` (a boto3 client); see `instrument_boto3`."""
@@ -135,6 +141,50 @@ def _traces_endpoint(env: Mapping[str, str]) -> str:
         return traces
     base = env.get(ENDPOINTS[1], "").strip() or "http://localhost:4318"
     return f"{base.rstrip('/')}/v1/traces"
+
+
+# -- Temporal: the SDK's interceptor, with signals' traces for workflows -----------------------------------
+
+
+class SignalTracingInterceptor(TracingInterceptor):
+    """The SDK's `TracingInterceptor` (client, activity and workflow spans), whose workflow side also
+    records signals' trace contexts for workflows.signal_traces."""
+
+    def workflow_interceptor_class(
+        self, input: WorkflowInterceptorClassInput
+    ) -> type[TracingWorkflowInboundInterceptor]:
+        super().workflow_interceptor_class(input)  # registers the function workflow spans are recorded with
+        return SignalTracingWorkflowInboundInterceptor
+
+
+class SignalTracingWorkflowInboundInterceptor(TracingWorkflowInboundInterceptor):
+    """One per workflow run: the SDK's workflow spans, and workflows.signal_traces.SignalTraces on the
+    workflow's context. Keeps, per signal name, the trace context the first signal since the last `take`
+    carried (a watcher's span, a NodeClaim workflow's); signals without one (sent outside any trace) leave
+    nothing to take."""
+
+    def __init__(self, next: WorkflowInboundInterceptor) -> None:
+        super().__init__(next)
+        self._signal_carriers: dict[str, dict[str, Any]] = {}
+
+    async def handle_signal(self, input: HandleSignalInput) -> None:
+        header = input.headers.get(self.header_key)
+        if header and input.signal not in self._signal_carriers:
+            carrier = self.payload_converter.from_payloads([header])[0]
+            if carrier:
+                self._signal_carriers[input.signal] = carrier
+        await super().handle_signal(input)
+
+    def take(self, signal: str) -> Context | None:
+        carrier = self._signal_carriers.pop(signal, None)
+        if carrier is None:
+            return None
+        # On the current context: the SDK's values on it (this interceptor) stay, the span is the signal's.
+        return self.text_map_propagator.extract(carrier, context=get_current())
+
+    def _set_on_context(self, context: Context) -> Context:
+        # The SDK puts its interceptor on every context it runs workflow code under; so does nodeflow.
+        return set_value(SIGNAL_TRACES, self, super()._set_on_context(context))
 
 
 # -- AWS: botocore event hooks ----------------------------------------------------------------------------

@@ -5,7 +5,8 @@ just asks for a round): the solver reads every pending pod itself, so the signal
 a lost or duplicate one is harmless. A round starts once no signal came for 1 s, or 10 s after the first,
 whichever is sooner (durable timers). Each round solves on a fresh snapshot in an activity and applies
 the plan in another: what a round decided is the `solve` activity's result in the Temporal UI (and the
-`status` query's `last_plan`). Continue-as-new keeps each run far below Temporal's limits (10,000
+`status` query's `last_plan`). With tracing on, a round continues the trace of the first signal that
+asked for it (workflows.signal_traces). Continue-as-new keeps each run far below Temporal's limits (10,000
 signals per execution).
 """
 
@@ -18,7 +19,7 @@ from temporalio import workflow
 
 from activities.provisioning import ProvisioningActivities
 from activities.provisioning_models import ApplyPlanInput, ProvisionPlan, ProvisionRound
-from workflows import timing
+from workflows import signal_traces, timing
 
 WORKFLOW_ID = "provisioner"
 SIGNAL = "pods_pending"
@@ -74,28 +75,34 @@ class ProvisionerWorkflow:
             triggers, self.pending_pods = self.pending_pods, 0
             self.requested = False
             self.round += 1
-            rnd = ProvisionRound(run_id=workflow.info().first_execution_run_id, round=self.round, trigger_pods=triggers)
-            plan = await workflow.execute_activity_method(
-                ProvisioningActivities.solve,
-                rnd,
+            with signal_traces.traced_by(SIGNAL):  # the round continues the trace of the signal that asked
+                await self._round(triggers)
+            if self._should_continue_as_new():
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                with signal_traces.untraced():  # no trace lasts the provisioner's whole life
+                    workflow.continue_as_new(
+                        ProvisionerState(round=self.round, requested=self.requested, pending_pods=self.pending_pods)
+                    )
+
+    async def _round(self, triggers: int) -> None:
+        """Solve on a fresh snapshot, then apply the plan when it holds anything to act on."""
+        rnd = ProvisionRound(run_id=workflow.info().first_execution_run_id, round=self.round, trigger_pods=triggers)
+        plan = await workflow.execute_activity_method(
+            ProvisioningActivities.solve,
+            rnd,
+            start_to_close_timeout=timing.SOLVE,
+            heartbeat_timeout=timing.HEARTBEAT,
+            retry_policy=timing.ACTIVITY_RETRY,
+        )
+        self.last_plan = plan
+        if plan.node_claims or plan.invalid or plan.unschedulable:
+            await workflow.execute_activity_method(
+                ProvisioningActivities.apply_plan,
+                ApplyPlanInput(round=rnd, plan=plan),
                 start_to_close_timeout=timing.SOLVE,
                 heartbeat_timeout=timing.HEARTBEAT,
                 retry_policy=timing.ACTIVITY_RETRY,
             )
-            self.last_plan = plan
-            if plan.node_claims or plan.invalid or plan.unschedulable:
-                await workflow.execute_activity_method(
-                    ProvisioningActivities.apply_plan,
-                    ApplyPlanInput(round=rnd, plan=plan),
-                    start_to_close_timeout=timing.SOLVE,
-                    heartbeat_timeout=timing.HEARTBEAT,
-                    retry_policy=timing.ACTIVITY_RETRY,
-                )
-            if self._should_continue_as_new():
-                await workflow.wait_condition(workflow.all_handlers_finished)
-                workflow.continue_as_new(
-                    ProvisionerState(round=self.round, requested=self.requested, pending_pods=self.pending_pods)
-                )
 
     async def _batch_window(self) -> None:
         """Wait until 1 s passes without a signal, or 10 s since the window opened."""
