@@ -8,8 +8,8 @@ build their own on a fresh registry and read it with `registry.get_sample_value`
 two workers in one process (the tests) keep separate counts.
 
 Label cardinality is Karpenter's: counters and histograms are labelled by NodePool, capacity type,
-reason, method or error type, never by node, pod or NodeClaim; only the cluster-state gauges
-`karpenter_nodes_allocatable` (per node) and `karpenter_pods_state` (per pod) name them, as Karpenter's do,
+reason, method, response code or error type, never by node, pod or NodeClaim; only the cluster-state gauges
+`karpenter_nodes_*` (per node) and `karpenter_pods_state` (per pod) name them, as Karpenter's do,
 and the offering gauges name each instance type, zone and capacity type. Counters count what this worker
 did since it started, so a fleet's total is the sum over replicas (Prometheus `sum by (nodepool)`); the
 cluster-state gauges are the leader's alone (workers.cluster_metrics), as are the disruption controller's
@@ -167,6 +167,68 @@ class Metrics:
             ["node_name", "nodepool", "resource_type", *NODE_LABELS],
             registry=reg,
         )
+        node_resource = ["node_name", "nodepool", "resource_type", *NODE_LABELS]
+        self.nodes_total_pod_requests = Gauge(
+            "karpenter_nodes_total_pod_requests",
+            "Node total pod requests are the resources requested by pods bound to nodes, including the DaemonSet "
+            "pods. Labeled as karpenter_nodes_allocatable.",
+            node_resource,
+            registry=reg,
+        )
+        self.nodes_total_pod_limits = Gauge(
+            "karpenter_nodes_total_pod_limits",
+            "Node total pod limits are the resources specified by pod limits, including the DaemonSet pods. "
+            "Labeled as karpenter_nodes_allocatable.",
+            node_resource,
+            registry=reg,
+        )
+        self.nodes_total_daemon_requests = Gauge(
+            "karpenter_nodes_total_daemon_requests",
+            "Node total daemon requests are the resources requested by DaemonSet pods bound to nodes. Labeled as "
+            "karpenter_nodes_allocatable.",
+            node_resource,
+            registry=reg,
+        )
+        self.nodes_total_daemon_limits = Gauge(
+            "karpenter_nodes_total_daemon_limits",
+            "Node total daemon limits are the resources specified by DaemonSet pod limits. Labeled as "
+            "karpenter_nodes_allocatable.",
+            node_resource,
+            registry=reg,
+        )
+        self.nodes_system_overhead = Gauge(
+            "karpenter_nodes_system_overhead",
+            "Node system daemon overhead are the resources reserved for system overhead: the difference between "
+            "the node's capacity and allocatable in its status. Labeled as karpenter_nodes_allocatable.",
+            node_resource,
+            registry=reg,
+        )
+        self.nodes_current_lifetime = Gauge(
+            "karpenter_nodes_current_lifetime_seconds",
+            "Node age in seconds. Labeled by node name, owning nodepool and the node's instance type, capacity "
+            "type, zone, arch and os.",
+            ["node_name", "nodepool", *NODE_LABELS],
+            registry=reg,
+        )
+        self.cluster_state_node_count = Gauge(
+            "karpenter_cluster_state_node_count",
+            "Current count of nodeflow's nodes in the cluster state the leader read last (0 on a worker that "
+            "does not lead).",
+            registry=reg,
+        )
+        self.cluster_state_synced = Gauge(
+            "karpenter_cluster_state_synced",
+            "Returns 1 if cluster state is synced and 0 otherwise: the leader's last read of the cluster's "
+            "nodes, NodeClaims, NodePools and pods succeeded (0 on a worker that does not lead).",
+            registry=reg,
+        )
+        self.cluster_utilization = Gauge(
+            "karpenter_cluster_utilization_percent",
+            "Utilization of allocatable resources by pod requests, in percent, over nodeflow's nodes. Labeled by "
+            "resource type.",
+            ["resource_type"],
+            registry=reg,
+        )
         self.nodepools_usage = Gauge(
             "karpenter_nodepools_usage",
             "The amount of resources that have been provisioned for a nodepool. Labeled by nodepool name and "
@@ -197,6 +259,21 @@ class Metrics:
              "phase"],
             registry=reg,
         )  # fmt: skip
+        self.pods_drained = Counter(
+            "karpenter_pods_drained",
+            "The total number of pods drained during node termination by nodeflow (evicted, or deleted once the "
+            "terminationGracePeriod is over), labeled by reason: the NodeClaim's disruption reason, or "
+            "`Forceful Termination`.",
+            ["reason"],
+            registry=reg,
+        )
+        self.pods_eviction_requests = Counter(
+            "karpenter_pods_eviction_requests",
+            "The total number of pod eviction requests made by nodeflow, labeled by the HTTP response code of the "
+            "Eviction API.",
+            ["code"],
+            registry=reg,
+        )
         self.pods_startup_duration = Histogram(
             "karpenter_pods_startup_duration_seconds",
             "The time from pod creation until the pod is running.",
