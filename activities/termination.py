@@ -5,6 +5,7 @@ NodeClaim go."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -13,7 +14,7 @@ from pydantic import BaseModel
 from temporalio import activity
 
 from activities import drain, kubeops, nodepool_status, ownership
-from activities.claim_base import ClaimActivities
+from activities.claim_base import ClaimActivities, claim_logger
 from activities.heartbeat import heartbeating
 from activities.metrics import owner_labels, seconds_since
 from activities.models import ClaimIdentity, ClaimRef
@@ -25,6 +26,7 @@ from kube import resources as r
 from kube.errors import KubeError, NotFoundError, TooManyRequestsError
 from kube.types import Obj
 
+log = logging.getLogger(__name__)
 EXPIRED_REASON = "expired"  # karpenter_nodeclaims_disrupted_total's reason for an expired NodeClaim
 # karpenter_pods_drained_total's reason for pods of a claim with no disruption reason (Karpenter's words)
 FORCEFUL_TERMINATION = "Forceful Termination"
@@ -91,9 +93,12 @@ class TerminationActivities(ClaimActivities):
         if not claim_obj["metadata"].get("deletionTimestamp"):
             if inp.reason:
                 self.recorder.record(claim_obj, "Normal", "DisruptionTerminating", inp.reason)
-            if ownership.delete(self.kube, self._own_claim(inp)) and inp.expired:
-                owner = owner_labels(claim_obj["metadata"].get("labels") or {})
-                self.metrics.nodeclaims_disrupted.labels(reason=EXPIRED_REASON, **owner).inc()
+            if ownership.delete(self.kube, self._own_claim(inp)):
+                why = inp.reason or "deleted"
+                claim_logger(log, inp, self._pool_of(claim_obj)).info("terminating NodeClaim %s: %s", inp.name, why)
+                if inp.expired:
+                    owner = owner_labels(claim_obj["metadata"].get("labels") or {})
+                    self.metrics.nodeclaims_disrupted.labels(reason=EXPIRED_REASON, **owner).inc()
 
     @activity.defn(name="drain_step")
     def drain_step(self, inp: DrainInput) -> DrainProgress:
@@ -134,7 +139,9 @@ class TerminationActivities(ClaimActivities):
             claim = self._claim(inp)
             self._set_conditions(inp, (DRAINED, "True", "Drained", "all drainable pods are gone"))
             if claim is not None and not is_true(claim.status.conditions, DRAINED):
-                self.metrics.nodes_drained.labels(nodepool=self._pool_of(claim)).inc()
+                pool = self._pool_of(claim)
+                self.metrics.nodes_drained.labels(nodepool=pool).inc()
+                claim_logger(log, inp, pool).info("drained node %s of NodeClaim %s", inp.node_name, inp.name)
         else:
             self._set_conditions(inp, (DRAINED, "False", "Draining", message))
         return DrainProgress(
@@ -230,6 +237,7 @@ class TerminationActivities(ClaimActivities):
             message = f"instance {instance.id} is tagged for {owner}, not {inp.name}; not terminated"
             return TerminateResult(gone=True, message=message)
         self._set_conditions(inp, (INSTANCE_TERMINATING, "True", "InstanceTerminating", instance.id))
+        claim_logger(log, inp).info("terminating instance %s of NodeClaim %s", instance.id, inp.name)
         try:
             self.cloud.delete(instance.id)
         except InstanceNotFoundError:
@@ -251,10 +259,12 @@ class TerminationActivities(ClaimActivities):
             node_obj = self._remove_termination_finalizer(node)
             if node_obj is not None:
                 self._observe_node_terminated(node_obj, claim_obj)
+                claim_logger(log, ident, self._pool_of(claim_obj)).info("deleted node %s", ident.node_name)
         ownership.delete(self.kube, claim)
         last = self._remove_termination_finalizer(claim)
         if last is not None:
             self._observe_claim_terminated(last)
+            claim_logger(log, ident, self._pool_of(last)).info("deleted NodeClaim %s", ident.name)
 
     def _remove_termination_finalizer(self, owned: ownership.Owned) -> Obj | None:
         """Drop the termination finalizer: the object as this call left it when it removed the finalizer,
