@@ -3,7 +3,8 @@
 `_system_overhead` and `_current_lifetime_seconds`; `karpenter_nodepools_usage` and
 `karpenter_nodepools_limit` per NodePool; `karpenter_cluster_utilization_percent`, each by resource type;
 `karpenter_cluster_state_node_count` and `_synced`; `karpenter_pods_state` per pod, with the pod start-up
-histograms; and the instance-type offering gauges.
+histograms; the status-condition metrics of NodeClaims, NodePools, nodeflow's Nodes and EC2NodeClasses
+(workers.condition_metrics); and the instance-type offering gauges.
 
 They describe the cluster, not what one worker did, so only the leader publishes them: `_lead`
 (workers.worker) runs one `ClusterStateMetrics` in a thread, like the watchers. Every REFRESH_SECONDS it
@@ -47,6 +48,7 @@ from cloudprovider.types import CloudProvider
 from kube import resources as r
 from kube.types import Kube, Obj
 from scheduling.resources import pod_requests
+from workers.condition_metrics import Key, Reading, condition_gauges, read_conditions, transitions
 
 log = logging.getLogger(__name__)
 REFRESH_SECONDS = 10.0
@@ -275,6 +277,7 @@ class ClusterStateMetrics:
         self._offerings_read: float | None = None
         self._bound: set[str] = set()  # uids of the pods timed so far
         self._started: set[str] = set()
+        self._conditions: dict[str, dict[Key, Reading]] = {}  # by kind: the status conditions read last
 
     def run(self, stop: threading.Event) -> None:
         try:
@@ -296,6 +299,7 @@ class ClusterStateMetrics:
             claims = self.kube.list(r.NODECLAIM)
             pools = self.kube.list(r.NODEPOOL)
             pods = self.kube.list(r.POD)
+            classes = self.kube.list(r.EC2NODECLASS)
         except Exception:
             m.cluster_state_synced.set(0)
             raise
@@ -309,6 +313,9 @@ class ClusterStateMetrics:
         self._publish("lifetime", m.nodes_current_lifetime, per_node["lifetime"])
         self._publish("utilization", m.cluster_utilization, utilization_series(allocatable, per_node["pod_requests"]))
         m.cluster_state_node_count.set(sum(1 for node in nodes if _pool(node)))
+        ours = [node for node in nodes if _pool(node)]
+        for kind, objects in (("nodeclaim", claims), ("nodepool", pools), ("node", ours), ("ec2nodeclass", classes)):
+            self._publish_conditions(kind, objects)
         self._publish("usage", m.nodepools_usage, usage)
         self._publish("limit", m.nodepools_limit, limit)
         self._publish("pods", m.pods_state, pod_series(pods, nodes))
@@ -367,10 +374,30 @@ class ClusterStateMetrics:
             m.instance_type_memory_bytes,
         ):
             gauge.clear()
+        for conditions in m.conditions.values():
+            for gauge in conditions.gauges():
+                gauge.clear()
         m.cluster_state_node_count.set(0)
         m.cluster_state_synced.set(0)
         self._published.clear()
+        self._conditions.clear()
         self._offerings_read = None
+
+    def _publish_conditions(self, kind: str, objects: list[Obj]) -> None:
+        """The status-condition metrics of `kind` (workers.condition_metrics) from these objects."""
+        metrics = self.metrics.conditions[kind]
+        now = datetime.now(UTC)
+        readings = read_conditions(objects)
+        count, current = condition_gauges(readings, now)
+        self._publish(f"{kind}_condition_count", metrics.count, count)
+        self._publish(f"{kind}_condition_seconds", metrics.current_status_seconds, current)
+        for change in transitions(self._conditions.get(kind, {}), readings, now):
+            metrics.transitions.labels(type=change.type, status=change.status, reason=change.reason).inc()
+            if change.held is not None:
+                histogram = metrics.transition_seconds.labels(type=change.type, status=change.status,
+                                                              to_status=change.to_status)  # fmt: skip
+                histogram.observe(change.held)
+        self._conditions[kind] = readings
 
     def _publish(self, key: str, gauge: Gauge, series: Series) -> None:
         """Set each series, then remove the ones set last time and absent now (no scrape sees a gap)."""

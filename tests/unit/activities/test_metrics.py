@@ -98,12 +98,23 @@ EXPORTED = {
     "karpenter_interruption_received_messages_total": ("counter", {"message_type"}),
     "karpenter_interruption_deleted_messages_total": ("counter", set()),
     "karpenter_interruption_message_queue_duration_seconds": ("histogram", set()),
+    **{
+        f"operator_{kind}_status_condition_{name}": spec
+        for kind in ("nodeclaim", "nodepool", "node", "ec2nodeclass")
+        for name, spec in (
+            ("count", ("gauge", {"namespace", "name", "type", "status", "reason"})),
+            ("current_status_seconds", ("gauge", {"namespace", "name", "type", "status", "reason"})),
+            ("transitions_total", ("counter", {"type", "status", "reason"})),
+            ("transition_seconds", ("histogram", {"type", "status", "to_status"})),
+        )
+    },
 }
 
 
 def _touch_every_metric(metrics: Metrics) -> None:
     """One sample of each metric, every label set to `x`."""
-    for collector in vars(metrics).values():
+    collectors = [*vars(metrics).values(), *(c for kind in metrics.conditions.values() for c in vars(kind).values())]
+    for collector in collectors:
         if not isinstance(collector, Counter | Gauge | Histogram):
             continue
         names = collector._labelnames

@@ -275,3 +275,34 @@ def test_a_failed_read_of_the_cluster_is_not_synced() -> None:
     with pytest.raises(ConnectionError):
         publisher.refresh()
     assert metrics.registry.get_sample_value("karpenter_cluster_state_synced") == 0
+
+
+def test_status_conditions_are_counted_per_object_and_their_transitions_by_type() -> None:
+    kube, metrics = MemKube(), Metrics()
+    unknown = {"type": "Ready", "status": "Unknown", "reason": "AwaitingReconciliation", "message": "",
+               "lastTransitionTime": "2020-01-01T00:00:00Z"}  # fmt: skip
+    with kube.as_admin():
+        kube.create(r.NODECLAIM, {"metadata": {"name": "c-1"}, "spec": {}})
+        kube.patch(r.NODECLAIM, "c-1", {"status": {"conditions": [unknown]}})
+    publisher = ClusterStateMetrics(kube, metrics)
+    publisher.refresh()
+    waiting = (("name", "c-1"), ("namespace", ""), ("reason", "AwaitingReconciliation"), ("status", "Unknown"),
+               ("type", "Ready"))  # fmt: skip
+    assert scraped(metrics, "operator_nodeclaim_status_condition_count") == {waiting: 1}
+    assert scraped(metrics, "operator_nodeclaim_status_condition_current_status_seconds")[waiting] > 3600
+    assert scraped(metrics, "operator_nodeclaim_status_condition_transitions") == {}  # the first read: a baseline
+
+    ready = {**unknown, "status": "True", "reason": "Ready", "lastTransitionTime": "2020-01-01T00:01:30Z"}
+    with kube.as_admin():
+        kube.patch(r.NODECLAIM, "c-1", {"status": {"conditions": [ready]}})
+    publisher.refresh()
+    publisher.refresh()  # read again unchanged: not counted again
+    is_ready = (("name", "c-1"), ("namespace", ""), ("reason", "Ready"), ("status", "True"), ("type", "Ready"))
+    assert scraped(metrics, "operator_nodeclaim_status_condition_count") == {is_ready: 1}
+    left = (("reason", "AwaitingReconciliation"), ("status", "Unknown"), ("type", "Ready"))
+    assert scraped(metrics, "operator_nodeclaim_status_condition_transitions") == {left: 1}
+    value = metrics.registry.get_sample_value
+    held = {"type": "Ready", "status": "Unknown", "to_status": "True"}
+    assert value("operator_nodeclaim_status_condition_transition_seconds_sum", held) == 90
+    publisher.clear()
+    assert scraped(metrics, "operator_nodeclaim_status_condition_count") == {}
