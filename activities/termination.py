@@ -165,7 +165,8 @@ class TerminationActivities(ClaimActivities):
                 requests.labels(code=str(err.status)).inc()
                 continue
             except KubeError as err:
-                requests.labels(code=str(err.status or "")).inc()
+                if err.status:  # an answer from the API server, not a broken connection
+                    requests.labels(code=str(err.status)).inc()
                 raise
             requests.labels(code=EVICTED_CODE).inc()
             evicted += 1
@@ -237,7 +238,6 @@ class TerminationActivities(ClaimActivities):
             message = f"instance {instance.id} is tagged for {owner}, not {inp.name}; not terminated"
             return TerminateResult(gone=True, message=message)
         self._set_conditions(inp, (INSTANCE_TERMINATING, "True", "InstanceTerminating", instance.id))
-        claim_logger(log, inp).info("terminating instance %s of NodeClaim %s", instance.id, inp.name)
         try:
             self.cloud.delete(instance.id)
         except InstanceNotFoundError:
