@@ -8,7 +8,7 @@ histograms; the status-condition metrics of NodeClaims, NodePools, nodeflow's No
 
 They describe the cluster, not what one worker did, so only the leader publishes them: `_lead`
 (workers.worker) runs one `ClusterStateMetrics` in a thread, like the watchers. Every REFRESH_SECONDS it
-lists Nodes, NodeClaims, NodePools and Pods and sets the gauges: a node's allocatable from its
+lists Nodes, NodeClaims, NodePools, Pods and EC2NodeClasses and sets the gauges: a node's allocatable from its
 `status.allocatable` (labelled with its instance type, capacity type, zone, arch and os, so a price can be
 joined to it), the requests and limits of the pods bound to it (DaemonSet pods apart too), its capacity
 minus allocatable and its age, the cluster's utilization (the pods' requests over the nodes' allocatable),
