@@ -9,6 +9,7 @@ results, not exceptions; exceptions mean "retry me" unless they are non-retryabl
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -42,6 +43,14 @@ def setting_conditions(*updates: tuple[str, str, str, str], **status: Any) -> Ca
         return True
 
     return mutate
+
+
+def claim_logger(logger: logging.Logger, ref: ClaimRef, nodepool: str = "") -> logging.LoggerAdapter[logging.Logger]:
+    """`logger` with the claim in every record's `extra`: `nodeclaim`, and `node` (a ClaimIdentity's node
+    name) and `nodepool` when known, so JSON log lines carry them (workers.log_format). Messages still name
+    the claim for the text format, which leaves `extra` out."""
+    extra = {"nodeclaim": ref.name, "node": getattr(ref, "node_name", ""), "nodepool": nodepool}
+    return logging.LoggerAdapter(logger, {key: value for key, value in extra.items() if value})
 
 
 class ClaimActivities:

@@ -186,7 +186,8 @@ class DisruptionActivities:
                 ownership.update(self.kube, owned, setting_consolidatable(pools[change.node_pool], now), "status")
             except KubeError as err:
                 log.warning("Consolidatable of NodeClaim %s not written (the next decision retries): %s",
-                            change.node_claim, err)  # fmt: skip
+                            change.node_claim, err,
+                            extra={"nodeclaim": change.node_claim, "nodepool": change.node_pool})  # fmt: skip
         counts = nodepool_status.pool_resources(cluster.nodes, [c.to_kube() for c in cluster.node_claims])
         for name in sorted(pools):
             try:

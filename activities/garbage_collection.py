@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field, ValidationError
 from temporalio import activity
 
 from activities import ownership
+from apis import labels
 from apis.ec2nodeclass import EC2NodeClass
 from apis.meta import parse_rfc3339
 from cloudprovider.errors import CloudProviderError, InstanceNotFoundError
@@ -213,7 +214,10 @@ class GarbageCollectionActivities:
                 f"its instance {instance_id} no longer exists in the cloud provider (terminated outside "
                 f"nodeflow); deleting the NodeClaim{f' and its Node {node_name}' if node_name else ''}"
             )
-            log.warning("NodeClaim %s: %s", name, message)
+            pool = str((claim["metadata"].get("labels") or {}).get(labels.NODEPOOL, ""))
+            log.warning(
+                "NodeClaim %s: %s", name, message, extra={"nodeclaim": name, "node": node_name, "nodepool": pool}
+            )
             self.recorder.record(claim, "Warning", "InstanceGone", message)
             deleted.append(StrandedClaim(node_claim=name, instance_id=instance_id, node_name=node_name,
                                          deleted_at=now.isoformat()))  # fmt: skip

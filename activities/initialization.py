@@ -4,6 +4,7 @@ resources it asked for are there."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -11,12 +12,14 @@ from pydantic import BaseModel
 from temporalio import activity
 
 from activities import claims, ownership
-from activities.claim_base import ClaimActivities
+from activities.claim_base import ClaimActivities, claim_logger
 from activities.models import ClaimIdentity
 from apis import labels
 from apis.meta import is_true
 from apis.nodeclaim import INITIALIZED, READY
 from kube.types import Obj
+
+log = logging.getLogger(__name__)
 
 
 class InitializationResult(BaseModel):
@@ -66,4 +69,5 @@ class InitializationActivities(ClaimActivities):
         )
         if not is_true(claim.status.conditions, INITIALIZED):
             self._observe_startup(claim, INITIALIZED)
+            claim_logger(log, ident, self._pool_of(claim)).info("initialized NodeClaim %s", ident.name)
         return InitializationResult(initialized=True)

@@ -8,8 +8,8 @@ build their own on a fresh registry and read it with `registry.get_sample_value`
 two workers in one process (the tests) keep separate counts.
 
 Label cardinality is Karpenter's: counters and histograms are labelled by NodePool, capacity type,
-reason, method or error type, never by node, pod or NodeClaim; only the cluster-state gauges
-`karpenter_nodes_allocatable` (per node) and `karpenter_pods_state` (per pod) name them, as Karpenter's do,
+reason, method, response code or error type, never by node, pod or NodeClaim; only the cluster-state gauges
+`karpenter_nodes_*` (per node) and `karpenter_pods_state` (per pod) name them, as Karpenter's do,
 and the offering gauges name each instance type, zone and capacity type. Counters count what this worker
 did since it started, so a fleet's total is the sum over replicas (Prometheus `sum by (nodepool)`); the
 cluster-state gauges are the leader's alone (workers.cluster_metrics), as are the disruption controller's
@@ -57,6 +57,11 @@ LIFETIME_BUCKETS = tuple(float(h * 3600) for h in (0.25, 0.5, 1, 2, 4, 8, 12, 24
 # The node's well-known labels on `karpenter_nodes_allocatable` and `karpenter_pods_state`, by label name.
 NODE_LABELS = ("instance_type", "capacity_type", "zone", "arch", "os")
 OFFERING_LABELS = ["instance_type", "capacity_type", "zone"]
+# The kinds of object whose status conditions Karpenter's operator metrics describe, as its names spell them.
+CONDITION_KINDS = ("nodeclaim", "nodepool", "node", "ec2nodeclass")
+# Seconds a status condition held, from a launch's seconds to a node's weeks.
+CONDITION_BUCKETS = (1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0, 21600.0, 86400.0,
+                     604800.0)  # fmt: skip
 PROVISIONED = "provisioned"  # karpenter_nodeclaims_created_total's reason for a claim provisioning made
 
 # What nodeflow's CloudProvider methods are called in Karpenter's `method` label; nodeflow's own methods
@@ -70,6 +75,46 @@ CLOUD_METHODS = {
     "find_by_node_claim": "FindByNodeClaim",
     "resolve_node_class": "ResolveNodeClass",
 }
+
+
+class ConditionMetrics:
+    """The status-condition metrics of one kind of object (`kind`: one of CONDITION_KINDS), named as
+    Karpenter's operator exports them (`operator_<kind>_status_condition_*`): per object and condition its
+    `count` (1) and `current_status_seconds`; per condition type its `transitions` and
+    `transition_seconds` (how long the status it left had held)."""
+
+    def __init__(self, kind: str, registry: CollectorRegistry) -> None:
+        prefix = f"operator_{kind}_status_condition"
+        per_object = ["namespace", "name", "type", "status", "reason"]
+        self.count = Gauge(
+            f"{prefix}_count",
+            "The number of a condition for a given object, type and status. e.g. Alarm := Available=False > 0",
+            per_object,
+            registry=registry,
+        )
+        self.current_status_seconds = Gauge(
+            f"{prefix}_current_status_seconds",
+            "The current amount of time in seconds that a status condition has been in a specific state.",
+            per_object,
+            registry=registry,
+        )
+        self.transitions = Counter(
+            f"{prefix}_transitions",
+            "The count of transitions of a given object, type and status (the status left, and its reason).",
+            ["type", "status", "reason"],
+            registry=registry,
+        )
+        self.transition_seconds = Histogram(
+            f"{prefix}_transition_seconds",
+            "The amount of time a condition was in a given state (status) before transitioning to another state "
+            "(to_status).",
+            ["type", "status", "to_status"],
+            buckets=CONDITION_BUCKETS,
+            registry=registry,
+        )
+
+    def gauges(self) -> tuple[Gauge, Gauge]:
+        return self.count, self.current_status_seconds
 
 
 class Metrics:
@@ -167,6 +212,68 @@ class Metrics:
             ["node_name", "nodepool", "resource_type", *NODE_LABELS],
             registry=reg,
         )
+        node_resource = ["node_name", "nodepool", "resource_type", *NODE_LABELS]
+        self.nodes_total_pod_requests = Gauge(
+            "karpenter_nodes_total_pod_requests",
+            "Node total pod requests are the resources requested by pods bound to nodes, including the DaemonSet "
+            "pods. Labeled as karpenter_nodes_allocatable.",
+            node_resource,
+            registry=reg,
+        )
+        self.nodes_total_pod_limits = Gauge(
+            "karpenter_nodes_total_pod_limits",
+            "Node total pod limits are the resources specified by pod limits, including the DaemonSet pods. "
+            "Labeled as karpenter_nodes_allocatable.",
+            node_resource,
+            registry=reg,
+        )
+        self.nodes_total_daemon_requests = Gauge(
+            "karpenter_nodes_total_daemon_requests",
+            "Node total daemon requests are the resources requested by DaemonSet pods bound to nodes. Labeled as "
+            "karpenter_nodes_allocatable.",
+            node_resource,
+            registry=reg,
+        )
+        self.nodes_total_daemon_limits = Gauge(
+            "karpenter_nodes_total_daemon_limits",
+            "Node total daemon limits are the resources specified by DaemonSet pod limits. Labeled as "
+            "karpenter_nodes_allocatable.",
+            node_resource,
+            registry=reg,
+        )
+        self.nodes_system_overhead = Gauge(
+            "karpenter_nodes_system_overhead",
+            "Node system daemon overhead are the resources reserved for system overhead: the difference between "
+            "the node's capacity and allocatable in its status. Labeled as karpenter_nodes_allocatable.",
+            node_resource,
+            registry=reg,
+        )
+        self.nodes_current_lifetime = Gauge(
+            "karpenter_nodes_current_lifetime_seconds",
+            "Node age in seconds. Labeled by node name, owning nodepool and the node's instance type, capacity "
+            "type, zone, arch and os.",
+            ["node_name", "nodepool", *NODE_LABELS],
+            registry=reg,
+        )
+        self.cluster_state_node_count = Gauge(
+            "karpenter_cluster_state_node_count",
+            "Current count of nodeflow's nodes in the cluster state the leader read last (0 on a worker that "
+            "does not lead).",
+            registry=reg,
+        )
+        self.cluster_state_synced = Gauge(
+            "karpenter_cluster_state_synced",
+            "Returns 1 if cluster state is synced and 0 otherwise: the leader's last read of the cluster's "
+            "nodes, NodeClaims, NodePools and pods succeeded (0 on a worker that does not lead).",
+            registry=reg,
+        )
+        self.cluster_utilization = Gauge(
+            "karpenter_cluster_utilization_percent",
+            "Utilization of allocatable resources by pod requests, in percent, over nodeflow's nodes. Labeled by "
+            "resource type.",
+            ["resource_type"],
+            registry=reg,
+        )
         self.nodepools_usage = Gauge(
             "karpenter_nodepools_usage",
             "The amount of resources that have been provisioned for a nodepool. Labeled by nodepool name and "
@@ -197,6 +304,21 @@ class Metrics:
              "phase"],
             registry=reg,
         )  # fmt: skip
+        self.pods_drained = Counter(
+            "karpenter_pods_drained",
+            "The total number of pods drained during node termination by nodeflow (evicted, or deleted once the "
+            "terminationGracePeriod is over), labeled by reason: the NodeClaim's disruption reason, or "
+            "`Forceful Termination`.",
+            ["reason"],
+            registry=reg,
+        )
+        self.pods_eviction_requests = Counter(
+            "karpenter_pods_eviction_requests",
+            "The total number of pod eviction requests made by nodeflow, labeled by the HTTP response code of the "
+            "Eviction API.",
+            ["code"],
+            registry=reg,
+        )
         self.pods_startup_duration = Histogram(
             "karpenter_pods_startup_duration_seconds",
             "The time from pod creation until the pod is running.",
@@ -322,6 +444,8 @@ class Metrics:
             buckets=DURATION_BUCKETS,
             registry=reg,
         )
+
+        self.conditions = {kind: ConditionMetrics(kind, reg) for kind in CONDITION_KINDS}
 
     def fleet_batch(self, size: int) -> None:
         """One CreateFleet batch of `size` launches was sent."""

@@ -5,6 +5,7 @@ NodeClaim go."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -13,19 +14,23 @@ from pydantic import BaseModel
 from temporalio import activity
 
 from activities import drain, kubeops, nodepool_status, ownership
-from activities.claim_base import ClaimActivities
+from activities.claim_base import ClaimActivities, claim_logger
 from activities.heartbeat import heartbeating
 from activities.metrics import owner_labels, seconds_since
 from activities.models import ClaimIdentity, ClaimRef
 from apis import labels
 from apis.meta import as_utc, get_condition, is_true, rfc3339
-from apis.nodeclaim import DRAINED, EXPIRED, INSTANCE_TERMINATING, NodeClaim
+from apis.nodeclaim import DISRUPTION_REASON, DRAINED, EXPIRED, INSTANCE_TERMINATING, NodeClaim
 from cloudprovider.errors import InstanceNotFoundError
 from kube import resources as r
-from kube.errors import NotFoundError, TooManyRequestsError
+from kube.errors import KubeError, NotFoundError, TooManyRequestsError
 from kube.types import Obj
 
+log = logging.getLogger(__name__)
 EXPIRED_REASON = "expired"  # karpenter_nodeclaims_disrupted_total's reason for an expired NodeClaim
+# karpenter_pods_drained_total's reason for pods of a claim with no disruption reason (Karpenter's words)
+FORCEFUL_TERMINATION = "Forceful Termination"
+EVICTED_CODE = "200"  # karpenter_pods_eviction_requests_total's code for an eviction the API accepted
 
 
 class BeginTerminationInput(ClaimIdentity):
@@ -88,9 +93,12 @@ class TerminationActivities(ClaimActivities):
         if not claim_obj["metadata"].get("deletionTimestamp"):
             if inp.reason:
                 self.recorder.record(claim_obj, "Normal", "DisruptionTerminating", inp.reason)
-            if ownership.delete(self.kube, self._own_claim(inp)) and inp.expired:
-                owner = owner_labels(claim_obj["metadata"].get("labels") or {})
-                self.metrics.nodeclaims_disrupted.labels(reason=EXPIRED_REASON, **owner).inc()
+            if ownership.delete(self.kube, self._own_claim(inp)):
+                why = inp.reason or "deleted"
+                claim_logger(log, inp, self._pool_of(claim_obj)).info("terminating NodeClaim %s: %s", inp.name, why)
+                if inp.expired:
+                    owner = owner_labels(claim_obj["metadata"].get("labels") or {})
+                    self.metrics.nodeclaims_disrupted.labels(reason=EXPIRED_REASON, **owner).inc()
 
     @activity.defn(name="drain_step")
     def drain_step(self, inp: DrainInput) -> DrainProgress:
@@ -100,7 +108,8 @@ class TerminationActivities(ClaimActivities):
         `karpenter.sh/nodeclaim-termination-timestamp`, and each pod whose deadline - grace period has come
         is deleted (event `Disrupted`), bypassing PDBs and do-not-disrupt. With `force` (the deadline
         passed) the rest of the wave is deleted too. The step that finds the node drained (Drained turns
-        True) counts it in `karpenter_nodes_drained_total`. Heartbeats."""
+        True) counts it in `karpenter_nodes_drained_total`; each pod evicted or deleted counts in
+        `karpenter_pods_drained_total`. Heartbeats."""
         with heartbeating():
             return self._drain_step(inp)
 
@@ -119,6 +128,8 @@ class TerminationActivities(ClaimActivities):
         plan = drain.plan_step(pods, inp.force, deadline=deadline, now=now)
         deleted = self._delete_pods(plan.delete, deadline, now)  # first: these pods have a deadline
         evicted, refused = self._evict_pods(plan.evict)
+        if evicted or deleted:
+            self.metrics.pods_drained.labels(reason=self._drain_reason(inp)).inc(evicted + deleted)
         remaining = len(drain.drainable(self.kube.list(r.POD, field_selector=f"spec.nodeName={inp.node_name}")))
         held = len(plan.held)
         message = f"{remaining} pods remaining, {refused} refused by disruption budgets, {held} held by do-not-disrupt"
@@ -128,7 +139,9 @@ class TerminationActivities(ClaimActivities):
             claim = self._claim(inp)
             self._set_conditions(inp, (DRAINED, "True", "Drained", "all drainable pods are gone"))
             if claim is not None and not is_true(claim.status.conditions, DRAINED):
-                self.metrics.nodes_drained.labels(nodepool=self._pool_of(claim)).inc()
+                pool = self._pool_of(claim)
+                self.metrics.nodes_drained.labels(nodepool=pool).inc()
+                claim_logger(log, inp, pool).info("drained node %s of NodeClaim %s", inp.node_name, inp.name)
         else:
             self._set_conditions(inp, (DRAINED, "False", "Draining", message))
         return DrainProgress(
@@ -136,17 +149,37 @@ class TerminationActivities(ClaimActivities):
         )
 
     def _evict_pods(self, pods: list[Obj]) -> tuple[int, int]:
-        """Evict each pod through the Eviction API; returns (evicted, refused by a PDB). Gone is fine."""
+        """Evict each pod through the Eviction API; returns (evicted, refused by a PDB). Gone is fine. Each
+        request counts in `karpenter_pods_eviction_requests_total` by its response code (200 when it
+        succeeded)."""
         evicted = refused = 0
+        requests = self.metrics.pods_eviction_requests
         for pod in pods:
             try:
                 self.kube.evict(pod["metadata"].get("namespace", "default"), pod["metadata"]["name"])
-                evicted += 1
-            except TooManyRequestsError:  # a PodDisruptionBudget refuses for now: the next step retries
+            except TooManyRequestsError as err:  # a PodDisruptionBudget refuses for now: the next step retries
+                requests.labels(code=str(err.status)).inc()
                 refused += 1
-            except NotFoundError:
-                pass
+                continue
+            except NotFoundError as err:
+                requests.labels(code=str(err.status)).inc()
+                continue
+            except KubeError as err:
+                if err.status:  # an answer from the API server, not a broken connection
+                    requests.labels(code=str(err.status)).inc()
+                raise
+            requests.labels(code=EVICTED_CODE).inc()
+            evicted += 1
         return evicted, refused
+
+    def _drain_reason(self, ref: ClaimRef) -> str:
+        """`karpenter_pods_drained_total`'s reason, as Karpenter's: the reason of the claim's DisruptionReason
+        condition when it is True, else FORCEFUL_TERMINATION (an expiry, an interruption, a deletion)."""
+        claim = self._claim(ref)
+        condition = get_condition(claim.status.conditions, DISRUPTION_REASON) if claim is not None else None
+        if condition is not None and condition.status == "True" and condition.reason:
+            return condition.reason
+        return FORCEFUL_TERMINATION
 
     def _delete_pods(self, pods: list[Obj], deadline: datetime | None, now: datetime) -> int:
         """Delete each pod (terminationGracePeriod: no PDB, no do-not-disrupt) with a `Disrupted` event on
@@ -226,10 +259,12 @@ class TerminationActivities(ClaimActivities):
             node_obj = self._remove_termination_finalizer(node)
             if node_obj is not None:
                 self._observe_node_terminated(node_obj, claim_obj)
+                claim_logger(log, ident, self._pool_of(claim_obj)).info("deleted node %s", ident.node_name)
         ownership.delete(self.kube, claim)
         last = self._remove_termination_finalizer(claim)
         if last is not None:
             self._observe_claim_terminated(last)
+            claim_logger(log, ident, self._pool_of(last)).info("deleted NodeClaim %s", ident.name)
 
     def _remove_termination_finalizer(self, owned: ownership.Owned) -> Obj | None:
         """Drop the termination finalizer: the object as this call left it when it removed the finalizer,

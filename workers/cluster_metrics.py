@@ -1,12 +1,18 @@
-"""The cluster-state gauges (activities.metrics), Karpenter's: `karpenter_nodes_allocatable` per node,
-`karpenter_nodepools_usage` and `karpenter_nodepools_limit` per NodePool, each by resource type;
-`karpenter_pods_state` per pod, with the pod start-up histograms; and the instance-type offering gauges.
+"""The cluster-state gauges (activities.metrics), Karpenter's: per node `karpenter_nodes_allocatable`,
+`_total_pod_requests`, `_total_pod_limits`, `_total_daemon_requests`, `_total_daemon_limits`,
+`_system_overhead` and `_current_lifetime_seconds`; `karpenter_nodepools_usage` and
+`karpenter_nodepools_limit` per NodePool; `karpenter_cluster_utilization_percent`, each by resource type;
+`karpenter_cluster_state_node_count` and `_synced`; `karpenter_pods_state` per pod, with the pod start-up
+histograms; the status-condition metrics of NodeClaims, NodePools, nodeflow's Nodes and EC2NodeClasses
+(workers.condition_metrics); and the instance-type offering gauges.
 
 They describe the cluster, not what one worker did, so only the leader publishes them: `_lead`
 (workers.worker) runs one `ClusterStateMetrics` in a thread, like the watchers. Every REFRESH_SECONDS it
-lists Nodes, NodeClaims, NodePools and Pods and sets the gauges: a node's allocatable from its
+lists Nodes, NodeClaims, NodePools, Pods and EC2NodeClasses and sets the gauges: a node's allocatable from its
 `status.allocatable` (labelled with its instance type, capacity type, zone, arch and os, so a price can be
-joined to it), a pool's usage as its status counts it (activities.nodepool_status: its Nodes, and its
+joined to it), the requests and limits of the pods bound to it (DaemonSet pods apart too), its capacity
+minus allocatable and its age, the cluster's utilization (the pods' requests over the nodes' allocatable),
+a pool's usage as its status counts it (activities.nodepool_status: its Nodes, and its
 NodeClaims without a Node yet, plus `nodes`), a pool's limits from `spec.limits`, each pod's state (its
 phase and where it runs). Series of nodes, pools and pods that are gone are removed; when the worker stops
 leading, all of them are, so a former leader does not keep publishing a stale cluster. Quantities are in
@@ -32,6 +38,7 @@ from datetime import UTC, datetime
 
 from prometheus_client import Gauge
 
+from activities import drain
 from activities.metrics import Metrics, node_labels, seconds_since
 from activities.nodepool_status import pool_resources
 from apis import labels
@@ -40,12 +47,16 @@ from apis.quantity import parse_quantity
 from cloudprovider.types import CloudProvider
 from kube import resources as r
 from kube.types import Kube, Obj
+from scheduling.resources import pod_requests
+from workers.condition_metrics import Key, Reading, condition_gauges, read_conditions, transitions
 
 log = logging.getLogger(__name__)
 REFRESH_SECONDS = 10.0
 OFFERINGS_REFRESH_SECONDS = 60.0
 
 Series = dict[tuple[str, ...], float]
+# node_series' requests and limits, each the name of a `Metrics` gauge after `nodes_total_`.
+_NODE_TOTALS = ("pod_requests", "pod_limits", "daemon_requests", "daemon_limits")
 
 
 def _numbers(quantities: Mapping[str, object]) -> dict[str, float]:
@@ -89,6 +100,96 @@ def cluster_series(nodes: list[Obj], claims: list[Obj], pools: list[Obj]) -> tup
         for resource, value in _numbers((obj.get("spec") or {}).get("limits") or {}).items():
             limit[(pool, resource)] = value
     return allocatable, usage, limit
+
+
+def _base_units(resources: Mapping[str, int]) -> dict[str, float]:
+    """Canonical units (apis.quantity.to_units: cpu in millicores) as base units (cpu in cores)."""
+    return {name: value / 1000 if name == "cpu" else float(value) for name, value in resources.items()}
+
+
+def _limits(spec: Obj) -> dict[str, float]:
+    """A pod's effective limits in base units, as its requests are reckoned (scheduling.resources): the
+    containers' limits summed, the largest init container's when larger, pod-level limits when set; no
+    overhead and no `pods` count."""
+    only_limits = {
+        "initContainers": [
+            {
+                "restartPolicy": c.get("restartPolicy"),
+                "resources": {"limits": (c.get("resources") or {}).get("limits") or {}},
+            }
+            for c in spec.get("initContainers") or []
+        ],
+        "containers": [
+            {"resources": {"limits": (c.get("resources") or {}).get("limits") or {}}}
+            for c in spec.get("containers") or []
+        ],
+        "resources": {"limits": (spec.get("resources") or {}).get("limits") or {}},
+    }
+    limits = pod_requests(only_limits)
+    limits.pop("pods", None)
+    return _base_units(limits)
+
+
+def _add(into: dict[str, float], more: Mapping[str, float]) -> None:
+    for name, value in more.items():
+        into[name] = into.get(name, 0.0) + value
+
+
+def node_series(nodes: list[Obj], pods: list[Obj], now: datetime) -> dict[str, Series]:
+    """The per-node gauges of nodeflow's nodes (those with the NodePool label), keyed like
+    `karpenter_nodes_allocatable` (node, pool, resource, *NODE_LABELS): `pod_requests` and `pod_limits` of
+    the pods bound to each node that have not finished, DaemonSet pods included; `daemon_requests` and
+    `daemon_limits` of its DaemonSet pods alone; `overhead`, capacity minus allocatable; and `lifetime`,
+    seconds since its creation, by (node, pool, *NODE_LABELS). Requests and limits are set for every
+    resource the node has allocatable (0 when no pod asks for it) and every resource a pod asks for; a pod
+    with a malformed quantity is left out. Pure."""
+    ours = {str(n["metadata"].get("name", "")): n for n in nodes if _pool(n)}
+    totals: dict[str, dict[str, dict[str, float]]] = {name: {key: {} for key in _NODE_TOTALS} for name in ours}
+    for pod in pods:
+        node_name = str((pod.get("spec") or {}).get("nodeName") or "")
+        if node_name not in totals or drain.is_terminal(pod):
+            continue
+        try:
+            requests, limits = _base_units(pod_requests(pod.get("spec") or {})), _limits(pod.get("spec") or {})
+        except ValueError:
+            continue
+        node_totals = totals[node_name]
+        _add(node_totals["pod_requests"], requests)
+        _add(node_totals["pod_limits"], limits)
+        if drain.is_daemonset_pod(pod):
+            _add(node_totals["daemon_requests"], requests)
+            _add(node_totals["daemon_limits"], limits)
+    out: dict[str, Series] = {key: {} for key in (*_NODE_TOTALS, "overhead", "lifetime")}
+    for name, node in ours.items():
+        well_known = tuple(node_labels(_labels(node)).values())
+        pool = _pool(node)
+        status = node.get("status") or {}
+        allocatable = _numbers(status.get("allocatable") or {})
+        for key, values in totals[name].items():
+            for resource in allocatable.keys() | values.keys():
+                out[key][(name, pool, resource, *well_known)] = values.get(resource, 0.0)
+        capacity = _numbers(status.get("capacity") or {})
+        for resource in capacity.keys() & allocatable.keys():
+            out["overhead"][(name, pool, resource, *well_known)] = max(0.0, capacity[resource] - allocatable[resource])
+        lifetime = seconds_since(node["metadata"].get("creationTimestamp"), now)
+        if lifetime is not None:
+            out["lifetime"][(name, pool, *well_known)] = lifetime
+    return out
+
+
+def utilization_series(allocatable: Series, pod_requests: Series) -> Series:
+    """`karpenter_cluster_utilization_percent` by (resource,): the pod requests on the nodes as a percentage
+    of their allocatable, for each resource they have some of; both keyed like `karpenter_nodes_allocatable`.
+    Pure."""
+    available: dict[str, float] = {}
+    requested: dict[str, float] = {}
+    for key, value in allocatable.items():
+        available[key[2]] = available.get(key[2], 0.0) + value
+    for key, value in pod_requests.items():
+        requested[key[2]] = requested.get(key[2], 0.0) + value
+    return {
+        (resource,): 100.0 * requested.get(resource, 0.0) / total for resource, total in available.items() if total > 0
+    }
 
 
 def pod_series(pods: list[Obj], nodes: list[Obj]) -> Series:
@@ -176,6 +277,7 @@ class ClusterStateMetrics:
         self._offerings_read: float | None = None
         self._bound: set[str] = set()  # uids of the pods timed so far
         self._started: set[str] = set()
+        self._conditions: dict[str, dict[Key, Reading]] = {}  # by kind: the status conditions read last
 
     def run(self, stop: threading.Event) -> None:
         try:
@@ -189,13 +291,31 @@ class ClusterStateMetrics:
             self.clear()
 
     def refresh(self) -> None:
+        """Read the cluster and set every gauge; `karpenter_cluster_state_synced` is 0 when a read fails
+        (which raises)."""
         m = self.metrics
-        nodes = self.kube.list(r.NODE)
-        claims = self.kube.list(r.NODECLAIM)
-        pools = self.kube.list(r.NODEPOOL)
-        pods = self.kube.list(r.POD)
+        try:
+            nodes = self.kube.list(r.NODE)
+            claims = self.kube.list(r.NODECLAIM)
+            pools = self.kube.list(r.NODEPOOL)
+            pods = self.kube.list(r.POD)
+            classes = self.kube.list(r.EC2NODECLASS)
+        except Exception:
+            m.cluster_state_synced.set(0)
+            raise
+        m.cluster_state_synced.set(1)
         allocatable, usage, limit = cluster_series(nodes, claims, pools)
         self._publish("allocatable", m.nodes_allocatable, allocatable)
+        per_node = node_series(nodes, pods, datetime.now(UTC))
+        for key in _NODE_TOTALS:
+            self._publish(key, getattr(m, f"nodes_total_{key}"), per_node[key])
+        self._publish("overhead", m.nodes_system_overhead, per_node["overhead"])
+        self._publish("lifetime", m.nodes_current_lifetime, per_node["lifetime"])
+        self._publish("utilization", m.cluster_utilization, utilization_series(allocatable, per_node["pod_requests"]))
+        m.cluster_state_node_count.set(sum(1 for node in nodes if _pool(node)))
+        ours = [node for node in nodes if _pool(node)]
+        for kind, objects in (("nodeclaim", claims), ("nodepool", pools), ("node", ours), ("ec2nodeclass", classes)):
+            self._publish_conditions(kind, objects)
         self._publish("usage", m.nodepools_usage, usage)
         self._publish("limit", m.nodepools_limit, limit)
         self._publish("pods", m.pods_state, pod_series(pods, nodes))
@@ -238,6 +358,13 @@ class ClusterStateMetrics:
         m = self.metrics
         for gauge in (
             m.nodes_allocatable,
+            m.nodes_total_pod_requests,
+            m.nodes_total_pod_limits,
+            m.nodes_total_daemon_requests,
+            m.nodes_total_daemon_limits,
+            m.nodes_system_overhead,
+            m.nodes_current_lifetime,
+            m.cluster_utilization,
             m.nodepools_usage,
             m.nodepools_limit,
             m.pods_state,
@@ -247,8 +374,30 @@ class ClusterStateMetrics:
             m.instance_type_memory_bytes,
         ):
             gauge.clear()
+        for conditions in m.conditions.values():
+            for gauge in conditions.gauges():
+                gauge.clear()
+        m.cluster_state_node_count.set(0)
+        m.cluster_state_synced.set(0)
         self._published.clear()
+        self._conditions.clear()
         self._offerings_read = None
+
+    def _publish_conditions(self, kind: str, objects: list[Obj]) -> None:
+        """The status-condition metrics of `kind` (workers.condition_metrics) from these objects."""
+        metrics = self.metrics.conditions[kind]
+        now = datetime.now(UTC)
+        readings = read_conditions(objects)
+        count, current = condition_gauges(readings, now)
+        self._publish(f"{kind}_condition_count", metrics.count, count)
+        self._publish(f"{kind}_condition_seconds", metrics.current_status_seconds, current)
+        for change in transitions(self._conditions.get(kind, {}), readings, now):
+            metrics.transitions.labels(type=change.type, status=change.status, reason=change.reason).inc()
+            if change.held is not None:
+                histogram = metrics.transition_seconds.labels(type=change.type, status=change.status,
+                                                              to_status=change.to_status)  # fmt: skip
+                histogram.observe(change.held)
+        self._conditions[kind] = readings
 
     def _publish(self, key: str, gauge: Gauge, series: Series) -> None:
         """Set each series, then remove the ones set last time and absent now (no scrape sees a gap)."""

@@ -211,6 +211,15 @@ def test_should_export_karpenters_metrics_and_the_temporal_sdks_after_a_scale_up
     usage = {labels["resource_type"] for labels, _ in samples.get("karpenter_nodepools_usage", [])
               if labels["nodepool"] == "metered"}  # fmt: skip
     assert {"cpu", "memory", "nodes"} <= usage
+    assert samples["karpenter_cluster_state_synced"] == [({}, 1.0)]
+
+    def requested() -> dict[str, float] | None:
+        gauge = scrape(stack.worker_metrics_url()).get("karpenter_nodes_total_pod_requests", [])
+        cpu = {labels["node_name"]: v for labels, v in gauge
+               if labels["nodepool"] == "metered" and labels["resource_type"] == "cpu"}  # fmt: skip
+        return cpu if set(cpu) == nodes and all(v >= 1.5 for v in cpu.values()) else None
+
+    eventually(requested, timeout=30, what="each metered node's cpu requests: at least its 1500m pod")
 
     sdk = scrape(stack.worker_temporal_metrics_url())
     for histogram in ("temporal_workflow_task_schedule_to_start_latency", "temporal_activity_execution_latency"):

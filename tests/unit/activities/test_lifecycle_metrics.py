@@ -24,7 +24,7 @@ from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
 from scheduling.disruption import CandidateRef, Command, Decision
 from scheduling.disruption.model import BudgetLimit, PoolBudget
-from tests.unit.activities.claimworld import NAME, NODE, as_admin_patch, uid
+from tests.unit.activities.claimworld import NAME, NODE, as_admin_patch, pod, uid
 from tests.unit.activities.memkube import Events, MemKube
 
 PROVIDER_ID = "aws:///us-west-2a/i-0123"
@@ -112,6 +112,29 @@ def test_termination_counts_drained_and_terminated_once_and_times_it(
     assert 30 <= (value(metrics, "karpenter_nodeclaims_instance_termination_duration_seconds_sum", **POOL) or 0) < 90
     assert value(metrics, "karpenter_nodes_termination_duration_seconds_count", **POOL) == 1
     assert 3600 <= (value(metrics, "karpenter_nodes_lifetime_duration_seconds_sum", **POOL) or 0) < 3700
+
+
+def test_drained_pods_count_by_the_claims_disruption_reason_and_evictions_by_response_code(
+    kube: MemKube, cloud: FakeCloudProvider, events: Events, metrics: Metrics
+) -> None:
+    with kube.as_admin():
+        for name in ("web-1", "web-2", "guarded"):
+            kube.create(r.POD, pod(name))
+    kube.refuse_eviction.add("guarded")
+    termination = TerminationActivities(kube, cloud, events, "test", metrics=metrics)  # type: ignore[arg-type]
+    termination.drain_step(DrainInput(name=NAME, node_name=NODE))
+    assert value(metrics, "karpenter_pods_drained_total", reason="Forceful Termination") == 2  # no disruption reason
+    assert value(metrics, "karpenter_pods_eviction_requests_total", code="200") == 2
+    assert value(metrics, "karpenter_pods_eviction_requests_total", code="429") == 1
+
+    drifted = {"type": "DisruptionReason", "status": "True", "reason": "Drifted", "message": "drifted",
+               "lastTransitionTime": ago(5)}  # fmt: skip
+    as_admin_patch(kube, r.NODECLAIM, NAME, {"status": {"conditions": [drifted]}}, subresource="status")
+    kube.refuse_eviction.clear()
+    termination.drain_step(DrainInput(name=NAME, node_name=NODE))
+    assert value(metrics, "karpenter_pods_drained_total", reason="Drifted") == 1
+    assert value(metrics, "karpenter_pods_eviction_requests_total", code="200") == 3
+    assert value(metrics, "karpenter_pods_eviction_requests_total", code="429") == 1
 
 
 def budget(pool: str, allowed: int) -> PoolBudget:

@@ -22,6 +22,16 @@ from scheduling.types import PlannedNodeClaim
 from tests.unit.activities.claimworld import NAME, NODE
 from tests.unit.activities.memkube import Events, MemKube
 
+NODE_RESOURCE_LABELS = {
+    "node_name",
+    "nodepool",
+    "resource_type",
+    "instance_type",
+    "capacity_type",
+    "zone",
+    "arch",
+    "os",
+}
 # The name (as scraped), type and labels of every metric nodeflow exports: Karpenter's where nodeflow means
 # the same thing, `nodeflow_` where Karpenter has none.
 EXPORTED = {
@@ -36,10 +46,24 @@ EXPORTED = {
     "karpenter_nodes_drained_total": ("counter", {"nodepool"}),
     "karpenter_nodes_termination_duration_seconds": ("histogram", {"nodepool"}),
     "karpenter_nodes_lifetime_duration_seconds": ("histogram", {"nodepool"}),
-    "karpenter_nodes_allocatable": (
+    "karpenter_nodes_allocatable": ("gauge", NODE_RESOURCE_LABELS),
+    **{
+        f"karpenter_nodes_{name}": ("gauge", NODE_RESOURCE_LABELS)
+        for name in (
+            "total_pod_requests",
+            "total_pod_limits",
+            "total_daemon_requests",
+            "total_daemon_limits",
+            "system_overhead",
+        )
+    },
+    "karpenter_nodes_current_lifetime_seconds": (
         "gauge",
-        {"node_name", "nodepool", "resource_type", "instance_type", "capacity_type", "zone", "arch", "os"},
+        {"node_name", "nodepool", "instance_type", "capacity_type", "zone", "arch", "os"},
     ),
+    "karpenter_cluster_state_node_count": ("gauge", set()),
+    "karpenter_cluster_state_synced": ("gauge", set()),
+    "karpenter_cluster_utilization_percent": ("gauge", {"resource_type"}),
     "karpenter_nodepools_usage": ("gauge", {"nodepool", "resource_type"}),
     "karpenter_nodepools_limit": ("gauge", {"nodepool", "resource_type"}),
     "karpenter_nodepools_allowed_disruptions": ("gauge", {"nodepool", "reason"}),
@@ -47,6 +71,8 @@ EXPORTED = {
         "gauge",
         {"name", "namespace", "owner", "node", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase"},
     ),
+    "karpenter_pods_drained_total": ("counter", {"reason"}),
+    "karpenter_pods_eviction_requests_total": ("counter", {"code"}),
     "karpenter_pods_startup_duration_seconds": ("histogram", set()),
     "karpenter_pods_bound_duration_seconds": ("histogram", set()),
     "karpenter_scheduler_scheduling_duration_seconds": ("histogram", {"controller"}),
@@ -72,12 +98,23 @@ EXPORTED = {
     "karpenter_interruption_received_messages_total": ("counter", {"message_type"}),
     "karpenter_interruption_deleted_messages_total": ("counter", set()),
     "karpenter_interruption_message_queue_duration_seconds": ("histogram", set()),
+    **{
+        f"operator_{kind}_status_condition_{name}": spec
+        for kind in ("nodeclaim", "nodepool", "node", "ec2nodeclass")
+        for name, spec in (
+            ("count", ("gauge", {"namespace", "name", "type", "status", "reason"})),
+            ("current_status_seconds", ("gauge", {"namespace", "name", "type", "status", "reason"})),
+            ("transitions_total", ("counter", {"type", "status", "reason"})),
+            ("transition_seconds", ("histogram", {"type", "status", "to_status"})),
+        )
+    },
 }
 
 
 def _touch_every_metric(metrics: Metrics) -> None:
     """One sample of each metric, every label set to `x`."""
-    for collector in vars(metrics).values():
+    collectors = [*vars(metrics).values(), *(c for kind in metrics.conditions.values() for c in vars(kind).values())]
+    for collector in collectors:
         if not isinstance(collector, Counter | Gauge | Histogram):
             continue
         names = collector._labelnames

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from activities.metrics import Metrics
@@ -194,3 +195,114 @@ def test_offerings_are_published_from_the_catalog_and_dropped_when_gone() -> Non
     )
     publisher.clear()
     assert value("karpenter_cloudprovider_instance_type_offering_price_estimate", key) is None
+
+
+def workload(
+    name: str,
+    node_name: str,
+    requests: dict[str, str],
+    limits: dict[str, str],
+    kind: str = "ReplicaSet",
+    phase: str = "Running",
+) -> Obj:
+    return {
+        "metadata": {"name": name, "namespace": "default", "uid": f"u-{name}",
+                     "ownerReferences": [{"kind": kind, "name": f"{name}-owner"}]},
+        "spec": {"nodeName": node_name, "containers": [{"name": "c", "resources": {"requests": requests,
+                                                                                  "limits": limits}}]},
+        "status": {"phase": phase},
+    }  # fmt: skip
+
+
+def scraped(metrics: Metrics, family: str) -> dict[tuple[tuple[str, str], ...], float]:
+    """The samples of `family` as Prometheus's text parser reads the exposition: labels -> value."""
+    text = generate_latest(metrics.registry).decode()
+    [found] = [f for f in text_string_to_metric_families(text) if f.name == family]
+    return {tuple(sorted(s.labels.items())): s.value for s in found.samples}
+
+
+def test_node_requests_limits_overhead_and_lifetime_follow_the_pods_bound_to_each_node() -> None:
+    kube, metrics = MemKube(), Metrics()
+    node_1 = node("node-1", "default", cpu="1930m", memory="7Gi")
+    node_1["metadata"]["creationTimestamp"] = "2020-01-01T00:00:00Z"
+    node_1["status"]["capacity"] = {"cpu": "2", "memory": "8Gi"}
+    with kube.as_admin():
+        kube.create(r.NODE, node_1)
+        kube.create(r.NODE, node("other", ""))  # not nodeflow's: no series
+        kube.create(r.POD, workload("web", "node-1", {"cpu": "500m", "memory": "1Gi"}, {"memory": "2Gi"}))
+        kube.create(r.POD, workload("agent", "node-1", {"cpu": "100m"}, {"cpu": "200m"}, kind="DaemonSet"))
+        kube.create(r.POD, workload("done", "node-1", {"cpu": "1"}, {}, phase="Succeeded"))  # finished: not counted
+        kube.create(r.POD, workload("elsewhere", "other", {"cpu": "1"}, {}))
+    publisher = ClusterStateMetrics(kube, metrics)
+    publisher.refresh()
+
+    def at(resource: str) -> tuple[tuple[str, str], ...]:
+        return tuple(sorted(allocatable_labels("node-1", resource).items()))
+
+    requests = scraped(metrics, "karpenter_nodes_total_pod_requests")
+    assert requests == {at("cpu"): 0.6, at("memory"): 2**30, at("pods"): 2}  # the DaemonSet pod included
+    assert scraped(metrics, "karpenter_nodes_total_pod_limits") == {at("cpu"): 0.2, at("memory"): 2 * 2**30}
+    assert scraped(metrics, "karpenter_nodes_total_daemon_requests") == {at("cpu"): 0.1, at("memory"): 0, at("pods"): 1}
+    assert scraped(metrics, "karpenter_nodes_total_daemon_limits") == {at("cpu"): 0.2, at("memory"): 0}
+    overhead = scraped(metrics, "karpenter_nodes_system_overhead")
+    assert overhead == {at("cpu"): pytest.approx(0.07), at("memory"): 2**30}
+    [(lifetime_labels, lifetime)] = scraped(metrics, "karpenter_nodes_current_lifetime_seconds").items()
+    assert dict(lifetime_labels) == {"node_name": "node-1", "nodepool": "default", **NODE_LABELS}
+    assert lifetime > 5 * 365 * 24 * 3600
+    utilization = scraped(metrics, "karpenter_cluster_utilization_percent")
+    assert utilization == {(("resource_type", "cpu"),): pytest.approx(100 * 0.6 / 1.93),
+                           (("resource_type", "memory"),): pytest.approx(100 / 7)}  # fmt: skip
+    value = metrics.registry.get_sample_value
+    assert (value("karpenter_cluster_state_node_count"), value("karpenter_cluster_state_synced")) == (1, 1)
+
+    with kube.as_admin():
+        kube.delete(r.POD, "web", "default")
+    publisher.refresh()
+    assert scraped(metrics, "karpenter_nodes_total_pod_requests")[at("cpu")] == pytest.approx(0.1)
+    publisher.clear()  # leadership ended
+    assert scraped(metrics, "karpenter_nodes_total_pod_requests") == {}
+    assert (value("karpenter_cluster_state_node_count"), value("karpenter_cluster_state_synced")) == (0, 0)
+
+
+def test_a_failed_read_of_the_cluster_is_not_synced() -> None:
+    metrics = Metrics()
+
+    class Down(MemKube):
+        def list(self, *args: object, **kwargs: object) -> list[Obj]:
+            raise ConnectionError("the API server is down")
+
+    publisher = ClusterStateMetrics(Down(), metrics)
+    with pytest.raises(ConnectionError):
+        publisher.refresh()
+    assert metrics.registry.get_sample_value("karpenter_cluster_state_synced") == 0
+
+
+def test_status_conditions_are_counted_per_object_and_their_transitions_by_type() -> None:
+    kube, metrics = MemKube(), Metrics()
+    unknown = {"type": "Ready", "status": "Unknown", "reason": "AwaitingReconciliation", "message": "",
+               "lastTransitionTime": "2020-01-01T00:00:00Z"}  # fmt: skip
+    with kube.as_admin():
+        kube.create(r.NODECLAIM, {"metadata": {"name": "c-1"}, "spec": {}})
+        kube.patch(r.NODECLAIM, "c-1", {"status": {"conditions": [unknown]}})
+    publisher = ClusterStateMetrics(kube, metrics)
+    publisher.refresh()
+    waiting = (("name", "c-1"), ("namespace", ""), ("reason", "AwaitingReconciliation"), ("status", "Unknown"),
+               ("type", "Ready"))  # fmt: skip
+    assert scraped(metrics, "operator_nodeclaim_status_condition_count") == {waiting: 1}
+    assert scraped(metrics, "operator_nodeclaim_status_condition_current_status_seconds")[waiting] > 3600
+    assert scraped(metrics, "operator_nodeclaim_status_condition_transitions") == {}  # the first read: a baseline
+
+    ready = {**unknown, "status": "True", "reason": "Ready", "lastTransitionTime": "2020-01-01T00:01:30Z"}
+    with kube.as_admin():
+        kube.patch(r.NODECLAIM, "c-1", {"status": {"conditions": [ready]}})
+    publisher.refresh()
+    publisher.refresh()  # read again unchanged: not counted again
+    is_ready = (("name", "c-1"), ("namespace", ""), ("reason", "Ready"), ("status", "True"), ("type", "Ready"))
+    assert scraped(metrics, "operator_nodeclaim_status_condition_count") == {is_ready: 1}
+    left = (("reason", "AwaitingReconciliation"), ("status", "Unknown"), ("type", "Ready"))
+    assert scraped(metrics, "operator_nodeclaim_status_condition_transitions") == {left: 1}
+    value = metrics.registry.get_sample_value
+    held = {"type": "Ready", "status": "Unknown", "to_status": "True"}
+    assert value("operator_nodeclaim_status_condition_transition_seconds_sum", held) == 90
+    publisher.clear()
+    assert scraped(metrics, "operator_nodeclaim_status_condition_count") == {}
