@@ -712,8 +712,13 @@ def test_a_node_class_placement_group_is_resolved_and_its_instances_are_placed_i
     assert labels["karpenter.k8s.aws/placement-group-partition"] == launched[0].placement_group_partition
     described = ec2.describe_instances(InstanceIds=[launched[0].id])["Reservations"][0]["Instances"][0]
     assert described["Placement"]["GroupId"] == group_id
+    with pytest.raises(ec2.exceptions.ClientError, match=r"InvalidPlacementGroup\.InUse"):
+        ec2.delete_placement_group(GroupName="it-partition")  # as EC2: not while instances run in it
     for instance in launched:
         provider.delete(instance.id)
+    ec2.delete_placement_group(GroupName="it-partition")
+    with pytest.raises(NodeClassNotReadyError, match=r"spec\.placementGroupSelector"):
+        provider.resolve_node_class(by_name)
 
 
 def test_a_node_class_selecting_a_missing_placement_group_is_not_ready(provider: AWSCloudProvider) -> None:
