@@ -97,7 +97,8 @@ def launched_labels(
     operating system as its node class decides it (`os_labels`: kubernetes.io/os and, for Windows,
     node.kubernetes.io/windows-build, as `scheduling.catalog.node_class_os` gives them); for an instance
     in a capacity reservation, the reservation's id and type (karpenter.k8s.aws/capacity-reservation-id,
-    -type)."""
+    -type); for an instance in a placement group, its id and, in a partition group, the partition
+    (karpenter.k8s.aws/placement-group-id, -partition)."""
     os_name, windows_build = os_labels
     out = {
         **type_labels,
@@ -115,6 +116,10 @@ def launched_labels(
     if instance.capacity_reservation_id:
         out[labels.CAPACITY_RESERVATION_ID] = instance.capacity_reservation_id
         out[labels.CAPACITY_RESERVATION_TYPE] = instance.capacity_reservation_type or "default"
+    if instance.placement_group_id:
+        out[labels.PLACEMENT_GROUP_ID] = instance.placement_group_id
+    if instance.placement_group_partition:
+        out[labels.PLACEMENT_GROUP_PARTITION] = instance.placement_group_partition
     return out
 
 

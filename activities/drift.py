@@ -29,13 +29,13 @@ from apis import labels
 from apis.ec2nodeclass import STATIC_HASH_VERSION, EC2NodeClass, EC2NodeClassStatus
 from apis.nodeclaim import LAUNCHED, NodeClaim
 from apis.nodepool import TEMPLATE_HASH_VERSION, NodePool
-from cloudprovider.errors import CloudProviderError, InstanceNotFoundError
+from cloudprovider.errors import CloudProviderError, InstanceNotFoundError, NodeClassNotReadyError
 from cloudprovider.types import CloudProvider, Instance, ResolvedNodeClass
 from scheduling.drift import DriftFacts
 
 # Bump when what the check compares changes; the Drifted condition's message carries it, so a node marked
 # by an older check is recognisable.
-DRIFT_CHECK_VERSION = "v2"  # v2: InstanceTypeNotFound and NodeClassDrift
+DRIFT_CHECK_VERSION = "v3"  # v2: InstanceTypeNotFound and NodeClassDrift; v3: PlacementGroupDrift
 RESOLVED_TTL_SECONDS = 60.0
 # Karpenter judges InstanceTypeNotFound only for claims launched at least this long ago.
 INSTANCE_TYPE_GRACE = timedelta(hours=1)
@@ -203,8 +203,8 @@ def drift_facts(
     ami_ids = [a.id for a in status.amis]
     subnet_ids = [s.id for s in status.subnets]
     group_ids = [g.id for g in status.security_groups]
+    resolver = resolved_node_classes or ResolvedNodeClasses(cloud)
     if not (ami_ids and subnet_ids and group_ids):
-        resolver = resolved_node_classes or ResolvedNodeClasses(cloud)
         resolved = resolver.get(node_class)
         ami_ids = ami_ids or [a["id"] for a in resolved.amis if a.get("id")]
         subnet_ids = subnet_ids or [s["id"] for s in resolved.subnets if s.get("id")]
@@ -219,12 +219,25 @@ def drift_facts(
             pass
     return replace(
         facts,
+        placement_group_id=placement_group_of(node_class, resolver),
         ami_ids=sorted(ami_ids),
         subnet_id=subnet_id,
         subnet_ids=sorted(subnet_ids),
         security_group_ids=instance_groups,
         resolved_security_group_ids=sorted(group_ids),
     )
+
+
+def placement_group_of(node_class: EC2NodeClass, resolver: ResolvedNodeClasses) -> str | None:
+    """The id of the placement group the node class selects now: "" without a selector, None (unknown, so
+    no drift) when the selector resolves to nothing. Karpenter's CRD keeps no resolved group in the
+    status, so the selector is resolved (once per node class version and TTL)."""
+    if node_class.spec.placement_group_selector is None:
+        return ""
+    try:
+        return resolver.get(node_class).placement_group_id or None
+    except NodeClassNotReadyError:
+        return None
 
 
 def launched_before(claim: NodeClaim, moment: datetime) -> bool:

@@ -43,6 +43,8 @@ class LaunchOutcome(BaseModel):
     capacity_type: str = ""
     capacity_reservation_id: str = ""  # a reserved instance's capacity reservation
     capacity_reservation_type: str = ""  # default | capacity-block
+    placement_group_id: str = ""  # the placement group the instance runs in
+    placement_group_partition: str = ""  # its partition in a partition placement group
     provider_id: str = ""
     image_id: str = ""
     node_pool: str = ""
@@ -120,6 +122,8 @@ class LaunchActivities(ClaimActivities):
             capacity_type=instance.capacity_type,
             capacity_reservation_id=instance.capacity_reservation_id,
             capacity_reservation_type=instance.capacity_reservation_type,
+            placement_group_id=instance.placement_group_id,
+            placement_group_partition=instance.placement_group_partition,
             provider_id=instance.provider_id,
             image_id=instance.image_id,
             node_pool=(claim.metadata.labels.get(labels.NODEPOOL, "") if claim else "")
@@ -146,6 +150,8 @@ class LaunchActivities(ClaimActivities):
             provider_id=launch.provider_id,
             capacity_reservation_id=launch.capacity_reservation_id,
             capacity_reservation_type=launch.capacity_reservation_type,
+            placement_group_id=launch.placement_group_id,
+            placement_group_partition=launch.placement_group_partition,
         )
         zone_ids = {s.zone: s.zone_id for s in node_class.status.subnets if s.zone_id} if node_class else {}
         os_labels = node_class_os(node_class) if node_class is not None else ("linux", None)

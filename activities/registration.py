@@ -1,5 +1,10 @@
 """The registration phase of a NodeClaim (Karpenter: nodeclaim/lifecycle/registration.go): find the Node
-whose providerID is the claim's instance, then sync the claim onto it and mark the claim Registered."""
+whose providerID is the claim's instance, then sync the claim onto it and mark the claim Registered.
+
+Karpenter's AWS provider hooks into registration for placement groups: EC2 picks the partition of an
+instance in a partition group, so the `karpenter.k8s.aws/placement-group-partition` label of a claim
+launched without it (EC2 had not reported it at launch) is read from the instance before the Node is
+synced, and topology spread over partitions sees it from the Node's first schedulable moment."""
 
 from __future__ import annotations
 
@@ -12,9 +17,13 @@ from temporalio import activity
 from activities import claims, nodepool_status, ownership
 from activities.claim_base import ClaimActivities
 from activities.models import ClaimIdentity, ClaimRef
+from apis import labels
 from apis.meta import is_true
 from apis.nodeclaim import REGISTERED, NodeClaim
+from cloudprovider.errors import InstanceNotFoundError
+from cloudprovider.types import instance_id_of
 from kube import resources as r
+from kube.types import Obj
 
 
 class FindNodeInput(ClaimRef):
@@ -65,6 +74,7 @@ class RegistrationActivities(ClaimActivities):
         claim = self._claim(ident)
         if claim is None:
             return
+        claim = self._with_partition(ident, claim)
         ownership.update(self.kube, self._own_node(ident), lambda node: claims.sync_node(node, claim))
         self._set_conditions(
             ident, (REGISTERED, "True", "Registered", f"node {ident.node_name} registered"), node_name=ident.node_name
@@ -74,3 +84,28 @@ class RegistrationActivities(ClaimActivities):
             self._observe_startup(claim, REGISTERED)
             self.metrics.nodes_created.labels(nodepool=pool).inc()
         nodepool_status.set_registration_health(self.kube, pool, True, f"node {ident.node_name} registered")
+
+    def _with_partition(self, ident: ClaimIdentity, claim: NodeClaim) -> NodeClaim:
+        """The claim with its placement group partition label: a claim in a placement group without one
+        gets the partition its instance reports, written to the claim too. Unchanged when the instance
+        reports none (a cluster or spread group) or is gone."""
+        current = claim.metadata.labels
+        if not current.get(labels.PLACEMENT_GROUP_ID) or labels.PLACEMENT_GROUP_PARTITION in current:
+            return claim
+        try:
+            partition = self.cloud.get(instance_id_of(ident.provider_id)).placement_group_partition
+        except InstanceNotFoundError:
+            return claim
+        if not partition:
+            return claim
+
+        def add_label(obj: Obj) -> bool:
+            meta = obj["metadata"]
+            if (meta.get("labels") or {}).get(labels.PLACEMENT_GROUP_PARTITION) == partition:
+                return False
+            meta["labels"] = {**(meta.get("labels") or {}), labels.PLACEMENT_GROUP_PARTITION: partition}
+            return True
+
+        ownership.update(self.kube, self._own_claim(ident), add_label)
+        with_label = {**current, labels.PLACEMENT_GROUP_PARTITION: partition}
+        return claim.model_copy(update={"metadata": claim.metadata.model_copy(update={"labels": with_label})})

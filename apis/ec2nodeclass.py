@@ -56,9 +56,15 @@ _VOLUME_SIZE = re.compile(VOLUME_SIZE_PATTERN)
 # not Karpenter's: a claim stamped under another version is re-stamped, not found drifted.
 STATIC_HASH_VERSION = "nodeflow-v1"
 # Spec fields whose drift is judged by what they resolve to (AMIs, subnets, security groups, capacity
-# reservations), not by their text; amiFamily is hashed as the family in effect.
+# reservations, the placement group), not by their text; amiFamily is hashed as the family in effect.
 DYNAMIC_SPEC_FIELDS = frozenset(
-    {"subnetSelectorTerms", "securityGroupSelectorTerms", "capacityReservationSelectorTerms", "amiSelectorTerms"}
+    {
+        "subnetSelectorTerms",
+        "securityGroupSelectorTerms",
+        "capacityReservationSelectorTerms",
+        "amiSelectorTerms",
+        "placementGroupSelector",
+    }
 )
 
 # alias family -> the amiFamily it implies.

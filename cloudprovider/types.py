@@ -70,6 +70,8 @@ class Instance(BaseModel):
     tags: dict[str, str] = Field(default_factory=dict)
     capacity_reservation_id: str = ""  # the reservation a reserved instance runs in
     capacity_reservation_type: str = ""  # default | capacity-block, for a reserved instance
+    placement_group_id: str = ""  # the placement group the instance runs in
+    placement_group_partition: str = ""  # its partition, in a partition group ("" when EC2 has not said)
 
     @property
     def node_claim(self) -> str | None:
@@ -102,6 +104,7 @@ class ResolvedNodeClass(BaseModel):
     amis: list[dict[str, str]] = Field(default_factory=list)  # {"id", "name", "arch", "variant"[, "deprecated"]}
     instance_profile: str = ""
     capacity_reservations: list[CapacityReservation] = Field(default_factory=list)
+    placement_group_id: str = ""  # the group spec.placementGroupSelector names; "" when it names none
 
 
 class NodeClassResources(BaseModel):
@@ -122,8 +125,8 @@ class CloudProvider(Protocol):
         otherwise calls CreateFleet (type instant, ClientToken = request.client_token) with one override per
         (instance type, subnet in an allowed zone), cheapest first. Raises InsufficientCapacityError when
         every override was refused (its `offerings` name each one), NodeClassNotReadyError when the node
-        class resolves to no subnet, security group or AMI, ThrottledError / CloudProviderError(retryable)
-        for throttling and 5xx.
+        class resolves to no subnet, security group or AMI (or its placementGroupSelector to no group),
+        ThrottledError / CloudProviderError(retryable) for throttling and 5xx.
         """
         ...
 

@@ -13,6 +13,9 @@ the reason of the claim's `Drifted` condition:
 5. AMIDrift: the claim's image is not among the node class's resolved AMIs.
 6. SecurityGroupDrift: the instance's security groups differ from the resolved ones.
 7. SubnetDrift: the instance's subnet is not among the node class's resolved subnets.
+8. PlacementGroupDrift: the claim's `karpenter.k8s.aws/placement-group-id` label is not the placement group
+   the node class's `placementGroupSelector` resolves to now (a selector added, removed or pointing
+   elsewhere; no label and no selector match).
 
 Facts that are unknown (an empty resolved list, an instance whose subnet is not known) never make a claim
 drifted: drift replaces nodes, so it must be certain. Detecting drift only marks the claim; replacing
@@ -24,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from apis.labels import WELL_KNOWN_LABELS
+from apis.labels import PLACEMENT_GROUP_ID, WELL_KNOWN_LABELS
 from apis.requirements import NodeSelectorRequirement
 from scheduling.requirements import from_api
 
@@ -35,6 +38,7 @@ SUBNET_DRIFTED = "SubnetDrift"
 SECURITY_GROUP_DRIFTED = "SecurityGroupDrift"
 NODECLASS_DRIFTED = "NodeClassDrift"
 INSTANCE_TYPE_NOT_FOUND = "InstanceTypeNotFound"
+PLACEMENT_GROUP_DRIFTED = "PlacementGroupDrift"
 REASONS = (
     NODEPOOL_DRIFTED,
     REQUIREMENTS_DRIFTED,
@@ -43,6 +47,7 @@ REASONS = (
     AMI_DRIFTED,
     SUBNET_DRIFTED,
     SECURITY_GROUP_DRIFTED,
+    PLACEMENT_GROUP_DRIFTED,
 )
 
 
@@ -76,6 +81,7 @@ class DriftFacts:
     subnet_ids: Sequence[str] = ()
     security_group_ids: Sequence[str] = ()
     resolved_security_group_ids: Sequence[str] = ()
+    placement_group_id: str | None = None  # the node class's resolved group now; "" for none, None if unknown
 
 
 def nodepool_drift(claim_hash: str, claim_version: str, pool_hash: str, pool_version: str) -> Drift | None:
@@ -145,6 +151,18 @@ def security_group_drift(instance_groups: Sequence[str], resolved_groups: Sequen
     )
 
 
+def placement_group_drift(claim_labels: Mapping[str, str], placement_group_id: str | None) -> Drift | None:
+    """The claim's placement group label is not the group the node class resolves to now ("" for none)."""
+    if placement_group_id is None:
+        return None
+    current = claim_labels.get(PLACEMENT_GROUP_ID, "")
+    if current == placement_group_id:
+        return None
+    launched = f"placement group {current}" if current else "no placement group"
+    wanted = f"placement group {placement_group_id}" if placement_group_id else "no placement group"
+    return Drift(PLACEMENT_GROUP_DRIFTED, f"the node is in {launched}, the EC2NodeClass selects {wanted}")
+
+
 def find_drift(facts: DriftFacts) -> Drift | None:
     """The first drift in Karpenter's order, or None when the claim still matches."""
     return (
@@ -157,4 +175,5 @@ def find_drift(facts: DriftFacts) -> Drift | None:
         or ami_drift(facts.image_id, facts.ami_ids)
         or security_group_drift(facts.security_group_ids, facts.resolved_security_group_ids)
         or subnet_drift(facts.subnet_id, facts.subnet_ids)
+        or placement_group_drift(facts.claim_labels, facts.placement_group_id)
     )

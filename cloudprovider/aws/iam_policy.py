@@ -8,12 +8,12 @@ Statements, by Sid:
 
 - `AllowRegionalReadActions`: the EC2 Describe calls nodeflow makes (instance types, offerings, spot
   prices, subnets, security groups, images, launch templates, instances, instance status checks, the
-  capacity reservations EC2NodeClasses select), in the region only.
+  capacity reservations and placement groups EC2NodeClasses select), in the region only.
 - `AllowSSMReadActions`: `ssm:GetParameter` on the public AWS parameters (`/aws/service/*`) where the
   EKS-optimised AMI ids of the AMI aliases live; never on the account's own parameters.
 - `AllowScopedEC2InstanceAccessActions`: `RunInstances`/`CreateFleet` may *use* any image, snapshot,
-  security group and subnet of the region, and any capacity reservation (of any account: reservations
-  can be shared): they are read, not created, and the node class selects them.
+  security group, subnet and placement group of the region, and any capacity reservation (of any
+  account: reservations can be shared): they are read, not created, and the node class selects them.
 - `AllowScopedEC2LaunchTemplateAccessActions`: a launch may use a launch template only when the
   template carries `kubernetes.io/cluster/<cluster>=owned` and a `karpenter.sh/nodepool` tag (nodeflow
   tags the templates it creates so).
@@ -84,6 +84,7 @@ REGIONAL_READS = (
     "ec2:DescribeInstanceTypeOfferings",
     "ec2:DescribeInstanceTypes",
     "ec2:DescribeLaunchTemplates",
+    "ec2:DescribePlacementGroups",
     "ec2:DescribeSecurityGroups",
     "ec2:DescribeSpotPriceHistory",
     "ec2:DescribeSubnets",
@@ -201,6 +202,7 @@ def controller_policy(
                     f"{ec2}::snapshot/*",
                     f"{ec2}:{account}:security-group/*",
                     f"{ec2}:{account}:subnet/*",
+                    f"{ec2}:{account}:placement-group/*",
                     f"{ec2}:*:capacity-reservation/*",
                 ],
             }

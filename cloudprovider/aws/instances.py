@@ -22,7 +22,11 @@ def capacity_type_of(data: Mapping[str, Any]) -> str:
 
 
 def to_instance(data: Mapping[str, Any]) -> Instance:
-    zone = str(data.get("Placement", {}).get("AvailabilityZone", ""))
+    """The instance as nodeflow sees it. Its placement group is `Placement.GroupId` (its partition
+    `Placement.PartitionNumber`, which EC2 reports for an instance in a partition group)."""
+    placement = data.get("Placement", {})
+    zone = str(placement.get("AvailabilityZone", ""))
+    partition = placement.get("PartitionNumber")
     launch_time = data.get("LaunchTime", "")
     reservation = str(data.get("CapacityReservationId") or "")
     return Instance(
@@ -44,6 +48,8 @@ def to_instance(data: Mapping[str, Any]) -> Instance:
             if reservation
             else ""
         ),
+        placement_group_id=str(placement.get("GroupId") or ""),
+        placement_group_partition=str(partition) if partition is not None else "",
     )
 
 

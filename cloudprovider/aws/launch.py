@@ -157,6 +157,7 @@ class Launcher:
         subnets = self._resolver.subnets(node_class)
         groups = self._resolver.security_groups(node_class)
         amis = self._resolver.amis(node_class)
+        group = self._resolver.placement_group(node_class)
         family = ami_family(node_class)
         candidates = self._overrides(request, subnets, amis)
         capacity_type = choose_capacity_type(request.capacity_types or ["on-demand"], candidates)
@@ -199,11 +200,17 @@ class Launcher:
             user_data = render(family, options)
         except ValueError as error:
             raise NodeClassNotReadyError(f"EC2NodeClass {node_class.name}: {error}") from error
-        configs = self._launch_template_configs(overrides, user_data, groups, profile, family, request, tags)
+        configs = self._launch_template_configs(
+            overrides, user_data, groups, profile, family, request, tags, group.id if group else ""
+        )
         zones = {s["id"]: s["zone"] for s in subnets}
         if capacity_type == "reserved":
-            return self._reserved_fleet(request, overrides, configs, tags, zones)
-        return self._fleet(request, capacity_type, configs, tags, zones, node_class.spec.context)
+            instance = self._reserved_fleet(request, overrides, configs, tags, zones)
+        else:
+            instance = self._fleet(request, capacity_type, configs, tags, zones, node_class.spec.context)
+        if group and not instance.placement_group_id:  # DescribeInstances did not see it yet
+            instance = instance.model_copy(update={"placement_group_id": group.id})
+        return instance
 
     def _reserved_fleet(
         self,
@@ -314,6 +321,7 @@ class Launcher:
         family: str,
         request: LaunchRequest,
         tags: dict[str, str],
+        placement_group_id: str = "",
     ) -> list[dict[str, Any]]:
         by_ami: dict[tuple[str, str], list[Override]] = {}
         for ov in overrides:  # one template per AMI, and per reservation for reserved overrides
@@ -331,6 +339,7 @@ class Launcher:
                 tags=tuple((k, v) for k, v in tags.items() if k not in (TAG_NAME, TAG_NODECLAIM)),
                 capacity_reservation_id=reservation_id,
                 capacity_reservation_type=items[0].reservation_type,
+                placement_group_id=placement_group_id,
             )
             name = self._templates.ensure(spec)
             configs.append(

@@ -60,7 +60,9 @@ def _ebs(ebs: EBS) -> dict[str, Any]:
 @dataclass(frozen=True)
 class LaunchTemplateSpec:
     """What goes into one launch template. With `capacity_reservation_id`, launches target that
-    reservation (and buy capacity-block capacity when `capacity_reservation_type` is capacity-block)."""
+    reservation (and buy capacity-block capacity when `capacity_reservation_type` is capacity-block).
+    With `placement_group_id`, launches go into that placement group (EC2 picks the partition of a
+    partition group)."""
 
     image_id: str
     user_data: str
@@ -71,6 +73,7 @@ class LaunchTemplateSpec:
     tags: tuple[tuple[str, str], ...]
     capacity_reservation_id: str = ""
     capacity_reservation_type: str = ""
+    placement_group_id: str = ""
 
     def data(self) -> dict[str, Any]:
         spec = self.node_class.spec
@@ -105,6 +108,8 @@ class LaunchTemplateSpec:
             }
             if self.capacity_reservation_type == "capacity-block":
                 data["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
+        if self.placement_group_id:
+            data["Placement"] = {"GroupId": self.placement_group_id}
         return data
 
     def resource_tags(self) -> tuple[tuple[str, str], ...]:

@@ -1,4 +1,5 @@
-"""Resolve an EC2NodeClass's selector terms into subnets, security groups, AMIs and an instance profile.
+"""Resolve an EC2NodeClass's selector terms into subnets, security groups, AMIs, an instance profile and
+its placement group (cloudprovider.aws.placementgroups).
 
 Terms are ORed; inside a term, tags are ANDed, and a tag value of "*" means "any value". Results are
 deduplicated and sorted (subnets by zone, then most free addresses, then id; AMIs as Karpenter orders
@@ -19,6 +20,7 @@ from apis.ec2nodeclass import EC2NodeClass
 from apis.meta import parse_rfc3339
 from cloudprovider.aws.amis import ALIAS_FAMILIES, alias_parameters, parse_alias
 from cloudprovider.aws.errors import call, has_code
+from cloudprovider.aws.placementgroups import PlacementGroup, resolve_placement_group
 from cloudprovider.aws.sdk import EC2API, SSMAPI
 from cloudprovider.errors import CloudProviderError, NodeClassNotReadyError
 from cloudprovider.types import ResolvedNodeClass
@@ -179,7 +181,13 @@ class NodeClassResolver:
             security_groups=self.security_groups(node_class),
             amis=[ami.as_status() for ami in self.amis(node_class)],
             instance_profile=instance_profile_name(self._cluster, self._region, node_class),
+            placement_group_id=group.id if (group := self.placement_group(node_class)) else "",
         )
+
+    def placement_group(self, node_class: EC2NodeClass) -> PlacementGroup | None:
+        """The group spec.placementGroupSelector names (None without a selector); NodeClassNotReadyError
+        when no available group matches."""
+        return resolve_placement_group(self._ec2, node_class)
 
     def subnets(self, node_class: EC2NodeClass) -> list[dict[str, str]]:
         found: dict[str, dict[str, Any]] = {}

@@ -689,3 +689,42 @@ def test_a_launch_limited_to_a_zone_id_lands_in_that_zone(provider: AWSCloudProv
     zone_ids = {s["AvailabilityZone"]: s["AvailabilityZoneId"] for s in ec2.describe_subnets(Filters=tag)["Subnets"]}
     instance = provider.create(make_request(["m5.large"], zone_ids=[zone_ids["us-west-2c"]]))
     assert instance.zone == "us-west-2c"
+
+
+def test_a_node_class_placement_group_is_resolved_and_its_instances_are_placed_in_it(
+    provider: AWSCloudProvider,
+    ec2,  # type: ignore[no-untyped-def]
+) -> None:
+    from activities.claims import launched_labels
+
+    group = ec2.create_placement_group(GroupName="it-partition", Strategy="partition", PartitionCount=3)
+    group_id = group["PlacementGroup"]["GroupId"]
+    by_name = make_node_class(placementGroupSelector={"name": "it-partition"})
+    assert provider.resolve_node_class(by_name).placement_group_id == group_id
+    by_id = make_node_class(placementGroupSelector={"id": group_id})
+    assert provider.resolve_node_class(by_id).placement_group_id == group_id
+
+    launched = [provider.create(make_request(["m5.large"], node_class=by_name)) for _ in range(2)]
+    assert {i.placement_group_id for i in launched} == {group_id}
+    assert sorted(i.placement_group_partition for i in launched) == ["1", "2"]  # EC2 spreads them
+    labels = launched_labels(launched[0], {})
+    assert labels["karpenter.k8s.aws/placement-group-id"] == group_id
+    assert labels["karpenter.k8s.aws/placement-group-partition"] == launched[0].placement_group_partition
+    described = ec2.describe_instances(InstanceIds=[launched[0].id])["Reservations"][0]["Instances"][0]
+    assert described["Placement"]["GroupId"] == group_id
+    with pytest.raises(ec2.exceptions.ClientError, match=r"InvalidPlacementGroup\.InUse"):
+        ec2.delete_placement_group(GroupName="it-partition")  # as EC2: not while instances run in it
+    for instance in launched:
+        provider.delete(instance.id)
+    ec2.delete_placement_group(GroupName="it-partition")
+    with pytest.raises(NodeClassNotReadyError, match=r"spec\.placementGroupSelector"):
+        provider.resolve_node_class(by_name)
+
+
+def test_a_node_class_selecting_a_missing_placement_group_is_not_ready(provider: AWSCloudProvider) -> None:
+    for selector in ({"name": "it-nowhere"}, {"id": "pg-0123456789abcdef0"}):
+        node_class = make_node_class(placementGroupSelector=selector)
+        with pytest.raises(NodeClassNotReadyError, match=r"spec\.placementGroupSelector"):
+            provider.resolve_node_class(node_class)
+        with pytest.raises(NodeClassNotReadyError, match=r"spec\.placementGroupSelector"):
+            provider.create(make_request(["m5.large"], node_class=node_class))

@@ -12,10 +12,10 @@ from activities.drift import InstanceNetworks, ResolvedNodeClasses, drift_facts
 from activities.nodeclass_status import desired_status
 from apis.ec2nodeclass import EC2NodeClass
 from apis.nodeclaim import NodeClaim
-from cloudprovider.errors import CloudProviderError, ThrottledError
+from cloudprovider.errors import CloudProviderError, NodeClassNotReadyError, ThrottledError
 from cloudprovider.fake import FakeCloudProvider
 from cloudprovider.types import TAG_CLUSTER_PREFIX, Instance, ResolvedNodeClass
-from scheduling.drift import AMI_DRIFTED, find_drift
+from scheduling.drift import AMI_DRIFTED, PLACEMENT_GROUP_DRIFTED, find_drift
 
 
 class CountingCloud(FakeCloudProvider):
@@ -181,3 +181,48 @@ def test_a_status_resolved_for_the_current_spec_is_used_without_asking_the_cloud
     assert current.status_resolves_spec()
     assert find_drift(drift_facts(claim_on("ami-old"), None, current, cloud, "")) is None
     assert cloud.resolves == 0
+
+
+class PlacedCloud(CountingCloud):
+    """Resolves a node class's placementGroupSelector to `group` ("" when none matches: not ready)."""
+
+    def __init__(self, group: str) -> None:
+        super().__init__()
+        self.group = group
+
+    def resolve_node_class(self, node_class: EC2NodeClass) -> ResolvedNodeClass:
+        resolved = super().resolve_node_class(node_class)
+        if node_class.spec.placement_group_selector is not None and not self.group:
+            raise NodeClassNotReadyError("EC2NodeClass default: no available placement group matches")
+        return resolved.model_copy(update={"placement_group_id": self.group})
+
+
+def selecting_group(generation: int) -> EC2NodeClass:
+    obj = node_class(str(generation)).to_kube()
+    obj["metadata"]["generation"] = generation
+    obj["spec"]["placementGroupSelector"] = {"name": "kafka"}
+    return EC2NodeClass.model_validate(obj)
+
+
+def in_group(group: str) -> NodeClaim:
+    claim = claim_on("ami-fake")
+    claim.metadata.labels["karpenter.k8s.aws/placement-group-id"] = group
+    return claim
+
+
+def test_placement_group_drift_compares_the_label_with_the_group_the_selector_resolves_to_now() -> None:
+    """The EC2NodeClass status holds no placement group (Karpenter's CRD has no field for it): the
+    selector is resolved, even when the status resolves the other selectors for this generation."""
+    cloud = PlacedCloud("pg-new")
+    current = selecting_group(3)
+    status = desired_status({}, resolved_with("ami-fake"), "", "2026-11-24T00:00:00Z", generation=3)
+    current = EC2NodeClass.model_validate({**current.to_kube(), "status": status})
+    drift = find_drift(drift_facts(in_group("pg-old"), None, current, cloud, ""))
+    assert drift is not None and drift.reason == PLACEMENT_GROUP_DRIFTED, drift
+    assert find_drift(drift_facts(in_group("pg-new"), None, current, cloud, "")) is None
+    # A group the selector no longer finds leaves the node class not ready: unknown, not drift.
+    assert find_drift(drift_facts(in_group("pg-old"), None, current, PlacedCloud(""), "")) is None
+    # Without a selector, a node in a group has drifted (the selector was removed); one in none has not.
+    plain = with_status(3, status)
+    assert find_drift(drift_facts(in_group("pg-old"), None, plain, cloud, "")) is not None
+    assert find_drift(drift_facts(claim_on("ami-fake"), None, plain, cloud, "")) is None

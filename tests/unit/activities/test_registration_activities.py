@@ -76,3 +76,22 @@ def test_register_node_marks_the_pool_healthy(registration: RegistrationActiviti
     status = kube.get(r.NODEPOOL, "default")["status"]
     healthy = next(c for c in status["conditions"] if c["type"] == "NodeRegistrationHealthy")
     assert (healthy["status"], healthy["reason"]) == ("True", "NodeRegistrationHealthy")
+
+
+@pytest.mark.parametrize(("partition", "expected"), [("3", "3"), ("", None)])
+def test_register_node_learns_the_placement_group_partition_from_the_instance(
+    registration: RegistrationActivities, kube: MemKube, cloud: FakeCloudProvider, partition: str, expected: str | None
+) -> None:
+    """Karpenter's placement group registration hook: EC2 picks the partition; the claim and its Node get
+    karpenter.k8s.aws/placement-group-partition from the instance (none outside a partition group)."""
+    group_label, partition_label = "karpenter.k8s.aws/placement-group-id", "karpenter.k8s.aws/placement-group-partition"
+    as_admin_patch(kube, r.NODECLAIM, NAME, {"metadata": {"labels": {group_label: "pg-1"}}})
+    as_admin_patch(kube, r.NODE, NODE, {"spec": {"providerID": PROVIDER_ID}})
+    cloud.put_running("i-0123", {}, placement_group_id="pg-1", placement_group_partition=partition)
+    registration.register_node(
+        ClaimIdentity(name=NAME, provider_id=PROVIDER_ID, node_name=NODE, node_uid=uid(kube, r.NODE, NODE))
+    )
+    node_labels = kube.get(r.NODE, NODE)["metadata"]["labels"]
+    assert node_labels[group_label] == "pg-1"
+    assert node_labels.get(partition_label) == expected
+    assert claim(kube)["metadata"]["labels"].get(partition_label) == expected

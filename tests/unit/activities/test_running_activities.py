@@ -64,7 +64,7 @@ def test_a_changed_template_marks_then_a_reverted_one_clears_drifted(
     assert (result.drifted, result.reason) == (True, "NodePoolDrifted")
     marked = condition(kube, "Drifted")
     assert marked and marked["status"] == "True" and marked["reason"] == "NodePoolDrifted"
-    assert "drift check v2" in marked["message"]
+    assert "drift check v3" in marked["message"]
     drift(running)
     assert [reason for reason, _ in events.recorded] == ["Drifted"]  # one event, not one per check
 

@@ -68,6 +68,7 @@ def test_launches_create_only_tagged_resources_and_use_only_tagged_templates() -
     assert "Condition" not in used or set(used["Condition"]["StringEquals"]) == {"aws:RequestedRegion"}
     assert sorted(resources(used)) == [
         "arn:aws:ec2:eu-west-1:*:capacity-reservation/*",
+        "arn:aws:ec2:eu-west-1:111122223333:placement-group/*",
         "arn:aws:ec2:eu-west-1:111122223333:security-group/*",
         "arn:aws:ec2:eu-west-1:111122223333:subnet/*",
         "arn:aws:ec2:eu-west-1::image/*",

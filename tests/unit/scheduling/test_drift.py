@@ -13,6 +13,7 @@ from scheduling.drift import (
     INSTANCE_TYPE_NOT_FOUND,
     NODECLASS_DRIFTED,
     NODEPOOL_DRIFTED,
+    PLACEMENT_GROUP_DRIFTED,
     REQUIREMENTS_DRIFTED,
     SECURITY_GROUP_DRIFTED,
     SUBNET_DRIFTED,
@@ -22,10 +23,13 @@ from scheduling.drift import (
     instance_type_not_found,
     node_class_drift,
     nodepool_drift,
+    placement_group_drift,
     requirements_drift,
     security_group_drift,
     subnet_drift,
 )
+
+PG_LABEL = "karpenter.k8s.aws/placement-group-id"
 
 
 def req(key: str, operator: str, *values: str) -> NodeSelectorRequirement:
@@ -155,6 +159,26 @@ def test_security_groups(groups: list[str], resolved: list[str], drifted: bool) 
         assert found.reason == SECURITY_GROUP_DRIFTED
 
 
+@pytest.mark.parametrize(
+    ("label", "resolved", "drifted"),
+    [
+        ("pg-1", "pg-1", False),
+        ("", "", False),  # no selector, no group
+        ("", "pg-1", True),  # a selector added
+        ("pg-1", "", True),  # the selector removed
+        ("pg-1", "pg-2", True),  # it names another group now
+        ("pg-1", None, False),  # the selector resolves to nothing now: unknown
+    ],
+)
+def test_placement_group(label: str, resolved: str | None, drifted: bool) -> None:
+    """Karpenter compares the claim's placement-group-id label with the group the node class resolves to."""
+    claim_labels = {PG_LABEL: label} if label else {}
+    found = placement_group_drift(claim_labels, resolved)
+    assert (found is not None) == drifted
+    if found:
+        assert found.reason == PLACEMENT_GROUP_DRIFTED
+
+
 def test_find_drift_reports_the_first_reason_in_karpenters_order() -> None:
     everything = DriftFacts(
         claim_hash="1",
@@ -162,7 +186,7 @@ def test_find_drift_reports_the_first_reason_in_karpenters_order() -> None:
         pool_hash="2",
         pool_hash_version="v3",
         pool_requirements=[req("team", "In", "b")],
-        claim_labels={"team": "a"},
+        claim_labels={"team": "a", PG_LABEL: "pg-old"},
         instance_type="m4.large",
         offered_instance_types=frozenset({"m5.large"}),
         class_hash="1",
@@ -175,6 +199,7 @@ def test_find_drift_reports_the_first_reason_in_karpenters_order() -> None:
         subnet_ids=["subnet-a"],
         security_group_ids=["sg-9"],
         resolved_security_group_ids=["sg-1"],
+        placement_group_id="pg-new",
     )
     order: list[str] = []
     facts = everything
@@ -186,6 +211,7 @@ def test_find_drift_reports_the_first_reason_in_karpenters_order() -> None:
         {"ami_ids": ["ami-0"]},
         {"resolved_security_group_ids": ["sg-9"]},
         {"subnet_ids": ["subnet-x"]},
+        {"placement_group_id": "pg-old"},
     )
     for reset in resets:
         found = find_drift(facts)
@@ -200,6 +226,7 @@ def test_find_drift_reports_the_first_reason_in_karpenters_order() -> None:
         AMI_DRIFTED,
         SECURITY_GROUP_DRIFTED,
         SUBNET_DRIFTED,
+        PLACEMENT_GROUP_DRIFTED,
     ]
     assert find_drift(facts) is None
 

@@ -8,6 +8,9 @@
 - CreateCapacityReservation and DescribeCapacityReservations exist (devstack.aws.capacity_reservations),
   and CreateFleet launches into the reservation a launch template targets (ReservationCapacityExceeded
   when it has no room), for a capacity block with the capacity-block market.
+- CreatePlacementGroup, DescribePlacementGroups and DeletePlacementGroup exist (devstack.aws.placement_groups),
+  and CreateFleet launches into the placement group a launch template names (`Placement`), in a partition
+  group into a partition.
 - DescribeImages knows deprecated AMIs (`DeprecatableAmi`): it returns their DeprecationTime and, as EC2
   does, leaves out those whose time has passed unless IncludeDeprecated is true or they are named in
   ImageIds (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ami-deprecate.html).
@@ -35,7 +38,7 @@ from moto.ec2.responses.spot_instances import SpotInstances
 
 from apis.meta import parse_rfc3339
 from cloudprovider.aws.pricing import load_price_table
-from devstack.aws import capacity_reservations
+from devstack.aws import capacity_reservations, placement_groups
 from devstack.aws.faults import FaultStore
 
 _installed = threading.Lock()
@@ -121,8 +124,13 @@ def _create_fleet(self: Fleets) -> ActionResult:
     errors: list[dict[str, Any]] = []
     configs = self._get_param("LaunchTemplateConfigs", [])
     targets: dict[str, capacity_reservations.Reservation] = {}  # launch template name or id -> reservation
+    placed: dict[str, placement_groups.Group] = {}  # launch template name or id -> placement group
     for config in configs:
-        reservation_id, reservation = capacity_reservations.targeted(self.ec2_backend, _template_data(self, config))
+        data = _template_data(self, config)
+        reservation_id, reservation = capacity_reservations.targeted(self.ec2_backend, data)
+        if (group := placement_groups.targeted(self.ec2_backend, data)) is not None:
+            spec = config["LaunchTemplateSpecification"]
+            placed[spec.get("LaunchTemplateName") or spec.get("LaunchTemplateId", "")] = group
         kept = []
         for override in config.get("Overrides") or []:
             zone = _zone(self, override)
@@ -158,6 +166,7 @@ def _create_fleet(self: Fleets) -> ActionResult:
         if errors:
             result["Errors"] = errors
         _record_reservations(self, result, targets)
+        _record_placement(self, result, placed)
     if faults is not None and token:
         faults.remember_fleet(token, result)
     return ActionResult(result)
@@ -173,6 +182,16 @@ def _record_reservations(
         if reservation is not None:
             for instance_id in group.get("InstanceIds", []):
                 capacity_reservations.launched_into(handler.ec2_backend, instance_id, reservation)
+
+
+def _record_placement(handler: Fleets, result: dict[str, Any], placed: dict[str, placement_groups.Group]) -> None:
+    """Put the instances launched from a template that names a placement group into it."""
+    for group in result.get("Instances") or []:
+        spec = (group.get("LaunchTemplateAndOverrides") or {}).get("LaunchTemplateSpecification") or {}
+        target = placed.get(spec.get("LaunchTemplateName", "")) or placed.get(spec.get("LaunchTemplateId", ""))
+        if target is not None:
+            for instance_id in group.get("InstanceIds", []):
+                placement_groups.launched_into(handler.ec2_backend, instance_id, target)
 
 
 def _describe_spot_price_history(self: SpotInstances) -> str:
@@ -247,4 +266,7 @@ def install() -> None:
         Fleets.create_fleet = _create_fleet  # type: ignore[method-assign]
         EC2Response.create_capacity_reservation = capacity_reservations.create_capacity_reservation  # type: ignore[attr-defined]
         EC2Response.describe_capacity_reservations = capacity_reservations.describe_capacity_reservations  # type: ignore[attr-defined]
+        EC2Response.create_placement_group = placement_groups.create_placement_group  # type: ignore[attr-defined]
+        EC2Response.describe_placement_groups = placement_groups.describe_placement_groups  # type: ignore[attr-defined]
+        EC2Response.delete_placement_group = placement_groups.delete_placement_group  # type: ignore[attr-defined]
         SpotInstances.describe_spot_price_history = _describe_spot_price_history  # type: ignore[method-assign,assignment]
