@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import urllib.request
 
+import psutil
 import pytest
 
 from benchmarks import scale
@@ -36,4 +37,6 @@ def test_the_switch_is_parsed_and_the_peak_rss_read() -> None:
     assert scale.parse_args(["--pods", "2", "--observability", "off"]).observability == "off"
     assert scale.parse_args(["--pods", "2"]).observability == "on"
     peak = scale.peak_rss_bytes(os.getpid())
-    assert peak is not None and peak >= scale.rss_bytes(os.getpid()) // 2
+    # The process's own peak, never below its own current RSS (rss_bytes adds its children, which a
+    # test worker running a local stack has).
+    assert peak is not None and peak >= psutil.Process().memory_info().rss
