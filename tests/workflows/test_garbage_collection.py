@@ -19,7 +19,14 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
-from activities.garbage_collection import CollectInput, CollectResult, GarbageCollectionActivities, LeakedInstance
+from activities.garbage_collection import (
+    CollectInput,
+    CollectResult,
+    GarbageCollectionActivities,
+    LeakedInstance,
+    LostClaim,
+    lost_node,
+)
 from cloudprovider.fake import FakeCloudProvider
 from cloudprovider.types import TAG_CLUSTER_PREFIX, TAG_NODECLAIM
 from kube.errors import ServerError
@@ -249,6 +256,7 @@ def test_the_activity_terminates_only_old_instances_of_missing_claims() -> None:
     assert cloud.deleted == ["i-leaked"]
     assert (result.checked, result.too_young) == (5, 2)
     assert [(i.instance_id, i.node_claim) for i in result.terminated] == [("i-leaked", "gone")]
+    assert result.lost_claims == [LostClaim(node_claim="gone", reason="the NodeClaim gone no longer exists")]
     again = activities.collect(CollectInput(min_age_seconds=120))  # a terminating instance is not live
     assert cloud.deleted == ["i-leaked"]
     assert (again.checked, again.terminated) == (4, [])
@@ -260,3 +268,24 @@ def test_the_activity_raises_when_claims_cannot_be_listed() -> None:
     with pytest.raises(ServerError):
         GarbageCollectionActivities(ClaimList(fail=True), cloud).collect(CollectInput())  # type: ignore[arg-type]
     assert cloud.deleted == []
+
+
+def registered(name: str, node: str, launched: datetime, deleting: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, **({"deletionTimestamp": "2026-01-01T00:00:00Z"} if deleting else {})}
+    conditions = [
+        {"type": "Launched", "status": "True", "lastTransitionTime": launched.isoformat()},
+        {"type": "Registered", "status": "True"},
+    ]
+    return {"metadata": meta, "status": {"providerID": f"aws:///z/{name}", "nodeName": node, "conditions": conditions}}
+
+
+def test_a_registered_claim_whose_node_vanished_is_lost_once_old_enough() -> None:
+    now = datetime.now(UTC)
+    old, young = now - timedelta(minutes=10), now - timedelta(seconds=10)
+    nodes = {"kept": {"metadata": {"name": "kept"}}}
+    age = timedelta(minutes=2)
+
+    assert lost_node(registered("a", "vanished", old), nodes, now, age) == "vanished"
+    assert lost_node(registered("b", "kept", old), nodes, now, age) == ""
+    assert lost_node(registered("c", "vanished", young), nodes, now, age) == ""  # the list may lag
+    assert lost_node(registered("d", "vanished", old, deleting=True), nodes, now, age) == ""  # watcher's job
