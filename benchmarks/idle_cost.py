@@ -253,10 +253,10 @@ async def run_day(claims: int, days: float) -> dict[str, Any]:
     import shutil
     from concurrent.futures import ThreadPoolExecutor
 
-    from temporalio.contrib.pydantic import pydantic_data_converter
     from temporalio.testing import WorkflowEnvironment
     from temporalio.worker import Worker
 
+    from workers.payload_converter import shared_pydantic_data_converter
     from workers.temporal_client import register_search_attributes
     from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
 
@@ -264,7 +264,7 @@ async def run_day(claims: int, days: float) -> dict[str, Any]:
     env = await WorkflowEnvironment.start_time_skipping(
         test_server_existing_path=str(binary) if binary.exists() else shutil.which("temporal-test-server"),
         test_server_startup_timeout=timedelta(seconds=60),
-        data_converter=pydantic_data_converter,
+        data_converter=shared_pydantic_data_converter,
     )
     async with env:
         await register_search_attributes(env.client)
@@ -334,9 +334,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         and rate >= TARGET_CLAIMS_PER_SECOND
         and result["rss_per_cached_running_workflow_kib"] <= TARGET_KIB_PER_WORKFLOW
     )
-    print(json.dumps(result))
+    print(json.dumps(result), flush=True)
     return 0 if result["seconds_to_all_running"] is not None else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Leave without interpreter finalization: after two event loops with Temporal clients, the SDK's
+    # runtime threads can abort it (PyGILState_Release) once the result is already printed.
+    os._exit(main())
