@@ -374,7 +374,8 @@ class DriftTrigger(_Watcher):
     """Signals `check_drift` to the claims of a NodePool or EC2NodeClass whose spec changed. The first
     sight of an object (the worker starting) only records its generation; a change seen later, also across
     watch restarts, signals. Signals are paced (`signals_per_second`) so a change of a pool of thousands of
-    nodes does not burst thousands of checks at once; a missed signal is caught by the periodic check."""
+    nodes does not burst thousands of checks at once; a missed signal is caught by the claim's backstop
+    check (`drift_check_interval`, daily by default)."""
 
     def __init__(
         self,
@@ -435,7 +436,7 @@ class DriftTrigger(_Watcher):
             try:
                 self._call(self.starter.signal_node_claim(name, "check_drift", reason))
             except Exception:  # Temporal unreachable: do not wait out a timeout per claim
-                log.exception("signalling nodeclaim-%s failed; the rest wait for their periodic check", name)
+                log.exception("signalling nodeclaim-%s failed; the rest wait for their backstop check", name)
                 return
             self._stop.wait(self.pause)
 

@@ -131,7 +131,8 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
     @workflow.signal(name="check_drift")
     def check_drift(self, reason: str = "") -> None:
         """Run the running phase's check now instead of at its next interval: the worker sends it when the
-        claim's NodePool or EC2NodeClass changes. Asked before the running phase (the node class changed
+        claim's NodePool or EC2NodeClass changes, and when its drift sweep finds the claim's drift changed
+        (workers.drift_sweep). Asked before the running phase (the node class changed
         while the node launched or initialized), the check runs as the running phase begins; the request
         survives continue-as-new."""
         self.drift_check_requested = True
