@@ -196,19 +196,8 @@ def drift_facts(
             instance_type=claim.metadata.labels.get(labels.INSTANCE_TYPE, ""),
             offered_instance_types=offered_instance_types.get(node_class),
         )
-    # The status names what the selector terms resolved to when it was written; after a spec change
-    # (new amiSelectorTerms) it names the old AMIs until the next provisioning round rewrites it, so
-    # only a status written for this generation is used, else the terms are resolved now.
-    status = node_class.status if node_class.status_resolves_spec() else EC2NodeClassStatus()
-    ami_ids = [a.id for a in status.amis]
-    subnet_ids = [s.id for s in status.subnets]
-    group_ids = [g.id for g in status.security_groups]
     resolver = resolved_node_classes or ResolvedNodeClasses(cloud)
-    if not (ami_ids and subnet_ids and group_ids):
-        resolved = resolver.get(node_class)
-        ami_ids = ami_ids or [a["id"] for a in resolved.amis if a.get("id")]
-        subnet_ids = subnet_ids or [s["id"] for s in resolved.subnets if s.get("id")]
-        group_ids = group_ids or [g["id"] for g in resolved.security_groups if g.get("id")]
+    ami_ids, subnet_ids, group_ids = resolved_selection(node_class, resolver)
     subnet_id, instance_groups = instance_network(None)
     if instance_id and instance_networks is not None:
         subnet_id, instance_groups = instance_networks.get(instance_id)
@@ -238,6 +227,26 @@ def placement_group_of(node_class: EC2NodeClass, resolver: ResolvedNodeClasses) 
         return resolver.get(node_class).placement_group_id or None
     except NodeClassNotReadyError:
         return None
+
+
+def resolved_selection(
+    node_class: EC2NodeClass, resolver: ResolvedNodeClasses
+) -> tuple[list[str], list[str], list[str]]:
+    """The AMI, subnet and security group ids the node class selects now: from its status when that was
+    written for the current spec, else resolved (through `resolver`, cached per node class version)."""
+    # The status names what the selector terms resolved to when it was written; after a spec change
+    # (new amiSelectorTerms) it names the old AMIs until the next provisioning round rewrites it, so
+    # only a status written for this generation is used, else the terms are resolved now.
+    status = node_class.status if node_class.status_resolves_spec() else EC2NodeClassStatus()
+    ami_ids = [a.id for a in status.amis]
+    subnet_ids = [s.id for s in status.subnets]
+    group_ids = [g.id for g in status.security_groups]
+    if not (ami_ids and subnet_ids and group_ids):
+        resolved = resolver.get(node_class)
+        ami_ids = ami_ids or [a["id"] for a in resolved.amis if a.get("id")]
+        subnet_ids = subnet_ids or [s["id"] for s in resolved.subnets if s.get("id")]
+        group_ids = group_ids or [g["id"] for g in resolved.security_groups if g.get("id")]
+    return ami_ids, subnet_ids, group_ids
 
 
 def launched_before(claim: NodeClaim, moment: datetime) -> bool:

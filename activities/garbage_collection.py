@@ -68,12 +68,21 @@ class StrandedClaim(BaseModel):
     deleted_at: str = ""
 
 
+class LostClaim(BaseModel):
+    """A NodeClaim whose workflow must terminate it: its Node or the NodeClaim itself vanished."""
+
+    node_claim: str
+    reason: str
+
+
 class CollectResult(BaseModel):
     """One collection round. `checked`: live instances of the cluster seen; `too_young`: leaked-looking
     instances spared because they launched less than the minimum age ago (or at an unknown time); `terminated`: what was
     terminated (or was found already terminating), in instance id order; `deleted_claims`: NodeClaims
     deleted because their instance is gone, in name order; `deleted_launch_templates`: stale launch
-    templates deleted; `launch_template_error`: why looking for them failed this round ('' when it did not)."""
+    templates deleted; `launch_template_error`: why looking for them failed this round ('' when it did not);
+    `lost_claims`: claims whose Node or NodeClaim vanished, for the collector to signal `delete` (see the
+    module docstring), in name order."""
 
     checked: int = 0
     too_young: int = 0
@@ -81,6 +90,7 @@ class CollectResult(BaseModel):
     deleted_claims: list[StrandedClaim] = Field(default_factory=list)
     deleted_launch_templates: list[str] = Field(default_factory=list)
     launch_template_error: str = ""
+    lost_claims: list[LostClaim] = Field(default_factory=list)
 
 
 def _condition(claim: Obj, type_: str) -> dict[str, str]:
@@ -113,6 +123,21 @@ def is_stranded(
         _condition(claim, "Launched").get("lastTransitionTime") or claim["metadata"].get("creationTimestamp")
     )
     return launched is not None and now - launched >= min_age
+
+
+def lost_node(claim: Obj, nodes: dict[str, Obj], now: datetime, min_age: timedelta) -> str:
+    """The name of `claim`'s Node when that Node vanished: the claim is registered (Registered True and
+    `status.nodeName` set), not being deleted, launched at least `min_age` before `now`, and no Node has
+    the name; '' otherwise."""
+    node_name = str((claim.get("status") or {}).get("nodeName") or "")
+    if not node_name or node_name in nodes or claim["metadata"].get("deletionTimestamp"):
+        return ""
+    if _condition(claim, "Registered").get("status") != "True":
+        return ""
+    launched = parse_rfc3339(
+        _condition(claim, "Launched").get("lastTransitionTime") or claim["metadata"].get("creationTimestamp")
+    )
+    return node_name if launched is not None and now - launched >= min_age else ""
 
 
 def node_class_hashes(node_classes: list[Obj]) -> dict[str, str | None]:
@@ -183,7 +208,10 @@ class GarbageCollectionActivities:
                     terminated_at=now.isoformat(),
                 )
             )
-        result.deleted_claims = self._delete_stranded(claim_objects, {i.id for i in instances}, now, min_age)
+        launched = any((c.get("status") or {}).get("providerID") for c in claim_objects)
+        nodes = {n["metadata"]["name"]: n for n in self.kube.list(r.NODE)} if launched else {}
+        result.deleted_claims = self._delete_stranded(claim_objects, {i.id for i in instances}, nodes, now, min_age)
+        result.lost_claims = self._lost_claims(claim_objects, nodes, result, now, min_age)
         hashes = node_class_hashes(self.kube.list(r.EC2NODECLASS))
         try:
             result.deleted_launch_templates = self.cloud.delete_stale_launch_templates(hashes, inp.min_age_seconds)
@@ -194,13 +222,26 @@ class GarbageCollectionActivities:
             log.info("deleted stale launch templates %s", result.deleted_launch_templates)
         return result
 
+    @staticmethod
+    def _lost_claims(
+        claims: list[Obj], nodes: dict[str, Obj], result: CollectResult, now: datetime, min_age: timedelta
+    ) -> list[LostClaim]:
+        deleted = {c.node_claim for c in result.deleted_claims}  # their deletion is signalled by the watcher
+        lost = [LostClaim(node_claim=i.node_claim, reason=f"the NodeClaim {i.node_claim} no longer exists")
+                for i in result.terminated]  # fmt: skip
+        for claim in claims:
+            name = str(claim["metadata"]["name"])
+            node_name = lost_node(claim, nodes, now, min_age)
+            if node_name and name not in deleted:
+                lost.append(LostClaim(node_claim=name, reason=f"Node {node_name} no longer exists"))
+        return sorted(lost, key=lambda c: c.node_claim)
+
     def _delete_stranded(
-        self, claims: list[Obj], live_instance_ids: set[str], now: datetime, min_age: timedelta
+        self, claims: list[Obj], live_instance_ids: set[str], nodes: dict[str, Obj], now: datetime, min_age: timedelta
     ) -> list[StrandedClaim]:
         candidates = [c for c in claims if (c.get("status") or {}).get("providerID")]
         if not candidates:
             return []
-        nodes = {n["metadata"]["name"]: n for n in self.kube.list(r.NODE)}
         deleted: list[StrandedClaim] = []
         for claim in sorted(candidates, key=lambda c: str(c["metadata"]["name"])):
             if not is_stranded(claim, live_instance_ids, nodes, now, min_age):
@@ -229,8 +270,10 @@ __all__ = [
     "CollectResult",
     "GarbageCollectionActivities",
     "LeakedInstance",
+    "LostClaim",
     "StrandedClaim",
     "is_stranded",
     "launched_at",
+    "lost_node",
     "node_class_hashes",
 ]

@@ -1,5 +1,6 @@
 """The launch phase of a NodeClaim (Karpenter: nodeclaim/lifecycle/launch.go): create (or adopt) the
-claim's instance, record it on the claim, or say why it cannot launch and delete the claim."""
+claim's instance and record it on the claim, in one activity (one command in the workflow's history), or
+say why it cannot launch and delete the claim."""
 
 from __future__ import annotations
 
@@ -65,18 +66,23 @@ class LaunchFailedInput(ClaimRef):
 
 
 class LaunchActivities(ClaimActivities):
-    """`launch`, `mark_launched`, `launch_failed`."""
+    """`launch` (which records what launched: `mark_launched`), `launch_failed`."""
 
     @property
     def activities(self) -> list[Callable[..., Any]]:
-        return [self.launch, self.mark_launched, self.launch_failed]
+        return [self.launch, self.launch_failed]
 
     @activity.defn(name="launch")
     def launch(self, ref: ClaimRef) -> LaunchOutcome:
-        """Launch (or adopt) the claim's instance. Insufficient capacity and an unready node class are
-        outcomes; throttling and 5xx raise and are retried by Temporal. Heartbeats throughout."""
+        """Launch (or adopt) the claim's instance, then record it on the claim (`mark_launched`) unless the
+        claim is being deleted. Insufficient capacity and an unready node class are outcomes; throttling
+        and 5xx raise and are retried by Temporal (a retry adopts the instance that did launch).
+        Heartbeats throughout."""
         with heartbeating():
-            return self._launch(ref)
+            outcome = self._launch(ref)
+            if not outcome.failure and not outcome.claim_deleting:
+                self.mark_launched(MarkLaunchedInput(**ref.model_dump(), launch=outcome))
+            return outcome
 
     def _launch(self, ref: ClaimRef) -> LaunchOutcome:
         foreign = self._foreign_claim(ref)
@@ -130,11 +136,10 @@ class LaunchActivities(ClaimActivities):
             or instance.tags.get(labels.NODEPOOL, ""),
         )
 
-    @activity.defn(name="mark_launched")
     def mark_launched(self, inp: MarkLaunchedInput) -> None:
-        """Record the instance on the claim: labels of the chosen type and offering, the EC2NodeClass static
-        hash (NodeClassDrift), providerID, imageID, capacity and allocatable, condition Launched (the call
-        that sets it times the launch from the claim's creation)."""
+        """Part of `launch`: record the instance on the claim: labels of the chosen type and offering, the
+        EC2NodeClass static hash (NodeClassDrift), providerID, imageID, capacity and allocatable,
+        condition Launched (the call that sets it times the launch from the claim's creation)."""
         launch = inp.launch
         claim = self._claim(inp)
         if claim is None:

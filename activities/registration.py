@@ -1,6 +1,11 @@
 """The registration phase of a NodeClaim (Karpenter: nodeclaim/lifecycle/registration.go): find the Node
 whose providerID is the claim's instance, then sync the claim onto it and mark the claim Registered.
 
+One activity, `register`, does all three and then the first initialization check (the initialization
+phase always begins with it), so a node found at the first look costs the workflow one command. The
+workflow calls it again when the worker's Node watch signals that the claim's Node appeared or changed
+(workers.watchers), not on a fast poll.
+
 Karpenter's AWS provider hooks into registration for placement groups: EC2 picks the partition of an
 instance in a partition group, so the `karpenter.k8s.aws/placement-group-partition` label of a claim
 launched without it (EC2 had not reported it at launch) is read from the instance before the Node is
@@ -15,7 +20,7 @@ from pydantic import BaseModel
 from temporalio import activity
 
 from activities import claims, nodepool_status, ownership
-from activities.claim_base import ClaimActivities
+from activities.initialization import InitializationActivities, InitializationResult
 from activities.models import ClaimIdentity, ClaimRef
 from apis import labels
 from apis.meta import is_true
@@ -41,14 +46,33 @@ class NodeRef(BaseModel):
     claim_gone: bool = False
 
 
-class RegistrationActivities(ClaimActivities):
-    """`find_node`, `register_node`."""
+class Registration(NodeRef):
+    """`register`'s result: the Node (registered now) and its first initialization check; `initialization`
+    is None while no Node was found."""
+
+    initialization: InitializationResult | None = None
+
+
+class RegistrationActivities(InitializationActivities):
+    """`register` (`find_node`, `register_node`, then `check_initialized`)."""
 
     @property
     def activities(self) -> list[Callable[..., Any]]:
-        return [self.find_node, self.register_node]
+        return [self.register]
 
-    @activity.defn(name="find_node")
+    @activity.defn(name="register")
+    def register(self, inp: FindNodeInput) -> Registration:
+        """Find the claim's Node (`find_node`); once found, register it (`register_node`) and check its
+        initialization once (`check_initialized`)."""
+        found = self.find_node(inp)
+        if not found.node_name:
+            return Registration(**found.model_dump())
+        ident = ClaimIdentity(
+            name=inp.name, uid=inp.uid, provider_id=inp.provider_id, node_name=found.node_name, node_uid=found.node_uid
+        )
+        self.register_node(ident)
+        return Registration(**found.model_dump(), initialization=self.check_initialized(ident))
+
     def find_node(self, inp: FindNodeInput) -> NodeRef:
         """The Node whose spec.providerID is the claim's instance (name and uid), or '' if it has not
         registered yet; `claim_gone` when the claim itself no longer exists."""
@@ -63,7 +87,6 @@ class RegistrationActivities(ClaimActivities):
             self._set_conditions(inp, (REGISTERED, "Unknown", "NodeNotFound", message))
         return NodeRef()
 
-    @activity.defn(name="register_node")
     def register_node(self, ident: ClaimIdentity) -> None:
         """Sync the claim's labels, annotations and taints onto the Node, add the termination finalizer and
         the registered label, drop the unregistered taint; set nodeName and Registered on the claim; mark

@@ -20,7 +20,7 @@
 | cluster_service_cidr | NODEFLOW_CLUSTER_SERVICE_CIDR | "" (from eks:DescribeCluster) |
 | kubernetes_version | NODEFLOW_KUBERNETES_VERSION | 1.32 |
 | registration_ttl | NODEFLOW_REGISTRATION_TTL | 15m |
-| drift_check_interval | NODEFLOW_DRIFT_CHECK_INTERVAL | 5m |
+| drift_check_interval | NODEFLOW_DRIFT_CHECK_INTERVAL | 24h |
 | garbage_collection_interval | NODEFLOW_GARBAGE_COLLECTION_INTERVAL | 2m |
 | garbage_collection_min_age | NODEFLOW_GARBAGE_COLLECTION_MIN_AGE | 2m |
 | interruption_queue | NODEFLOW_INTERRUPTION_QUEUE | "" (no interruption handling) |
@@ -135,7 +135,7 @@ class Settings:
     cluster_service_cidr: str = ""
     kubernetes_version: str = "1.32"
     registration_ttl: str = "15m"
-    drift_check_interval: str = "5m"
+    drift_check_interval: str = "24h"
     garbage_collection_interval: str = "2m"
     garbage_collection_min_age: str = "2m"
     interruption_queue: str = ""

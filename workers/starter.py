@@ -18,6 +18,7 @@ from workflows.nodeclaim_state import (
     LAUNCHING,
     ClaimSettings,
     NodeClaimInput,
+    NodeClaimState,
     node_claim_input_from_object,
 )
 from workflows.provisioner import SIGNAL, WORKFLOW_ID, ProvisionerState, ProvisionerWorkflow
@@ -57,6 +58,8 @@ class TemporalStarter:
             search_attributes=TypedSearchAttributes(
                 [SearchAttributePair(sa.NODE_POOL, claim_input.node_pool), SearchAttributePair(sa.PHASE, LAUNCHING)]
             ),
+            # The fleet view from the start (start attributes are no upsert, no billable action).
+            memo={"summary": NodeClaimState(name=claim_input.name, node_pool=claim_input.node_pool).summary()},
         )
 
     def start_node_claim(self, claim: Obj) -> None:

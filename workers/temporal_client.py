@@ -18,10 +18,10 @@ from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client, Interceptor
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError, RPCStatusCode
 
+from workers.payload_converter import shared_pydantic_data_converter
 from workers.settings import Settings, where
 from workers.temporal_errors import TemporalSettingError, describe_connect_failure
 from workers.temporal_tls import tls_config
@@ -50,7 +50,7 @@ async def connect(
             Client.connect(
                 settings.temporal_address,
                 namespace=settings.temporal_namespace,
-                data_converter=pydantic_data_converter,
+                data_converter=shared_pydantic_data_converter,
                 tls=tls,
                 api_key=settings.temporal_api_key or None,
                 runtime=runtime,

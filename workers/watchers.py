@@ -8,8 +8,12 @@
 - PodEventStamper: a pod bound to a node, turning terminal or terminating, or deleted -> the node's
   NodeClaim `status.lastPodEventTime` (what `consolidateAfter` counts from), as Karpenter's pod-events
   controller keeps it; see its docstring.
-- DeletionWatcher: a NodeClaim or a Node (holding our finalizer) being deleted -> `delete` signal to
-  the claim's workflow.
+- DeletionWatcher: a NodeClaim or a Node (holding our finalizer) being deleted, or a NodeClaim removed
+  -> `delete` signal to the claim's workflow. Running claims do not poll: this watch, and the garbage
+  collector's rounds behind it (activities.garbage_collection), are how they learn they are going away.
+  The same two watches tell a claim waiting for its Node (launched, not Initialized) that the Node
+  appeared or changed: `node_changed`, once per change of what registration and initialization look at
+  (the Node's Ready condition and taints), so those phases wait on the watch instead of polling.
 - DriftTrigger: a NodePool's or EC2NodeClass's spec changed (its generation rose) -> `check_drift`
   signal to each of its claims' workflows (at most SIGNALS_PER_SECOND), so drift is marked within
   seconds rather than at the next periodic check.
@@ -41,6 +45,7 @@ from scheduling.disruption.candidates import parse_time
 from scheduling.disruption.pod_events import PodEvent, PodEventTracker
 from scheduling.provisionable import is_provisionable, pod_key
 from workers.starter import TemporalStarter
+from workflows.nodeclaim import SIGNAL_NODE_CHANGED
 
 log = logging.getLogger(__name__)
 WATCH_SECONDS = 15
@@ -259,10 +264,35 @@ class PodEventStamper:
         self._listed_at = self.monotonic()
 
 
+def _node_fingerprint(node: Obj) -> tuple[str, tuple[str, ...]]:
+    """What registration and initialization look at on a Node: its Ready status and its taints (the
+    unregistered taint left out: registration itself removes it)."""
+    conditions = (node.get("status") or {}).get("conditions") or []
+    ready = next((str(c.get("status")) for c in conditions if isinstance(c, dict) and c.get("type") == "Ready"), "")
+    taints = (node.get("spec") or {}).get("taints") or []
+    keys = sorted(f"{t.get('key')}:{t.get('effect')}" for t in taints
+                  if isinstance(t, dict) and t.get("key") != labels.UNREGISTERED_TAINT_KEY)  # fmt: skip
+    return ready, tuple(keys)
+
+
+def _waits_for_node(claim: Obj) -> bool:
+    """The claim launched (has a providerID), is not being deleted and is not Initialized yet."""
+    status = claim.get("status") or {}
+    if not status.get("providerID") or claim["metadata"].get("deletionTimestamp"):
+        return False
+    conditions = status.get("conditions") or []
+    return not any(isinstance(c, dict) and c.get("type") == "Initialized" and c.get("status") == "True"
+                   for c in conditions)  # fmt: skip
+
+
 class DeletionWatcher(_Watcher):
     def __init__(self, kube: Kube, starter: TemporalStarter, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(kube, starter, loop)
         self._signalled: set[str] = set()
+        self._lock = threading.Lock()
+        self._waiting: dict[str, str] = {}  # providerID -> the claim waiting for that Node
+        self._nodes: dict[str, tuple[str, tuple[str, ...]]] = {}  # providerID -> its Node's last fingerprint
+        self._told: dict[str, tuple[str, tuple[str, ...]]] = {}  # providerID -> the fingerprint last signalled
 
     def run(self, stop: threading.Event) -> None:
         nodes = threading.Thread(
@@ -274,22 +304,61 @@ class DeletionWatcher(_Watcher):
 
     def _on_claim(self, event_type: str, claim: Obj) -> None:
         name = claim["metadata"]["name"]
+        provider_id = str((claim.get("status") or {}).get("providerID") or "")
         if event_type == "DELETED":
+            # Removed outright (its finalizer taken off by hand): the workflow, if still running, ends it.
+            self._signal(name, "the NodeClaim no longer exists")
             self._signalled.discard(name)
         elif claim["metadata"].get("deletionTimestamp"):
             self._signal(name, "NodeClaim deleted")
+        if provider_id:
+            self._track_waiting(name, provider_id, event_type != "DELETED" and _waits_for_node(claim))
+
+    def _track_waiting(self, name: str, provider_id: str, waiting: bool) -> None:
+        with self._lock:
+            if not waiting:
+                self._waiting.pop(provider_id, None)
+                self._told.pop(provider_id, None)
+                return
+            self._waiting[provider_id] = name
+            seen = self._nodes.get(provider_id)
+        if seen is not None:  # the Node was watched before the claim's providerID was
+            self._tell(provider_id, seen)
 
     def _on_node(self, event_type: str, node: Obj) -> None:
         meta = node["metadata"]
+        provider_id = str(node.get("spec", {}).get("providerID") or "")
+        if provider_id:
+            if event_type == "DELETED":
+                with self._lock:
+                    self._nodes.pop(provider_id, None)
+            else:
+                fingerprint = _node_fingerprint(node)
+                with self._lock:
+                    self._nodes[provider_id] = fingerprint
+                self._tell(provider_id, fingerprint)
         if event_type == "DELETED" or not meta.get("deletionTimestamp"):
             return
         if labels.TERMINATION_FINALIZER not in (meta.get("finalizers") or []):
             return
-        provider_id = node.get("spec", {}).get("providerID")
         for claim in self.kube.list(r.NODECLAIM):
             status = claim.get("status", {})
             if status.get("nodeName") == meta["name"] or (provider_id and status.get("providerID") == provider_id):
                 self._signal(claim["metadata"]["name"], f"Node {meta['name']} deleted")
+
+    def _tell(self, provider_id: str, fingerprint: tuple[str, tuple[str, ...]]) -> None:
+        """Signal `node_changed` to the claim waiting for this Node, once per fingerprint."""
+        with self._lock:
+            name = self._waiting.get(provider_id)
+            if name is None or self._told.get(provider_id) == fingerprint:
+                return
+            self._told[provider_id] = fingerprint
+        try:
+            self._call(self.starter.signal_node_claim(name, SIGNAL_NODE_CHANGED, f"Node of {provider_id} changed"))
+        except Exception:
+            log.exception("signalling nodeclaim-%s failed; its own backstop timer looks again", name)
+            with self._lock:
+                self._told.pop(provider_id, None)
 
     def _signal(self, name: str, reason: str) -> None:
         if name in self._signalled:
@@ -298,14 +367,15 @@ class DeletionWatcher(_Watcher):
             if self._call(self.starter.signal_node_claim(name, "delete", reason)):
                 self._signalled.add(name)
         except Exception:
-            log.exception("signalling nodeclaim-%s failed; the workflow's own liveness check catches up", name)
+            log.exception("signalling nodeclaim-%s failed; the garbage collector's round catches up", name)
 
 
 class DriftTrigger(_Watcher):
     """Signals `check_drift` to the claims of a NodePool or EC2NodeClass whose spec changed. The first
     sight of an object (the worker starting) only records its generation; a change seen later, also across
     watch restarts, signals. Signals are paced (`signals_per_second`) so a change of a pool of thousands of
-    nodes does not burst thousands of checks at once; a missed signal is caught by the periodic check."""
+    nodes does not burst thousands of checks at once; a missed signal is caught by the claim's backstop
+    check (`drift_check_interval`, daily by default)."""
 
     def __init__(
         self,
@@ -366,7 +436,7 @@ class DriftTrigger(_Watcher):
             try:
                 self._call(self.starter.signal_node_claim(name, "check_drift", reason))
             except Exception:  # Temporal unreachable: do not wait out a timeout per claim
-                log.exception("signalling nodeclaim-%s failed; the rest wait for their periodic check", name)
+                log.exception("signalling nodeclaim-%s failed; the rest wait for their backstop check", name)
                 return
             self._stop.wait(self.pause)
 

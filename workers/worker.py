@@ -35,6 +35,7 @@ from kube.events import EventRecorder
 from kube.leases import LeaseClient
 from kube.types import Kube
 from workers.cluster_metrics import ClusterStateMetrics
+from workers.drift_sweep import DriftSweep
 from workers.feature_gates import not_implemented
 from workers.instance_status import InstanceStatusChecker
 from workers.interruption import ClaimDisrupter, InterruptionConsumer
@@ -105,6 +106,7 @@ async def _lead(
         PodWatcher(kube, starter, loop),
         DeletionWatcher(kube, starter, loop),
         DriftTrigger(kube, starter, loop),
+        DriftSweep(kube, cloud, starter, loop),
         Resync(starter, loop),
         ClusterStateMetrics(kube, metrics, cloud),
     ]

@@ -6,6 +6,8 @@ Every `interval_seconds` (durable timer; the `collect` signal starts a round at 
 not exist and which launched at least `min_age_seconds` ago, and deletes registered NodeClaims whose
 instance no longer exists and whose Node is not Ready (activities.garbage_collection). What it did is in
 the activity results in history (the audit log), in the `status` query (the most recent ones) and in the memo.
+The claims whose Node or NodeClaim vanished (the activity's `lost_claims`) get the `delete` signal
+here: the backstop of the worker's deletion watcher, since a running claim's workflow does not poll.
 A failed round is recorded and retried at the next one. Continue-as-new every `ROUNDS_PER_RUN` rounds
 (or when Temporal suggests it) carries the state, so history stays bounded however long it runs.
 
@@ -31,6 +33,7 @@ from activities.garbage_collection import (
     LeakedInstance,
     StrandedClaim,
 )
+from workflows.nodeclaim_base import workflow_id as nodeclaim_workflow_id
 
 WORKFLOW_ID = "garbage-collector"
 SIGNAL_COLLECT = "collect"
@@ -147,6 +150,13 @@ class GarbageCollectorWorkflow:
         self.s.recent = (self.s.recent + result.terminated)[-RECENT_LIMIT:]
         self.s.claims_deleted_total += len(result.deleted_claims)
         self.s.recent_claims = (self.s.recent_claims + result.deleted_claims)[-RECENT_LIMIT:]
+        for lost in result.lost_claims:
+            try:
+                await workflow.get_external_workflow_handle(nodeclaim_workflow_id(lost.node_claim)).signal(
+                    "delete", lost.reason
+                )
+            except Exception:  # its workflow has ended (or never ran): nothing is left to stop
+                workflow.logger.info("NodeClaim %s: no workflow to signal (%s)", lost.node_claim, lost.reason)
 
 
 async def start_garbage_collector(

@@ -4,7 +4,9 @@ It reads as the lifecycle, one method per phase: launch -> register -> initializ
 terminate. Each phase is a loop of idempotent activities and durable timers, so a worker killed at any
 point resumes where it was, and continue-as-new carries the state to keep history bounded.
 
-Signals: `delete` (the NodeClaim or its Node is being deleted), `drain`, `expire` and `replace` (manual;
+Signals: `delete` (the NodeClaim or its Node is being deleted, or vanished), `node_changed` (the
+worker's Node watch saw the claim's Node appear or change while the claim waits for registration or
+initialization), `drain`, `expire` and `replace` (manual;
 each takes an optional reason string, so `temporal workflow signal --workflow-id nodeclaim-<name> --name
 drain` works as is), and `repair` (node repair: terminate without draining, even when a drain is under
 way). `replace` is not this workflow's to act on: it forwards the request to the disruption
@@ -12,14 +14,26 @@ controller (workflows.disruption), which launches the replacement and, once it i
 `delete` here. Query: `status` (the NodeClaimState: phase, instance, node, conditions, waiting_for,
 termination reason).
 
-While running, a periodic drift check (every `NodeClaimInput.drift_check_interval`) keeps the claim's
-Drifted condition current; drift only marks the claim, replacing drifted nodes belongs to the disruption
-controller.
+An idle node costs almost nothing: the running phase is event-driven. It sleeps on one timer (its
+expireAfter, or the backstop below if sooner) and wakes on a signal: `delete` (the worker's deletion
+watcher, and the garbage collector's rounds for a Node or NodeClaim that vanished), `check_drift` (its
+NodePool or EC2NodeClass changed, or the worker's periodic drift sweep found its AMI, subnet, security
+groups or instance type drifted, workers.drift_sweep), or a manual signal. Each wake runs one
+`running_check` activity (liveness and the full drift check); drift only marks the claim, replacing
+drifted nodes belongs to the disruption controller. The backstop, every
+`NodeClaimInput.drift_check_interval` (24h by default, never meant to be under an hour), runs the same
+check for what every signal missed; at 24h a running node costs about 2.5 billable Temporal actions a
+day (README, "What an idle node costs").
+
+Events to reach Running: one activity per phase when nothing has to be waited for (`launch` records the
+instance, `register` registers the Node and checks its initialization once); waits are for the Node
+watch's `node_changed` signal, with a slow timer as backstop. Search attributes and memo are published
+only before a durable wait, at the start of draining and terminating, and at the end; entering Running
+they travel with the continue-as-new, which costs no upsert.
 
 Memory per cached workflow: every command of a run (activity, timer, upsert) is held in the worker's
 cache for the run's lifetime. So the claim continues as new on entering Running and then every
-RUNNING_CHECKS_PER_RUN checks, a continued run does not re-publish the search attributes and memo that
-continue-as-new carried over, and each running cycle is one timer and one `running_check` activity.
+RUNNING_CHECKS_PER_RUN checks.
 
 Runs unsandboxed (the sandbox costs ~730 KiB per cached workflow); determinism is guarded by replay tests
 over stored histories (README, "Versioning": how a change to the command sequence ships).
@@ -34,7 +48,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 from activities.initialization import InitializationActivities
-from activities.launch import LaunchActivities, LaunchFailedInput, MarkLaunchedInput
+from activities.launch import LaunchActivities, LaunchFailedInput
 from activities.models import ClaimIdentity
 from activities.registration import FindNodeInput, RegistrationActivities
 from activities.running import DriftCheckInput, RunningActivities
@@ -59,6 +73,7 @@ from workflows.nodeclaim_state import (
 # A running run continues as new after this many running checks, so the commands a cached run holds stay
 # few: the worker's memory per node does not grow with the node's age.
 RUNNING_CHECKS_PER_RUN = 2
+SIGNAL_NODE_CHANGED = "node_changed"
 
 
 @workflow.defn(name="NodeClaim", sandboxed=False)
@@ -72,6 +87,12 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
     def delete(self, reason: str = "") -> None:
         """The NodeClaim or its Node is being deleted: drain and terminate."""
         self.pending_termination = self.pending_termination or reason or "NodeClaim deleted"
+
+    @workflow.signal(name=SIGNAL_NODE_CHANGED)
+    def node_changed(self, reason: str = "") -> None:
+        """The worker's Node watch saw this claim's Node appear or change (Ready, taints) while the claim
+        was not initialized: look again now rather than at the backstop timer."""
+        self.node_seen = True
 
     @workflow.signal(name="drain")
     def drain(self, reason: str = "") -> None:
@@ -110,7 +131,8 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
     @workflow.signal(name="check_drift")
     def check_drift(self, reason: str = "") -> None:
         """Run the running phase's check now instead of at its next interval: the worker sends it when the
-        claim's NodePool or EC2NodeClass changes. Asked before the running phase (the node class changed
+        claim's NodePool or EC2NodeClass changes, and when its drift sweep finds the claim's drift changed
+        (workers.drift_sweep). Asked before the running phase (the node class changed
         while the node launched or initialized), the check runs as the running phase begins; the request
         survives continue-as-new."""
         self.drift_check_requested = True
@@ -137,16 +159,14 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
             DRAINING: self.drain_node,
             TERMINATING: self.terminate,
         }
-        if claim_input.state is not None:
-            self._published = self._published_values()  # continue-as-new carried them over
-        self._publish()
+        self._published = self._published_at_start()
         while self.state.phase != DELETED:
             before = self.state.phase
             await phases[before]()
-            self._publish()
             if self._continue or self._history_too_long() or self._entered_running(before):
                 await workflow.wait_condition(workflow.all_handlers_finished)
-                workflow.continue_as_new(self._continued_input(), memo={"summary": self.state.summary()})
+                workflow.continue_as_new(self._continued_input(), **self._continued_view())
+        self._publish()
         return self.state
 
     async def launch(self) -> None:
@@ -174,9 +194,6 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
         self.state.node_pool = outcome.node_pool or self.state.node_pool
         if outcome.claim_deleting:
             self.pending_termination = self.pending_termination or "NodeClaim deleted while launching"
-        await self._run_activity(
-            LaunchActivities.mark_launched, MarkLaunchedInput(**self._ref_fields(), launch=outcome)
-        )
         self.state.conditions["Launched"] = "True"
         now = workflow.now()
         self.state.launched_at = now
@@ -195,10 +212,11 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
         self.state.phase = DELETED
 
     async def register(self) -> None:
-        interval = timing.REGISTRATION_POLL_FIRST
+        interval = timing.NODE_WAIT_FIRST
         while True:
+            self.node_seen = False  # a signal from now on means the Node changed after this look
             found = await self._run_activity(
-                RegistrationActivities.find_node,
+                RegistrationActivities.register,
                 FindNodeInput(**self._ref_fields(), provider_id=self.state.provider_id),
             )
             if found.claim_gone:
@@ -207,8 +225,8 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
                 return
             if found.node_name:
                 self.state.node_name, self.state.node_uid = found.node_name, found.node_uid
-                await self._run_activity(RegistrationActivities.register_node, ClaimIdentity(**self._identity()))
                 self.state.conditions["Registered"] = "True"
+                self._initialization = found.initialization
                 self.state.phase = DRAINING if self.pending_termination else INITIALIZING
                 return
             if self.pending_termination:
@@ -221,15 +239,19 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
                 self.state.phase = TERMINATING
                 return
             self.state.waiting_for = "the Node with this instance's providerID"
-            await self._sleep_unless_terminating(interval)
-            interval = min(interval * 1.5, timing.REGISTRATION_POLL_MAX)
+            wait = min(interval, deadline - workflow.now()) if deadline is not None else interval
+            await self._sleep_until(lambda: bool(self.pending_termination or self.node_seen), wait)
+            interval = min(interval * 2, timing.NODE_WAIT_MAX)
 
     async def initialize(self) -> None:
-        interval = timing.REGISTRATION_POLL_FIRST
+        interval = timing.NODE_WAIT_FIRST
+        result, self._initialization = self._initialization, None  # `register` checked once already
         while not self.pending_termination:
-            result = await self._run_activity(
-                InitializationActivities.check_initialized, ClaimIdentity(**self._identity())
-            )
+            if result is None:
+                self.node_seen = False
+                result = await self._run_activity(
+                    InitializationActivities.check_initialized, ClaimIdentity(**self._identity())
+                )
             if result.gone:
                 self.pending_termination = self.pending_termination or result.waiting_for
                 break
@@ -239,8 +261,9 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
                 self.state.phase = RUNNING
                 return
             self.state.waiting_for = result.waiting_for
-            await self._sleep_unless_terminating(interval)
-            interval = min(interval * 1.5, timing.REGISTRATION_POLL_MAX)
+            await self._sleep_until(lambda: bool(self.pending_termination or self.node_seen), interval)
+            interval = min(interval * 2, timing.NODE_WAIT_MAX)
+            result = None
         self.state.phase = DRAINING
 
     async def running(self) -> None:
@@ -283,6 +306,7 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
         return True
 
     async def drain_node(self) -> None:
+        self._publish()
         ref = BeginTerminationInput(**self._identity(), reason=self.pending_termination, expired=self.state.expired)
         await self._run_activity(TerminationActivities.begin_termination, ref)
         self.state.termination_reason = self.pending_termination
@@ -312,6 +336,7 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
         self.state.phase = TERMINATING
 
     async def terminate(self) -> None:
+        self._publish()
         if not self.state.termination_reason:
             ref = BeginTerminationInput(
                 **self._identity(),
@@ -331,6 +356,7 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
                     self.state.failure = result.message
                 break
             self.state.waiting_for = f"instance {self.state.instance_id} to terminate"
+            self._publish()
             await workflow.sleep(timing.TERMINATE_POLL)
         await self._run_activity(TerminationActivities.finalize, ClaimIdentity(**self._identity()))
         self.state.waiting_for = ""

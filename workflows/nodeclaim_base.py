@@ -10,7 +10,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from temporalio import workflow
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
+from activities.initialization import InitializationResult
 from activities.models import ClaimIdentity, ClaimRef
 from activities.running import DriftResult
 from apis.duration import parse_duration
@@ -40,6 +42,8 @@ class NodeClaimWorkflowBase:
         self._continue = False  # a phase asks for continue-as-new (the running phase's run is full)
         self.drift_check_requested = False  # the `check_drift` signal: run the running check now
         self.skip_drain = False  # the `repair` signal: terminate without draining
+        self.node_seen = False  # the `node_changed` signal since the last look at the Node
+        self._initialization: InitializationResult | None = None  # `register`'s first initialization check
 
     def _continued_input(self) -> NodeClaimInput:
         """The next run's input: the state, and any signalled request not acted on yet."""
@@ -105,12 +109,12 @@ class NodeClaimWorkflowBase:
             method, arg, start_to_close_timeout=timing.SHORT_ACTIVITY, retry_policy=timing.ACTIVITY_RETRY
         )
 
-    async def _sleep_unless_terminating(self, duration: timedelta) -> None:
-        await self._sleep_until(lambda: bool(self.pending_termination), duration)
-
-    @staticmethod
-    async def _sleep_until(wake: Callable[[], bool], duration: timedelta) -> None:
-        """A durable timer that a signal making `wake` true cuts short."""
+    async def _sleep_until(self, wake: Callable[[], bool], duration: timedelta) -> None:
+        """A durable timer that a signal making `wake` true cuts short. The fleet view is published first:
+        what the claim waits in is what the Temporal UI shows."""
+        self._publish()
+        if wake():
+            return
         try:
             await workflow.wait_condition(wake, timeout=duration)
         except TimeoutError:
@@ -140,6 +144,25 @@ class NodeClaimWorkflowBase:
         }
         kept = {name: value for name, value in values.items() if value or name == sa.PHASE.name}
         return {**kept, "summary": self.state.summary()}
+
+    def _published_at_start(self) -> dict[str, str]:
+        """What this run starts with in its search attributes and memo, as `_published` records it: what
+        the starter set (Phase and NodePool, the summary) or what continue-as-new carried over."""
+        info = workflow.info()
+        published = {key.name: value for key in sa.ALL if (value := info.typed_search_attributes.get(key))}
+        summary = workflow.memo_value("summary", default=None, type_hint=str)
+        if summary is not None:
+            published["summary"] = summary
+        return published
+
+    def _continued_view(self) -> dict[str, Any]:
+        """continue_as_new's `search_attributes` and `memo`: the fleet view of the state as it is now, carried
+        to the next run without an upsert."""
+        values = self._published_values()
+        summary = values.pop("summary")
+        keys = {key.name: key for key in sa.ALL}
+        pairs = [SearchAttributePair(keys[name], value) for name, value in values.items()]
+        return {"search_attributes": TypedSearchAttributes(pairs), "memo": {"summary": summary}}
 
     def _publish(self) -> None:
         """Search attributes and memo follow the state (the Temporal UI's fleet view). Only what changed

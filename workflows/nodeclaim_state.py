@@ -19,9 +19,11 @@ TERMINATING = "Terminating"
 DELETED = "Deleted"
 PHASES = (LAUNCHING, REGISTERING, INITIALIZING, RUNNING, DRAINING, TERMINATING, DELETED)
 
-# The drift check interval of a claim whose starter does not say (the worker passes its setting
-# `drift_check_interval`); recorded in the workflow's input, so replay never depends on configuration.
-DEFAULT_DRIFT_CHECK_INTERVAL = "5m"
+# The running phase's backstop check interval of a claim whose starter does not say (the worker passes its
+# setting `drift_check_interval`); recorded in the workflow's input, so replay never depends on
+# configuration. Drift and liveness are signalled (workflows.nodeclaim); this only catches what a signal
+# missed, so it is long: a check costs two billable actions (a timer and an activity).
+DEFAULT_DRIFT_CHECK_INTERVAL = "24h"
 
 
 class NodeClaimState(BaseModel):

@@ -25,12 +25,13 @@ LAUNCH_TIMEOUT = timedelta(minutes=10)
 DRAIN_STEP = timedelta(minutes=2)
 SOLVE = timedelta(minutes=5)
 
-REGISTRATION_POLL_FIRST = timedelta(milliseconds=500)
-REGISTRATION_POLL_MAX = timedelta(seconds=10)
+# Registration and initialization wake on the Node watch's `node_changed` signal; these timers are the
+# backstop for a signal the watch missed (first after NODE_WAIT_FIRST, doubling up to NODE_WAIT_MAX).
+NODE_WAIT_FIRST = timedelta(seconds=5)
+NODE_WAIT_MAX = timedelta(minutes=1)
 DRAIN_POLL = timedelta(seconds=2)
 TERMINATE_POLL = timedelta(seconds=2)
-LIVENESS_CHECK = timedelta(minutes=5)
-DRIFT_CHECK = timedelta(minutes=5)  # when NodeClaimInput.drift_check_interval does not parse
+DRIFT_CHECK = timedelta(hours=24)  # when NodeClaimInput.drift_check_interval does not parse
 MIN_DRIFT_CHECK = timedelta(seconds=1)
 MAX_HISTORY_EVENTS = 2000
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import disruption, disruption_stack, scale
+from benchmarks import disruption, disruption_stack, idle_cost, scale
 from benchmarks import scheduling as scheduling_bench
 
 pytestmark = pytest.mark.e2e
@@ -59,17 +59,53 @@ def run_scripts(*argvs: list[str], timeout: float = 120.0) -> list[dict[str, obj
         (["disruption", "--decision", "--empty-nodes", "2"], "not allowed with"),
         (["disruption", "--nodes", "0"], "at least 1"),
         (["disruption", "--empty-nodes", "2", "--timeout", "0"], "--timeout 0"),
+        (["idle", "--claims", "0"], "--claims 0"),
+        (["idle", "--window", "0"], "--window 0"),
+        (["idle", "--days", "30"], "--days 30"),
     ],
 )
 def test_bad_arguments_are_refused_naming_the_flag(
     argv: list[str], wanted: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """scale.py's arguments, and disruption.py's when the first item is "disruption"."""
-    script = disruption if argv[:1] == ["disruption"] else scale
+    """scale.py's arguments, disruption.py's when the first item is "disruption", idle_cost.py's when it
+    is "idle"."""
+    script = {"disruption": disruption, "idle": idle_cost}.get(argv[0] if argv else "", scale)
     with pytest.raises(SystemExit) as exit_info:
-        script.parse_args(argv[1:] if script is disruption else argv)
+        script.parse_args(argv[1:] if script is not scale else argv)
     assert exit_info.value.code == 2
     assert wanted in capsys.readouterr().err
+
+
+def test_idle_cost_counts_billable_actions_as_temporal_cloud_defines_them() -> None:
+    """Starts (also by continue-as-new), timers, upserts, signals, markers and each activity attempt
+    count; workflow tasks, completions, timer firings and memo changes do not."""
+    from temporalio.api.enums.v1 import EventType
+    from temporalio.api.history.v1 import HistoryEvent
+
+    def event(kind: int, attempt: int = 0) -> HistoryEvent:
+        made = HistoryEvent(event_type=kind)  # type: ignore[arg-type]
+        if attempt:
+            made.activity_task_started_event_attributes.attempt = attempt
+        return made
+
+    counted = [
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED,
+        EventType.EVENT_TYPE_TIMER_STARTED,
+        EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
+        EventType.EVENT_TYPE_MARKER_RECORDED,
+    ]
+    free = [
+        EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+        EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+        EventType.EVENT_TYPE_TIMER_FIRED,
+        EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
+        EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW,  # its new run's start counts
+    ]
+    assert [idle_cost.billable_actions(event(k)) for k in counted] == [1] * len(counted)
+    assert [idle_cost.billable_actions(event(k)) for k in free] == [0] * len(free)
+    assert idle_cost.billable_actions(event(EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED, attempt=3)) == 3
 
 
 def test_percentile_is_nearest_rank() -> None:

@@ -19,7 +19,7 @@ def test_defaults() -> None:
     settings = Settings.from_env({})
     assert (settings.task_queue, settings.drift_check_interval, settings.max_cached_workflows) == (
         "nodeflow",
-        "5m",
+        "24h",
         20000,
     )
     assert (settings.seconds("garbage_collection_interval"), settings.seconds("garbage_collection_min_age")) == (

@@ -9,10 +9,10 @@ from typing import Any
 from temporalio import activity
 
 from activities.initialization import InitializationResult
-from activities.launch import LaunchFailedInput, LaunchOutcome, MarkLaunchedInput
+from activities.launch import LaunchFailedInput, LaunchOutcome
 from activities.models import ClaimIdentity, ClaimRef
 from activities.provisioning_models import ApplyPlanInput, ApplyPlanResult, ProvisionPlan, ProvisionRound
-from activities.registration import FindNodeInput, NodeRef
+from activities.registration import FindNodeInput, Registration
 from activities.running import ClaimLiveness, DriftCheckInput, DriftResult, RunningCheck
 from activities.termination import (
     BeginTerminationInput,
@@ -28,7 +28,7 @@ class World:
     """What the stand-ins see and record."""
 
     ice: bool = False
-    node_after_polls: int = 1  # find_node answers after this many calls (-1: never)
+    node_after_polls: int = 1  # register finds the Node from this call on (-1: never)
     ready_after_polls: int = 1
     pods_on_node: int = 2
     terminate_polls: int = 2
@@ -55,6 +55,16 @@ class World:
         @activity.defn(name="launch")
         def launch(ref: ClaimRef) -> LaunchOutcome:
             world.calls.append("launch")
+            outcome = launch_outcome(ref)
+            if not outcome.failure:
+                world.calls.append("mark_launched")
+            return outcome
+
+        @activity.defn(name="check_initialized")
+        def check_initialized_activity(inp: ClaimIdentity) -> InitializationResult:
+            return check_initialized(inp)
+
+        def launch_outcome(ref: ClaimRef) -> LaunchOutcome:
             if world.claim_gone_in == "launch":
                 return LaunchOutcome(failure="NodeClaimGone", message="the NodeClaim was deleted before launch")
             if world.ice:
@@ -69,28 +79,22 @@ class World:
                 node_pool=world.launch_node_pool,
             )
 
-        @activity.defn(name="mark_launched")
-        def mark_launched(inp: MarkLaunchedInput) -> None:
-            world.calls.append("mark_launched")
-
         @activity.defn(name="launch_failed")
         def launch_failed(inp: LaunchFailedInput) -> None:
             world.calls.append(f"launch_failed:{inp.failure}")
 
-        @activity.defn(name="find_node")
-        def find_node(check: FindNodeInput) -> NodeRef:
+        @activity.defn(name="register")
+        def register(check: FindNodeInput) -> Registration:
             world.find_calls += 1
             if world.claim_gone_in == "registration":
-                return NodeRef(claim_gone=True)
+                return Registration(claim_gone=True)
             if world.node_after_polls >= 0 and world.find_calls >= world.node_after_polls:
-                return NodeRef(node_name="ip-10-0-0-1.us-west-2.compute.internal")
-            return NodeRef()
+                world.calls.append("register_node")
+                node = "ip-10-0-0-1.us-west-2.compute.internal"
+                ident = ClaimIdentity(name=check.name, uid=check.uid, provider_id=check.provider_id, node_name=node)
+                return Registration(node_name=node, initialization=check_initialized(ident))
+            return Registration()
 
-        @activity.defn(name="register_node")
-        def register_node(inp: ClaimIdentity) -> None:
-            world.calls.append("register_node")
-
-        @activity.defn(name="check_initialized")
         def check_initialized(inp: ClaimIdentity) -> InitializationResult:
             world.init_calls += 1
             if world.claim_gone_in == "initialization":
@@ -147,7 +151,7 @@ class World:
             return ApplyPlanResult()
 
         return [
-            launch, mark_launched, launch_failed, find_node, register_node, check_initialized,
+            launch, launch_failed, register, check_initialized_activity,
             begin_termination, drain_step, terminate_instance, finalize, solve, apply_plan,
             running_check,
         ]  # fmt: skip

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio import activity
+from temporalio import activity, workflow
 from temporalio.client import WorkflowHandle, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
@@ -19,7 +19,14 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
-from activities.garbage_collection import CollectInput, CollectResult, GarbageCollectionActivities, LeakedInstance
+from activities.garbage_collection import (
+    CollectInput,
+    CollectResult,
+    GarbageCollectionActivities,
+    LeakedInstance,
+    LostClaim,
+    lost_node,
+)
 from cloudprovider.fake import FakeCloudProvider
 from cloudprovider.types import TAG_CLUSTER_PREFIX, TAG_NODECLAIM
 from kube.errors import ServerError
@@ -61,6 +68,26 @@ def leaked(instance_id: str, claim: str) -> LeakedInstance:
     return LeakedInstance(instance_id=instance_id, node_claim=claim, launch_time="2026-01-01T00:00:00+00:00")
 
 
+@workflow.defn(name="LostClaimStandIn", sandboxed=False)
+class LostClaimStandIn:
+    """Stands in for a NodeClaim workflow: records the `delete` signals it gets."""
+
+    def __init__(self) -> None:
+        self.reasons: list[str] = []
+
+    @workflow.signal(name="delete")
+    def delete(self, reason: str = "") -> None:
+        self.reasons.append(reason)
+
+    @workflow.query(name="reasons")
+    def got(self) -> list[str]:
+        return self.reasons
+
+    @workflow.run
+    async def run(self) -> None:
+        await workflow.wait_condition(lambda: False)
+
+
 @pytest.fixture
 def script() -> Script:
     return Script()
@@ -68,7 +95,8 @@ def script() -> Script:
 
 @pytest.fixture
 async def task_queue(time_env: WorkflowEnvironment, script: Script) -> AsyncIterator[str]:
-    async with worker_on_fresh_queue(time_env.client, [GarbageCollectorWorkflow], [script.collect], "gc") as queue:
+    workflows = [GarbageCollectorWorkflow, LostClaimStandIn]
+    async with worker_on_fresh_queue(time_env.client, workflows, [script.collect], "gc") as queue:
         yield queue
 
 
@@ -142,6 +170,29 @@ async def test_a_failed_round_is_recorded_and_the_next_one_runs(
     assert (recovered.rounds, recovered.last_error) == (2, "")
     await save_history(handle, "garbage-collector-failed-round")
     await handle.terminate()
+
+
+async def test_claims_whose_node_or_claim_vanished_are_signalled_delete(
+    time_env: WorkflowEnvironment, task_queue: str, script: Script
+) -> None:
+    lost = time_env.client.get_workflow_handle("nodeclaim-lost")
+    await time_env.client.start_workflow(LostClaimStandIn.run, id="nodeclaim-lost", task_queue=task_queue)
+    script.results = [
+        CollectResult(
+            lost_claims=[
+                LostClaim(node_claim="lost", reason="Node ip-1 no longer exists"),
+                LostClaim(node_claim="no-workflow", reason="the NodeClaim no-workflow no longer exists"),
+            ]
+        )
+    ]
+    await start_garbage_collector(time_env.client, task_queue)
+    handle = time_env.client.get_workflow_handle(gc.WORKFLOW_ID)
+    await time_env.sleep(timedelta(seconds=1))
+
+    assert (await status(handle)).rounds == 1  # a claim without a workflow does not fail the round
+    assert await lost.query("reasons") == ["Node ip-1 no longer exists"]
+    await handle.terminate()
+    await lost.terminate()
 
 
 async def test_the_collect_signal_runs_a_round_at_once(
@@ -249,6 +300,7 @@ def test_the_activity_terminates_only_old_instances_of_missing_claims() -> None:
     assert cloud.deleted == ["i-leaked"]
     assert (result.checked, result.too_young) == (5, 2)
     assert [(i.instance_id, i.node_claim) for i in result.terminated] == [("i-leaked", "gone")]
+    assert result.lost_claims == [LostClaim(node_claim="gone", reason="the NodeClaim gone no longer exists")]
     again = activities.collect(CollectInput(min_age_seconds=120))  # a terminating instance is not live
     assert cloud.deleted == ["i-leaked"]
     assert (again.checked, again.terminated) == (4, [])
@@ -260,3 +312,24 @@ def test_the_activity_raises_when_claims_cannot_be_listed() -> None:
     with pytest.raises(ServerError):
         GarbageCollectionActivities(ClaimList(fail=True), cloud).collect(CollectInput())  # type: ignore[arg-type]
     assert cloud.deleted == []
+
+
+def registered(name: str, node: str, launched: datetime, deleting: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, **({"deletionTimestamp": "2026-01-01T00:00:00Z"} if deleting else {})}
+    conditions = [
+        {"type": "Launched", "status": "True", "lastTransitionTime": launched.isoformat()},
+        {"type": "Registered", "status": "True"},
+    ]
+    return {"metadata": meta, "status": {"providerID": f"aws:///z/{name}", "nodeName": node, "conditions": conditions}}
+
+
+def test_a_registered_claim_whose_node_vanished_is_lost_once_old_enough() -> None:
+    now = datetime.now(UTC)
+    old, young = now - timedelta(minutes=10), now - timedelta(seconds=10)
+    nodes = {"kept": {"metadata": {"name": "kept"}}}
+    age = timedelta(minutes=2)
+
+    assert lost_node(registered("a", "vanished", old), nodes, now, age) == "vanished"
+    assert lost_node(registered("b", "kept", old), nodes, now, age) == ""
+    assert lost_node(registered("c", "vanished", young), nodes, now, age) == ""  # the list may lag
+    assert lost_node(registered("d", "vanished", old, deleting=True), nodes, now, age) == ""  # watcher's job

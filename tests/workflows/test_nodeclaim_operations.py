@@ -16,6 +16,7 @@ from tests.eventually import eventually_async
 from tests.workflows.fakes import World
 from tests.workflows.histories import save_history
 from tests.workflows.workers import worker_on_fresh_queue
+from workflows import timing
 from workflows.disruption import WORKFLOW_ID as DISRUPTION_ID
 from workflows.nodeclaim import RUNNING_CHECKS_PER_RUN, NodeClaimWorkflow, workflow_id
 from workflows.nodeclaim_state import DELETED, INITIALIZING, RUNNING, NodeClaimInput, NodeClaimState
@@ -268,3 +269,29 @@ async def test_a_signal_carried_over_by_continue_as_new_is_acted_on(
     assert final.phase == DELETED
     assert final.termination_reason == "manual drain"
     assert "begin_termination" in world.calls and world.launched == 0
+
+
+async def test_registration_waits_on_the_node_changed_signal_not_on_a_poll(
+    time_env: WorkflowEnvironment, worker: str, world: World
+) -> None:
+    """The worker's Node watch signals `node_changed` when the claim's Node appears: registration looks
+    again at once, not after its backstop timer (NODE_WAIT_FIRST)."""
+    world.node_after_polls = 2
+    with time_env.auto_time_skipping_disabled():
+        handle = await start(time_env, worker, drift_check_interval="1h")
+
+        async def waiting() -> NodeClaimState | None:
+            state: NodeClaimState = await handle.query(NodeClaimWorkflow.status)
+            return state if state.waiting_for else None
+
+        await eventually_async(waiting, timeout=30, what="registration to wait for the Node")
+        started = await time_env.get_current_time()
+        await handle.signal(NodeClaimWorkflow.node_changed, "Node of aws:///us-west-2a/i-0123 changed")
+
+        async def registered() -> bool:
+            return world.find_calls >= 2 and "register_node" in world.calls
+
+        await eventually_async(registered, timeout=30, what="registration after the signal")
+        assert await time_env.get_current_time() - started < timing.NODE_WAIT_FIRST
+    await handle.signal(NodeClaimWorkflow.delete, "NodeClaim deleted")
+    assert (await handle.result()).phase == DELETED

@@ -1,5 +1,5 @@
 """The launch phase's activities (activities.launch), each called directly over MemKube and the fake
-cloud: launch (and its outcomes), mark_launched, launch_failed."""
+cloud: launch (and its outcomes, and mark_launched, which it ends with), launch_failed."""
 
 from __future__ import annotations
 
@@ -66,9 +66,8 @@ def test_a_claim_deleted_while_launching_reports_what_launched(
     assert len(cloud.create_calls) == 1
 
 
-def test_mark_launched_records_the_instance_on_the_claim(launching: LaunchActivities, kube: MemKube) -> None:
-    outcome = launching.launch(ClaimRef(name=NAME))
-    launching.mark_launched(MarkLaunchedInput(name=NAME, launch=outcome))
+def test_launch_records_the_instance_on_the_claim(launching: LaunchActivities, kube: MemKube) -> None:
+    outcome = launching.launch(ClaimRef(name=NAME))  # mark_launched is part of it
     marked = claim(kube)
     assert marked["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "m5.large"
     assert marked["metadata"]["labels"]["topology.kubernetes.io/zone"] == "us-west-2a"

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from activities.launch import LaunchFailedInput, LaunchOutcome, MarkLaunchedInput
+from activities.launch import LaunchActivities, LaunchFailedInput, LaunchOutcome, MarkLaunchedInput
 from activities.lifecycle import node_claim_activities
 from activities.models import ClaimIdentity, ClaimRef
-from activities.registration import FindNodeInput
+from activities.registration import FindNodeInput, RegistrationActivities
 from activities.running import DriftCheckInput
 from activities.termination import BeginTerminationInput, DrainInput, TerminateInput
 from cloudprovider.fake import FakeCloudProvider
@@ -109,13 +109,15 @@ def test_mark_launched_and_launch_failed_leave_another_claim_and_its_instance_al
 ) -> None:
     cloud.instances["i-new"] = cloud.instances["i-new"].model_copy(update={"tags": {TAG_NODECLAIM: NAME}})
     launch = LaunchOutcome(instance_id="i-old", instance_type="m5.large", zone="us-west-2a", provider_id="x")
-    acts.mark_launched(MarkLaunchedInput(name=NAME, uid=STALE_UID, launch=launch))
+    LaunchActivities(kube, cloud, Events(), "test").mark_launched(  # type: ignore[arg-type]
+        MarkLaunchedInput(name=NAME, uid=STALE_UID, launch=launch)
+    )
     acts.launch_failed(LaunchFailedInput(name=NAME, uid=STALE_UID, failure="InsufficientCapacity", message="no"))
     unchanged(kube, before, cloud)
 
 
 def test_registration_of_a_gone_claim_ends_instead_of_waiting(acts: Any) -> None:
-    found = acts.find_node(FindNodeInput(name=NAME, uid=STALE_UID, provider_id=NEW_PROVIDER_ID))
+    found = acts.register(FindNodeInput(name=NAME, uid=STALE_UID, provider_id=NEW_PROVIDER_ID))
     assert found.claim_gone and not found.node_name
 
 
@@ -123,7 +125,8 @@ def test_register_node_leaves_a_same_named_node_with_another_provider_id_alone(
     acts: Any, kube: MemKube, before: dict[Any, Any], cloud: FakeCloudProvider
 ) -> None:
     own_claim = kube.get(r.NODECLAIM, NAME)["metadata"]["uid"]  # the claim is ours, the Node is not
-    acts.register_node(ClaimIdentity(**stale(uid=own_claim, node_uid="")))
+    registration = RegistrationActivities(kube, cloud, Events(), "test")  # type: ignore[arg-type]
+    registration.register_node(ClaimIdentity(**stale(uid=own_claim, node_uid="")))
     assert kube.get(r.NODE, "node-1") == before[("nodes", "", "node-1")]
 
 

@@ -1,5 +1,5 @@
 """The registration phase's activities (activities.registration), each called directly over MemKube:
-find_node and register_node."""
+register, and the find_node and register_node it is made of."""
 
 from __future__ import annotations
 
@@ -34,6 +34,19 @@ def test_find_node_waits_until_a_node_has_the_instances_provider_id(
     as_admin_patch(kube, r.NODE, NODE, {"spec": {"providerID": PROVIDER_ID}})
     found = registration.find_node(check)
     assert (found.node_name, found.node_uid, found.claim_gone) == (NODE, uid(kube, r.NODE, NODE), False)
+
+
+def test_register_finds_and_registers_the_node_and_checks_its_initialization_once(
+    registration: RegistrationActivities, kube: MemKube
+) -> None:
+    check = FindNodeInput(name=NAME, provider_id=PROVIDER_ID)
+    waiting = registration.register(check)
+    assert (waiting.node_name, waiting.initialization) == ("", None)
+    as_admin_patch(kube, r.NODE, NODE, {"spec": {"providerID": PROVIDER_ID}})
+    found = registration.register(check)
+    assert found.node_name == NODE and claim(kube)["status"]["nodeName"] == NODE
+    assert found.initialization is not None and not found.initialization.initialized
+    assert found.initialization.waiting_for  # the Node is not Ready yet
 
 
 def test_find_node_of_a_gone_claim_says_so(registration: RegistrationActivities) -> None:
