@@ -96,6 +96,12 @@ def _cpu_seconds(pid: int | None) -> float | None:
     return float(times.user + times.system)
 
 
+def children_cpu(pids: dict[str, int]) -> dict[str, float]:
+    """CPU seconds (user + system) used so far by each named stack child that is still running."""
+    found = {name: _cpu_seconds(pid) for name, pid in pids.items()}
+    return {name: cpu for name, cpu in found.items() if cpu is not None}
+
+
 def rss_bytes(pid: int) -> int:
     """Resident set size of the process `pid` and all its descendants."""
     proc = psutil.Process(pid)
@@ -302,6 +308,7 @@ def run_pods(opts: PodsOptions) -> dict[str, Any]:
     with warm_stack(opts.state_dir, opts.persistent_temporal) as stack:
         sampler = RssSampler(stack.pids()["worker"])
         sampler.start()
+        cpu_before = children_cpu(stack.pids())
         start = time.monotonic()
         text = one_pod_nodes_workload(opts.pods) if opts.one_pod_nodes else workload(opts.pods)
         stack.apply_text(text, "scale workload")
@@ -325,6 +332,7 @@ def run_pods(opts: PodsOptions) -> dict[str, Any]:
                 break
             time.sleep(BOUND_POLL_SECONDS)
         sampler.stop()
+        cpu_after = children_cpu(stack.pids())
         claims = stack.kube.list(r.NODECLAIM)
         nodes = stack.kube.list(r.NODE)
         problems = stack.dead_children()
@@ -343,6 +351,7 @@ def run_pods(opts: PodsOptions) -> dict[str, Any]:
         "worker_rss_p95_mb": round(p95, 1),
         "worker_rss_max_mb": round(max(samples), 1),
         "worker_rss_samples": len(sampler.samples_mb),
+        "cpu_seconds": {name: rounded(cpu_after[name] - cpu_before.get(name, 0.0)) for name in sorted(cpu_after)},
         "temporal_persistence": "sqlite-wal" if opts.persistent_temporal else "memory",
         "targets": {"seconds_to_all_bound": TARGET_SECONDS_TO_ALL_BOUND, "worker_rss_p95_mb": TARGET_RSS_P95_MB},
         "targets_met": all_bound is not None and all_bound < TARGET_SECONDS_TO_ALL_BOUND and p95 < TARGET_RSS_P95_MB,
