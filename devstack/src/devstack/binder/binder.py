@@ -3,7 +3,9 @@
 One pass (`bind_once`) reads every Node and Pod, then takes the pending pods (no spec.nodeName, not
 deleting, not terminal, for the default scheduler) in creation order and binds each to the node it fits
 best (`devstack.binder.predicates`; most allocated first, then by name) through the pods/binding
-subresource, counting each binding against that node for the rest of the pass. A pod that fits nowhere
+subresource, counting each binding against that node for the rest of the pass. Nodes only fill up during a
+pass, so a pod with the same namespace, labels and spec as one that fit nowhere earlier in the pass (the
+replicas of a Deployment) fits nowhere either, and is not filtered again. A pod that fits nowhere
 gets `PodScheduled=False, reason=Unschedulable` with the scheduler's message (the signal nodeflow's pod
 watcher reacts to), written when the condition changes; a message that only changes (another node count)
 is rewritten at most every `MESSAGE_REFRESH_SECONDS` per pod, as kube-scheduler retries an unschedulable
@@ -17,6 +19,7 @@ costs one pass per backstop, not one per poll.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -57,6 +60,12 @@ def is_pending(pod: Mapping[str, Any]) -> bool:
 def _creation_order(pod: Mapping[str, Any]) -> tuple[str, str, str]:
     meta = pod.get("metadata") or {}
     return (meta.get("creationTimestamp") or "", meta.get("namespace") or "", meta.get("name") or "")
+
+
+def _shape(pod: Mapping[str, Any]) -> str:
+    """What the fit predicates read of a pending pod: its namespace, labels and spec."""
+    meta = pod.get("metadata") or {}
+    return json.dumps([meta.get("namespace"), meta.get("labels"), pod.get("spec")], sort_keys=True, default=str)
 
 
 def _pod_key(pod: Mapping[str, Any]) -> str:
@@ -158,9 +167,21 @@ class PodBinder:
         pending = sorted(filter(is_pending, pods), key=_creation_order)
         uids = {_pod_key(pod) for pod in pending}
         self._message_written = {uid: at for uid, at in self._message_written.items() if uid in uids}
-        return sum(self._schedule(pod, by_name) for pod in pending)
+        unplaceable: dict[str, str] = {}  # pod shape (see _shape) -> the message of one that fit nowhere
+        bound = 0
+        for pod in pending:
+            shape = _shape(pod)
+            if shape in unplaceable:
+                self._mark_unschedulable(pod, unplaceable[shape])
+                continue
+            placed, message = self._schedule(pod, by_name)
+            bound += placed
+            if message is not None:
+                unplaceable[shape] = message
+        return bound
 
-    def _schedule(self, pod: Obj, nodes: Sequence[_Node]) -> int:
+    def _schedule(self, pod: Obj, nodes: Sequence[_Node]) -> tuple[int, str | None]:
+        """(1 when bound else 0, the Unschedulable message when the pod fits on no node)."""
         requests = fit.pod_requests(pod)
         reasons: list[list[str]] = []
         best = -1.0
@@ -184,12 +205,13 @@ class PodBinder:
             if score > best:
                 best, chosen = score, node
         if chosen is None:
-            self._mark_unschedulable(pod, fit.unschedulable_message(reasons))
-            return 0
+            message = fit.unschedulable_message(reasons)
+            self._mark_unschedulable(pod, message)
+            return 0, message
         if not self._bind(pod, chosen.name):
-            return 0
+            return 0, None
         chosen.add({**pod, "spec": {**pod.get("spec", {}), "nodeName": chosen.name}}, requests)
-        return 1
+        return 1, None
 
     def _bind(self, pod: Obj, node_name: str) -> bool:
         meta = pod["metadata"]
