@@ -80,7 +80,7 @@ class MotoServer:
         # earlier server of this process created (two servers running at once in one process would share).
         moto_api_backend.reset()
         patches.offer_everywhere(self.region, zones(self.region))
-        moto: WSGIApp = speedups.Dispatcher(create_backend_app)
+        moto: WSGIApp = speedups.Dispatcher(create_backend_app, self.region)
         if self.response_cache is not None:
             moto = ResponseCache(moto, self.response_cache)
         app: WSGIApp = FaultInjectingApp(moto, self.faults)

@@ -4,7 +4,8 @@ Each replaces a moto path whose cost grows with the whole cluster by one that gi
 
 - `Dispatcher`: moto's `DomainDispatcherApplication` lists moto's package directory (about 150 `stat`
   calls) for every request, under a lock all request threads share; the backend a host maps to never
-  changes, so it is looked up once per host.
+  changes, so it is looked up once per host. It also builds each service's routes without a us-east-1
+  backend (see `Dispatcher`).
 - an EC2 resource's tags: moto reads them by scanning every tag of every resource (`describe_tags` with
   a resource-id filter), so DescribeInstances of N tagged instances cost O(N²); they are read from the
   backend's per-resource table instead.
@@ -16,8 +17,12 @@ Each replaces a moto path whose cost grows with the whole cluster by one that gi
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
+from moto.backends import get_backend
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.core.base_backend import BackendDict
 from moto.core.parse import QueryParser
 from moto.ec2.models.core import TaggedEC2Resource
 from moto.ec2.utils import EC2_PREFIX_TO_RESOURCE, get_prefix
@@ -29,10 +34,26 @@ _parse_state = threading.local()
 
 
 class Dispatcher(DomainDispatcherApplication):
-    """moto's dispatcher, remembering the backend each host maps to."""
+    """moto's dispatcher, remembering the backend each host maps to. moto builds a service's app (its
+    URL routes, on the first request for it) from that service's us-east-1 backend, which for EC2 means
+    loading every AMI and instance type of a region the stack never serves (a third of a second at each
+    start): the app is built from `region`'s backend instead, which has the same routes."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, create_app: Callable[[Any], Any], region: str) -> None:
+        def create_from_region(service: Any) -> Any:
+            accounts = get_backend(service)
+            if not isinstance(accounts, BackendDict) or region == "us-east-1":
+                return create_app(service)
+            backends = accounts[DEFAULT_ACCOUNT_ID]
+            if "us-east-1" not in backends or dict.__contains__(backends, "us-east-1"):
+                return create_app(service)
+            dict.__setitem__(backends, "us-east-1", backends[region])  # read for its routes only
+            try:
+                return create_app(service)
+            finally:
+                dict.__delitem__(backends, "us-east-1")
+
+        super().__init__(create_from_region)
         self._backends: dict[str | None, Any] = {}
 
     def get_backend_for_host(self, host: str | None) -> Any:
