@@ -182,6 +182,12 @@ def observability(mode: str) -> Iterator[tuple[list[str], OtlpSink | None]]:
             sink.stop()
 
 
+def children_cpu(pids: dict[str, int]) -> dict[str, float]:
+    """CPU seconds (user + system) used so far by each named stack child that is still running."""
+    found = {name: _cpu_seconds(pid) for name, pid in pids.items()}
+    return {name: cpu for name, cpu in found.items() if cpu is not None}
+
+
 def rss_bytes(pid: int) -> int:
     """Resident set size of the process `pid` and all its descendants."""
     proc = psutil.Process(pid)
@@ -397,6 +403,7 @@ def run_pods(opts: PodsOptions) -> dict[str, Any]:
         sampler = RssSampler(worker_pid)
         sampler.start()
         cpu_before = _cpu_seconds(worker_pid)
+        children_before = children_cpu(stack.pids())
         start = time.monotonic()
         text = one_pod_nodes_workload(opts.pods) if opts.one_pod_nodes else workload(opts.pods)
         stack.apply_text(text, "scale workload")
@@ -422,6 +429,7 @@ def run_pods(opts: PodsOptions) -> dict[str, Any]:
         sampler.stop()
         cpu_after = _cpu_seconds(worker_pid)
         peak = peak_rss_bytes(worker_pid)
+        children_after = children_cpu(stack.pids())
         claims = stack.kube.list(r.NODECLAIM)
         nodes = stack.kube.list(r.NODE)
         problems = stack.dead_children()
@@ -449,6 +457,9 @@ def run_pods(opts: PodsOptions) -> dict[str, Any]:
         "observability": opts.observability,
         "otlp_trace_requests": traces[0] if traces else None,
         "otlp_trace_bytes": traces[1] if traces else None,
+        "cpu_seconds": {
+            name: rounded(children_after[name] - children_before.get(name, 0.0)) for name in sorted(children_after)
+        },
         "temporal_persistence": "sqlite-wal" if opts.persistent_temporal else "memory",
         "targets": {"seconds_to_all_bound": TARGET_SECONDS_TO_ALL_BOUND, "worker_rss_p95_mb": TARGET_RSS_P95_MB},
         "targets_met": all_bound is not None and all_bound < TARGET_SECONDS_TO_ALL_BOUND and p95 < TARGET_RSS_P95_MB,

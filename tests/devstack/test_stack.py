@@ -187,7 +187,7 @@ def test_temporal_comes_back_after_a_kill(stack: DevStack) -> None:
 
 def test_stop_leaves_no_process_behind(stack: DevStack) -> None:
     pids = stack.pids()
-    assert set(pids) == {"temporal", "services"}
+    assert set(pids) == {"temporal", "kube-api", "moto", "kubelet"}
     stack.stop()
     leftover = {pid: group for pid, group in process_groups().items() if group in pids.values()}
     assert leftover == {}

@@ -37,4 +37,4 @@ def test_headless_prints_the_summary_and_exits_1_when_not_settled(tmp_path: Path
     assert summary["pods"]["total"] == 3 and summary["pods"]["bound"] == 0
     assert summary["errors"] == []
     assert "stopped temporal" in result.stderr
-    assert (tmp_path / "state" / "logs" / "services.log").exists()
+    assert all((tmp_path / "state" / "logs" / f"{name}.log").exists() for name in ("kube-api", "moto", "kubelet"))

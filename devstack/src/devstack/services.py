@@ -1,12 +1,19 @@
-"""The dev stack's services process: the Kubernetes API emulator, the seeded moto server, the
-simulated kubelet and the pod binder, in one Python process.
+"""The dev stack's service processes, one role each, so that they run on separate cores and each imports
+only what its role needs:
 
-    python -m devstack.services --kube-port 6443 --moto-port 5000 --cluster-name nodeflow-dev \
-        --ready-file .nodeflow/services.json
+    python -m devstack.services kube --port 6443 --ready-file .nodeflow/ready/kube-api.json
+    python -m devstack.services moto --port 5000 --cluster-name nodeflow-dev \
+        --cluster-endpoint http://127.0.0.1:6443 --ready-file .nodeflow/ready/moto.json
+    python -m devstack.services kubelet --kube-url http://127.0.0.1:6443 --moto-url http://127.0.0.1:5000 \
+        --cluster-name nodeflow-dev --ready-file .nodeflow/ready/kubelet.json
 
-Once everything serves, it writes the ready file (atomically) with the ports and URLs actually
-bound (`0` asks for free ports). It runs until SIGTERM or SIGINT, then stops the loops and servers
-and exits 0. If a loop dies, the process stops everything and exits 1, so the parent notices.
+`kube` serves the Kubernetes API emulator (aiohttp, no AWS library); `moto` the seeded, patched moto
+server; `kubelet` runs the simulated kubelet and the pod binder, clients of the other two.
+
+Once its role serves, a process writes its ready file (atomically): `{"pid", "url"}` (`url` is absent for
+`kubelet`; port `0` asks for a free port, and `url` says which was bound). It runs until SIGTERM or
+SIGINT, then stops and exits 0. If a loop dies, the process stops everything and exits 1, so the parent
+notices.
 """
 
 from __future__ import annotations
@@ -21,28 +28,41 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol
 
 log = logging.getLogger("devstack.services")
 
 HOST = "127.0.0.1"
 DEFAULT_REGION = "us-west-2"
+ROLES = ("kube", "moto", "kubelet")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m devstack.services", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--kube-port", type=int, default=0, help="Kubernetes API port (0 = a free port)")
-    parser.add_argument("--moto-port", type=int, default=0, help="moto (AWS) port (0 = a free port)")
-    parser.add_argument("--cluster-name", default="nodeflow-dev", help="tag value of the seeded subnets/SGs")
-    parser.add_argument("--region", default=DEFAULT_REGION)
-    parser.add_argument("--response-cache", type=Path, default=None,
-                        help="keep moto's unchanging answers (DescribeInstanceTypes) in this directory")  # fmt: skip
-    parser.add_argument("--ready-file", type=Path, required=True, help="JSON written once everything serves")
+    roles = parser.add_subparsers(dest="role", required=True)
+    kube = roles.add_parser("kube", help="the Kubernetes API emulator")
+    kube.add_argument("--port", type=int, default=0, help="Kubernetes API port (0 = a free port)")
+    moto = roles.add_parser("moto", help="the seeded moto (AWS) server")
+    moto.add_argument("--port", type=int, default=0, help="moto (AWS) port (0 = a free port)")
+    moto.add_argument("--cluster-name", default="nodeflow-dev", help="tag value of the seeded subnets/SGs")
+    moto.add_argument("--region", default=DEFAULT_REGION)
+    moto.add_argument("--cluster-endpoint", default=None,
+                      help="the endpoint the seeded EKS cluster answers (the Kubernetes API's URL)")  # fmt: skip
+    moto.add_argument("--response-cache", type=Path, default=None,
+                      help="keep moto's unchanging answers (DescribeInstanceTypes) in this directory")  # fmt: skip
+    kubelet = roles.add_parser("kubelet", help="the simulated kubelet and the pod binder")
+    kubelet.add_argument("--kube-url", required=True, help="the Kubernetes API emulator's URL")
+    kubelet.add_argument("--moto-url", required=True, help="the moto server's URL")
+    kubelet.add_argument("--cluster-name", default="nodeflow-dev", help="tag value of the cluster's instances")
+    kubelet.add_argument("--region", default=DEFAULT_REGION)
+    for sub in (kube, moto, kubelet):
+        sub.add_argument("--ready-file", type=Path, required=True, help="JSON written once the role serves")
     return parser.parse_args(argv)
 
 
 def write_ready_file(path: Path, info: dict[str, Any]) -> None:
     """Write `info` as JSON so a reader never sees a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(info, indent=2) + "\n")
     os.replace(tmp, path)
@@ -63,20 +83,66 @@ def ec2_client(endpoint_url: str, region: str) -> Any:
     )
 
 
-class Services:
-    """The servers and loops of this process. `start()` returns once both servers serve."""
+class Role(Protocol):
+    """What one service process runs: `start()` returns once it serves; `stop()` ends it."""
 
-    def __init__(
-        self, kube_port: int, moto_port: int, cluster_name: str, region: str, response_cache: Path | None = None
-    ) -> None:
-        from devstack.aws.server import MotoServer
+    url: str | None
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class KubeRole:
+    """The Kubernetes API emulator."""
+
+    def __init__(self, port: int) -> None:
         from devstack.kube.server import KubeApiServer
 
-        self.cluster_name = cluster_name
-        self.region = region
-        self.kube_server = KubeApiServer(host=HOST, port=kube_port)
-        self.moto_server = MotoServer(HOST, moto_port, cluster_name, region=region, response_cache=response_cache)
-        self.stop_event = threading.Event()
+        self._server = KubeApiServer(host=HOST, port=port)
+        self.url: str | None = None
+
+    def start(self) -> None:
+        self._server.start()
+        self.url = self._server.url
+
+    def stop(self) -> None:
+        self._server.stop()
+
+
+class MotoRole:
+    """The seeded, patched moto server."""
+
+    def __init__(
+        self, port: int, cluster_name: str, region: str, cluster_endpoint: str | None, response_cache: Path | None
+    ) -> None:
+        from devstack.aws.server import MotoServer
+
+        self._server = MotoServer(HOST, port, cluster_name, region=region, response_cache=response_cache,
+                                  cluster_endpoint=cluster_endpoint)  # fmt: skip
+        self.url: str | None = None
+
+    def start(self) -> None:
+        self._server.start()
+        self.url = self._server.url
+
+    def stop(self) -> None:
+        self._server.stop()
+
+
+class KubeletRole:
+    """The simulated kubelet and the pod binder, each a loop in a thread of its own; a loop that fails
+    sets `failed` and `stop_event`."""
+
+    def __init__(
+        self, kube_url: str, moto_url: str, cluster_name: str, region: str, stop_event: threading.Event
+    ) -> None:
+        self._kube_url = kube_url
+        self._moto_url = moto_url
+        self._cluster_name = cluster_name
+        self._region = region
+        self.url: str | None = None
+        self.stop_event = stop_event
         self.failed = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -85,29 +151,18 @@ class Services:
         from devstack.kubelet import SimulatedKubelet
         from kube.client import KubeClient
 
-        self.kube_server.start()
-        self.moto_server.cluster_endpoint = self.kube_url  # what DescribeCluster answers, as on EKS
-        self.moto_server.start()
-        kubelet = SimulatedKubelet(KubeClient.for_url(self.kube_server.url), ec2_client(self.moto_url, self.region),
-                                   self.cluster_name)  # fmt: skip
-        binder = PodBinder(KubeClient.for_url(self.kube_server.url))
+        kubelet = SimulatedKubelet(KubeClient.for_url(self._kube_url), ec2_client(self._moto_url, self._region),
+                                   self._cluster_name)  # fmt: skip
+        binder = PodBinder(KubeClient.for_url(self._kube_url))
         self._spawn("kubelet", kubelet.run)
         self._spawn("binder", binder.run)
-
-    @property
-    def kube_url(self) -> str:
-        return str(self.kube_server.url)
-
-    @property
-    def moto_url(self) -> str:
-        return str(self.moto_server.url)
 
     def _spawn(self, name: str, loop: Callable[[threading.Event], None]) -> None:
         def target() -> None:
             try:
                 loop(self.stop_event)
             except Exception:
-                log.exception("the %s loop failed; stopping the services", name)
+                log.exception("the %s loop failed; stopping", name)
                 self.failed.set()
                 self.stop_event.set()
 
@@ -116,48 +171,50 @@ class Services:
         self._threads.append(thread)
 
     def stop(self, join_timeout: float = 5.0) -> None:
-        """Stop the loops (waiting up to `join_timeout` each), then the servers."""
+        """Stop the loops, waiting up to `join_timeout` each."""
         self.stop_event.set()
         for thread in self._threads:
             thread.join(join_timeout)
-        for server in (self.moto_server, self.kube_server):
-            try:
-                server.stop()
-            except Exception:
-                log.exception("stopping %s failed", type(server).__name__)
+
+
+def build_role(args: argparse.Namespace, stop_event: threading.Event) -> Role:
+    if args.role == "kube":
+        return KubeRole(args.port)
+    if args.role == "moto":
+        return MotoRole(args.port, args.cluster_name, args.region, args.cluster_endpoint, args.response_cache)
+    return KubeletRole(args.kube_url, args.moto_url, args.cluster_name, args.region, stop_event)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)  # one line per request drowns the rest
-    services = Services(args.kube_port, args.moto_port, args.cluster_name, args.region, args.response_cache)
+    stop_event = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         log.info("received %s; stopping", signal.Signals(signum).name)
-        services.stop_event.set()
+        stop_event.set()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    role = build_role(args, stop_event)
     try:
-        services.start()
-        write_ready_file(
-            args.ready_file,
-            {
-                "pid": os.getpid(),
-                "kubeUrl": services.kube_url,
-                "motoUrl": services.moto_url,
-                "clusterName": args.cluster_name,
-                "region": args.region,
-            },
-        )
-        log.info("ready: kube %s, moto %s", services.kube_url, services.moto_url)
-        while not services.stop_event.wait(1.0):
+        role.start()
+        info: dict[str, Any] = {"pid": os.getpid()}
+        if role.url is not None:
+            info["url"] = role.url
+        write_ready_file(args.ready_file, info)
+        log.info("ready: %s %s", args.role, role.url or "")
+        while not stop_event.wait(1.0):
             pass
     finally:
-        services.stop()
+        try:
+            role.stop()
+        except Exception:
+            log.exception("stopping the %s role failed", args.role)
         log.info("stopped")
-    return 1 if services.failed.is_set() else 0
+    failed = isinstance(role, KubeletRole) and role.failed.is_set()
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

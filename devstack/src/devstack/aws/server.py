@@ -10,10 +10,10 @@ from types import TracebackType
 from typing import Any
 
 from moto.moto_api._internal.models import moto_api_backend
-from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+from moto.moto_server.werkzeug_app import MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from devstack.aws import patches
+from devstack.aws import patches, speedups
 from devstack.aws.calls import CallRecorder, call_log_from_env
 from devstack.aws.faults import FaultClient, FaultStore
 from devstack.aws.pricing import PricingApp
@@ -77,11 +77,12 @@ class MotoServer:
         if self._server is not None:
             return self
         patches.install()
+        speedups.install()
         # moto keeps its resources in process-wide backends: start empty, so a server never serves what an
         # earlier server of this process created (two servers running at once in one process would share).
         moto_api_backend.reset()
         patches.offer_everywhere(self.region, zones(self.region))
-        moto: WSGIApp = DomainDispatcherApplication(create_backend_app)
+        moto: WSGIApp = speedups.Dispatcher(create_backend_app, self.region)
         if self.response_cache is not None:
             moto = ResponseCache(moto, self.response_cache)
         app: WSGIApp = FaultInjectingApp(PricingApp(moto), self.faults)

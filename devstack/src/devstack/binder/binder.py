@@ -3,10 +3,14 @@
 One pass (`bind_once`) reads every Node and Pod, then takes the pending pods (no spec.nodeName, not
 deleting, not terminal, for the default scheduler) in creation order and binds each to the node it fits
 best (`devstack.binder.predicates`; most allocated first, then by name) through the pods/binding
-subresource, counting each binding against that node for the rest of the pass. A pod that fits nowhere
+subresource, counting each binding against that node for the rest of the pass. Nodes only fill up during a
+pass, so a pod with the same namespace, labels and spec as one that fit nowhere earlier in the pass (the
+replicas of a Deployment) fits nowhere either, and is not filtered again. A pod that fits nowhere
 gets `PodScheduled=False, reason=Unschedulable` with the scheduler's message (the signal nodeflow's pod
-watcher reacts to), written only when the condition changes. API failures are logged and retried on the
-next pass.
+watcher reacts to), written when the condition changes; a message that only changes (another node count)
+is rewritten at most every `MESSAGE_REFRESH_SECONDS` per pod, as kube-scheduler retries an unschedulable
+pod after a backoff of at most that long rather than on every node that joins. API failures are logged and
+retried on the next pass.
 
 `run` makes passes when pods or nodes change (watched; see `devstack.wakeup`), every `poll_interval`
 while passes bind pods or fail, and at least every `backstop_interval` seconds otherwise: an idle cluster
@@ -15,8 +19,10 @@ costs one pass per backstop, not one per poll.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -30,6 +36,7 @@ from kube.types import Kube, Obj
 log = logging.getLogger(__name__)
 
 DEFAULT_SCHEDULER = "default-scheduler"
+MESSAGE_REFRESH_SECONDS = 10.0  # kube-scheduler's default podMaxBackoffSeconds
 
 
 def binding_resource(pod_name: str) -> Resource:
@@ -53,6 +60,26 @@ def is_pending(pod: Mapping[str, Any]) -> bool:
 def _creation_order(pod: Mapping[str, Any]) -> tuple[str, str, str]:
     meta = pod.get("metadata") or {}
     return (meta.get("creationTimestamp") or "", meta.get("namespace") or "", meta.get("name") or "")
+
+
+def _shape(pod: Mapping[str, Any]) -> str:
+    """What the fit predicates read of a pending pod: its namespace, labels and spec."""
+    meta = pod.get("metadata") or {}
+    return json.dumps([meta.get("namespace"), meta.get("labels"), pod.get("spec")], sort_keys=True, default=str)
+
+
+def _pod_key(pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    return str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")
+
+
+def _is_unschedulable(pod: Mapping[str, Any]) -> bool:
+    """The pod already carries PodScheduled=False with reason Unschedulable."""
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(
+        c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
+        for c in conditions
+    )
 
 
 def unschedulable_conditions(pod: Mapping[str, Any], message: str, now: str) -> list[Obj] | None:
@@ -109,6 +136,7 @@ class PodBinder:
         self._backstop_interval = backstop_interval
         self._watch_seconds = watch_seconds
         self._failed = False
+        self._message_written: dict[str, float] = {}  # pod uid -> when its Unschedulable message was last written
 
     def run(self, stop: threading.Event) -> None:
         """Bind on change (see the module docstring) until `stop` is set; returns within about one pass."""
@@ -136,9 +164,24 @@ class PodBinder:
             if target is not None and fit.is_active(pod):
                 target.add(pod, fit.pod_requests(pod))
         by_name = [state[name] for name in sorted(state)]
-        return sum(self._schedule(pod, by_name) for pod in sorted(filter(is_pending, pods), key=_creation_order))
+        pending = sorted(filter(is_pending, pods), key=_creation_order)
+        uids = {_pod_key(pod) for pod in pending}
+        self._message_written = {uid: at for uid, at in self._message_written.items() if uid in uids}
+        unplaceable: dict[str, str] = {}  # pod shape (see _shape) -> the message of one that fit nowhere
+        bound = 0
+        for pod in pending:
+            shape = _shape(pod)
+            if shape in unplaceable:
+                self._mark_unschedulable(pod, unplaceable[shape])
+                continue
+            placed, message = self._schedule(pod, by_name)
+            bound += placed
+            if message is not None:
+                unplaceable[shape] = message
+        return bound
 
-    def _schedule(self, pod: Obj, nodes: Sequence[_Node]) -> int:
+    def _schedule(self, pod: Obj, nodes: Sequence[_Node]) -> tuple[int, str | None]:
+        """(1 when bound else 0, the Unschedulable message when the pod fits on no node)."""
         requests = fit.pod_requests(pod)
         reasons: list[list[str]] = []
         best = -1.0
@@ -162,12 +205,13 @@ class PodBinder:
             if score > best:
                 best, chosen = score, node
         if chosen is None:
-            self._mark_unschedulable(pod, fit.unschedulable_message(reasons))
-            return 0
+            message = fit.unschedulable_message(reasons)
+            self._mark_unschedulable(pod, message)
+            return 0, message
         if not self._bind(pod, chosen.name):
-            return 0
+            return 0, None
         chosen.add({**pod, "spec": {**pod.get("spec", {}), "nodeName": chosen.name}}, requests)
-        return 1
+        return 1, None
 
     def _bind(self, pod: Obj, node_name: str) -> bool:
         meta = pod["metadata"]
@@ -195,6 +239,9 @@ class PodBinder:
         conditions = unschedulable_conditions(pod, message, now)
         if conditions is None:
             return
+        uid = _pod_key(pod)
+        if _is_unschedulable(pod) and time.monotonic() - self._message_written.get(uid, 0.0) < MESSAGE_REFRESH_SECONDS:
+            return  # only the message changed, and it was written a moment ago
         patch: Obj = {"status": {"conditions": conditions}}
         if meta.get("resourceVersion"):
             # A compare-and-swap: the conditions list is replaced whole.
@@ -205,4 +252,5 @@ class PodBinder:
             log.info("pod binder: marking %s/%s unschedulable failed: %s", meta.get("namespace"), meta["name"], exc)
             self._failed = True
             return
+        self._message_written[uid] = time.monotonic()
         log.info("pod binder: %s/%s is unschedulable: %s", meta.get("namespace"), meta["name"], message)

@@ -19,6 +19,7 @@ controller's own validation stays the backstop. Compiled rules are cached for th
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import re
 from typing import Any, Final
@@ -99,10 +100,31 @@ def _error_text(error: BaseException) -> str:
     return str(first)
 
 
+_VERDICT_CACHE_SIZE = 4096
+_verdicts: dict[tuple[str, str | None, str, str | None], str | None] = {}
+
+
 def check(rule: str, message: str | None, value: Any, old: Any = ABSENT) -> str | None:
     """None when `rule` holds for `value` (``self``) and `old` (``oldSelf``), or is skipped; else the
     problem, as described in the module docstring (without a message: ``failed rule: <rule>``, and the
-    rule itself after ``evaluating rule:``, as the API server words them)."""
+    rule itself after ``evaluating rule:``, as the API server words them).
+
+    A rule is a pure function of ``self`` and ``oldSelf``, and cel-python's interpreter is slow (tens of
+    milliseconds for a NodeClaim's rules), while the objects of a scale-out repeat the same values (every
+    NodeClaim of a NodePool has its requirements): verdicts are remembered by the values' JSON text."""
+    key = (rule, message, json.dumps(value, sort_keys=True, default=str),
+           None if old is ABSENT else json.dumps(old, sort_keys=True, default=str))  # fmt: skip
+    if key in _verdicts:
+        return _verdicts[key]
+    verdict = _evaluate(rule, message, value, old)
+    if len(_verdicts) >= _VERDICT_CACHE_SIZE:
+        _verdicts.clear()
+    if _program(rule) is not _UNSUPPORTED:  # a rule skipped on this value is skipped from now on anyway
+        _verdicts[key] = verdict
+    return verdict
+
+
+def _evaluate(rule: str, message: str | None, value: Any, old: Any) -> str | None:
     program = _program(rule)
     if program is _UNSUPPORTED:
         return None

@@ -13,6 +13,12 @@ One reconcile pass (`sync_once`):
 
 Every failure is logged and retried on the next pass; creating a Node is idempotent by name.
 
+Reading every instance (DescribeInstances) costs EC2 (moto) and the kubelet milliseconds per instance, so
+`run`'s passes list them all at most every `full_list_interval` seconds and otherwise reuse the last
+listing, re-reading only the instances the NodeClaims point at that it lacks (new launches), those of
+deleting or vanished claims, and those of own Nodes whose claim is gone (by `instance-id` filter): with
+hundreds of nodes a pass costs what changed, not the whole cluster. `sync_once` always lists them all.
+
 `run` makes a pass when Nodes, Pods or NodeClaims change (watched; see `devstack.wakeup`): a NodeClaim
 gets its providerID right after its instance launched, and is deleted after it is terminated, so claim
 and node changes are when EC2 is worth reading; a change of pods alone makes a pass without EC2 (steps
@@ -35,6 +41,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from cloudprovider.types import TAG_CLUSTER_PREFIX, TAG_NODECLAIM
+from cloudprovider.types import instance_id_of as instance_id_in
 from devstack.kubelet import node as nodes
 from devstack.kubelet.pods import needs_start, running_status
 from devstack.wakeup import ChangeFeed, Changes, run_passes
@@ -67,10 +74,12 @@ class SimulatedKubelet:
         clock: Callable[[], float] = time.monotonic,
         backstop_interval: float = 2.0,
         watch_seconds: int = 30,
+        full_list_interval: float = 5.0,
     ) -> None:
         """`poll_interval`: the least time between passes of `run`, and their pace while busy;
         `backstop_interval`: the most time between full passes when nothing changes; `watch_seconds`:
-        the length of each watch (a stopped kubelet's watch threads end within it)."""
+        the length of each watch (a stopped kubelet's watch threads end within it); `full_list_interval`:
+        the most time between two listings of every instance in `run` (see the module docstring)."""
         if not cluster_name:
             raise ValueError("cluster_name is empty; pass the name instances are tagged with")
         self._kube = kube
@@ -91,6 +100,10 @@ class SimulatedKubelet:
         self._ready_since: dict[str, float] = {}
         self._startup_taints: dict[str, list[Obj]] = {}
         self._deleted_pods: set[str] = set()
+        self._full_list_interval = full_list_interval
+        self._listed: dict[str, dict[str, Any]] | None = None  # the running instances as last read
+        self._listed_at = 0.0  # time.monotonic() of the last listing of every instance
+        self._unresolved: set[str] = set()  # instance ids NodeClaims name that were not running when read
 
     def run(self, stop: threading.Event) -> None:
         """Reconcile on change (see the module docstring) until `stop` is set; returns within about one
@@ -106,7 +119,8 @@ class SimulatedKubelet:
         if changes is not None and (NODE in changes or NODECLAIM in changes):
             self._hot_until = time.monotonic() + self._backstop_interval
         if changes is None or self._nodes_busy or time.monotonic() < self._hot_until:
-            self.sync_once()
+            stale = self._listed is None or time.monotonic() - self._listed_at >= self._full_list_interval
+            self.sync_once(full_listing=stale, claims_changed=changes is None or NODECLAIM in changes)
         else:
             self._pods_busy = False
             own = self._own_nodes()
@@ -116,14 +130,20 @@ class SimulatedKubelet:
                 self._sync_pods(own)
         return self._nodes_busy or self._pods_busy or time.monotonic() < self._hot_until
 
-    def sync_once(self) -> None:
-        """One reconcile pass (see the module docstring)."""
+    def sync_once(self, full_listing: bool = True, claims_changed: bool = True) -> None:
+        """One reconcile pass (see the module docstring). Without `full_listing`, the instances are the
+        last listing updated as the module docstring says (NodeClaims are read when `claims_changed`)."""
         self._nodes_busy = self._pods_busy = False
         own = self._own_nodes()
         if own is None:
             self._nodes_busy = True
             return
-        instances = self._running_instances()
+        if full_listing or self._listed is None:
+            instances = self._running_instances()
+            if instances is not None:
+                self._listed, self._listed_at, self._unresolved = dict(instances), time.monotonic(), set()
+        else:
+            instances = self._updated_listing(self._listed, own, claims_changed)
         if instances is None:
             self._nodes_busy = True
         else:
@@ -134,12 +154,46 @@ class SimulatedKubelet:
 
     # -- EC2 ---------------------------------------------------------------------------------------
 
-    def _running_instances(self) -> dict[str, dict[str, Any]] | None:
-        """Running instances of the cluster by id, or None when EC2 could not be read."""
+    def _updated_listing(
+        self, listed: dict[str, dict[str, Any]], own: Mapping[str, Obj], claims_changed: bool
+    ) -> dict[str, dict[str, Any]] | None:
+        """The last listing with the instances worth re-reading read again (see the module docstring), or
+        None when the NodeClaims or EC2 could not be read."""
+        check = set(self._unresolved)
+        if claims_changed:
+            try:
+                claims = self._kube.list(NODECLAIM)
+            except KubeError as exc:
+                log.warning("simulated kubelet: listing NodeClaims failed, retrying next pass: %s", exc)
+                return None
+            claimed: set[str] = set()
+            for claim in claims:
+                instance_id = instance_id_in(str((claim.get("status") or {}).get("providerID") or ""))
+                if not instance_id:
+                    continue
+                claimed.add(instance_id)
+                if instance_id not in listed or (claim.get("metadata") or {}).get("deletionTimestamp"):
+                    check.add(instance_id)
+            check |= {i for i in map(nodes.instance_id_of, own.values()) if i and i in listed and i not in claimed}
+        if check:
+            found = self._running_instances(sorted(check))
+            if found is None:
+                return None
+            for instance_id in check:
+                listed.pop(instance_id, None)
+            listed.update(found)
+            self._unresolved = check - set(found)
+        return dict(listed)
+
+    def _running_instances(self, instance_ids: list[str] | None = None) -> dict[str, dict[str, Any]] | None:
+        """Running instances of the cluster by id (only those of `instance_ids` when given), or None when
+        EC2 could not be read."""
         filters = [
             {"Name": "tag-key", "Values": [f"{TAG_CLUSTER_PREFIX}{self._cluster}"]},
             {"Name": "instance-state-name", "Values": ["running"]},
         ]
+        if instance_ids is not None:
+            filters.append({"Name": "instance-id", "Values": instance_ids})
         found: dict[str, dict[str, Any]] = {}
         try:
             for page in self._ec2.get_paginator("describe_instances").paginate(Filters=filters):

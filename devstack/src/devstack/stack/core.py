@@ -2,7 +2,9 @@
 
 Process layout (every child in its own process group, its output in `<state_dir>/logs/<name>.log`):
 - `temporal`: the Temporal dev server (`devstack.temporal`);
-- `services`: `python -m devstack.services` (Kubernetes API emulator, moto, simulated kubelet, pod binder);
+- `kube-api`, `moto` and `kubelet`: `python -m devstack.services kube|moto|kubelet`, the Kubernetes API
+  emulator, the seeded moto server, and the simulated kubelet with the pod binder (a client of the other
+  two), one process each so that they use more than one core and each imports only what it needs;
 - `worker`: `config.worker_command` with the stack's endpoints as flags: the product's worker, unchanged;
   more workers on the same stack (replicas) with `start_worker(name)`, each logging to `<name>.log`.
 
@@ -33,7 +35,7 @@ from devstack import temporal  # a module import: devstack.temporal imports devs
 from devstack.aws import interruption
 from devstack.aws.faults import FaultClient
 from devstack.kube.faults import KubeFaultClient
-from devstack.services import ec2_client
+from devstack.services import ec2_client, write_ready_file
 from devstack.stack.children import ChildProcess, stop_all
 from devstack.stack.config import DevStackConfig
 from devstack.stack.ports import check_free, free_port, resolve, wait_for
@@ -94,7 +96,7 @@ class DevStack:
         self.events: Any = None
         self.interruption_queue_url: str | None = None
         self._temporal: temporal.TemporalDevServer | None = None
-        self._services: ChildProcess | None = None
+        self._services: dict[str, ChildProcess] = {}  # kube-api, moto and kubelet, once started
         self._workers: dict[str, ChildProcess] = {}
         self._expected_workers: set[str] = set()  # started and not stopped or killed through this object
         self._worker_ports: dict[str, dict[str, int]] = {}  # worker -> its WORKER_PORTS, picked at first start
@@ -127,9 +129,9 @@ class DevStack:
                 if port:
                     check_free(port, flag)
             temporal_ports = self._temporal_ports()
-            self._launch_services()  # its imports and seeding take seconds: overlap them with Temporal
+            self._launch_servers()  # their imports and seeding take seconds: overlap them with Temporal
             self._start_temporal(temporal_ports)
-            self._await_services()
+            self._await_servers()
             self.kube = self._kube_client = KubeClient.from_kubeconfig(str(self.kubeconfig))
             self.ec2 = ec2_client(self.moto_url, cfg.region)
             if cfg.interruption_queue:  # before the worker, whose consumer looks the queue up by name
@@ -169,36 +171,55 @@ class DevStack:
         self.temporal_address = server.address
         self.ui_url = server.ui_url
 
-    def _launch_services(self) -> None:
+    def _launch(self, name: str, role_args: list[str]) -> ChildProcess:
+        ready = self._ready_file(name)
+        ready.unlink(missing_ok=True)
+        argv = [sys.executable, "-m", "devstack.services", *role_args, "--ready-file", str(ready)]
+        child = ChildProcess(name, argv, self.config.logs_dir / f"{name}.log", child_env(), SERVICES_GRACE_SECONDS)
+        self._services[name] = child
+        child.start()
+        return child
+
+    def _ready_file(self, name: str) -> Path:
+        return self.config.state_dir / "ready" / f"{name}.json"
+
+    def _launch_servers(self) -> None:
+        """Launch the Kubernetes API emulator and moto at once: the emulator's port is picked first
+        (when 0), so moto's seeded EKS cluster can answer it as its endpoint."""
         cfg = self.config
         cfg.ready_file.unlink(missing_ok=True)
-        argv = [
-            sys.executable, "-m", "devstack.services",
-            "--kube-port", str(cfg.kube_port),
-            "--moto-port", str(cfg.moto_port),
-            "--cluster-name", cfg.cluster_name,
-            "--region", cfg.region,
-            "--ready-file", str(cfg.ready_file),
-        ]  # fmt: skip
+        kube_port = resolve(cfg.kube_port, "--kube-port")
+        self._launch("kube-api", ["kube", "--port", str(kube_port)])
+        moto = ["moto", "--port", str(cfg.moto_port), "--cluster-name", cfg.cluster_name, "--region", cfg.region,
+                "--cluster-endpoint", f"http://127.0.0.1:{kube_port}"]  # fmt: skip
         if cfg.response_cache is not None:
-            argv += ["--response-cache", str(cfg.response_cache)]
-        self._services = ChildProcess("services", argv, cfg.logs_dir / "services.log", child_env(),
-                                      SERVICES_GRACE_SECONDS)  # fmt: skip
-        self._services.start()
+            moto += ["--response-cache", str(cfg.response_cache)]
+        self._launch("moto", moto)
 
-    def _await_services(self) -> None:
-        cfg = self.config
-        services = self._services
-        assert services is not None
+    def _await_ready(self, name: str) -> dict[str, Any]:
+        child = self._services[name]
+        ready = self._ready_file(name)
         try:
-            wait_for(cfg.ready_file.exists, "services (Kubernetes API, moto)", cfg.start_timeout, services.running)
+            wait_for(ready.exists, f"{name} (python -m devstack.services)", self.config.start_timeout, child.running)
         except (TimeoutError, RuntimeError) as exc:
-            raise RuntimeError(f"{exc}; log {services.log_path}:\n{services.log_tail()}") from exc
-        info = json.loads(cfg.ready_file.read_text())
-        self.kube_url, self.moto_url = str(info["kubeUrl"]), str(info["motoUrl"])
+            raise RuntimeError(f"{exc}; log {child.log_path}:\n{child.log_tail()}") from exc
+        info: dict[str, Any] = json.loads(ready.read_text())
+        return info
+
+    def _await_servers(self) -> None:
+        """Wait for the emulator and moto, write the kubeconfig and `services.json`, then launch the
+        kubelet (not awaited: nothing at start depends on it, and a death shows in `dead_children`)."""
+        cfg = self.config
+        self.kube_url = str(self._await_ready("kube-api")["url"])
+        self.moto_url = str(self._await_ready("moto")["url"])
         from devstack.kube.kubeconfig import write_kubeconfig
 
         write_kubeconfig(self.kubeconfig, self.kube_url)
+        self._launch("kubelet", ["kubelet", "--kube-url", self.kube_url, "--moto-url", self.moto_url,
+                                 "--cluster-name", cfg.cluster_name, "--region", cfg.region])  # fmt: skip
+        info = {"kubeUrl": self.kube_url, "motoUrl": self.moto_url, "clusterName": cfg.cluster_name,
+                "region": cfg.region, "pids": self.pids()}  # fmt: skip
+        write_ready_file(cfg.ready_file, info)
 
     def stop(self) -> None:
         """Stop the worker, then the services and Temporal together. Idempotent; never raises for a
@@ -206,9 +227,11 @@ class DevStack:
         atexit.unregister(self.stop)
         stop_all(list(self._workers.values()), WORKER_GRACE_SECONDS)
         self._expected_workers.clear()
-        rest = [c for c in (self._services, self._temporal.process if self._temporal else None) if c is not None]
+        rest = [*self._services.values(), *([self._temporal.process] if self._temporal else [])]
         stop_all(rest, SERVICES_GRACE_SECONDS)
         self.config.ready_file.unlink(missing_ok=True)
+        for name in self._services:
+            self._ready_file(name).unlink(missing_ok=True)
         if self._kube_client is not None:
             self._kube_client.close()
             self._kube_client = None
@@ -335,13 +358,14 @@ class DevStack:
 
     def pids(self) -> dict[str, int]:
         """Pid of every child started so far (it is also its process group id), by name."""
-        children = [self._temporal.process if self._temporal else None, self._services, *self._workers.values()]
-        return {c.name: c.pid for c in children if c is not None and c.pid is not None}
+        temporal = [self._temporal.process] if self._temporal else []
+        children = [*temporal, *self._services.values(), *self._workers.values()]
+        return {c.name: c.pid for c in children if c.pid is not None}
 
     def dead_children(self) -> list[str]:
         """Children that should run but have exited, as "name (exit N, log PATH)" lines. A worker should
         run from its start_worker() until its stop_worker() or kill_worker()."""
-        children = [self._temporal.process if self._temporal else None, self._services]
+        children = [self._temporal.process if self._temporal else None, *self._services.values()]
         children += [child for name, child in self._workers.items() if name in self._expected_workers]
         return [
             f"{c.name} exited (code {c.exit_code()}); see {c.log_path}"
