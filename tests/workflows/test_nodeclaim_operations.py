@@ -9,10 +9,10 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
-from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
 from tests.eventually import eventually_async
+from tests.workflows.claim_status import claim_status_or_none
 from tests.workflows.fakes import World
 from tests.workflows.histories import save_history
 from tests.workflows.workers import worker_on_fresh_queue
@@ -30,15 +30,11 @@ async def start(env: WorkflowEnvironment, task_queue: str, **kwargs: object) -> 
 async def wait_until(
     handle: WorkflowHandle, env: WorkflowEnvironment, check: Callable[[NodeClaimState], bool], what: str
 ) -> NodeClaimState:
-    """Query `status` until `check` holds, skipping 20 s of workflow time between polls. A query that
-    times out (it can land while the claim continues as new, on a loaded machine) is polled again."""
+    """Query `status` until `check` holds, skipping 20 s of workflow time between polls."""
 
     async def status() -> NodeClaimState | None:
-        try:
-            state: NodeClaimState = await handle.query(NodeClaimWorkflow.status)
-        except RPCError as err:
-            if err.status != RPCStatusCode.DEADLINE_EXCEEDED and "deadline" not in err.message:
-                raise
+        state = await claim_status_or_none(handle)
+        if state is None:
             return None
         assert check(state), state
         return state

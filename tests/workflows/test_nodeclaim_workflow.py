@@ -8,6 +8,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from tests.eventually import eventually_async
+from tests.workflows.claim_status import claim_status_or_none
 from tests.workflows.fakes import World
 from tests.workflows.histories import save_history
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
@@ -22,8 +23,10 @@ async def start(env: WorkflowEnvironment, task_queue: str, **kwargs: object) -> 
 async def wait_for_phase(handle: WorkflowHandle, env: WorkflowEnvironment, phase: str) -> NodeClaimState:
     """Query `status` until the claim is in `phase`, skipping a second of workflow time between polls."""
 
-    async def in_phase() -> NodeClaimState:
-        state: NodeClaimState = await handle.query(NodeClaimWorkflow.status)
+    async def in_phase() -> NodeClaimState | None:
+        state = await claim_status_or_none(handle)
+        if state is None:
+            return None
         assert state.phase == phase, state
         return state
 
