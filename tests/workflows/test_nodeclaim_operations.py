@@ -12,7 +12,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from tests.eventually import eventually_async
-from tests.workflows.claim_status import claim_status_or_none
+from tests.workflows.claim_status import claim_status_when_asleep, wait_until_asleep
 from tests.workflows.fakes import World
 from tests.workflows.histories import save_history
 from tests.workflows.workers import worker_on_fresh_queue
@@ -33,7 +33,7 @@ async def wait_until(
     """Query `status` until `check` holds, skipping 20 s of workflow time between polls."""
 
     async def status() -> NodeClaimState | None:
-        state = await claim_status_or_none(handle)
+        state = await claim_status_when_asleep(env, handle)
         if state is None:
             return None
         assert check(state), state
@@ -52,6 +52,7 @@ async def test_should_mark_the_claim_drifted_by_a_periodic_check(
     assert drifted.conditions["Drifted"] == "True (AMIDrift)"
     assert drifted.drift_checks >= 3
 
+    await wait_until_asleep(time_env, handle.id)
     await handle.signal(NodeClaimWorkflow.delete, "NodeClaim deleted")
     final: NodeClaimState = await handle.result()
     await save_history(handle, "nodeclaim-running-drift")
@@ -74,6 +75,7 @@ async def test_a_running_claim_continues_as_new_every_few_checks_without_republi
     assert EventType.EVENT_TYPE_MARKER_RECORDED not in kinds
     assert EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES not in kinds
     assert EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED not in kinds
+    await wait_until_asleep(time_env, handle.id)
     await handle.signal(NodeClaimWorkflow.delete, "NodeClaim deleted")
     assert (await handle.result()).phase == DELETED
 
@@ -87,11 +89,13 @@ async def test_a_check_drift_signal_runs_the_check_at_once(
     started = await time_env.get_current_time()
     await wait_until(handle, time_env, lambda s: s.phase == RUNNING, "Running")
     world.drift_after_checks = 1
+    await wait_until_asleep(time_env, handle.id)
     await handle.signal(NodeClaimWorkflow.check_drift, "NodePool default changed")
     drifted = await wait_until(handle, time_env, lambda s: bool(s.drift_reason), "Drifted")
     assert drifted.drift_checks == 1
     assert await time_env.get_current_time() - started < timedelta(minutes=30)
     await save_history(handle, "nodeclaim-check-drift-signal")
+    await wait_until_asleep(time_env, handle.id)
     await handle.signal(NodeClaimWorkflow.delete, "NodeClaim deleted")
     assert (await handle.result()).phase == DELETED
 
@@ -106,11 +110,13 @@ async def test_a_check_drift_signal_before_the_running_phase_runs_the_check_as_i
     await wait_until(handle, time_env, lambda s: s.phase == INITIALIZING, "Initializing")
     started = await time_env.get_current_time()
     world.drift_after_checks = 1
+    await wait_until_asleep(time_env, handle.id)
     await handle.signal(NodeClaimWorkflow.check_drift, "EC2NodeClass default changed")
     world.ready_after_polls = 0
     drifted = await wait_until(handle, time_env, lambda s: bool(s.drift_reason), "Drifted")
     assert drifted.drift_checks == 1
     assert await time_env.get_current_time() - started < timedelta(minutes=30)
+    await wait_until_asleep(time_env, handle.id)
     await handle.signal(NodeClaimWorkflow.delete, "NodeClaim deleted")
     assert (await handle.result()).phase == DELETED
 
@@ -120,6 +126,7 @@ async def test_should_set_expired_before_draining_on_a_manual_expire(
 ) -> None:
     handle = await start(time_env, worker)
     await wait_until(handle, time_env, lambda s: s.phase == RUNNING, "Running")
+    await wait_until_asleep(time_env, handle.id)
     await handle.signal(NodeClaimWorkflow.expire)
     final: NodeClaimState = await handle.result()
     assert final.phase == DELETED
@@ -216,6 +223,7 @@ async def test_a_replace_signal_is_forwarded_to_the_disruption_controller(
         )
         handle = await start(time_env, worker)
         await wait_until(handle, time_env, lambda s: s.phase == RUNNING, "Running")
+        await wait_until_asleep(time_env, handle.id)
         await handle.signal(NodeClaimWorkflow.replace, "new AMI")
 
         async def forwarded() -> list[list[str]]:
@@ -240,6 +248,7 @@ async def test_a_replace_signal_without_a_controller_leaves_the_claim_running(
 ) -> None:
     handle = await start(time_env, worker)
     await wait_until(handle, time_env, lambda s: s.phase == RUNNING, "Running")
+    await wait_until_asleep(time_env, handle.id)
     await handle.signal(NodeClaimWorkflow.replace)
     await time_env.sleep(timedelta(minutes=1))
     state: NodeClaimState = await handle.query(NodeClaimWorkflow.status)

@@ -8,7 +8,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from tests.eventually import eventually_async
-from tests.workflows.claim_status import claim_status_or_none
+from tests.workflows.claim_status import claim_status_when_asleep, wait_until_asleep
 from tests.workflows.fakes import World
 from tests.workflows.histories import save_history
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
@@ -24,7 +24,7 @@ async def wait_for_phase(handle: WorkflowHandle, env: WorkflowEnvironment, phase
     """Query `status` until the claim is in `phase`, skipping a second of workflow time between polls."""
 
     async def in_phase() -> NodeClaimState | None:
-        state = await claim_status_or_none(handle)
+        state = await claim_status_when_asleep(env, handle)
         if state is None:
             return None
         assert state.phase == phase, state
@@ -45,6 +45,7 @@ async def test_should_run_the_whole_lifecycle_when_the_claim_is_deleted(
     assert running.node_name == "ip-10-0-0-1.us-west-2.compute.internal"
     assert running.instance_type == "m5.large"
 
+    await wait_until_asleep(time_env, handle.id)
     await handle.signal(NodeClaimWorkflow.delete, "NodeClaim deleted")
     final: NodeClaimState = await handle.result()
     await save_history(handle, "nodeclaim-lifecycle")
