@@ -7,6 +7,7 @@ check (tests/iam_coverage.py) sees nodeflow's sqs:GetQueueUrl, ReceiveMessage an
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import threading
@@ -52,11 +53,21 @@ def queue(aws: MotoServer, sqs: Any) -> InterruptionQueue:
     return new_interruption_queue(REGION, aws.url, queue_name=name, credentials=("testing", "testing"))
 
 
-def launched_spot_instance(aws: MotoServer) -> str:
-    ec2 = boto3.client(
-        "ec2", region_name=REGION, endpoint_url=aws.url, aws_access_key_id="testing", aws_secret_access_key="testing"
+@functools.cache
+def amazon_image(url: str) -> str:
+    """One Amazon-owned image of the server at `url` (listing them all costs about a second of CPU)."""
+    return str(ec2_client(url).describe_images(Owners=["amazon"])["Images"][0]["ImageId"])
+
+
+def ec2_client(url: str) -> Any:
+    return boto3.client(
+        "ec2", region_name=REGION, endpoint_url=url, aws_access_key_id="testing", aws_secret_access_key="testing"
     )
-    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+
+
+def launched_spot_instance(aws: MotoServer) -> str:
+    ec2 = ec2_client(aws.url)
+    image = amazon_image(aws.url)
     subnet = aws.seeded["subnets"][0]
     subnet_id = subnet["id"] if isinstance(subnet, dict) else subnet
     reservation = ec2.run_instances(
