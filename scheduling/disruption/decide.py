@@ -65,7 +65,12 @@ from scheduling.disruption.model import (
     Rejection,
 )
 from scheduling.disruption.simulate import Simulator, narrowed, option_prices, replacement_capacity_types
-from scheduling.disruption.split import SPLIT_MIN_SAVING, best_split
+from scheduling.disruption.split import (
+    SPLIT_MIN_SAVING,
+    best_split,
+    cheapest_per_unit,
+    split_price_floor,
+)
 from scheduling.provisionable import pod_key
 from scheduling.types import PlannedNodeClaim
 
@@ -266,10 +271,23 @@ class _Pass:
             if len(s.reschedulable) > 1 and s.price and self.budgets[s.pool_name or ""].allowed("Underutilized") > 0
         ]
         candidates.sort(key=lambda s: (-(s.price or 0.0) * self.simulator.unused_share(s.name), s.name))
+        cluster = self.inp.cluster
+        per_unit: dict[str, float] = {}
+        if candidates:
+            per_unit = cheapest_per_unit(cluster.instance_types, cluster.node_pools)
         for state in candidates[: self.inp.limits.split_candidates]:
             if self.out_of_time():
                 return None
             assert state.price is not None
+            floor = split_price_floor(state, self.simulator, per_unit)
+            if not _cheaper(floor, state.price * (1 - SPLIT_MIN_SAVING)):
+                # Searching is one solver run per size cap; a split that cannot save enough is not worth it.
+                why = (
+                    f"any split costs at least ${floor:.4f}/h (its pods' requests beyond the other nodes' free "
+                    f"room at the cheapest price per unit), not {SPLIT_MIN_SAVING:.0%} below {state.ref_price()}"
+                )
+                self.reject(state, "SplitConsolidation", "SplitNotCheaper", why)
+                continue
             found, why = best_split(
                 state,
                 self.simulator,

@@ -20,10 +20,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from apis import labels as L
 from apis.instancetype import InstanceType
+from apis.nodepool import NodePool
 from apis.quantity import to_resource_list
+from scheduling.catalog import OFFERING_KEYS, derived_labels
 from scheduling.disruption.candidates import NodeState
 from scheduling.disruption.simulate import Simulator, narrowed, option_prices, replacement_capacity_types
+from scheduling.pools import pool_requirements
+from scheduling.requirements import Requirements
 from scheduling.types import PlannedNodeClaim
 
 SPLIT_MIN_SAVING = 0.25  # a split must cost at most 75% of the node it replaces
@@ -55,6 +60,63 @@ def vcpus(it: InstanceType) -> int:
 def size_caps(catalog: Sequence[InstanceType], below: int) -> list[int]:
     """The catalog's distinct vCPU counts (millicores) under `below`, largest first."""
     return sorted({v for it in catalog if 0 < (v := vcpus(it)) < below}, reverse=True)
+
+
+def cheapest_per_unit(catalog: Sequence[InstanceType], pools: Sequence[NodePool]) -> dict[str, float]:
+    """For cpu and memory: the lowest $/h per unit of capacity (millicore, byte) of any available offering
+    some NodePool could launch: the type's labels and the offering's capacity type meet the pool's
+    requirements. Only the labels the type has are checked, and neither zones nor the OS, so the bound
+    stays at or below what the solver can find; a pool whose requirements do not parse admits everything.
+    Resources nothing offers are left out."""
+    try:
+        admitted: list[Requirements | None] = [pool_requirements(pool) for pool in pools]
+    except ValueError:
+        admitted = [None]
+    out: dict[str, float] = {}
+    for it in catalog:
+        capacity = to_resource_list(it.capacity)
+        labels = derived_labels(it, capacity)
+        for reqs in admitted:
+            if reqs is not None and any(
+                key in labels and key not in _UNCHECKED and not req.allows(labels[key]) for key, req in reqs.items()
+            ):
+                continue
+            capacity_type = reqs.get_req(L.CAPACITY_TYPE) if reqs is not None else None
+            prices = [
+                o.price
+                for o in it.offerings
+                if o.available and (capacity_type is None or capacity_type.allows(o.capacity_type))
+            ]
+            if not prices:
+                continue
+            for resource in ("cpu", "memory"):
+                amount = capacity.get(resource, 0)
+                if amount > 0:
+                    ratio = min(prices) / amount
+                    out[resource] = min(out.get(resource, ratio), ratio)
+    return out
+
+
+# Requirement keys cheapest_per_unit does not check against a type's labels: the offering's (zone, capacity
+# type, zone id; the capacity type is checked per offering) and the node class's OS.
+_UNCHECKED = frozenset({*OFFERING_KEYS, L.OS, L.WINDOWS_BUILD})
+
+
+def split_price_floor(state: NodeState, simulator: Simulator, per_unit: dict[str, float]) -> float:
+    """A lower bound on the price of any set of new nodes that, with the free room of the other nodes,
+    holds the node's reschedulable pods: for cpu and memory, what the pods request beyond that free room
+    at the catalog's cheapest price per unit. 0.0 when the bound cannot be known (NodeClaims in flight
+    have room the simulator does not see). Splits costing less than it need not be searched for."""
+    if not simulator.exact_check:
+        return 0.0
+    moving = simulator.moving.get(state.name, {})
+    floor = 0.0
+    for resource in ("cpu", "memory"):
+        elsewhere = simulator.free_total.get(resource, 0) - simulator.free.get(state.name, {}).get(resource, 0)
+        need = moving.get(resource, 0) - max(0, elsewhere)
+        if need > 0 and resource in per_unit:
+            floor = max(floor, need * per_unit[resource])
+    return floor
 
 
 def best_split(

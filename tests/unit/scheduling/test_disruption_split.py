@@ -9,9 +9,20 @@ import pytest
 
 from apis.instancetype import InstanceType
 from scheduling.disruption import Decision
-from scheduling.disruption.split import SPLIT_MIN_SAVING, size_caps
+from scheduling.disruption.candidates import build_states
+from scheduling.disruption.simulate import Simulator
+from scheduling.disruption.split import SPLIT_MIN_SAVING, best_split, cheapest_per_unit, size_caps, split_price_floor
+from scheduling.types import SchedulingInput
 from tests.unit.scheduling.builders import instance_type, node_pool
-from tests.unit.scheduling.disruption_builders import bound, budget_pool, karpenter_node, run
+from tests.unit.scheduling.disruption_builders import (
+    NOW,
+    bound,
+    budget_pool,
+    karpenter_node,
+    node_class,
+    on_demand_pool,
+    run,
+)
 
 
 def two_sizes(small_price: float) -> list[InstanceType]:
@@ -90,3 +101,36 @@ def test_size_caps_are_the_catalogs_vcpu_counts_below_the_node() -> None:
     types = [instance_type(f"t{cpu}", cpu, cpu * 4, 0.1 * cpu) for cpu in (2, 4, 8, 8, 16, 64)]
     assert size_caps(types, 16_000) == [8_000, 4_000, 2_000]
     assert SPLIT_MIN_SAVING == 0.25
+
+
+def test_a_node_whose_pods_cost_too_much_anywhere_is_not_searched_for_a_split() -> None:
+    """Ten 6-vCPU pods on the 64-vCPU node: at the catalog's cheapest price per vCPU (the large type's own)
+    any set of new nodes for them costs over 75% of the node, so no size cap is simulated."""
+    decision = decide(two_sizes(small_price=2.0), pods=10)
+    split = [r for r in decision.why("n1") if r.method == "SplitConsolidation"]
+    assert [r.code for r in split] == ["SplitNotCheaper"]
+    assert split[0].message.startswith("any split costs at least $3.7")
+    assert decision.simulations <= 1  # single-node consolidation's run only
+
+
+@pytest.mark.parametrize("small_price", [0.1, 0.3, 0.5, 0.8, 1.5])
+@pytest.mark.parametrize("pods", [2, 4, 7, 10])
+def test_the_floor_never_exceeds_a_split_the_search_finds(small_price: float, pods: int) -> None:
+    types = two_sizes(small_price)
+    machines = [karpenter_node("n1", "big.16xlarge", types=types)]
+    cluster = SchedulingInput(
+        bound_pods=[bound(f"p{i}", "n1", cpu="6", memory="8Gi") for i in range(pods)],
+        nodes=[n for n, _ in machines],
+        node_claims=[c for _, c in machines],
+        node_pools=[on_demand_pool()],
+        node_classes=[node_class()],
+        instance_types=types,
+    )
+    simulator = Simulator(cluster)
+    state = next(s for s in build_states(cluster.nodes, cluster.node_claims, cluster.node_pools,
+                                         cluster.bound_pods, types, NOW) if s.name == "n1")  # fmt: skip
+    found, _ = best_split(state, simulator, types, {t.name: t for t in types}, False, lambda: False)
+    floor = split_price_floor(state, simulator, cheapest_per_unit(types, cluster.node_pools))
+    assert floor > 0
+    if found is not None:
+        assert floor <= found.price + 1e-9
