@@ -79,6 +79,13 @@ def parse_quantity(text: str | int | float) -> Fraction:
         if not math.isfinite(text):
             raise ValueError(f'invalid quantity "{text}": use a finite number with an optional suffix, e.g. "500m"')
         return _bounded(Fraction(text), repr(text))
+    return _parse_text(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_text(text: str) -> Fraction:
+    """parse_quantity of a string, cached: a catalog or a round parses the same few hundred strings
+    thousands of times. Errors are raised again each time (lru_cache keeps results only)."""
     match = _QUANTITY.match(text.strip())
     if not match:
         raise ValueError(f'invalid quantity "{_shown(text)}": use a number with an optional suffix, e.g. "500m", "2Gi"')
