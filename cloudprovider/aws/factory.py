@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import boto3
+import botocore.session
 from botocore.config import Config
 
 from cloudprovider.aws.cluster import ClusterConnection, resolve_cluster_connection
@@ -16,6 +17,7 @@ from cloudprovider.aws.pricing import PriceTable
 from cloudprovider.aws.pricing_api import currency, fetch_on_demand_prices, pricing_endpoint_region
 from cloudprovider.aws.provider import AWSCloudProvider
 from cloudprovider.aws.ratelimit import EC2RateLimiter, rate_limited
+from cloudprovider.aws.timestamps import parse_timestamp
 
 # Sent in every request's User-Agent as `app/nodeflow`: CloudTrail shows which calls are nodeflow's.
 USER_AGENT_APP_ID = "nodeflow"
@@ -46,7 +48,9 @@ def _client_factory(
     if not region:
         raise ValueError("new_aws_cloud_provider: region is required (e.g. us-west-2)")
     keys = {"aws_access_key_id": credentials[0], "aws_secret_access_key": credentials[1]} if credentials else {}
-    session = boto3.session.Session(region_name=region, **keys)
+    core = botocore.session.get_session()
+    core.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=parse_timestamp)
+    session = boto3.session.Session(botocore_session=core, region_name=region, **keys)
     config = sdk_config(max_attempts)
 
     def client(service: str, in_region: str | None = None):  # type: ignore[no-untyped-def]
