@@ -56,6 +56,7 @@ from activities.manual_replacement import MANUAL, LaunchManualInput, ManualRepla
 from activities.provisioning_models import ProvisionRound
 from scheduling.disruption import Command
 from scheduling.disruption.model import METHOD_ORDER
+from workflows import timing
 
 WORKFLOW_ID = "disruption"
 POLL = timedelta(seconds=10)
@@ -64,7 +65,7 @@ ROUNDS_PER_RUN = 60
 RECENT_LIMIT = 10
 DECIDE_TIMEOUT = timedelta(minutes=2)
 DECIDE_RETRY = RetryPolicy(maximum_interval=timedelta(seconds=10), maximum_attempts=3)
-STEP_TIMEOUT = timedelta(minutes=1)
+STEP_TIMEOUT = timing.SHORT_ACTIVITY  # each step is a few API calls; a killed worker is noticed after this
 STEP_RETRY = RetryPolicy(maximum_interval=timedelta(seconds=10))
 REPLACEMENT_POLL_FIRST = timedelta(seconds=2)
 REPLACEMENT_POLL_MAX = timedelta(seconds=15)
@@ -141,7 +142,7 @@ class DisruptionControllerWorkflow:
                     single_node_first=self.state.single_node_first,
                 ),
                 start_to_close_timeout=DECIDE_TIMEOUT,
-                heartbeat_timeout=timedelta(seconds=30),
+                heartbeat_timeout=timing.HEARTBEAT,
                 retry_policy=DECIDE_RETRY,
             )
         except ActivityError as err:
