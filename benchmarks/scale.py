@@ -321,7 +321,7 @@ spec:
 
 
 def provisioner_round(address: str) -> tuple[int, int] | None:
-    """(round, NodeClaims in its plan) of the provisioner's last round, by its `status` query."""
+    """(round, NodeClaims in its plan) of the provisioner's last finished solve, by its `status` query."""
     from temporalio.client import Client
     from temporalio.service import RPCError
 
@@ -334,7 +334,7 @@ def provisioner_round(address: str) -> tuple[int, int] | None:
         except RPCError:
             return None
         plan = status.get("last_plan") or {}
-        return int(status.get("round", 0)), len(plan.get("node_claims") or [])
+        return int(status.get("last_plan_round", 0)), len(plan.get("node_claims") or [])
 
     return asyncio.run(query())
 

@@ -38,6 +38,7 @@ class ProvisionerStatus(BaseModel):
     round: int
     pending: int  # pending pods reported by the signals since the last round started
     last_plan: ProvisionPlan | None = None
+    last_plan_round: int = 0  # the round last_plan is from (`round` moves on when the next one starts)
 
 
 @workflow.defn(name="Provisioner", sandboxed=False)
@@ -49,6 +50,7 @@ class ProvisionerWorkflow:
         self.signals = 0
         self.last_signal: datetime | None = None
         self.last_plan: ProvisionPlan | None = None
+        self.last_plan_round = 0
 
     @workflow.signal(name=SIGNAL)
     def pods_pending(self, count: int = 0) -> None:
@@ -61,7 +63,9 @@ class ProvisionerWorkflow:
 
     @workflow.query(name="status")
     def status(self) -> ProvisionerStatus:
-        return ProvisionerStatus(round=self.round, pending=self.pending_pods, last_plan=self.last_plan)
+        return ProvisionerStatus(
+            round=self.round, pending=self.pending_pods, last_plan=self.last_plan, last_plan_round=self.last_plan_round
+        )
 
     @workflow.run
     async def run(self, state: ProvisionerState | None = None) -> None:
@@ -94,7 +98,7 @@ class ProvisionerWorkflow:
             heartbeat_timeout=timing.HEARTBEAT,
             retry_policy=timing.ACTIVITY_RETRY,
         )
-        self.last_plan = plan
+        self.last_plan, self.last_plan_round = plan, rnd.round
         if plan.node_claims or plan.invalid or plan.unschedulable:
             await workflow.execute_activity_method(
                 ProvisioningActivities.apply_plan,

@@ -44,6 +44,15 @@ async def test_should_batch_signals_arriving_together_into_one_round(
     assert world.solve_rounds == [1]
     assert world.solve_triggers == [10]  # the signals' counts, summed into the round's input
     assert status.pending == 0
+
+    async def plan_of_round_one() -> bool:
+        status = await handle.query(ProvisionerWorkflow.status)
+        assert (status.round, status.last_plan_round) == (1, 1)
+        return True
+
+    await eventually_async(
+        plan_of_round_one, timeout=30, what="round 1's plan", pause=lambda: time_env.sleep(timedelta(milliseconds=200))
+    )
     await handle.terminate("test over")
     await save_history(handle, "provisioner-batch")
 
