@@ -104,7 +104,7 @@ class Simulator:
         for name in names:
             need = add(need, self.moving.get(name, {}))
         for resource in ("cpu", "memory", "pods"):
-            free = self.free_total.get(resource, 0) - sum(self.free.get(n, {}).get(resource, 0) for n in names)
+            free = self.free_beside(names, resource)
             room = free + self.largest.get(resource, 0)
             if need.get(resource, 0) > room:
                 return (
@@ -113,6 +113,10 @@ class Simulator:
                     f"{format_units(resource, self.largest.get(resource, 0))}"
                 )
         return ""
+
+    def free_beside(self, names: set[str], resource: str) -> int:
+        """The free `resource` (canonical units) of every node but `names`."""
+        return self.free_total.get(resource, 0) - sum(self.free.get(n, {}).get(resource, 0) for n in names)
 
     def unused_share(self, name: str) -> float:
         """The share of the node's allocatable cpu or memory, whichever is busier, that no pod requests

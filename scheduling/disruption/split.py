@@ -112,8 +112,7 @@ def split_price_floor(state: NodeState, simulator: Simulator, per_unit: dict[str
     moving = simulator.moving.get(state.name, {})
     floor = 0.0
     for resource in ("cpu", "memory"):
-        elsewhere = simulator.free_total.get(resource, 0) - simulator.free.get(state.name, {}).get(resource, 0)
-        need = moving.get(resource, 0) - max(0, elsewhere)
+        need = moving.get(resource, 0) - simulator.free_beside({state.name}, resource)
         if need > 0 and resource in per_unit:
             floor = max(floor, need * per_unit[resource])
     return floor
