@@ -14,7 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from activities import kubeops, ownership
-from activities.metrics import Metrics, seconds_since
+from activities.metric_labels import seconds_since
+from activities.metrics import Metrics
 from activities.models import ClaimIdentity, ClaimRef
 from activities.shared_reads import SharedReads
 from apis import labels

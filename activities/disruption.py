@@ -33,7 +33,8 @@ from temporalio import activity
 from activities import kubeops, nodepool_status, ownership
 from activities.disruption_snapshot import read_disruption_input
 from activities.heartbeat import heartbeating
-from activities.metrics import Metrics, disruption_reason
+from activities.metric_labels import disruption_reason
+from activities.metrics import Metrics
 from apis.meta import rfc3339, set_condition
 from apis.nodeclaim import CONSOLIDATABLE, NodeClaim
 from apis.nodepool import NodePool

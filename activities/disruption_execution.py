@@ -21,7 +21,8 @@ from temporalio import activity
 from activities import kubeops, ownership
 from activities.claim_base import setting_conditions
 from activities.claim_launcher import ClaimLauncher, WorkflowStarter
-from activities.metrics import Metrics, disruption_reason, owner_labels
+from activities.metric_labels import disruption_reason, owner_labels
+from activities.metrics import Metrics
 from activities.provisioning_models import ProvisionRound
 from apis import labels
 from apis.nodeclaim import INITIALIZED

@@ -20,7 +20,8 @@ from temporalio import activity
 from activities import kubeops, replace
 from activities.claim_launcher import WorkflowStarter, node_claim_name
 from activities.disruption_execution import DISRUPTION_REASON
-from activities.metrics import Metrics, disruption_reason
+from activities.metric_labels import disruption_reason
+from activities.metrics import Metrics
 from activities.provisioning_models import ProvisionRound
 from apis import labels
 from apis.nodepool import NodePool

@@ -16,7 +16,7 @@ from temporalio import activity
 from activities import drain, kubeops, nodepool_status, ownership
 from activities.claim_base import ClaimActivities, claim_logger
 from activities.heartbeat import heartbeating
-from activities.metrics import owner_labels, seconds_since
+from activities.metric_labels import owner_labels, seconds_since
 from activities.models import ClaimIdentity, ClaimRef
 from apis import labels
 from apis.meta import as_utc, get_condition, is_true, rfc3339

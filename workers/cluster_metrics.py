@@ -39,7 +39,8 @@ from datetime import UTC, datetime
 from prometheus_client import Gauge
 
 from activities import drain
-from activities.metrics import Metrics, node_labels, seconds_since
+from activities.metric_labels import node_labels, seconds_since
+from activities.metrics import Metrics
 from activities.nodepool_status import pool_resources
 from apis import labels
 from apis.instancetype import InstanceType

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from activities.metrics import seconds_since
+from activities.metric_labels import seconds_since
 from kube.types import Obj
 
 Key = tuple[str, str, str]  # (namespace, name, condition type)

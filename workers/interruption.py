@@ -48,7 +48,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from activities.metrics import Metrics, owner_labels, seconds_since
+from activities.metric_labels import owner_labels, seconds_since
+from activities.metrics import Metrics
 from apis import labels
 from cloudprovider.aws.interruption_messages import (
     ACTIONS,

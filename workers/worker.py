@@ -24,7 +24,8 @@ from activities.disruption_execution import DisruptionExecution
 from activities.garbage_collection import GarbageCollectionActivities
 from activities.lifecycle import node_claim_activities
 from activities.manual_replacement import ManualReplacement
-from activities.metrics import MeteredCloudProvider, Metrics
+from activities.metered_cloud import MeteredCloudProvider
+from activities.metrics import Metrics
 from activities.provisioning import ProvisioningActivities
 from cloudprovider.aws.factory import new_aws_cloud_provider, new_interruption_queue, resolve_eks_cluster
 from cloudprovider.aws.provider import AWSCloudProvider

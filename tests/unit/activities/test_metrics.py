@@ -10,7 +10,8 @@ from prometheus_client import Counter, Gauge, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from activities.disruption_execution import DisruptionExecution, LaunchReplacementsInput, StartInput
-from activities.metrics import MeteredCloudProvider, Metrics
+from activities.metered_cloud import MeteredCloudProvider
+from activities.metrics import Metrics
 from activities.models import ClaimIdentity
 from activities.provisioning_models import ProvisionRound
 from activities.termination import BeginTerminationInput, TerminationActivities
