@@ -1,8 +1,9 @@
 """The NodeClaim workflow: one per node, alive as long as the node; its history is the node's audit log.
 
 It reads as the lifecycle, one method per phase: launch -> register -> initialize -> run -> drain ->
-terminate. Each phase is a loop of idempotent activities and durable timers, so a worker killed at any
-point resumes where it was, and continue-as-new carries the state to keep history bounded.
+terminate (the last two in workflows.nodeclaim_termination). Each phase is a loop of idempotent
+activities and durable timers, so a worker killed at any point resumes where it was, and continue-as-new
+carries the state to keep history bounded.
 
 Signals: `delete` (the NodeClaim or its Node is being deleted, or vanished), `node_changed` (the
 worker's Node watch saw the claim's Node appear or change while the claim waits for registration or
@@ -52,12 +53,11 @@ from activities.launch import LaunchActivities, LaunchFailedInput
 from activities.models import ClaimIdentity
 from activities.registration import FindNodeInput, RegistrationActivities
 from activities.running import DriftCheckInput, RunningActivities
-from activities.termination import BeginTerminationInput, DrainInput, TerminateInput, TerminationActivities
 from apis.duration import parse_duration
 from workflows import timing
 from workflows.disruption import SIGNAL_REPLACE as DISRUPTION_REPLACE
 from workflows.disruption import WORKFLOW_ID as DISRUPTION_ID
-from workflows.nodeclaim_base import NodeClaimWorkflowBase, workflow_id
+from workflows.nodeclaim_base import workflow_id
 from workflows.nodeclaim_state import (
     DELETED,
     DRAINING,
@@ -69,6 +69,7 @@ from workflows.nodeclaim_state import (
     NodeClaimInput,
     NodeClaimState,
 )
+from workflows.nodeclaim_termination import NodeClaimTermination
 
 # A running run continues as new after this many running checks, so the commands a cached run holds stay
 # few: the worker's memory per node does not grow with the node's age.
@@ -77,7 +78,7 @@ SIGNAL_NODE_CHANGED = "node_changed"
 
 
 @workflow.defn(name="NodeClaim", sandboxed=False)
-class NodeClaimWorkflow(NodeClaimWorkflowBase):
+class NodeClaimWorkflow(NodeClaimTermination):
     """One NodeClaim's lifecycle (see the module docstring). Start it with an input from
     workflows.nodeclaim_state.node_claim_input; it returns the final state (phase Deleted)."""
 
@@ -304,64 +305,6 @@ class NodeClaimWorkflow(NodeClaimWorkflowBase):
             return False
         self._record_drift(check.drift)
         return True
-
-    async def drain_node(self) -> None:
-        self._publish()
-        ref = BeginTerminationInput(**self._identity(), reason=self.pending_termination, expired=self.state.expired)
-        await self._run_activity(TerminationActivities.begin_termination, ref)
-        self.state.termination_reason = self.pending_termination
-        if self.state.expired:
-            self.state.conditions["Expired"] = "True"
-        if self.state.drain_started_at is None:
-            self.state.drain_started_at = workflow.now()
-            grace = parse_duration(self.input.termination_grace_period) if self.input.termination_grace_period else None
-            self.state.drain_deadline = self.state.drain_started_at + grace if grace else None
-        while self.state.node_name and not self.skip_drain:
-            force = self.state.drain_deadline is not None and workflow.now() >= self.state.drain_deadline
-            progress = await workflow.execute_activity_method(
-                TerminationActivities.drain_step,
-                DrainInput(**self._identity(), force=force, deadline=self.state.drain_deadline),
-                start_to_close_timeout=timing.DRAIN_STEP,
-                heartbeat_timeout=timing.HEARTBEAT,
-                retry_policy=timing.ACTIVITY_RETRY,
-            )
-            if progress.remaining == 0:
-                self.state.conditions["Drained"] = "True"
-                break
-            self.state.waiting_for = progress.message
-            await self._sleep_until(lambda: self.skip_drain, timing.DRAIN_POLL)
-            if self._history_too_long():
-                return
-        self.state.waiting_for = ""
-        self.state.phase = TERMINATING
-
-    async def terminate(self) -> None:
-        self._publish()
-        if not self.state.termination_reason:
-            ref = BeginTerminationInput(
-                **self._identity(),
-                reason=self.pending_termination,
-                expired=self.state.expired,
-                registration_failed=self.state.registration_failed,
-            )
-            await self._run_activity(TerminationActivities.begin_termination, ref)
-            self.state.termination_reason = self.pending_termination
-        while True:
-            result = await self._run_activity(
-                TerminationActivities.terminate_instance,
-                TerminateInput(**self._ref_fields(), instance_id=self.state.instance_id),
-            )
-            if result.gone:
-                if result.message:
-                    self.state.failure = result.message
-                break
-            self.state.waiting_for = f"instance {self.state.instance_id} to terminate"
-            self._publish()
-            await workflow.sleep(timing.TERMINATE_POLL)
-        await self._run_activity(TerminationActivities.finalize, ClaimIdentity(**self._identity()))
-        self.state.waiting_for = ""
-        self.state.phase = DELETED
-        await self._kick_provisioner()
 
 
 __all__ = ["NodeClaimWorkflow", "workflow_id"]
