@@ -23,54 +23,21 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Generic, TypeVar
 
 from apis import labels
 from apis.ec2nodeclass import STATIC_HASH_VERSION, EC2NodeClass, EC2NodeClassStatus
 from apis.nodeclaim import LAUNCHED, NodeClaim
 from apis.nodepool import TEMPLATE_HASH_VERSION, NodePool
 from cloudprovider.errors import CloudProviderError, InstanceNotFoundError, NodeClassNotReadyError
+from cloudprovider.nodeclass_cache import RESOLVED_TTL_SECONDS, NodeClassCache
 from cloudprovider.types import CloudProvider, Instance, ResolvedNodeClass
 from scheduling.drift import DriftFacts
 
 # Bump when what the check compares changes; the Drifted condition's message carries it, so a node marked
 # by an older check is recognisable.
 DRIFT_CHECK_VERSION = "v3"  # v2: InstanceTypeNotFound and NodeClassDrift; v3: PlacementGroupDrift
-RESOLVED_TTL_SECONDS = 60.0
 # Karpenter judges InstanceTypeNotFound only for claims launched at least this long ago.
 INSTANCE_TYPE_GRACE = timedelta(hours=1)
-
-T = TypeVar("T")
-
-
-class NodeClassCache(Generic[T]):
-    """A value derived from each EC2NodeClass by a cloud lookup, cached per (name, resourceVersion) for `ttl`
-    seconds and shared by the worker's activity threads, so drift checks of many nodes cost one lookup per
-    node class."""
-
-    def __init__(
-        self,
-        load: Callable[[EC2NodeClass], T],
-        ttl: float = RESOLVED_TTL_SECONDS,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.load = load
-        self.ttl = ttl
-        self.clock = clock
-        self._lock = threading.Lock()
-        self._entries: dict[str, tuple[str, float, T]] = {}
-
-    def get(self, node_class: EC2NodeClass) -> T:
-        version = node_class.metadata.resource_version or ""
-        now = self.clock()
-        with self._lock:
-            entry = self._entries.get(node_class.name)
-            if entry is not None and entry[0] == version and now - entry[1] < self.ttl:
-                return entry[2]
-        value = self.load(node_class)
-        with self._lock:
-            self._entries[node_class.name] = (version, now, value)
-        return value
 
 
 class ResolvedNodeClasses(NodeClassCache[ResolvedNodeClass]):

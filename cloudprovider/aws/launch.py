@@ -17,8 +17,9 @@ from cloudprovider.aws.fleet_overrides import limit_overrides
 from cloudprovider.aws.instanceprofile import InstanceProfiles
 from cloudprovider.aws.instances import InstanceQueries, to_instance
 from cloudprovider.aws.instancetypes import RESOURCE_NEURON, RESOURCE_NVIDIA_GPU
+from cloudprovider.aws.launch_reads import LaunchReads
 from cloudprovider.aws.launchtemplate import LaunchTemplates, LaunchTemplateSpec
-from cloudprovider.aws.nodeclass import NodeClassResolver, ResolvedAMI, ami_family, instance_profile_name
+from cloudprovider.aws.nodeclass import ResolvedAMI, ami_family, instance_profile_name
 from cloudprovider.aws.sdk import EC2API
 from cloudprovider.aws.userdata import BootstrapOptions, render
 from cloudprovider.errors import (
@@ -129,7 +130,7 @@ class Launcher:
         self,
         ec2: EC2API,
         cluster: ClusterInfo,
-        resolver: NodeClassResolver,
+        resolver: LaunchReads,
         templates: LaunchTemplates,
         profiles: InstanceProfiles,
         instances: InstanceQueries,

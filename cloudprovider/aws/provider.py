@@ -22,6 +22,7 @@ from cloudprovider.aws.instanceprofile import InstanceProfiles
 from cloudprovider.aws.instances import InstanceQueries
 from cloudprovider.aws.instancetypes import InstanceTypeSettings
 from cloudprovider.aws.launch import ClusterInfo, Launcher, new_fleet_batcher
+from cloudprovider.aws.launch_reads import LaunchReads
 from cloudprovider.aws.launchtemplate import LaunchTemplates, is_stale
 from cloudprovider.aws.nodeclass import NodeClassResolver, ami_family, generated_profile_name
 from cloudprovider.aws.offerings import InstanceTypeCatalog
@@ -75,6 +76,7 @@ class AWSCloudProvider:
         self._region = region
         self.unavailable = unavailable or UnavailableOfferings(clock=clock)
         self.resolver = NodeClassResolver(ec2, ssm, cluster_name, region, kubernetes_version)
+        self._launch_reads = LaunchReads(self.resolver, clock=clock)
         self.prices = PriceBook(region, ec2, pricing, clock, prices)
         self.catalog = InstanceTypeCatalog(ec2, self.prices, self.unavailable, clock, catalog_ttl_seconds)
         self._reserved_capacity = reserved_capacity
@@ -85,7 +87,7 @@ class AWSCloudProvider:
         self._launcher = Launcher(
             ec2,
             ClusterInfo(region, cluster or ClusterConnection(cluster_name, cluster_endpoint)),
-            self.resolver,
+            self._launch_reads,
             self._templates,
             self._profiles,
             self._instances,
@@ -137,7 +139,7 @@ class AWSCloudProvider:
             root_volume_bytes=volume_bytes(node_class, family),
             instance_store_raid0=node_class.spec.instance_store_policy == "RAID0",
         )
-        zones = sorted({s["zone"] for s in self.resolver.subnets(node_class)})
+        zones = sorted({s["zone"] for s in self._launch_reads.subnets(node_class)})
         types = self.catalog.instance_types(settings, zones)
         if self._reserved_capacity:
             types = with_reserved_offerings(types, self.reservations.selected(node_class))
