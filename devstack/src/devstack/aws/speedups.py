@@ -9,6 +9,11 @@ Each replaces a moto path whose cost grows with the whole cluster by one that gi
 - an EC2 resource's tags: moto reads them by scanning every tag of every resource (`describe_tags` with
   a resource-id filter), so DescribeInstances of N tagged instances cost O(N²); they are read from the
   backend's per-resource table instead.
+- DescribeInstances filters: moto converts every tag filter's values to a regular expression (with
+  `fnmatch.translate`) again for every instance it tests, and tests the filters in the order they came,
+  so a lookup of one instance by id or by one tag among N costs N full tests; the expressions are
+  remembered, and each instance meets the most selective filters first (`instance-id`, then one-value
+  `tag:<key>` filters), which decides the same conjunction sooner.
 - the Query protocol's parser asks, for every structure it might parse, whether any parameter starts with
   the structure's prefix, by scanning all parameters: O(parameters²) for a CreateFleet with many
   overrides; the dotted prefixes of the request's parameters are computed once per request instead.
@@ -16,10 +21,13 @@ Each replaces a moto path whose cost grows with the whole cluster by one that gi
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from typing import Any
 
+import moto.ec2.models.instances as ec2_instances
+import moto.ec2.utils as ec2_utils
 from moto.backends import get_backend
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.core.base_backend import BackendDict
@@ -95,6 +103,33 @@ def _gonna_recurse(self: Any, query_params: Any, prefix: str) -> bool:
     return prefix not in _prefixes(query_params)
 
 
+_original_filter_to_re = ec2_utils.simple_aws_filter_to_re
+_original_filter_reservations = ec2_utils.filter_reservations
+
+
+@functools.lru_cache(maxsize=4096)
+def _filter_to_re(filter_string: str) -> str:
+    """moto's `simple_aws_filter_to_re`, remembered (a pure function of the filter value)."""
+    return _original_filter_to_re(filter_string)
+
+
+def _selectivity(item: tuple[str, Any]) -> int:
+    name, values = item
+    if name == "instance-id":
+        return 0
+    if name.startswith("tag:") and len(values) == 1:
+        return 1
+    return 2
+
+
+def _filter_reservations(reservations: list[Any], filter_dict: Any) -> list[Any]:
+    """moto's `filter_reservations` with the filters in the order `_selectivity` gives: the same
+    instances pass (every filter must), but most instances fail at the first test."""
+    if isinstance(filter_dict, dict) and len(filter_dict) > 1:
+        filter_dict = dict(sorted(filter_dict.items(), key=_selectivity))
+    return _original_filter_reservations(reservations, filter_dict)
+
+
 def install() -> None:
     """Apply the process-wide replacements (idempotent)."""
     with _installed:
@@ -102,4 +137,6 @@ def install() -> None:
             return
         TaggedEC2Resource.get_tags = _resource_tags  # type: ignore[method-assign]
         QueryParser._gonna_recurse = _gonna_recurse  # type: ignore[method-assign]
+        ec2_utils.simple_aws_filter_to_re = _filter_to_re
+        ec2_instances.filter_reservations = _filter_reservations  # type: ignore[attr-defined]
         _done.append(True)
