@@ -1,7 +1,8 @@
 """Waking the dev stack's reconcile loops (the pod binder, the simulated kubelet) on change instead of
 polling on a fixed clock.
 
-`ChangeFeed` watches a few resources, one daemon thread each, and records which of them changed;
+`ChangeFeed` watches a few resources, one daemon thread each, and records which of them changed (and,
+with `cache`, keeps the objects the watches deliver, so a pass reads them without a LIST);
 `run_passes` runs a loop's passes: at once when something changed, every `poll_interval` while the last
 pass reported it is busy (it made progress or waits on a timer), and otherwise once per `backstop`
 seconds, which covers anything a watch cannot see (EC2, a missed event). A pass never starts sooner than
@@ -14,12 +15,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from kube.client import GoneError
 from kube.errors import NotFoundError
 from kube.resources import Resource
-from kube.types import Kube
+from kube.types import Kube, Obj
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +41,13 @@ class ChangeFeed:
     may have been missed. BOOKMARKs are not changes. Watch threads are daemons; after `stop` each ends at
     its next event, the end of its watch (`watch_seconds`), or when the connection drops, whichever is
     first: nothing waits for them.
+
+    With `cache`, it is also an informer: a watch that starts over first LISTs its resource (replacing
+    what was kept) and then watches from the newest resourceVersion among the listed objects; the events
+    it replays from there are ones the list may already show, and applying them again in order leaves
+    the same objects (the emulator's resourceVersions count up, as etcd revisions do). `objects` reads
+    what is kept. A watch event older than what is kept of an object is ignored, so a loop may `remember`
+    what its own write returned (or assumes, like a binding) without a late event undoing it.
     """
 
     def __init__(
@@ -49,6 +58,7 @@ class ChangeFeed:
         name: str,
         watch_seconds: int = WATCH_SECONDS,
         retry_pause: float = RETRY_PAUSE_SECONDS,
+        cache: bool = False,
     ) -> None:
         self.wake = threading.Event()
         self._kube = kube
@@ -58,6 +68,9 @@ class ChangeFeed:
         self._retry_pause = retry_pause
         self._lock = threading.Lock()
         self._changed: set[Resource] = set()
+        self._cache = cache
+        # resource -> (namespace, name) -> the object as last seen; a resource is here once listed.
+        self._objects: dict[Resource, dict[tuple[str, str], Obj]] = {}
 
     def start(self, stop: threading.Event) -> None:
         """Start one watch thread per resource, and one that sets `wake` when `stop` is set."""
@@ -75,6 +88,53 @@ class ChangeFeed:
             changed, self._changed = frozenset(self._changed), set()
         return changed
 
+    def objects(self, resource: Resource) -> list[Obj] | None:
+        """With `cache`: the objects of `resource` as last seen, sorted by (namespace, name), each a copy of
+        its top level (replace nested values rather than change them); None until it was listed once."""
+        with self._lock:
+            kept = self._objects.get(resource)
+            if kept is None:
+                return None
+            return [dict(kept[key]) for key in sorted(kept)]
+
+    def remember(self, resource: Resource, obj: Obj) -> None:
+        """With `cache`: keep `obj` (what a write returned, or what the caller assumes it made) until a
+        newer event of it arrives. Without `cache`, or before the first listing, nothing is kept."""
+        with self._lock:
+            kept = self._objects.get(resource)
+            if kept is not None:
+                kept[_key(obj)] = obj
+
+    def forget(self, resource: Resource, obj: Obj) -> None:
+        """With `cache`: drop `obj` (the caller deleted it) until an event says otherwise."""
+        with self._lock:
+            kept = self._objects.get(resource)
+            if kept is not None:
+                kept.pop(_key(obj), None)
+
+    def _relist(self, resource: Resource) -> str | None:
+        """Replace what is kept of `resource` with a LIST; the resourceVersion to watch from (None when
+        nothing is listed: a watch without one starts with every object that exists)."""
+        items = self._kube.list(resource)
+        with self._lock:
+            self._objects[resource] = {_key(obj): obj for obj in items}
+        versions = [_version(obj) for obj in items]
+        newest = max(versions, default=-1)
+        return str(newest) if newest >= 0 else None
+
+    def _apply(self, resource: Resource, event_type: str, obj: Obj) -> None:
+        with self._lock:
+            kept = self._objects.get(resource)
+            if kept is None:
+                return
+            key, known = _key(obj), kept.get(_key(obj))
+            if known is not None and _version(obj) < _version(known):
+                return  # older than what is kept (e.g. what a write returned)
+            if event_type == "DELETED":
+                kept.pop(key, None)
+            elif known is None or _version(obj) > _version(known) or _version(obj) < 0:
+                kept[key] = obj
+
     def _mark(self, resource: Resource) -> None:
         with self._lock:
             self._changed.add(resource)
@@ -86,8 +146,12 @@ class ChangeFeed:
 
     def _watch_forever(self, resource: Resource, stop: threading.Event) -> None:
         version: str | None = None
+        relist = self._cache
         while not stop.is_set():
             try:
+                if relist:
+                    version, relist = self._relist(resource), False
+                    self._mark(resource)
                 for event_type, obj in self._kube.watch(
                     resource, resource_version=version, timeout_seconds=self._watch_seconds
                 ):
@@ -95,17 +159,32 @@ class ChangeFeed:
                         return
                     version = str((obj.get("metadata") or {}).get("resourceVersion") or "") or version
                     if event_type != "BOOKMARK":
+                        if self._cache:
+                            self._apply(resource, event_type, obj)
                         self._mark(resource)
             except GoneError:
                 version = None  # the next watch lists everything afresh (synthetic ADDED events)
+                relist = self._cache
                 self._mark(resource)
             except Exception as exc:  # the watch must outlive any failure; the loop's backstop covers the gap
                 if stop.is_set():
                     return
                 level = logging.INFO if isinstance(exc, NotFoundError) else logging.WARNING  # e.g. CRD not yet there
                 log.log(level, "%s: watch of %s failed, restarting: %s", self._name, resource.plural, exc)
+                relist = relist or (self._cache and version is None)
                 self._mark(resource)
                 stop.wait(self._retry_pause)
+
+
+def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _version(obj: Mapping[str, Any]) -> int:
+    """The object's resourceVersion as a number (-1 when it has none a number can be read from)."""
+    raw = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    return int(raw) if raw.isdigit() else -1
 
 
 def run_passes(

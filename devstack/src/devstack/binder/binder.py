@@ -12,9 +12,11 @@ is rewritten at most every `MESSAGE_REFRESH_SECONDS` per pod, as kube-scheduler 
 pod after a backoff of at most that long rather than on every node that joins. API failures are logged and
 retried on the next pass.
 
-`run` makes passes when pods or nodes change (watched; see `devstack.wakeup`), every `poll_interval`
-while passes bind pods or fail, and at least every `backstop_interval` seconds otherwise: an idle cluster
-costs one pass per backstop, not one per poll.
+`run` reads pods and nodes from its watches (`devstack.wakeup.ChangeFeed` with `cache`) rather than with a
+LIST per pass; a pod it bound (or marked) counts as what it wrote until the watch shows it, as
+kube-scheduler assumes a pod on its node before the binding is seen. `run` makes passes when pods or nodes
+change, every `poll_interval` while passes bind pods or fail, and at least every `backstop_interval`
+seconds otherwise: an idle cluster costs one pass per backstop, not one per poll.
 """
 
 from __future__ import annotations
@@ -137,10 +139,12 @@ class PodBinder:
         self._watch_seconds = watch_seconds
         self._failed = False
         self._message_written: dict[str, float] = {}  # pod uid -> when its Unschedulable message was last written
+        self._feed: ChangeFeed | None = None  # run's watches; without them (bind_once alone) passes LIST
 
     def run(self, stop: threading.Event) -> None:
         """Bind on change (see the module docstring) until `stop` is set; returns within about one pass."""
-        feed = ChangeFeed(self._kube, [POD, NODE], name="pod binder", watch_seconds=self._watch_seconds)
+        feed = ChangeFeed(self._kube, [POD, NODE], name="pod binder", watch_seconds=self._watch_seconds, cache=True)
+        self._feed = feed
         run_passes(self._pass, feed, stop, poll_interval=self._poll_interval, backstop=self._backstop_interval,
                    name="pod binder")  # fmt: skip
 
@@ -152,8 +156,8 @@ class PodBinder:
         """One pass; returns how many pods it bound."""
         self._failed = False
         try:
-            nodes = self._kube.list(NODE)
-            pods = self._kube.list(POD)
+            nodes = self._list(NODE)
+            pods = self._list(POD)
         except KubeError as exc:
             log.warning("pod binder: listing nodes and pods failed, retrying next pass: %s", exc)
             self._failed = True
@@ -179,6 +183,11 @@ class PodBinder:
             if message is not None:
                 unplaceable[shape] = message
         return bound
+
+    def _list(self, resource: Resource) -> list[Obj]:
+        """The objects as `run`'s watches last saw them, else a LIST. Raises KubeError."""
+        cached = self._feed.objects(resource) if self._feed is not None else None
+        return cached if cached is not None else self._kube.list(resource)
 
     def _schedule(self, pod: Obj, nodes: Sequence[_Node]) -> tuple[int, str | None]:
         """(1 when bound else 0, the Unschedulable message when the pod fits on no node)."""
@@ -210,7 +219,10 @@ class PodBinder:
             return 0, message
         if not self._bind(pod, chosen.name):
             return 0, None
-        chosen.add({**pod, "spec": {**pod.get("spec", {}), "nodeName": chosen.name}}, requests)
+        bound = {**pod, "spec": {**pod.get("spec", {}), "nodeName": chosen.name}}
+        chosen.add(bound, requests)
+        if self._feed is not None:  # assumed bound until the watch shows it (as kube-scheduler assumes)
+            self._feed.remember(POD, bound)
         return 1, None
 
     def _bind(self, pod: Obj, node_name: str) -> bool:
@@ -247,10 +259,12 @@ class PodBinder:
             # A compare-and-swap: the conditions list is replaced whole.
             patch["metadata"] = {"resourceVersion": meta["resourceVersion"]}
         try:
-            self._kube.patch(POD, meta["name"], patch, meta.get("namespace"), subresource="status")
+            marked = self._kube.patch(POD, meta["name"], patch, meta.get("namespace"), subresource="status")
         except KubeError as exc:
             log.info("pod binder: marking %s/%s unschedulable failed: %s", meta.get("namespace"), meta["name"], exc)
             self._failed = True
             return
         self._message_written[uid] = time.monotonic()
+        if self._feed is not None:
+            self._feed.remember(POD, marked)
         log.info("pod binder: %s/%s is unschedulable: %s", meta.get("namespace"), meta["name"], message)

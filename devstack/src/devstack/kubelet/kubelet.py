@@ -19,7 +19,9 @@ listing, re-reading only the instances the NodeClaims point at that it lacks (ne
 deleting or vanished claims, and those of own Nodes whose claim is gone (by `instance-id` filter): with
 hundreds of nodes a pass costs what changed, not the whole cluster. `sync_once` always lists them all.
 
-`run` makes a pass when Nodes, Pods or NodeClaims change (watched; see `devstack.wakeup`): a NodeClaim
+`run` reads Nodes, Pods and NodeClaims from its watches (`devstack.wakeup.ChangeFeed` with `cache`), not
+with a LIST per pass (at 500 nodes those lists were a gigabyte of JSON a minute), and keeps what its own
+writes return there, so the next pass does not act on an older copy. `run` makes a pass when they change: a NodeClaim
 gets its providerID right after its instance launched, and is deleted after it is terminated, so claim
 and node changes are when EC2 is worth reading; a change of pods alone makes a pass without EC2 (steps
 1-3 skipped). While a pass makes progress or fails, or a Node waits out `ready_delay` or
@@ -46,7 +48,7 @@ from devstack.kubelet import node as nodes
 from devstack.kubelet.pods import needs_start, running_status
 from devstack.wakeup import ChangeFeed, Changes, run_passes
 from kube.errors import AlreadyExistsError, KubeError, NotFoundError
-from kube.resources import NODE, NODECLAIM, POD
+from kube.resources import NODE, NODECLAIM, POD, Resource
 from kube.types import Kube, Obj
 
 log = logging.getLogger(__name__)
@@ -104,12 +106,14 @@ class SimulatedKubelet:
         self._listed: dict[str, dict[str, Any]] | None = None  # the running instances as last read
         self._listed_at = 0.0  # time.monotonic() of the last listing of every instance
         self._unresolved: set[str] = set()  # instance ids NodeClaims name that were not running when read
+        self._feed: ChangeFeed | None = None  # run's watches; without them (sync_once alone) passes LIST
 
     def run(self, stop: threading.Event) -> None:
         """Reconcile on change (see the module docstring) until `stop` is set; returns within about one
         pass."""
         feed = ChangeFeed(self._kube, [NODE, POD, NODECLAIM], name="simulated kubelet",
-                          watch_seconds=self._watch_seconds)  # fmt: skip
+                          watch_seconds=self._watch_seconds, cache=True)  # fmt: skip
+        self._feed = feed
         run_passes(self._pass, feed, stop, poll_interval=self._poll_interval, backstop=self._backstop_interval,
                    name="simulated kubelet")  # fmt: skip
 
@@ -162,7 +166,7 @@ class SimulatedKubelet:
         check = set(self._unresolved)
         if claims_changed:
             try:
-                claims = self._kube.list(NODECLAIM)
+                claims = self._list(NODECLAIM)
             except KubeError as exc:
                 log.warning("simulated kubelet: listing NodeClaims failed, retrying next pass: %s", exc)
                 return None
@@ -220,11 +224,24 @@ class SimulatedKubelet:
             self._type_cache[instance_type] = described[0]
         return self._type_cache[instance_type]
 
+    # -- the API -----------------------------------------------------------------------------------
+
+    def _list(self, resource: Resource) -> list[Obj]:
+        """The objects as `run`'s watches last saw them, else a LIST. Raises KubeError."""
+        cached = self._feed.objects(resource) if self._feed is not None else None
+        return cached if cached is not None else self._kube.list(resource)
+
+    def _kept(self, resource: Resource, obj: Obj) -> Obj:
+        """`obj`, which a write returned, kept for the next pass's reads; returns it."""
+        if self._feed is not None:
+            self._feed.remember(resource, obj)
+        return obj
+
     # -- Nodes -------------------------------------------------------------------------------------
 
     def _own_nodes(self) -> dict[str, Obj] | None:
         try:
-            listed = self._kube.list(NODE)
+            listed = self._list(NODE)
         except KubeError as exc:
             log.warning("simulated kubelet: listing nodes failed, retrying next pass: %s", exc)
             return None
@@ -272,7 +289,7 @@ class SimulatedKubelet:
         body = nodes.build_node(instance, type_info, claim, self._region, self._cluster)
         name = body["metadata"]["name"]
         try:
-            created = self._kube.create(NODE, body)
+            created = self._kept(NODE, self._kube.create(NODE, body))
         except AlreadyExistsError:
             # Not in this pass's list of our nodes: someone else's Node has the name, or it was
             # created after the list; either way, leave it to the next pass.
@@ -297,7 +314,7 @@ class SimulatedKubelet:
         status = {"status": nodes.node_status(instance, type_info, ready=nodes.is_ready(node), now=_now())}
         self._nodes_busy = True  # posted or failed: either way the next pass has more to do
         try:
-            node.update(self._kube.patch(NODE, name, status, subresource="status"))
+            node.update(self._kept(NODE, self._kube.patch(NODE, name, status, subresource="status")))
         except KubeError as exc:
             log.warning("simulated kubelet: posting status of node %s failed: %s", name, exc)
 
@@ -313,6 +330,8 @@ class SimulatedKubelet:
             self._nodes_busy = True
             try:
                 self._kube.delete(NODE, name)
+                if self._feed is not None:
+                    self._feed.forget(NODE, node)
                 log.info("simulated kubelet: deleted node %s, its instance is gone", name)
             except NotFoundError:
                 pass
@@ -346,7 +365,7 @@ class SimulatedKubelet:
         name = node["metadata"]["name"]
         patch = {"status": {"conditions": nodes.conditions(ready=True, now=_now())}}
         try:
-            node.update(self._kube.patch(NODE, name, patch, subresource="status"))
+            node.update(self._kept(NODE, self._kube.patch(NODE, name, patch, subresource="status")))
         except KubeError as exc:
             log.warning("simulated kubelet: marking node %s Ready failed: %s", name, exc)
             return False
@@ -371,7 +390,7 @@ class SimulatedKubelet:
             patch["metadata"] = {"resourceVersion": node["metadata"]["resourceVersion"]}
         self._nodes_busy = True
         try:
-            node.update(self._kube.patch(NODE, name, patch))
+            node.update(self._kept(NODE, self._kube.patch(NODE, name, patch)))
         except KubeError as exc:
             log.warning("simulated kubelet: removing startup taints from %s failed: %s", name, exc)
             return
@@ -383,7 +402,7 @@ class SimulatedKubelet:
         if not own:
             return
         try:
-            pods = self._kube.list(POD)
+            pods = self._list(POD)
         except KubeError as exc:
             log.warning("simulated kubelet: listing pods failed, retrying next pass: %s", exc)
             self._pods_busy = True
@@ -420,7 +439,10 @@ class SimulatedKubelet:
         status = running_status(pod, _internal_ip(node), _now())
         self._pods_busy = True
         try:
-            self._kube.patch(POD, meta["name"], {"status": status}, meta.get("namespace"), subresource="status")
+            started = self._kube.patch(
+                POD, meta["name"], {"status": status}, meta.get("namespace"), subresource="status"
+            )
+            self._kept(POD, started)
         except NotFoundError:
             pass
         except KubeError as exc:
