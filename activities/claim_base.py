@@ -17,6 +17,7 @@ from activities import kubeops, ownership
 from activities.metric_labels import seconds_since
 from activities.metrics import Metrics
 from activities.models import ClaimIdentity, ClaimRef
+from activities.node_directory import NodeDirectory
 from activities.shared_reads import SharedReads
 from apis import labels
 from apis.meta import now_rfc3339, set_condition
@@ -56,7 +57,8 @@ def claim_logger(logger: logging.Logger, ref: ClaimRef, nodepool: str = "") -> l
 
 class ClaimActivities:
     """Base of each phase's activity class. Construct with the boundaries (the composition root does, see
-    activities.lifecycle); `shared_reads` and `metrics` may be shared by the phases of one worker."""
+    activities.lifecycle); `shared_reads`, `metrics` and `nodes` (the Node watch's providerID index, see
+    activities.node_directory) may be shared by the phases of one worker."""
 
     def __init__(
         self,
@@ -66,6 +68,7 @@ class ClaimActivities:
         cluster_name: str,
         shared_reads: SharedReads | None = None,
         metrics: Metrics | None = None,
+        nodes: NodeDirectory | None = None,
     ) -> None:
         self.kube = kube
         self.cloud = cloud
@@ -73,6 +76,7 @@ class ClaimActivities:
         self.cluster_name = cluster_name
         self.shared_reads = shared_reads or SharedReads(kube)
         self.metrics = metrics or Metrics()
+        self.nodes = nodes or NodeDirectory()
 
     @property
     def activities(self) -> list[Callable[..., Any]]:

@@ -11,6 +11,7 @@ from activities.claim_base import ClaimActivities
 from activities.initialization import InitializationActivities
 from activities.launch import LaunchActivities
 from activities.metrics import Metrics
+from activities.node_directory import NodeDirectory
 from activities.registration import RegistrationActivities
 from activities.running import RunningActivities
 from activities.shared_reads import SharedReads
@@ -28,12 +29,21 @@ PHASES: tuple[type[ClaimActivities], ...] = (
 
 
 def node_claim_activities(
-    kube: Kube, cloud: CloudProvider, recorder: kubeops.Recorder, cluster_name: str, metrics: Metrics | None = None
+    kube: Kube,
+    cloud: CloudProvider,
+    recorder: kubeops.Recorder,
+    cluster_name: str,
+    metrics: Metrics | None = None,
+    nodes: NodeDirectory | None = None,
 ) -> list[Callable[..., Any]]:
     """The bound activities of every phase (one SharedReads for all, so a NodePool or EC2NodeClass read by
-    one phase serves the others for its TTL), counting into `metrics`."""
+    one phase serves the others for its TTL), counting into `metrics`, finding Nodes through `nodes` (the
+    worker's Node watch index; without it, registration LISTs Nodes)."""
     shared_reads = SharedReads(kube)
     metrics = metrics or Metrics()
+    nodes = nodes or NodeDirectory()
     return [
-        fn for phase in PHASES for fn in phase(kube, cloud, recorder, cluster_name, shared_reads, metrics).activities
+        fn
+        for phase in PHASES
+        for fn in phase(kube, cloud, recorder, cluster_name, shared_reads, metrics, nodes).activities
     ]

@@ -28,6 +28,7 @@ from apis.nodeclaim import REGISTERED, NodeClaim
 from cloudprovider.errors import InstanceNotFoundError
 from cloudprovider.types import instance_id_of
 from kube import resources as r
+from kube.errors import NotFoundError
 from kube.types import Obj
 
 
@@ -79,13 +80,29 @@ class RegistrationActivities(InitializationActivities):
         claim = self._claim_obj(inp)
         if claim is None:
             return NodeRef(claim_gone=True)
-        for node in self.kube.list(r.NODE):
-            if node.get("spec", {}).get("providerID") == inp.provider_id:
-                return NodeRef(node_name=node["metadata"]["name"], node_uid=node["metadata"].get("uid", ""))
+        node = self._node_with(inp.provider_id)
+        if node is not None:
+            return NodeRef(node_name=node["metadata"]["name"], node_uid=node["metadata"].get("uid", ""))
         if not is_true(NodeClaim.model_validate(claim).status.conditions, REGISTERED):
             message = f"Node not registered with cluster: waiting for a Node with providerID {inp.provider_id}"
             self._set_conditions(inp, (REGISTERED, "Unknown", "NodeNotFound", message))
         return NodeRef()
+
+    def _node_with(self, provider_id: str) -> Obj | None:
+        """The Node whose spec.providerID is `provider_id`: the one the node directory names (read to
+        confirm it), none when the directory is complete and names none, else found in a LIST of Nodes
+        (no directory, or the one it named is gone or changed)."""
+        complete, known = self.nodes.find(provider_id)
+        if known is not None:
+            try:
+                node = self.kube.get(r.NODE, known[0])
+            except NotFoundError:
+                node = None
+            if node is not None and node.get("spec", {}).get("providerID") == provider_id:
+                return node
+        elif complete:
+            return None
+        return next((n for n in self.kube.list(r.NODE) if n.get("spec", {}).get("providerID") == provider_id), None)
 
     def register_node(self, ident: ClaimIdentity) -> None:
         """Sync the claim's labels, annotations and taints onto the Node, add the termination finalizer and

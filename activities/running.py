@@ -22,6 +22,7 @@ from activities.drift import (
 )
 from activities.metrics import Metrics
 from activities.models import ClaimIdentity, ClaimRef
+from activities.node_directory import NodeDirectory
 from activities.shared_reads import SharedReads
 from apis import labels
 from apis.ec2nodeclass import STATIC_HASH_VERSION, EC2NodeClass
@@ -89,8 +90,9 @@ class RunningActivities(ClaimActivities):
         cluster_name: str,
         shared_reads: SharedReads | None = None,
         metrics: Metrics | None = None,
+        nodes: NodeDirectory | None = None,
     ) -> None:
-        super().__init__(kube, cloud, recorder, cluster_name, shared_reads, metrics)
+        super().__init__(kube, cloud, recorder, cluster_name, shared_reads, metrics, nodes)
         self.resolved_node_classes = ResolvedNodeClasses(cloud)
         self.instance_networks = InstanceNetworks(cloud)
         self.offered_instance_types = OfferedInstanceTypes(cloud)

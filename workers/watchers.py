@@ -13,7 +13,9 @@
   collector's rounds behind it (activities.garbage_collection), are how they learn they are going away.
   The same two watches tell a claim waiting for its Node (launched, not Initialized) that the Node
   appeared or changed: `node_changed`, once per change of what registration and initialization look at
-  (the Node's Ready condition and taints), so those phases wait on the watch instead of polling.
+  (the Node's Ready condition and taints), so those phases wait on the watch instead of polling. The
+  Node watch also keeps the worker's NodeDirectory (providerID -> Node), so registration finds a claim's
+  Node without listing every Node (activities.node_directory).
 - DriftTrigger: a NodePool's or EC2NodeClass's spec changed (its generation rose) -> `check_drift`
   signal to each of its claims' workflows (at most SIGNALS_PER_SECOND), so drift is marked within
   seconds rather than at the next periodic check.
@@ -37,6 +39,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from activities import ownership
+from activities.node_directory import NodeDirectory
 from apis import labels
 from kube import resources as r
 from kube.errors import KubeError, NotFoundError
@@ -286,8 +289,17 @@ def _waits_for_node(claim: Obj) -> bool:
 
 
 class DeletionWatcher(_Watcher):
-    def __init__(self, kube: Kube, starter: TemporalStarter, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self,
+        kube: Kube,
+        starter: TemporalStarter,
+        loop: asyncio.AbstractEventLoop,
+        nodes: NodeDirectory | None = None,
+    ) -> None:
+        """`nodes`: the directory the Node watch keeps (complete after each whole watch, reset when `run`
+        returns)."""
         super().__init__(kube, starter, loop)
+        self.nodes = nodes or NodeDirectory()
         self._signalled: set[str] = set()
         self._lock = threading.Lock()
         self._waiting: dict[str, str] = {}  # providerID -> the claim waiting for that Node
@@ -296,11 +308,17 @@ class DeletionWatcher(_Watcher):
 
     def run(self, stop: threading.Event) -> None:
         nodes = threading.Thread(
-            target=self._watch_forever, args=(r.NODE, self._on_node, stop), name="node-deletion-watch", daemon=True
+            target=self._watch_forever,
+            args=(r.NODE, self._on_node, stop, self.nodes.mark_complete),
+            name="node-deletion-watch",
+            daemon=True,
         )
         nodes.start()
-        self._watch_forever(r.NODECLAIM, self._on_claim, stop)
-        nodes.join(timeout=5)
+        try:
+            self._watch_forever(r.NODECLAIM, self._on_claim, stop)
+            nodes.join(timeout=5)
+        finally:
+            self.nodes.reset()
 
     def _on_claim(self, event_type: str, claim: Obj) -> None:
         name = claim["metadata"]["name"]
@@ -330,9 +348,11 @@ class DeletionWatcher(_Watcher):
         provider_id = str(node.get("spec", {}).get("providerID") or "")
         if provider_id:
             if event_type == "DELETED":
+                self.nodes.drop(provider_id, meta["name"])
                 with self._lock:
                     self._nodes.pop(provider_id, None)
             else:
+                self.nodes.put(provider_id, meta["name"], str(meta.get("uid") or ""))
                 fingerprint = _node_fingerprint(node)
                 with self._lock:
                     self._nodes[provider_id] = fingerprint

@@ -26,6 +26,7 @@ from activities.lifecycle import node_claim_activities
 from activities.manual_replacement import ManualReplacement
 from activities.metered_cloud import MeteredCloudProvider
 from activities.metrics import Metrics
+from activities.node_directory import NodeDirectory
 from activities.provisioning import ProvisioningActivities
 from cloudprovider.aws.factory import new_aws_cloud_provider, new_interruption_queue, resolve_eks_cluster
 from cloudprovider.aws.provider import AWSCloudProvider
@@ -76,6 +77,7 @@ async def _lead(
     starter: TemporalStarter,
     metrics: Metrics,
     loops: Sequence[LeaderLoop | None] = (),
+    nodes: NodeDirectory | None = None,
 ) -> None:
     """The leader's work, run only while this worker holds the Lease (workers.leadership), until
     cancelled: end NodeClaim workflows whose NodeClaim is gone, adopt NodeClaims without a workflow
@@ -105,7 +107,7 @@ async def _lead(
     watch_stop = threading.Event()
     watchers: list[LeaderLoop] = [
         PodWatcher(kube, starter, loop),
-        DeletionWatcher(kube, starter, loop),
+        DeletionWatcher(kube, starter, loop, nodes),
         DriftTrigger(kube, starter, loop),
         DriftSweep(kube, cloud, starter, loop),
         Resync(starter, loop),
@@ -261,13 +263,14 @@ async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing |
     disruption = DisruptionActivities(kube, cloud, recorder, metrics)
     execution = DisruptionExecution(kube, recorder, starter, metrics)
     manual = ManualReplacement(kube, recorder, starter, metrics)
+    nodes = NodeDirectory()  # the leader's Node watch keeps it; this worker's registrations read it
     with ThreadPoolExecutor(max_workers=ACTIVITY_THREADS, thread_name_prefix="activity") as executor:
         worker = Worker(
             client,
             task_queue=settings.task_queue,
             workflows=[ProvisionerWorkflow, NodeClaimWorkflow, GarbageCollectorWorkflow, DisruptionControllerWorkflow],
             activities=[
-                *node_claim_activities(kube, cloud, recorder, settings.cluster_name, metrics),
+                *node_claim_activities(kube, cloud, recorder, settings.cluster_name, metrics, nodes),
                 provisioning.solve,
                 provisioning.apply_plan,
                 collector.collect,
@@ -295,7 +298,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing |
             identity = candidate_identity(os.environ.get("HOSTNAME") or socket.gethostname(), uuid.uuid4().hex[:8])
             loops = [interruption, status_checker, repairer]
             elector = LeaderElector(
-                leases, Election(identity), lambda: _lead(settings, client, kube, cloud, starter, metrics, loops)
+                leases, Election(identity), lambda: _lead(settings, client, kube, cloud, starter, metrics, loops, nodes)
             )
             metrics_server = MetricsServer(metrics.registry, settings.metrics_port)
             metrics_server.start()

@@ -3,9 +3,12 @@ register, and the find_node and register_node it is made of."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from activities.models import ClaimIdentity
+from activities.node_directory import NodeDirectory
 from activities.registration import FindNodeInput, RegistrationActivities
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
@@ -108,3 +111,46 @@ def test_register_node_learns_the_placement_group_partition_from_the_instance(
     assert node_labels[group_label] == "pg-1"
     assert node_labels.get(partition_label) == expected
     assert claim(kube)["metadata"]["labels"].get(partition_label) == expected
+
+
+def test_find_node_uses_the_node_directory_and_lists_only_when_it_cannot_tell(
+    kube: MemKube, cloud: FakeCloudProvider, events: Events, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    node_lists: list[str] = []
+    list_objects = kube.list
+
+    def counting_list(resource: r.Resource, *args: Any, **kwargs: Any) -> list[Any]:
+        node_lists.extend([resource.plural] if resource == r.NODE else [])
+        return list_objects(resource, *args, **kwargs)
+
+    monkeypatch.setattr(kube, "list", counting_list)
+    nodes = NodeDirectory()
+    registration = RegistrationActivities(kube, cloud, events, "test", nodes=nodes)  # type: ignore[arg-type]
+    check = FindNodeInput(name=NAME, provider_id=PROVIDER_ID)
+    assert registration.find_node(check).node_name == ""
+    assert len(node_lists) == 1, "no watch yet: the Nodes are listed"
+
+    nodes.mark_complete()  # a whole watch saw every Node, none with the providerID
+    assert registration.find_node(check).node_name == ""
+    assert len(node_lists) == 1, "a complete directory that names no Node answers alone"
+
+    as_admin_patch(kube, r.NODE, NODE, {"spec": {"providerID": PROVIDER_ID}})
+    nodes.put(PROVIDER_ID, NODE, uid(kube, r.NODE, NODE))
+    found = registration.find_node(check)
+    assert (found.node_name, found.node_uid) == (NODE, uid(kube, r.NODE, NODE))
+    assert len(node_lists) == 1, "the Node it names is read by name"
+
+    nodes.put(PROVIDER_ID, "ip-stale", "old-uid")  # a Node deleted while no watch ran
+    assert registration.find_node(check).node_name == NODE
+    assert len(node_lists) == 2, "a stale entry falls back to the list"
+
+
+def test_the_node_directory_forgets_on_reset_and_keeps_a_newer_node_on_drop() -> None:
+    nodes = NodeDirectory()
+    nodes.put("p-1", "a", "u-a")
+    nodes.put("p-1", "b", "u-b")  # a new Node took the providerID
+    nodes.drop("p-1", "a")  # the old one's deletion, seen late
+    assert nodes.find("p-1") == (False, ("b", "u-b"))
+    nodes.mark_complete()
+    nodes.reset()
+    assert nodes.find("p-1") == (False, None)

@@ -56,3 +56,12 @@ def test_a_claim_removed_outright_is_told_to_delete_once(loop: Any) -> None:  # 
     assert signals.sent == [("c-1", "delete")]
     watch._on_claim("DELETED", claim(initialized=True))  # removed without a deletion seen first
     assert signals.sent == [("c-1", "delete")] * 2
+
+
+def test_the_node_watch_keeps_the_node_directory(loop: Any) -> None:  # noqa: F811
+    watch = watcher(loop, Signals())
+    watch._on_node("ADDED", {**node(), "metadata": {"name": "ip-1", "uid": "u-1"}})
+    assert watch.nodes.find(PROVIDER_ID) == (False, ("ip-1", "u-1"))
+    watch.nodes.mark_complete()  # what a whole watch does (its `ended`)
+    watch._on_node("DELETED", {**node(), "metadata": {"name": "ip-1", "uid": "u-1"}})
+    assert watch.nodes.find(PROVIDER_ID) == (True, None)
