@@ -19,8 +19,10 @@
         The shape of Karpenter's AWS scale suite: N pods of 500m / 128Mi in one Deployment with required
         pod anti-affinity on kubernetes.io/hostname, so one node each, under the dev stack's default
         NodePool as it is (cpu limit 1000). Same clock and fields as --pods, plus the provisioning
-        rounds that planned NodeClaims (from the provisioner workflow's `status` query).
-        Targets: 500 one-pod nodes bound in under 2 minutes.
+        rounds that planned NodeClaims (from the provisioner workflow's `status` query), and
+        `stack_cpu_seconds`, the CPU of the local stack's own processes (Kubernetes API emulator, kubelet
+        and binder, moto) over the run.
+        Targets: 500 one-pod nodes bound in under 2 minutes; the stack's CPU below the worker's.
 
     python benchmarks/scale.py --claims 10000 --steady
         Holds N NodeClaim workflows (the real `NodeClaimWorkflow`) in one worker process on a real
@@ -70,6 +72,8 @@ NAMESPACE = "default"
 TARGET_SECONDS_TO_ALL_BOUND = 120.0
 TARGET_RSS_P95_MB = 260.0
 TARGET_KIB_PER_WORKFLOW = 100.0
+# The local stack's own processes (Temporal is the product's engine, not the stack's stand-in for AWS/EKS).
+STACK_PROCESSES = ("kube-api", "kubelet", "moto")
 # Karpenter's basic scale-out test: two Deployments, one of small and one of large pods.
 POD_SHAPES = (("scale-small", "900m", "3100Mi"), ("scale-large", "3500m", "28Gi"))
 # The default NodePool's cpu limit (1000) is below this workload's 2,200 vCPUs: lift it.
@@ -409,7 +413,6 @@ def run_pods(opts: PodsOptions) -> dict[str, Any]:
         stack.apply_text(text, "scale workload")
         first_fleet: float | None = None
         all_bound: float | None = None
-        bound = 0
         first_round = provisioner_round(stack.temporal_address)
         planned: dict[int, int] = {}  # round -> NodeClaims it planned, for rounds after the apply
         while time.monotonic() - start < opts.timeout:
@@ -420,13 +423,15 @@ def run_pods(opts: PodsOptions) -> dict[str, Any]:
             latest = provisioner_round(stack.temporal_address)
             if latest and latest[1] and latest[0] > (first_round or (0, 0))[0]:
                 planned[latest[0]] = latest[1]
-            listed = stack.kube.list(r.POD, namespace=NAMESPACE)
-            bound = sum(1 for p in listed if (p.get("spec") or {}).get("nodeName"))
-            if bound >= opts.pods and len(listed) >= opts.pods:
-                all_bound = time.monotonic() - start
-                break
+            # Unbound pods only: listing all of them twice a second would load the API server it measures.
+            if not stack.kube.list(r.POD, namespace=NAMESPACE, field_selector="spec.nodeName="):
+                listed = stack.kube.list(r.POD, namespace=NAMESPACE)
+                if len(listed) >= opts.pods and all((p.get("spec") or {}).get("nodeName") for p in listed):
+                    all_bound = time.monotonic() - start
+                    break
             time.sleep(BOUND_POLL_SECONDS)
         sampler.stop()
+        bound = sum(1 for p in stack.kube.list(r.POD, namespace=NAMESPACE) if (p.get("spec") or {}).get("nodeName"))
         cpu_after = _cpu_seconds(worker_pid)
         peak = peak_rss_bytes(worker_pid)
         children_after = children_cpu(stack.pids())
@@ -436,6 +441,7 @@ def run_pods(opts: PodsOptions) -> dict[str, Any]:
         traces = (sink.trace_requests, sink.trace_bytes) if sink is not None else None
     samples = sampler.samples_mb or [0.0]
     p95 = percentile(samples, 95)
+    cpu = {name: rounded(children_after[name] - children_before.get(name, 0.0)) for name in sorted(children_after)}
     result: dict[str, Any] = {
         "benchmark": "one-pod-nodes" if opts.one_pod_nodes else "scale-out",
         "pods": opts.pods,
@@ -457,12 +463,10 @@ def run_pods(opts: PodsOptions) -> dict[str, Any]:
         "observability": opts.observability,
         "otlp_trace_requests": traces[0] if traces else None,
         "otlp_trace_bytes": traces[1] if traces else None,
-        "cpu_seconds": {
-            name: rounded(children_after[name] - children_before.get(name, 0.0)) for name in sorted(children_after)
-        },
+        "cpu_seconds": cpu,
+        "stack_cpu_seconds": rounded(sum(cpu.get(name) or 0.0 for name in STACK_PROCESSES)),
         "temporal_persistence": "sqlite-wal" if opts.persistent_temporal else "memory",
-        "targets": {"seconds_to_all_bound": TARGET_SECONDS_TO_ALL_BOUND, "worker_rss_p95_mb": TARGET_RSS_P95_MB},
-        "targets_met": all_bound is not None and all_bound < TARGET_SECONDS_TO_ALL_BOUND and p95 < TARGET_RSS_P95_MB,
+        **_targets(opts.one_pod_nodes, all_bound, p95, cpu),
     }
     if problems:
         result["errors"] = problems
@@ -476,6 +480,26 @@ def count_by(objs: Sequence[dict[str, Any]], label: str) -> dict[str, int]:
         value = ((obj.get("metadata") or {}).get("labels") or {}).get(label, "")
         counts[value] = counts.get(value, 0) + 1
     return dict(sorted(counts.items()))
+
+
+def _targets(
+    one_pod_nodes: bool, all_bound: float | None, rss_p95_mb: float, cpu: dict[str, float | None]
+) -> dict[str, Any]:
+    """`targets` and `targets_met` of a pods run: all bound in time, and for --pods the worker's RSS P95,
+    for --one-pod-nodes the local stack's own CPU (STACK_PROCESSES) below the worker's."""
+    in_time = all_bound is not None and all_bound < TARGET_SECONDS_TO_ALL_BOUND
+    if one_pod_nodes:
+        stack = sum(cpu.get(name) or 0.0 for name in STACK_PROCESSES)
+        worker = cpu.get("worker")
+        below = worker is not None and stack < worker
+        return {
+            "targets": {"seconds_to_all_bound": TARGET_SECONDS_TO_ALL_BOUND, "stack_cpu_seconds": "< worker"},
+            "targets_met": in_time and below,
+        }
+    return {
+        "targets": {"seconds_to_all_bound": TARGET_SECONDS_TO_ALL_BOUND, "worker_rss_p95_mb": TARGET_RSS_P95_MB},
+        "targets_met": in_time and rss_p95_mb < TARGET_RSS_P95_MB,
+    }
 
 
 def rounded(value: float | None) -> float | None:
