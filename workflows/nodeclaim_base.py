@@ -45,9 +45,12 @@ class NodeClaimWorkflowBase:
         self.node_seen = False  # the `node_changed` signal since the last look at the Node
         self._initialization: InitializationResult | None = None  # `register`'s first initialization check
 
-    def _continued_input(self) -> NodeClaimInput:
-        """The next run's input: the state, and any signalled request not acted on yet."""
-        return self.input.model_copy(
+    def _continued_input(self) -> dict[str, Any]:
+        """The next run's input (a NodeClaimInput as JSON): the state, and any signalled request not acted on
+        yet. Fields at their defaults are left out (the next run's NodeClaimInput has them anyway): the
+        input is kept in the worker's memory for as long as the run is cached, about nine times its size,
+        and a Running claim's run is cached for days (benchmarks/README.md, idle cost)."""
+        continued = self.input.model_copy(
             update={
                 "state": self.state,
                 "pending_termination": self.pending_termination,
@@ -55,6 +58,7 @@ class NodeClaimWorkflowBase:
                 "skip_drain": self.skip_drain,
             }
         )
+        return continued.model_dump(mode="json", exclude_defaults=True)
 
     def _entered_running(self, before: str) -> bool:
         """The claim just became Running in this run: the long phase starts in a fresh run."""
