@@ -176,6 +176,13 @@ class ChangeFeed:
                 stop.wait(self._retry_pause)
 
 
+def read_objects(kube: Kube, feed: ChangeFeed | None, resource: Resource) -> list[Obj]:
+    """The objects of `resource` as `feed` keeps them (see ChangeFeed's `cache`), else from a LIST: without
+    a feed (a loop's pass called on its own), or before its first listing. Raises KubeError."""
+    kept = feed.objects(resource) if feed is not None else None
+    return kept if kept is not None else kube.list(resource)
+
+
 def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
     meta = obj.get("metadata") or {}
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")

@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from devstack.binder import predicates as fit
-from devstack.wakeup import ChangeFeed, Changes, run_passes
+from devstack.wakeup import ChangeFeed, Changes, read_objects, run_passes
 from kube.errors import ConflictError, KubeError, NotFoundError
 from kube.resources import NODE, POD, Resource
 from kube.types import Kube, Obj
@@ -185,9 +185,7 @@ class PodBinder:
         return bound
 
     def _list(self, resource: Resource) -> list[Obj]:
-        """The objects as `run`'s watches last saw them, else a LIST. Raises KubeError."""
-        cached = self._feed.objects(resource) if self._feed is not None else None
-        return cached if cached is not None else self._kube.list(resource)
+        return read_objects(self._kube, self._feed, resource)
 
     def _schedule(self, pod: Obj, nodes: Sequence[_Node]) -> tuple[int, str | None]:
         """(1 when bound else 0, the Unschedulable message when the pod fits on no node)."""

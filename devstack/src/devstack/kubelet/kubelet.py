@@ -50,7 +50,7 @@ from cloudprovider.types import TAG_CLUSTER_PREFIX, TAG_NODECLAIM
 from cloudprovider.types import instance_id_of as instance_id_in
 from devstack.kubelet import node as nodes
 from devstack.kubelet.pods import needs_start, running_status
-from devstack.wakeup import ChangeFeed, Changes, run_passes
+from devstack.wakeup import ChangeFeed, Changes, read_objects, run_passes
 from kube.errors import AlreadyExistsError, KubeError, NotFoundError
 from kube.resources import NODE, NODECLAIM, POD, Resource
 from kube.types import Kube, Obj
@@ -264,9 +264,7 @@ class SimulatedKubelet:
     # -- the API -----------------------------------------------------------------------------------
 
     def _list(self, resource: Resource) -> list[Obj]:
-        """The objects as `run`'s watches last saw them, else a LIST. Raises KubeError."""
-        cached = self._feed.objects(resource) if self._feed is not None else None
-        return cached if cached is not None else self._kube.list(resource)
+        return read_objects(self._kube, self._feed, resource)
 
     def _kept(self, resource: Resource, obj: Obj) -> Obj:
         """`obj`, which a write returned, kept for the next pass's reads; returns it."""
