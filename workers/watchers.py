@@ -305,6 +305,11 @@ class DeletionWatcher(_Watcher):
         self._waiting: dict[str, str] = {}  # providerID -> the claim waiting for that Node
         self._nodes: dict[str, tuple[str, tuple[str, ...]]] = {}  # providerID -> its Node's last fingerprint
         self._told: dict[str, tuple[str, tuple[str, ...]]] = {}  # providerID -> the fingerprint last signalled
+        # claim name -> (status.nodeName, status.providerID), as the claim watch last saw it; complete once a
+        # whole claim watch listed every claim. A deleting Node's claims are found here rather than with a
+        # LIST of every claim per Node event (a scale-down of N nodes would list N claims N times).
+        self._claims: dict[str, tuple[str, str]] = {}
+        self._claims_complete = False
 
     def run(self, stop: threading.Event) -> None:
         nodes = threading.Thread(
@@ -315,14 +320,23 @@ class DeletionWatcher(_Watcher):
         )
         nodes.start()
         try:
-            self._watch_forever(r.NODECLAIM, self._on_claim, stop)
+            self._watch_forever(r.NODECLAIM, self._on_claim, stop, self._claims_listed)
             nodes.join(timeout=5)
         finally:
             self.nodes.reset()
 
+    def _claims_listed(self) -> None:
+        with self._lock:
+            self._claims_complete = True
+
     def _on_claim(self, event_type: str, claim: Obj) -> None:
         name = claim["metadata"]["name"]
         provider_id = str((claim.get("status") or {}).get("providerID") or "")
+        with self._lock:
+            if event_type == "DELETED":
+                self._claims.pop(name, None)
+            else:
+                self._claims[name] = (str((claim.get("status") or {}).get("nodeName") or ""), provider_id)
         if event_type == "DELETED":
             # Removed outright (its finalizer taken off by hand): the workflow, if still running, ends it.
             self._signal(name, "the NodeClaim no longer exists")
@@ -361,10 +375,28 @@ class DeletionWatcher(_Watcher):
             return
         if labels.TERMINATION_FINALIZER not in (meta.get("finalizers") or []):
             return
-        for claim in self.kube.list(r.NODECLAIM):
-            status = claim.get("status", {})
-            if status.get("nodeName") == meta["name"] or (provider_id and status.get("providerID") == provider_id):
-                self._signal(claim["metadata"]["name"], f"Node {meta['name']} deleted")
+        for name in self._claims_of_node(meta["name"], provider_id):
+            self._signal(name, f"Node {meta['name']} deleted")
+
+    def _claims_of_node(self, node_name: str, provider_id: str) -> list[str]:
+        """The claims whose status names the Node (by name or providerID): from the claim watch's index once
+        it is complete, else from a LIST. One missed by a lagging watch hears at the Node's next event or
+        the next watch's listing, which sends the deleting Node again."""
+        with self._lock:
+            known = dict(self._claims) if self._claims_complete else None
+        if known is None:
+            known = {
+                claim["metadata"]["name"]: (
+                    str((claim.get("status") or {}).get("nodeName") or ""),
+                    str((claim.get("status") or {}).get("providerID") or ""),
+                )
+                for claim in self.kube.list(r.NODECLAIM)
+            }
+        return sorted(
+            name
+            for name, (claim_node, claim_provider) in known.items()
+            if claim_node == node_name or (provider_id and claim_provider == provider_id)
+        )
 
     def _tell(self, provider_id: str, fingerprint: tuple[str, tuple[str, ...]]) -> None:
         """Signal `node_changed` to the claim waiting for this Node, once per fingerprint."""

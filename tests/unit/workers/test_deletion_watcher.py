@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from apis.labels import TERMINATION_FINALIZER as TERMINATION
+from kube import resources as r
 from tests.unit.activities.memkube import MemKube
 from tests.unit.workers.test_drift_trigger import Signals, loop  # noqa: F401 (the event loop fixture)
 from workers.watchers import DeletionWatcher
@@ -65,3 +67,31 @@ def test_the_node_watch_keeps_the_node_directory(loop: Any) -> None:  # noqa: F8
     watch.nodes.mark_complete()  # what a whole watch does (its `ended`)
     watch._on_node("DELETED", {**node(), "metadata": {"name": "ip-1", "uid": "u-1"}})
     assert watch.nodes.find(PROVIDER_ID) == (True, None)
+
+
+def test_a_deleting_node_tells_its_claims_from_the_claim_index_once_it_is_complete(loop: Any) -> None:  # noqa: F811
+    signals = Signals()
+    kube = MemKube()
+    lists: list[str] = []
+    list_objects = kube.list
+
+    def counting_list(resource: Any, *args: Any, **kwargs: Any) -> Any:
+        lists.append(resource.plural)
+        return list_objects(resource, *args, **kwargs)
+
+    kube.list = counting_list  # type: ignore[method-assign]
+    kube.create(r.NODECLAIM, {"metadata": {"name": "c-1"}, "status": {"providerID": PROVIDER_ID, "nodeName": "ip-1"}})
+    watch = DeletionWatcher(kube, signals, loop)  # type: ignore[arg-type]
+    deleting = {
+        "metadata": {"name": "ip-1", "deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": [TERMINATION]},
+        "spec": {"providerID": PROVIDER_ID},
+    }
+    watch._on_node("MODIFIED", deleting)  # no whole claim watch yet: the claims are listed
+    assert (signals.sent, lists) == ([("c-1", "delete")], ["nodeclaims"])
+
+    other = DeletionWatcher(kube, signals, loop)  # type: ignore[arg-type]
+    other._on_claim("ADDED", {"metadata": {"name": "c-2"}, "status": {"nodeName": "ip-2"}})
+    other._claims_listed()  # what a whole claim watch does (its `ended`)
+    other._on_node("MODIFIED", {**deleting, "metadata": {**deleting["metadata"], "name": "ip-2"}, "spec": {}})
+    assert signals.sent[-1] == ("c-2", "delete")
+    assert lists == ["nodeclaims"], "a complete index answers without a LIST"
