@@ -11,7 +11,7 @@ import pytest
 
 from devstack.kube.server import KubeApiServer
 from devstack.wakeup import ChangeFeed
-from kube.client import KubeClient
+from kube.client import GoneError, KubeClient
 from kube.resources import NODE
 from kube.types import Obj
 from tests.devstack.counting import CountingKube
@@ -127,3 +127,35 @@ def test_objects_are_copies_at_the_top_level(
     first["spec"] = {"changed": True}
     assert (kept(feed, f"{prefix}-a") or {}).get("spec") != {"changed": True}
     kube.delete(NODE, f"{prefix}-a")
+
+
+class GoneOnceKube(WatchCountingKube):
+    """The second watch finds its resourceVersion compacted away (410 Gone), after a Node was deleted while
+    no watch ran: only a fresh LIST can tell the feed it is gone."""
+
+    def __init__(self, inner: KubeClient, missed: str) -> None:
+        super().__init__(inner)
+        self.missed = missed
+
+    def watch(self, *args: Any, **kwargs: Any) -> Iterator[tuple[str, Obj]]:
+        self.watches += 1
+        if self.watches == 2:
+            self._inner.delete(NODE, self.missed)
+            raise GoneError("resourceVersion too old")
+        return self._inner.watch(*args, **kwargs)  # type: ignore[no-any-return]
+
+
+def test_a_watch_that_is_gone_lists_again_and_drops_what_it_missed(kube: KubeClient, prefix: str) -> None:
+    kube.create(NODE, node(f"{prefix}-a"))
+    kube.create(NODE, node(f"{prefix}-b"))
+    gone = GoneOnceKube(kube, f"{prefix}-a")
+    feed = ChangeFeed(gone, [NODE], name="test", watch_seconds=1, cache=True)  # type: ignore[arg-type]
+    stop = threading.Event()
+    feed.start(stop)
+    try:
+        eventually(lambda: names(feed, prefix) == [f"{prefix}-a", f"{prefix}-b"], what="the first listing")
+        eventually(lambda: gone.lists["nodes"] == 2, timeout=5, what="the listing after 410 Gone")
+        eventually(lambda: names(feed, prefix) == [f"{prefix}-b"], what="the missed deletion seen")
+    finally:
+        stop.set()
+    kube.delete(NODE, f"{prefix}-b")
