@@ -267,6 +267,12 @@ class PodEventStamper:
         self._listed_at = self.monotonic()
 
 
+def _node_of_claim(claim: Obj) -> tuple[str, str]:
+    """The Node a NodeClaim's status names: (status.nodeName, status.providerID), '' where unset."""
+    status = claim.get("status") or {}
+    return str(status.get("nodeName") or ""), str(status.get("providerID") or "")
+
+
 def _node_fingerprint(node: Obj) -> tuple[str, tuple[str, ...]]:
     """What registration and initialization look at on a Node: its Ready status and its taints (the
     unregistered taint left out: registration itself removes it)."""
@@ -331,12 +337,12 @@ class DeletionWatcher(_Watcher):
 
     def _on_claim(self, event_type: str, claim: Obj) -> None:
         name = claim["metadata"]["name"]
-        provider_id = str((claim.get("status") or {}).get("providerID") or "")
+        node_name, provider_id = _node_of_claim(claim)
         with self._lock:
             if event_type == "DELETED":
                 self._claims.pop(name, None)
             else:
-                self._claims[name] = (str((claim.get("status") or {}).get("nodeName") or ""), provider_id)
+                self._claims[name] = (node_name, provider_id)
         if event_type == "DELETED":
             # Removed outright (its finalizer taken off by hand): the workflow, if still running, ends it.
             self._signal(name, "the NodeClaim no longer exists")
@@ -385,13 +391,7 @@ class DeletionWatcher(_Watcher):
         with self._lock:
             known = dict(self._claims) if self._claims_complete else None
         if known is None:
-            known = {
-                claim["metadata"]["name"]: (
-                    str((claim.get("status") or {}).get("nodeName") or ""),
-                    str((claim.get("status") or {}).get("providerID") or ""),
-                )
-                for claim in self.kube.list(r.NODECLAIM)
-            }
+            known = {claim["metadata"]["name"]: _node_of_claim(claim) for claim in self.kube.list(r.NODECLAIM)}
         return sorted(
             name
             for name, (claim_node, claim_provider) in known.items()

@@ -127,12 +127,14 @@ class ChangeFeed:
             kept = self._objects.get(resource)
             if kept is None:
                 return
-            key, known = _key(obj), kept.get(_key(obj))
-            if known is not None and _version(obj) < _version(known):
+            key, version = _key(obj), _version(obj)
+            known = kept.get(key)
+            known_version = _version(known) if known is not None else None
+            if known_version is not None and version < known_version:
                 return  # older than what is kept (e.g. what a write returned)
             if event_type == "DELETED":
                 kept.pop(key, None)
-            elif known is None or _version(obj) > _version(known) or _version(obj) < 0:
+            elif known_version is None or version > known_version or version < 0:
                 kept[key] = obj
 
     def _mark(self, resource: Resource) -> None:
