@@ -1,0 +1,147 @@
+"""Where a cached Running NodeClaim workflow's memory goes: the worker and the claims in one process, so
+the heap can be read (and profiled with heaptrack) at the moment every claim is cached and idle. Prints
+one JSON object on stdout; see benchmarks/README.md ("Where each kilobyte goes").
+
+    python benchmarks/workflow_memory.py [--claims 2000]
+    heaptrack -o /tmp/wf python benchmarks/workflow_memory.py --claims 1000 --exit-cached
+
+The real `NodeClaimWorkflow` with the stand-in activities of benchmarks/scale.py and the worker tuning of
+workers.settings, on a Temporal dev server (in memory). 20 claims are run first (one-time costs out of the
+baseline); then `--claims` are started and the clock waits until every launch run has continued as new
+and the worker's cache holds every Running run, plus SETTLE_SECONDS. Reported per cached workflow, after
+a gc and glibc `malloc_trim`: the RSS growth, and the growth of what malloc holds in use (all arenas and
+mmapped chunks: Core SDK, protobuf and large Python objects; Python's small objects live in its own
+arenas, in RSS only). `--exit-cached` ends the process right after the reading, so heaptrack reports
+what was live then as "leaked"."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ctypes
+import ctypes.util
+import dataclasses
+import gc
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as `python benchmarks/workflow_memory.py`: make the project importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import psutil
+
+from benchmarks.idle_cost import claim_names, start_all
+from benchmarks.scale import standin_activity, state_directory
+
+WARM_CLAIMS = 20
+SETTLE_SECONDS = 20.0
+TASK_QUEUE = "workflow-memory"
+
+
+_MALLINFO2_FIELDS = "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in _MALLINFO2_FIELDS.split()]
+
+
+def _libc() -> ctypes.CDLL:
+    name = ctypes.util.find_library("c")
+    if not name:
+        raise SystemExit("needs glibc (mallinfo2, malloc_trim)")
+    libc = ctypes.CDLL(name)
+    libc.mallinfo2.restype = _MallInfo2
+    return libc
+
+
+def _readings(libc: ctypes.CDLL) -> tuple[int, int]:
+    """(this process's RSS, without the dev server child; bytes malloc holds in use) after a gc and a
+    malloc_trim."""
+    gc.collect()
+    libc.malloc_trim(0)
+    info = libc.mallinfo2()
+    return psutil.Process().memory_info().rss, info.uordblks + info.hblkhd
+
+
+async def _measure(address: str, claims: int, timeout: float, exit_now: Callable[[], None] | None) -> dict[str, Any]:
+    """The reading (see the module docstring). With `exit_now`, call it with the cache still full and end the
+    process there (`--exit-cached`)."""
+    from temporalio.worker import Worker
+
+    from workers.settings import Settings
+    from workers.temporal_client import connect, register_search_attributes
+    from workflows.nodeclaim import NodeClaimWorkflow
+
+    libc = _libc()
+    settings = dataclasses.replace(Settings.from_env(), temporal_address=address, task_queue=TASK_QUEUE)
+    client = await connect(settings)
+    await register_search_attributes(client)
+    worker = Worker(
+        client,
+        task_queue=TASK_QUEUE,
+        workflows=[NodeClaimWorkflow],
+        activities=[standin_activity],
+        max_cached_workflows=claims + WARM_CLAIMS + 1000,  # nothing evicted: count every run
+        max_concurrent_workflow_tasks=settings.max_concurrent_workflow_tasks,
+        max_concurrent_workflow_task_polls=settings.max_concurrent_workflow_task_polls,
+        nonsticky_to_sticky_poll_ratio=settings.nonsticky_to_sticky_poll_ratio,
+    )
+    cached = worker._workflow_worker._running_workflows if worker._workflow_worker else {}  # the SDK's cache
+    async with worker:
+        await start_all(client, claim_names(WARM_CLAIMS, "warm"), TASK_QUEUE)
+        while len(cached) < WARM_CLAIMS:
+            await asyncio.sleep(0.2)
+        await asyncio.sleep(2.0)
+        rss_before, heap_before = _readings(libc)
+        began = time.monotonic()
+        await start_all(client, claim_names(claims, "mem"), TASK_QUEUE)
+        query = "WorkflowId STARTS_WITH 'nodeclaim-mem-' AND ExecutionStatus = 'ContinuedAsNew'"
+        while time.monotonic() - began < timeout:
+            if (await client.count_workflows(query)).count >= claims and len(cached) >= claims + WARM_CLAIMS:
+                break
+            await asyncio.sleep(1.0)
+        await asyncio.sleep(SETTLE_SECONDS)
+        rss_after, heap_after = _readings(libc)
+        result = {
+            "benchmark": "workflow-memory",
+            "claims": claims,
+            "cached_workflows": len(cached),
+            "rss_per_cached_workflow_kib": round((rss_after - rss_before) / 1024 / claims, 1),
+            "malloc_in_use_per_cached_workflow_kib": round((heap_after - heap_before) / 1024 / claims, 1),
+        }
+        if exit_now is not None:  # heaptrack reports what is live now as leaked
+            print(json.dumps(result), flush=True)
+            exit_now()
+            os._exit(0)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--claims", type=int, default=2000, help="claims cached and idle (2000)")
+    parser.add_argument("--timeout", type=float, default=600.0, help="give up waiting after this long (600)")
+    parser.add_argument("--exit-cached", action="store_true", help="exit at the reading (for heaptrack)")
+    args = parser.parse_args()
+
+    from devstack import temporal
+    from workers.dev_cmd import stack_config
+
+    with state_directory(None) as state:
+        server = temporal.TemporalDevServer(temporal.free_ports(), None, False, state / "temporal.log",
+                                            stack_config(start_worker=False).search_attributes)  # fmt: skip
+        server.start(attempts=temporal.PORT_ATTEMPTS, new_ports=temporal.free_ports)
+        try:
+            exit_now = server.stop if args.exit_cached else None
+            result = asyncio.run(_measure(server.address, args.claims, args.timeout, exit_now))
+        finally:
+            server.stop()
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
