@@ -12,7 +12,8 @@ and the worker's cache holds every Running run, plus SETTLE_SECONDS. Reported pe
 a gc and glibc `malloc_trim`: the RSS growth, and the growth of what malloc holds in use (all arenas and
 mmapped chunks: Core SDK, protobuf and large Python objects; Python's small objects live in its own
 arenas, in RSS only). `--exit-cached` ends the process right after the reading, so heaptrack reports
-what was live then as "leaked"."""
+what was live then as "leaked". Exit status 1 when `--timeout` passed before every claim was Running and
+cached (`all_running_and_cached` false: the figures then count fewer workflows than `--claims`)."""
 
 from __future__ import annotations
 
@@ -101,15 +102,16 @@ async def _measure(address: str, claims: int, timeout: float, exit_now: Callable
         began = time.monotonic()
         await start_all(client, claim_names(claims, "mem"), TASK_QUEUE)
         query = "WorkflowId STARTS_WITH 'nodeclaim-mem-' AND ExecutionStatus = 'ContinuedAsNew'"
-        while time.monotonic() - began < timeout:
-            if (await client.count_workflows(query)).count >= claims and len(cached) >= claims + WARM_CLAIMS:
-                break
+        complete = False
+        while not complete and time.monotonic() - began < timeout:
             await asyncio.sleep(1.0)
+            complete = (await client.count_workflows(query)).count >= claims and len(cached) >= claims + WARM_CLAIMS
         await asyncio.sleep(SETTLE_SECONDS)
         rss_after, heap_after = _readings(libc)
         result = {
             "benchmark": "workflow-memory",
             "claims": claims,
+            "all_running_and_cached": complete,
             "cached_workflows": len(cached),
             "rss_per_cached_workflow_kib": round((rss_after - rss_before) / 1024 / claims, 1),
             "malloc_in_use_per_cached_workflow_kib": round((heap_after - heap_before) / 1024 / claims, 1),
@@ -117,7 +119,7 @@ async def _measure(address: str, claims: int, timeout: float, exit_now: Callable
         if exit_now is not None:  # heaptrack reports what is live now as leaked
             print(json.dumps(result), flush=True)
             exit_now()
-            os._exit(0)
+            os._exit(0 if complete else 1)
     return result
 
 
@@ -141,6 +143,7 @@ def main() -> None:
         finally:
             server.stop()
     print(json.dumps(result))
+    sys.exit(0 if result["all_running_and_cached"] else 1)
 
 
 if __name__ == "__main__":
