@@ -22,6 +22,7 @@ from cloudprovider.aws.factory import new_aws_cloud_provider, resolve_eks_cluste
 from cloudprovider.aws.provider import AWSCloudProvider
 from cloudprovider.errors import CloudProviderError, NodeClassNotReadyError
 from cloudprovider.types import LaunchRequest
+from devstack.aws.response_cache import default_cache_dir
 from devstack.aws.server import MotoServer
 from tests.userdata_parsing import bootstrap_argv, bottlerocket_kubernetes, flag, node_config
 from workers.log_format import configure_logging
@@ -35,7 +36,9 @@ KEYS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 
 @pytest.fixture(scope="module")
 def aws() -> Iterator[MotoServer]:
-    with MotoServer(cluster_name=CLUSTER, region=REGION, cluster_endpoint=ENDPOINT) as server:
+    with MotoServer(
+        cluster_name=CLUSTER, region=REGION, cluster_endpoint=ENDPOINT, response_cache=default_cache_dir()
+    ) as server:
         yield server
 
 

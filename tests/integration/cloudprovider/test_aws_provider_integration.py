@@ -33,6 +33,7 @@ from cloudprovider.errors import (
 from cloudprovider.types import LaunchRequest
 from devstack.aws.capacity_reservations import add_capacity_block
 from devstack.aws.faults import FaultClient
+from devstack.aws.response_cache import default_cache_dir
 from devstack.aws.seed import CUSTOM_AMI_TAG, CUSTOM_AMIS, windows_ami_name
 from devstack.aws.server import MotoServer
 from tests.userdata_parsing import windows_bootstrap
@@ -45,7 +46,7 @@ _names = itertools.count(1)
 
 @pytest.fixture(scope="module")
 def aws() -> Iterator[MotoServer]:
-    with MotoServer(cluster_name=CLUSTER, region=REGION) as server:
+    with MotoServer(cluster_name=CLUSTER, region=REGION, response_cache=default_cache_dir()) as server:
         yield server
 
 

@@ -20,6 +20,7 @@ import pytest
 from cloudprovider.aws.factory import new_interruption_queue
 from cloudprovider.aws.interruption_queue import InterruptionQueue, QueueMessage
 from cloudprovider.unavailable import UnavailableOfferings
+from devstack.aws.response_cache import default_cache_dir
 from devstack.aws.server import MotoServer
 from kube import resources as r
 from kube.types import Obj
@@ -35,7 +36,7 @@ _queues = itertools.count(1)
 
 @pytest.fixture(scope="module")
 def aws() -> Iterator[MotoServer]:
-    with MotoServer(cluster_name=CLUSTER, region=REGION) as server:
+    with MotoServer(cluster_name=CLUSTER, region=REGION, response_cache=default_cache_dir()) as server:
         yield server
 
 

@@ -16,6 +16,7 @@ from cloudprovider.aws.pricebook import PriceBook
 from cloudprovider.aws.pricing import PriceTable, load_price_table
 from cloudprovider.aws.provider import AWSCloudProvider
 from devstack.aws.faults import FaultClient
+from devstack.aws.response_cache import default_cache_dir
 from devstack.aws.server import MotoServer
 from workers.cli import main
 from workers.price_refresh import PriceRefresher
@@ -35,7 +36,7 @@ class FakeClock:
 
 @pytest.fixture(scope="module")
 def aws() -> Iterator[MotoServer]:
-    with MotoServer(cluster_name=CLUSTER, region=REGION) as server:
+    with MotoServer(cluster_name=CLUSTER, region=REGION, response_cache=default_cache_dir()) as server:
         yield server
 
 
