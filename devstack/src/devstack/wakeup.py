@@ -185,6 +185,15 @@ def read_objects(kube: Kube, feed: ChangeFeed | None, resource: Resource) -> lis
     return kept if kept is not None else kube.list(resource)
 
 
+def keep(feed: ChangeFeed | None, resource: Resource, obj: Obj) -> Obj:
+    """`obj` (what a loop's write returned, or what it assumes it made) remembered by `feed` for the next
+    pass's reads (ChangeFeed.remember); returns it. Without a feed (a pass called on its own), nothing
+    is kept."""
+    if feed is not None:
+        feed.remember(resource, obj)
+    return obj
+
+
 def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
     meta = obj.get("metadata") or {}
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")

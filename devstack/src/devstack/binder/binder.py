@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from devstack.binder import predicates as fit
-from devstack.wakeup import ChangeFeed, Changes, read_objects, run_passes
+from devstack.wakeup import ChangeFeed, Changes, keep, read_objects, run_passes
 from kube.errors import ConflictError, KubeError, NotFoundError
 from kube.resources import NODE, POD, Resource
 from kube.types import Kube, Obj
@@ -219,8 +219,7 @@ class PodBinder:
             return 0, None
         bound = {**pod, "spec": {**pod.get("spec", {}), "nodeName": chosen.name}}
         chosen.add(bound, requests)
-        if self._feed is not None:  # assumed bound until the watch shows it (as kube-scheduler assumes)
-            self._feed.remember(POD, bound)
+        keep(self._feed, POD, bound)  # assumed bound until the watch shows it (as kube-scheduler assumes)
         return 1, None
 
     def _bind(self, pod: Obj, node_name: str) -> bool:
@@ -263,6 +262,5 @@ class PodBinder:
             self._failed = True
             return
         self._message_written[uid] = time.monotonic()
-        if self._feed is not None:
-            self._feed.remember(POD, marked)
+        keep(self._feed, POD, marked)
         log.info("pod binder: %s/%s is unschedulable: %s", meta.get("namespace"), meta["name"], message)

@@ -50,7 +50,7 @@ from cloudprovider.types import TAG_CLUSTER_PREFIX, TAG_NODECLAIM
 from cloudprovider.types import instance_id_of as instance_id_in
 from devstack.kubelet import node as nodes
 from devstack.kubelet.pods import needs_start, running_status
-from devstack.wakeup import ChangeFeed, Changes, read_objects, run_passes
+from devstack.wakeup import ChangeFeed, Changes, keep, read_objects, run_passes
 from kube.errors import AlreadyExistsError, KubeError, NotFoundError
 from kube.resources import NODE, NODECLAIM, POD, Resource
 from kube.types import Kube, Obj
@@ -266,12 +266,6 @@ class SimulatedKubelet:
     def _list(self, resource: Resource) -> list[Obj]:
         return read_objects(self._kube, self._feed, resource)
 
-    def _kept(self, resource: Resource, obj: Obj) -> Obj:
-        """`obj`, which a write returned, kept for the next pass's reads; returns it."""
-        if self._feed is not None:
-            self._feed.remember(resource, obj)
-        return obj
-
     # -- Nodes -------------------------------------------------------------------------------------
 
     def _own_nodes(self) -> dict[str, Obj] | None:
@@ -324,7 +318,7 @@ class SimulatedKubelet:
         body = nodes.build_node(instance, type_info, claim, self._region, self._cluster)
         name = body["metadata"]["name"]
         try:
-            created = self._kept(NODE, self._kube.create(NODE, body))
+            created = keep(self._feed, NODE, self._kube.create(NODE, body))
         except AlreadyExistsError:
             # Not in this pass's list of our nodes: someone else's Node has the name, or it was
             # created after the list; either way, leave it to the next pass.
@@ -349,7 +343,7 @@ class SimulatedKubelet:
         status = {"status": nodes.node_status(instance, type_info, ready=nodes.is_ready(node), now=_now())}
         self._nodes_busy = True  # posted or failed: either way the next pass has more to do
         try:
-            node.update(self._kept(NODE, self._kube.patch(NODE, name, status, subresource="status")))
+            node.update(keep(self._feed, NODE, self._kube.patch(NODE, name, status, subresource="status")))
         except KubeError as exc:
             log.warning("simulated kubelet: posting status of node %s failed: %s", name, exc)
 
@@ -400,7 +394,7 @@ class SimulatedKubelet:
         name = node["metadata"]["name"]
         patch = {"status": {"conditions": nodes.conditions(ready=True, now=_now())}}
         try:
-            node.update(self._kept(NODE, self._kube.patch(NODE, name, patch, subresource="status")))
+            node.update(keep(self._feed, NODE, self._kube.patch(NODE, name, patch, subresource="status")))
         except KubeError as exc:
             log.warning("simulated kubelet: marking node %s Ready failed: %s", name, exc)
             return False
@@ -425,7 +419,7 @@ class SimulatedKubelet:
             patch["metadata"] = {"resourceVersion": node["metadata"]["resourceVersion"]}
         self._nodes_busy = True
         try:
-            node.update(self._kept(NODE, self._kube.patch(NODE, name, patch)))
+            node.update(keep(self._feed, NODE, self._kube.patch(NODE, name, patch)))
         except KubeError as exc:
             log.warning("simulated kubelet: removing startup taints from %s failed: %s", name, exc)
             return
@@ -477,7 +471,7 @@ class SimulatedKubelet:
             started = self._kube.patch(
                 POD, meta["name"], {"status": status}, meta.get("namespace"), subresource="status"
             )
-            self._kept(POD, started)
+            keep(self._feed, POD, started)
         except NotFoundError:
             pass
         except KubeError as exc:
