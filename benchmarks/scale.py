@@ -54,7 +54,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 if __package__ in (None, ""):  # run as `python benchmarks/scale.py`: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -64,6 +64,12 @@ from temporalio import activity
 from temporalio.common import RawValue
 
 from apis.duration import parse_duration
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
+    from temporalio.worker import Worker
+
+    from workers.settings import Settings
 
 MIB = 1024 * 1024
 RSS_SAMPLE_SECONDS = 0.25
@@ -564,9 +570,9 @@ async def standin_activity(args: Sequence[RawValue]) -> Any:
     return standin_result(activity.info().activity_type, claim)
 
 
-def _release_free_memory(marker: Path) -> None:
-    """Collect garbage and hand free heap pages back to the OS (glibc `malloc_trim`), then write
-    `marker`: the parent's second RSS reading then counts live memory, not allocator slack."""
+def release_free_memory() -> None:
+    """Collect garbage and hand free heap pages back to the OS (glibc `malloc_trim`): an RSS reading
+    after it counts live memory, not allocator slack."""
     import ctypes
     import ctypes.util
     import gc
@@ -575,18 +581,38 @@ def _release_free_memory(marker: Path) -> None:
     libc_name = ctypes.util.find_library("c")
     if libc_name:
         ctypes.CDLL(libc_name).malloc_trim(0)
+
+
+def _release_free_memory(marker: Path) -> None:
+    """`release_free_memory`, then write `marker` (the parent reads RSS once it exists)."""
+    release_free_memory()
     marker.write_text("trimmed")
 
 
-def serve_claims_worker(address: str, task_queue: str, max_cached: int, ready_file: Path) -> None:
-    """The worker child of `--claims`: the real NodeClaimWorkflow, one dynamic stand-in activity
-    answering every activity name (see `standin_result`), the worker tuning of `workers.settings`.
-    Writes `ready_file` once polling; runs until SIGTERM."""
+def claims_worker(client: Client, settings: Settings) -> Worker:
+    """The claims worker: the real NodeClaimWorkflow, one dynamic stand-in activity answering every
+    activity name (see `standin_result`), on `settings.task_queue` with the worker tuning of `settings`."""
     from temporalio.worker import Worker
 
+    from workflows.nodeclaim import NodeClaimWorkflow
+
+    return Worker(
+        client,
+        task_queue=settings.task_queue,
+        workflows=[NodeClaimWorkflow],
+        activities=[standin_activity],
+        max_cached_workflows=settings.max_cached_workflows,
+        max_concurrent_workflow_tasks=settings.max_concurrent_workflow_tasks,
+        max_concurrent_workflow_task_polls=settings.max_concurrent_workflow_task_polls,
+        nonsticky_to_sticky_poll_ratio=settings.nonsticky_to_sticky_poll_ratio,
+    )
+
+
+def serve_claims_worker(address: str, task_queue: str, max_cached: int, ready_file: Path) -> None:
+    """The worker child of `--claims`: `claims_worker` with the worker tuning of `workers.settings`.
+    Writes `ready_file` once polling; runs until SIGTERM."""
     from workers.settings import Settings
     from workers.temporal_client import connect
-    from workflows.nodeclaim import NodeClaimWorkflow
 
     async def run() -> None:
         settings = dataclasses.replace(
@@ -597,17 +623,7 @@ def serve_claims_worker(address: str, task_queue: str, max_cached: int, ready_fi
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, stop.set)
         loop.add_signal_handler(signal.SIGUSR1, lambda: _release_free_memory(ready_file.with_suffix(".trimmed")))
-        worker = Worker(
-            client,
-            task_queue=task_queue,
-            workflows=[NodeClaimWorkflow],
-            activities=[standin_activity],
-            max_cached_workflows=settings.max_cached_workflows,
-            max_concurrent_workflow_tasks=settings.max_concurrent_workflow_tasks,
-            max_concurrent_workflow_task_polls=settings.max_concurrent_workflow_task_polls,
-            nonsticky_to_sticky_poll_ratio=settings.nonsticky_to_sticky_poll_ratio,
-        )
-        async with worker:
+        async with claims_worker(client, settings):
             ready_file.write_text(json.dumps({"pid": os.getpid()}))
             await stop.wait()
 

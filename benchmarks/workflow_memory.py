@@ -22,7 +22,6 @@ import asyncio
 import ctypes
 import ctypes.util
 import dataclasses
-import gc
 import json
 import os
 import sys
@@ -37,7 +36,7 @@ if __package__ in (None, ""):  # run as `python benchmarks/workflow_memory.py`: 
 import psutil
 
 from benchmarks.idle_cost import claim_names, start_all
-from benchmarks.scale import standin_activity, state_directory
+from benchmarks.scale import claims_worker, release_free_memory, state_directory
 
 WARM_CLAIMS = 20
 SETTLE_SECONDS = 20.0
@@ -63,8 +62,7 @@ def _libc() -> ctypes.CDLL:
 def _readings(libc: ctypes.CDLL) -> tuple[int, int]:
     """(this process's RSS, without the dev server child; bytes malloc holds in use) after a gc and a
     malloc_trim."""
-    gc.collect()
-    libc.malloc_trim(0)
+    release_free_memory()
     info = libc.mallinfo2()
     return psutil.Process().memory_info().rss, info.uordblks + info.hblkhd
 
@@ -72,26 +70,19 @@ def _readings(libc: ctypes.CDLL) -> tuple[int, int]:
 async def _measure(address: str, claims: int, timeout: float, exit_now: Callable[[], None] | None) -> dict[str, Any]:
     """The reading (see the module docstring). With `exit_now`, call it with the cache still full and end the
     process there (`--exit-cached`)."""
-    from temporalio.worker import Worker
-
     from workers.settings import Settings
     from workers.temporal_client import connect, register_search_attributes
-    from workflows.nodeclaim import NodeClaimWorkflow
 
     libc = _libc()
-    settings = dataclasses.replace(Settings.from_env(), temporal_address=address, task_queue=TASK_QUEUE)
+    settings = dataclasses.replace(
+        Settings.from_env(),
+        temporal_address=address,
+        task_queue=TASK_QUEUE,
+        max_cached_workflows=claims + WARM_CLAIMS + 1000,  # nothing evicted: count every run
+    )
     client = await connect(settings)
     await register_search_attributes(client)
-    worker = Worker(
-        client,
-        task_queue=TASK_QUEUE,
-        workflows=[NodeClaimWorkflow],
-        activities=[standin_activity],
-        max_cached_workflows=claims + WARM_CLAIMS + 1000,  # nothing evicted: count every run
-        max_concurrent_workflow_tasks=settings.max_concurrent_workflow_tasks,
-        max_concurrent_workflow_task_polls=settings.max_concurrent_workflow_task_polls,
-        nonsticky_to_sticky_poll_ratio=settings.nonsticky_to_sticky_poll_ratio,
-    )
+    worker = claims_worker(client, settings)
     cached = worker._workflow_worker._running_workflows if worker._workflow_worker else {}  # the SDK's cache
     async with worker:
         await start_all(client, claim_names(WARM_CLAIMS, "warm"), TASK_QUEUE)
