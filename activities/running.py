@@ -51,11 +51,7 @@ class ClaimLiveness(BaseModel):
 
 
 class DriftCheckInput(ClaimIdentity):
-    """`fresh`: read the NodePool and EC2NodeClass from the API, not the worker's shared reads (the check
-    was asked for because one of them changed)."""
-
     instance_id: str = ""
-    fresh: bool = False
 
 
 class DriftResult(BaseModel):
@@ -117,8 +113,9 @@ class RunningActivities(ClaimActivities):
         signals), then, unless it is going away, its drift: compare the claim with its NodePool,
         EC2NodeClass and instance (scheduling.drift) and keep its `Drifted` condition in step (True with
         the reason and message while drifted, removed once not; drift only marks the claim). Reads the
-        claim and the node once each; the NodePool and EC2NodeClass come from the worker's shared reads
-        (up to SHARED_READ_TTL_SECONDS old, activities.shared_reads) unless `inp.fresh`."""
+        claim, the node, the NodePool and the EC2NodeClass once each, fresh: the check runs because one of
+        them changed (the worker's signals), so a shared read up to SHARED_READ_TTL_SECONDS old could miss
+        the change (the fresh reads refresh the worker's shared reads, activities.shared_reads)."""
         claim = self._claim_obj(inp)
         result = RunningCheck(liveness=self._liveness(claim, inp))
         if not result.gone and claim is not None:
@@ -132,8 +129,8 @@ class RunningActivities(ClaimActivities):
             return DriftResult(message="the NodeClaim does not validate; drift not checked")
         pool_name = claim.metadata.labels.get(labels.NODEPOOL, "")
         reads = self.shared_reads
-        pool = reads.get(NodePool, r.NODEPOOL, pool_name, fresh=inp.fresh) if pool_name else None
-        node_class = reads.get(EC2NodeClass, r.EC2NODECLASS, claim.spec.node_class_ref.name, fresh=inp.fresh)
+        pool = reads.get(NodePool, r.NODEPOOL, pool_name, fresh=True) if pool_name else None
+        node_class = reads.get(EC2NodeClass, r.EC2NODECLASS, claim.spec.node_class_ref.name, fresh=True)
         self._restamp_foreign_hashes(inp, claim, pool, node_class)
         drift = find_drift(
             drift_facts(

@@ -5,8 +5,9 @@ workflows with default settings. Prints one JSON object on stdout; see benchmark
 
 Two parts, both running the real `NodeClaimWorkflow` with the stand-in activities of
 benchmarks/scale.py (a launch that succeeds, a Node found and initialized at once: no EC2, no
-Kubernetes), and the worker's default claim settings (workers.settings: drift_check_interval 24h,
-expireAfter 720h):
+Kubernetes), and the worker's default claim settings (workers.settings). Nothing signals the claims
+here: the running phase holds no timer, so an idle claim writes no event at all (expiry and drift reach
+it as signals from the leader's claim sweep, one per expired or drifted node, none per idle one):
 
 1. Burst, on a Temporal dev server (in memory) in real time, with a worker child process as
    `scale.py --claims` runs it: `--claims` NodeClaim workflows are started at once (through the
@@ -144,13 +145,12 @@ async def start_all(client: Client, names: Sequence[str], task_queue: str) -> No
     from workflows.nodeclaim_state import ClaimSettings, node_claim_input
 
     settings = ClaimSettings()
-    starter = TemporalStarter(client, task_queue, asyncio.get_running_loop(), settings.registration_ttl,
-                              settings.drift_check_interval)  # fmt: skip
+    starter = TemporalStarter(client, task_queue, asyncio.get_running_loop(), settings.registration_ttl)
     gate = asyncio.Semaphore(START_CONCURRENCY)
 
     async def start(name: str) -> None:
         async with gate:
-            await starter.start_node_claim_async(node_claim_input(name, "", "default", None, None, settings))
+            await starter.start_node_claim_async(node_claim_input(name, "", "default", None, settings))
 
     await asyncio.gather(*(start(name) for name in names))
 

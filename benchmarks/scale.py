@@ -63,8 +63,6 @@ import psutil
 from temporalio import activity
 from temporalio.common import RawValue
 
-from apis.duration import parse_duration
-
 if TYPE_CHECKING:
     from temporalio.client import Client
     from temporalio.worker import Worker
@@ -521,8 +519,7 @@ class ClaimsOptions:
     timeout: float = 600.0
     concurrency: int = 64
     state_dir: Path | None = None
-    drift_check_interval: str = "1h"
-    hold: float = 0.0  # seconds to stay at steady state (drift checks running) after the first reading
+    hold: float = 0.0  # seconds to stay at steady state after the first reading
 
 
 def standin_result(activity_name: str, claim: str) -> Any:
@@ -639,9 +636,7 @@ class StartReport:
     seconds_to_steady: float | None = None
 
 
-async def _start_claims(
-    address: str, count: int, concurrency: int, timeout: float, drift_check_interval: str
-) -> StartReport:
+async def _start_claims(address: str, count: int, concurrency: int, timeout: float) -> StartReport:
     """Start `count` NodeClaim workflows as the worker's starter does, keeping at most `concurrency`
     of them short of Running: each lane starts one, waits (describe, which reads the workflow's own
     search attributes, not eventually consistent visibility) until its Phase is Running, then starts
@@ -656,7 +651,7 @@ async def _start_claims(
 
     client = await connect(Settings(temporal_address=address))
     await register_search_attributes(client)
-    starter = TemporalStarter(client, TASK_QUEUE, asyncio.get_running_loop(), "15m", drift_check_interval)
+    starter = TemporalStarter(client, TASK_QUEUE, asyncio.get_running_loop(), "15m")
     names = iter(range(count))
     report = StartReport()
     began = time.monotonic()
@@ -664,7 +659,7 @@ async def _start_claims(
     async def lane() -> None:
         for i in names:
             name = f"scale-{i:06d}"
-            await starter.start_node_claim_async(node_claim_input(name, "", "default", None, None, starter.settings))
+            await starter.start_node_claim_async(node_claim_input(name, "", "default", None, starter.settings))
             report.seconds_to_start_all = time.monotonic() - began
             handle = client.get_workflow_handle(workflow_id(name))
             while (await handle.describe()).typed_search_attributes.get(sa.PHASE) != RUNNING:
@@ -721,9 +716,7 @@ def run_claims(opts: ClaimsOptions) -> dict[str, Any]:
             assert worker.pid is not None
             time.sleep(1.0)  # let the worker's start-up allocations settle before the baseline
             before = rss_bytes(worker.pid)
-            report = asyncio.run(
-                _start_claims(server.address, opts.claims, opts.concurrency, opts.timeout, opts.drift_check_interval)
-            )
+            report = asyncio.run(_start_claims(server.address, opts.claims, opts.concurrency, opts.timeout))
             steady = report.seconds_to_steady is not None
             # Visibility is eventually consistent: give the count a moment to catch up.
             poll(lambda: asyncio.run(_running_count(server.address)) >= opts.claims, 30.0 if steady else 0.0, 1.0)
@@ -771,7 +764,6 @@ def run_claims(opts: ClaimsOptions) -> dict[str, Any]:
         "worker_cpu_seconds": rounded(worker_cpu),
         "temporal_cpu_seconds": rounded(server_cpu),
         "start_concurrency": opts.concurrency,
-        "drift_check_interval": opts.drift_check_interval,
         "max_cached_workflows": opts.claims + 100,
         "targets": {"rss_per_cached_workflow_kib": TARGET_KIB_PER_WORKFLOW},
         "targets_met": steady and per_workflow_kib <= TARGET_KIB_PER_WORKFLOW,
@@ -807,11 +799,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="with --pods: Temporal in memory instead of the dev stack's SQLite (WAL) file",
     )
     parser.add_argument(
-        "--drift-check-interval",
-        default="1h",
-        help="with --claims: the claims' drift check interval (1h: no check during the run; see README)",
-    )
-    parser.add_argument(
         "--hold",
         type=float,
         default=0.0,
@@ -834,10 +821,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--claims needs --steady (hold the claims Running and measure the worker's RAM)")
     if args.steady and args.claims is None:
         parser.error("--steady goes with --claims N")
-    try:
-        parse_duration(args.drift_check_interval)
-    except ValueError as err:
-        parser.error(f"--drift-check-interval: {err}")
     if args.hold < 0:
         parser.error(f"--hold {args.hold}: give a number of seconds, at least 0")
     if args.concurrency < 1:
@@ -862,11 +845,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = run_pods(opts)
         done = result["seconds_to_all_bound"] is not None
     else:
-        result = run_claims(
-            ClaimsOptions(
-                args.claims, args.timeout, args.concurrency, args.state_dir, args.drift_check_interval, args.hold
-            )
-        )
+        result = run_claims(ClaimsOptions(args.claims, args.timeout, args.concurrency, args.state_dir, args.hold))
         done = result["seconds_to_steady"] is not None
     print(json.dumps(result))
     return 0 if done else 1

@@ -20,7 +20,7 @@
 | cluster_service_cidr | NODEFLOW_CLUSTER_SERVICE_CIDR | "" (from eks:DescribeCluster) |
 | kubernetes_version | NODEFLOW_KUBERNETES_VERSION | 1.32 |
 | registration_ttl | NODEFLOW_REGISTRATION_TTL | 15m |
-| drift_check_interval | NODEFLOW_DRIFT_CHECK_INTERVAL | 24h |
+| claim_sweep_interval | NODEFLOW_CLAIM_SWEEP_INTERVAL | 1m |
 | garbage_collection_interval | NODEFLOW_GARBAGE_COLLECTION_INTERVAL | 2m |
 | garbage_collection_min_age | NODEFLOW_GARBAGE_COLLECTION_MIN_AGE | 2m |
 | interruption_queue | NODEFLOW_INTERRUPTION_QUEUE | "" (no interruption handling) |
@@ -49,6 +49,11 @@ from Drift,Emptiness,MultiNodeConsolidation,SingleNodeConsolidation,SplitConsoli
 and the Temporal UI show what they would do. The last worker to start sets them. SplitConsolidation
 is nodeflow's own (one underused node replaced by several smaller ones costing at least 25% less);
 leave it out for exactly Karpenter's behaviour.
+
+`claim_sweep_interval`: how often the leader looks at every NodeClaim (workers.claim_sweep) to expire the
+ones past their expireAfter and to ask the ones whose drift changed without any spec change (an AMI
+released behind an `@latest` alias) to check it; each look lists the NodeClaims, NodePools and
+EC2NodeClasses. An expiry is acted on, at most, this long late.
 
 The garbage collector terminates, every `garbage_collection_interval`, the cluster's instances whose
 NodeClaim is gone and which launched at least `garbage_collection_min_age` ago. The last worker to start
@@ -135,7 +140,7 @@ class Settings:
     cluster_service_cidr: str = ""
     kubernetes_version: str = "1.32"
     registration_ttl: str = "15m"
-    drift_check_interval: str = "24h"
+    claim_sweep_interval: str = "1m"
     garbage_collection_interval: str = "2m"
     garbage_collection_min_age: str = "2m"
     interruption_queue: str = ""
@@ -231,14 +236,14 @@ class Settings:
 _ENV = {"region": "AWS_REGION"}
 DURATIONS = (
     "registration_ttl",
-    "drift_check_interval",
+    "claim_sweep_interval",
     "garbage_collection_interval",
     "garbage_collection_min_age",
     "instance_status_interval",
     "on_demand_price_refresh_interval",
     "spot_price_refresh_interval",
 )
-FINITE_DURATIONS = ("garbage_collection_interval", "garbage_collection_min_age")
+FINITE_DURATIONS = ("claim_sweep_interval", "garbage_collection_interval", "garbage_collection_min_age")
 TEMPORAL_TLS_FILES = ("temporal_tls_ca_file", "temporal_tls_cert_file", "temporal_tls_key_file")
 _TRUE = ("true", "1", "yes", "on")
 _FALSE = ("false", "0", "no", "off")
@@ -251,6 +256,7 @@ def where(name: str) -> str:
 
 # Duration settings with a lower bound: name -> (seconds, what to tell the user).
 MINIMUM_DURATIONS = {
+    "claim_sweep_interval": (1, "give at least 1s"),
     "garbage_collection_interval": (1, "give at least 1s"),
     "instance_status_interval": (10, "give at least 10s, or Never to turn the checks off"),
     "on_demand_price_refresh_interval": (60, "give at least 1m (Karpenter's is 12h), or Never"),

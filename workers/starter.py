@@ -14,7 +14,6 @@ from kube.types import Obj
 from workflows import search_attributes as sa
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
 from workflows.nodeclaim_state import (
-    DEFAULT_DRIFT_CHECK_INTERVAL,
     LAUNCHING,
     ClaimSettings,
     NodeClaimInput,
@@ -35,12 +34,11 @@ class TemporalStarter:
         task_queue: str,
         loop: asyncio.AbstractEventLoop,
         registration_ttl: str,
-        drift_check_interval: str = DEFAULT_DRIFT_CHECK_INTERVAL,
     ) -> None:
         self.client = client
         self.task_queue = task_queue
         self.loop = loop
-        self.settings = ClaimSettings(registration_ttl=registration_ttl, drift_check_interval=drift_check_interval)
+        self.settings = ClaimSettings(registration_ttl=registration_ttl)
 
     def claim_input(self, claim: Obj) -> NodeClaimInput:
         """The workflow input of this NodeClaim object (workflows.nodeclaim_state.node_claim_input) with

@@ -426,8 +426,8 @@ class DriftTrigger(_Watcher):
     """Signals `check_drift` to the claims of a NodePool or EC2NodeClass whose spec changed. The first
     sight of an object (the worker starting) only records its generation; a change seen later, also across
     watch restarts, signals. Signals are paced (`signals_per_second`) so a change of a pool of thousands of
-    nodes does not burst thousands of checks at once; a missed signal is caught by the claim's backstop
-    check (`drift_check_interval`, daily by default)."""
+    nodes does not burst thousands of checks at once. A change made while no worker led, or a signal that
+    failed, is caught by the leader's claim sweep (workers.claim_sweep), which judges every drift reason."""
 
     def __init__(
         self,
@@ -488,7 +488,7 @@ class DriftTrigger(_Watcher):
             try:
                 self._call(self.starter.signal_node_claim(name, "check_drift", reason))
             except Exception:  # Temporal unreachable: do not wait out a timeout per claim
-                log.exception("signalling nodeclaim-%s failed; the rest wait for their backstop check", name)
+                log.exception("signalling nodeclaim-%s failed; the claim sweep signals the rest", name)
                 return
             self._stop.wait(self.pause)
 

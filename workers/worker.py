@@ -36,8 +36,8 @@ from kube.client import KubeClient
 from kube.events import EventRecorder
 from kube.leases import LeaseClient
 from kube.types import Kube
+from workers.claim_sweep import ClaimSweep
 from workers.cluster_metrics import ClusterStateMetrics
-from workers.drift_sweep import DriftSweep
 from workers.feature_gates import not_implemented
 from workers.instance_status import InstanceStatusChecker
 from workers.interruption import ClaimDisrupter, InterruptionConsumer
@@ -109,7 +109,7 @@ async def _lead(
         PodWatcher(kube, starter, loop),
         DeletionWatcher(kube, starter, loop, nodes),
         DriftTrigger(kube, starter, loop),
-        DriftSweep(kube, cloud, starter, loop),
+        ClaimSweep(kube, cloud, starter, loop, interval=settings.seconds("claim_sweep_interval")),
         Resync(starter, loop),
         ClusterStateMetrics(kube, metrics, cloud),
     ]
@@ -247,13 +247,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing |
     )
     cloud = MeteredCloudProvider(aws, metrics)
     recorder = EventRecorder(kube)
-    starter = TemporalStarter(
-        client,
-        settings.task_queue,
-        asyncio.get_running_loop(),
-        settings.registration_ttl,
-        settings.drift_check_interval,
-    )
+    starter = TemporalStarter(client, settings.task_queue, asyncio.get_running_loop(), settings.registration_ttl)
     disrupter = _claim_disrupter(kube, aws.unavailable, recorder, starter, metrics)
     interruption = _interruption_consumer(settings, disrupter, tracing)
     status_checker = _instance_status_checker(settings, aws, disrupter)

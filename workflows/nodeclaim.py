@@ -15,16 +15,14 @@ controller (workflows.disruption), which launches the replacement and, once it i
 `delete` here. Query: `status` (the NodeClaimState: phase, instance, node, conditions, waiting_for,
 termination reason).
 
-An idle node costs almost nothing: the running phase is event-driven. It sleeps on one timer (its
-expireAfter, or the backstop below if sooner) and wakes on a signal: `delete` (the worker's deletion
-watcher, and the garbage collector's rounds for a Node or NodeClaim that vanished), `check_drift` (its
-NodePool or EC2NodeClass changed, or the worker's periodic drift sweep found its AMI, subnet, security
-groups or instance type drifted, workers.drift_sweep), or a manual signal. Each wake runs one
-`running_check` activity (liveness and the full drift check); drift only marks the claim, replacing
-drifted nodes belongs to the disruption controller. The backstop, every
-`NodeClaimInput.drift_check_interval` (24h by default, never meant to be under an hour), runs the same
-check for what every signal missed; at 24h a running node costs about 2.5 billable Temporal actions a
-day (README, "What an idle node costs").
+An idle node costs nothing: the running phase holds no timer and polls nothing. It waits for a signal:
+`delete` (the worker's deletion watcher, and the garbage collector's rounds for a Node or NodeClaim that
+vanished), `check_drift` (its NodePool or EC2NodeClass changed, or the leader's claim sweep found its
+drift changed, workers.claim_sweep), `expire` (the claim sweep, once creationTimestamp + expireAfter has
+passed, as Karpenter's expiration controller decides it; or manual), or another manual signal. Each
+`check_drift` runs one `running_check` activity (liveness and the full drift check); drift only marks
+the claim, replacing drifted nodes belongs to the disruption controller. No per-node periodic check
+remains: what each one used to catch is someone else's, listed in README ("What an idle node costs").
 
 Events to reach Running: one activity per phase when nothing has to be waited for (`launch` records the
 instance, `register` registers the Node and checks its initialization once); waits are for the Node
@@ -34,7 +32,8 @@ they travel with the continue-as-new, which costs no upsert.
 
 Memory per cached workflow: every command of a run (activity, timer, upsert) is held in the worker's
 cache for the run's lifetime. So the claim continues as new on entering Running and then every
-RUNNING_CHECKS_PER_RUN checks.
+RUNNING_CHECKS_PER_RUN checks, and a Running run holds no timer (a timer command alone costs the cached
+run about 9 KiB, benchmarks/README.md).
 
 Runs unsandboxed (the sandbox costs ~730 KiB per cached workflow); determinism is guarded by replay tests
 over stored histories (README, "Versioning": how a change to the command sequence ships).
@@ -110,7 +109,8 @@ class NodeClaimWorkflow(NodeClaimTermination):
 
     @workflow.signal(name="expire")
     def expire(self, reason: str = "") -> None:
-        """Manual expiration: as if expireAfter had passed (condition Expired, then drain and terminate)."""
+        """expireAfter has passed (the leader's claim sweep sends it with the reason `expired after
+        <expireAfter>`), or a manual expiration: condition Expired, then drain and terminate."""
         if not self.pending_termination:
             self.state.expired = True
         self.pending_termination = self.pending_termination or reason or "expired (manual)"
@@ -131,9 +131,9 @@ class NodeClaimWorkflow(NodeClaimTermination):
 
     @workflow.signal(name="check_drift")
     def check_drift(self, reason: str = "") -> None:
-        """Run the running phase's check now instead of at its next interval: the worker sends it when the
-        claim's NodePool or EC2NodeClass changes, and when its drift sweep finds the claim's drift changed
-        (workers.drift_sweep). Asked before the running phase (the node class changed
+        """Run the running phase's check: the worker sends it when the claim's NodePool or EC2NodeClass
+        changes, and when its claim sweep finds the claim's drift changed (workers.claim_sweep). Asked
+        before the running phase (the node class changed
         while the node launched or initialized), the check runs as the running phase begins; the request
         survives continue-as-new."""
         self.drift_check_requested = True
@@ -199,8 +199,6 @@ class NodeClaimWorkflow(NodeClaimTermination):
         now = workflow.now()
         self.state.launched_at = now
         self.state.registration_deadline = now + (parse_duration(self.input.registration_ttl) or timedelta(minutes=15))
-        expire_after = parse_duration(self.input.expire_after)
-        self.state.expires_at = now + expire_after if expire_after is not None else None
         self.state.phase = TERMINATING if self.pending_termination else REGISTERING
 
     async def _launch_failed(self, failure: str, message: str) -> None:
@@ -268,21 +266,16 @@ class NodeClaimWorkflow(NodeClaimTermination):
         self.state.phase = DRAINING
 
     async def running(self) -> None:
-        interval = self._drift_check_interval()
+        """Wait, with no timer, for a signal: a termination (`delete`, `expire`, `drain`, `repair`) drains
+        the node; `check_drift` runs one running check. The run continues as new every
+        RUNNING_CHECKS_PER_RUN checks."""
         checks = 0
         while not self.pending_termination:
-            now = workflow.now()
-            if self.state.expires_at is not None and now >= self.state.expires_at:
-                self._expire_now()
-                break
-            wait = interval  # the liveness backstop runs in the same check
-            if self.state.expires_at is not None:
-                wait = min(wait, self.state.expires_at - now)
-            await self._sleep_until(lambda: bool(self.pending_termination or self.drift_check_requested), wait)
+            await self._wait_for(lambda: bool(self.pending_termination or self.drift_check_requested))
             if self.pending_termination:
-                continue
-            fresh, self.drift_check_requested = self.drift_check_requested, False
-            if not await self._running_check(fresh):
+                break
+            self.drift_check_requested = False
+            if not await self._running_check():
                 self.pending_termination = "the NodeClaim or its Node was deleted"
                 break
             checks += 1
@@ -293,13 +286,10 @@ class NodeClaimWorkflow(NodeClaimTermination):
                 return
         self.state.phase = DRAINING
 
-    async def _running_check(self, fresh: bool = False) -> bool:
-        """One cycle's liveness and drift check (one activity); False when the claim or its node is going
-        away. `fresh`: asked for by the `check_drift` signal, so the NodePool and EC2NodeClass are read
-        fresh."""
+    async def _running_check(self) -> bool:
+        """One liveness and drift check (one activity); False when the claim or its node is going away."""
         check = await self._run_activity(
-            RunningActivities.running_check,
-            DriftCheckInput(**self._identity(), instance_id=self.state.instance_id, fresh=fresh),
+            RunningActivities.running_check, DriftCheckInput(**self._identity(), instance_id=self.state.instance_id)
         )
         if check.gone:
             return False

@@ -15,7 +15,6 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from activities.initialization import InitializationResult
 from activities.models import ClaimIdentity, ClaimRef
 from activities.running import DriftResult
-from apis.duration import parse_duration
 from workflows import search_attributes as sa
 from workflows import timing
 from workflows.nodeclaim_state import RUNNING, NodeClaimInput, NodeClaimState
@@ -64,18 +63,6 @@ class NodeClaimWorkflowBase:
         """The claim just became Running in this run: the long phase starts in a fresh run."""
         return before != RUNNING and self.state.phase == RUNNING
 
-    def _expire_now(self) -> None:
-        self.state.expired = True
-        self.pending_termination = f"expired after {self.input.expire_after}"
-
-    def _drift_check_interval(self) -> timedelta:
-        try:
-            parsed = parse_duration(self.input.drift_check_interval)
-        except ValueError:
-            workflow.logger.warning("drift_check_interval %r does not parse", self.input.drift_check_interval)
-            parsed = None
-        return max(parsed or timing.DRIFT_CHECK, timing.MIN_DRIFT_CHECK)
-
     def _record_drift(self, result: DriftResult) -> None:
         self.state.drift_checks += 1
         self.state.last_drift_check = workflow.now()
@@ -112,6 +99,11 @@ class NodeClaimWorkflowBase:
         return await workflow.execute_activity_method(
             method, arg, start_to_close_timeout=timing.SHORT_ACTIVITY, retry_policy=timing.ACTIVITY_RETRY
         )
+
+    async def _wait_for(self, wake: Callable[[], bool]) -> None:
+        """Wait, holding no timer, until a signal makes `wake` true. The fleet view is published first."""
+        self._publish()
+        await workflow.wait_condition(wake)
 
     async def _sleep_until(self, wake: Callable[[], bool], duration: timedelta) -> None:
         """A durable timer that a signal making `wake` true cuts short. The fleet view is published first:

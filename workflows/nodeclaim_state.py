@@ -19,12 +19,6 @@ TERMINATING = "Terminating"
 DELETED = "Deleted"
 PHASES = (LAUNCHING, REGISTERING, INITIALIZING, RUNNING, DRAINING, TERMINATING, DELETED)
 
-# The running phase's backstop check interval of a claim whose starter does not say (the worker passes its
-# setting `drift_check_interval`); recorded in the workflow's input, so replay never depends on
-# configuration. Drift and liveness are signalled (workflows.nodeclaim); this only catches what a signal
-# missed, so it is long: a check costs two billable actions (a timer and an activity).
-DEFAULT_DRIFT_CHECK_INTERVAL = "24h"
-
 
 class NodeClaimState(BaseModel):
     name: str
@@ -39,7 +33,6 @@ class NodeClaimState(BaseModel):
     node_uid: str = ""  # the Node's metadata.uid, recorded at registration
     launched_at: datetime | None = None
     registration_deadline: datetime | None = None
-    expires_at: datetime | None = None
     termination_reason: str = ""
     drain_started_at: datetime | None = None
     drain_deadline: datetime | None = None
@@ -51,7 +44,7 @@ class NodeClaimState(BaseModel):
     drift_message: str = ""
     drift_checks: int = 0
     last_drift_check: datetime | None = None
-    expired: bool = False  # expireAfter passed or `expire` signalled: condition Expired before draining
+    expired: bool = False  # `expire` signalled (expireAfter passed, or manual): condition Expired before draining
     registration_failed: bool = False  # the Node did not register within the registration TTL
 
     def conditions_summary(self) -> str:
@@ -72,7 +65,6 @@ class ClaimSettings(BaseModel):
     so replay never depends on configuration)."""
 
     registration_ttl: str = "15m"
-    drift_check_interval: str = DEFAULT_DRIFT_CHECK_INTERVAL
 
 
 class NodeClaimInput(BaseModel):
@@ -83,10 +75,8 @@ class NodeClaimInput(BaseModel):
     name: str
     claim_uid: str = ""
     node_pool: str = ""
-    expire_after: str = "720h"
     termination_grace_period: str | None = None
     registration_ttl: str = "15m"
-    drift_check_interval: str = DEFAULT_DRIFT_CHECK_INTERVAL
     state: NodeClaimState | None = None  # set by continue-as-new
     # Set by continue-as-new: what signals asked for and the run had not acted on yet (a signal can arrive
     # in the very workflow task that continues as new): a termination, a drift check (`check_drift`
@@ -98,40 +88,37 @@ class NodeClaimInput(BaseModel):
 
     def settings(self) -> ClaimSettings:
         """The worker settings this run was started with (a replacement's workflow gets the same)."""
-        return ClaimSettings(registration_ttl=self.registration_ttl, drift_check_interval=self.drift_check_interval)
+        return ClaimSettings(registration_ttl=self.registration_ttl)
 
 
 def node_claim_input(
     name: str,
     uid: str,
     node_pool: str,
-    expire_after: str | None,
     termination_grace_period: str | None,
     settings: ClaimSettings,
 ) -> NodeClaimInput:
-    """The input of a new NodeClaim workflow, from the claim's name, metadata.uid, NodePool and spec
-    (expireAfter: None means Karpenter's default 720h) and the worker's settings. The one place such an
+    """The input of a new NodeClaim workflow, from the claim's name, metadata.uid, NodePool and
+    spec.terminationGracePeriod, and the worker's settings (expireAfter is not the workflow's: the leader's
+    claim sweep signals `expire`, workers.claim_sweep). The one place such an
     input is made: the provisioner's claims, replacements and adopted claims all start this way. Pure."""
     return NodeClaimInput(
         name=name,
         claim_uid=uid,
         node_pool=node_pool,
-        expire_after=expire_after or "720h",
         termination_grace_period=termination_grace_period,
         registration_ttl=settings.registration_ttl,
-        drift_check_interval=settings.drift_check_interval,
     )
 
 
 def node_claim_input_from_object(claim: Mapping[str, Any], settings: ClaimSettings) -> NodeClaimInput:
     """`node_claim_input` for a NodeClaim object as the API serves it (metadata.name and uid, the
-    karpenter.sh/nodepool label, spec.expireAfter and spec.terminationGracePeriod). Pure."""
+    karpenter.sh/nodepool label and spec.terminationGracePeriod). Pure."""
     meta, spec = claim["metadata"], claim.get("spec") or {}
     return node_claim_input(
         meta["name"],
         meta.get("uid", ""),
         (meta.get("labels") or {}).get(labels.NODEPOOL, ""),
-        spec.get("expireAfter"),
         spec.get("terminationGracePeriod"),
         settings,
     )

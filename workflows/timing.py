@@ -31,8 +31,6 @@ NODE_WAIT_FIRST = timedelta(seconds=5)
 NODE_WAIT_MAX = timedelta(minutes=1)
 DRAIN_POLL = timedelta(seconds=2)
 TERMINATE_POLL = timedelta(seconds=2)
-DRIFT_CHECK = timedelta(hours=24)  # when NodeClaimInput.drift_check_interval does not parse
-MIN_DRIFT_CHECK = timedelta(seconds=1)
 MAX_HISTORY_EVENTS = 2000
 
 BATCH_IDLE = timedelta(seconds=1)

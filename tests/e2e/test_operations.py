@@ -1,11 +1,13 @@
 """Operating nodes with the `nodeflow` CLI on the real local stack: status, drain, replace, and drift.
 
-One stack for the module; its worker builds NodeClaim inputs with a 2 s drift check interval
-(the worker flag --drift-check-interval, recorded in each NodeClaim workflow's input).
+One stack for the module (`nodeflow status` lists every claim of the cluster, so no other module's); its
+worker's claim sweep looks every 2 s (the worker flag --claim-sweep-interval), so an expiry is acted on at
+once.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -14,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from temporalio.client import Client
 
 from activities.replace import REPLACEMENT_OF_ANNOTATION
 from devstack.stack import DevStack
@@ -25,7 +28,6 @@ from workers.dev_cmd import stack_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
-DRIFT_INTERVAL = "2s"
 SMALL = {"cpu": "250m", "memory": "256Mi"}
 
 
@@ -45,11 +47,13 @@ spec:
 """
 
 
+SWEEP_INTERVAL = "2s"
+
+
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
     config = stack_config(
-        state_dir=tmp_path_factory.mktemp("ops-stack"),
-        worker_args=["--drift-check-interval", DRIFT_INTERVAL],
+        state_dir=tmp_path_factory.mktemp("ops-stack"), worker_args=["--claim-sweep-interval", SWEEP_INTERVAL]
     )
     with DevStack(config) as running:
         yield running
@@ -222,8 +226,63 @@ def test_a_node_class_change_is_node_class_drift_and_replace_rolls_the_node_onto
     assert claim is not None
     replacement = claim["metadata"]["name"]
 
-    def checked_twice() -> bool:
-        return int(json.loads(nodeflow(stack, "status", replacement, "-o", "json").stdout)["drift_checks"]) >= 2
+    asyncio.run(signal_check_drift(stack, replacement))  # as the claim sweep or a NodeClass change would
 
-    eventually(checked_twice, timeout=60, what=f"two drift checks of the replacement {replacement}")
+    def checked() -> bool:
+        return int(json.loads(nodeflow(stack, "status", replacement, "-o", "json").stdout)["drift_checks"]) >= 1
+
+    eventually(checked, timeout=60, what=f"a drift check of the replacement {replacement}")
     assert not condition(get_or_none(stack, r.NODECLAIM, replacement), "Drifted")
+
+
+async def signal_check_drift(stack: DevStack, claim: str) -> None:
+    client = await Client.connect(stack.temporal_address)
+    await client.get_workflow_handle(f"nodeclaim-{claim}").signal("check_drift", "e2e: check the replacement")
+
+
+def brief_pool(expire_after: str) -> str:
+    return f"""
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: brief}}
+spec:
+  template:
+    metadata:
+      labels: {{pool: brief}}
+    spec:
+      expireAfter: "{expire_after}"
+      requirements:
+        - {{key: karpenter.sh/capacity-type, operator: In, values: ["on-demand"]}}
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+"""
+
+
+def test_a_node_past_its_expire_after_is_expired_and_its_pod_lands_on_a_new_one(stack: DevStack) -> None:
+    """The leader's claim sweep signals `expire` once creationTimestamp + expireAfter has passed: the claim
+    is marked Expired, drained and terminated, and its pod is provisioned a new node, as in Karpenter."""
+    stack.apply_text(brief_pool("30s"))
+    stack.apply_text(deployment("ops-brief", 1, extra_spec="      nodeSelector: {pool: brief}", **SMALL))
+    assert stack.wait_settled(timeout=90)["settled"]
+    node_name = pods_of(stack, "ops-brief")[0]["spec"]["nodeName"]
+    claim = claim_of_node(stack, node_name)
+    assert claim is not None
+    name = claim["metadata"]["name"]
+    seen: dict[str, Any] = {}
+
+    def gone() -> bool:
+        current = get_or_none(stack, r.NODECLAIM, name)
+        if current is not None and condition(current, "Expired").get("status") == "True":
+            seen["expired"] = True
+        return current is None
+
+    eventually(gone, timeout=120, interval=0.2, what=f"the expired NodeClaim {name} to be gone")
+    stack.apply_text(brief_pool("Never"))  # the next node stays
+    eventually(
+        lambda: any(p["spec"].get("nodeName") not in (None, node_name) for p in pods_of(stack, "ops-brief")),
+        timeout=120,
+        what="the pod on a new node",
+    )
+    assert seen.get("expired"), "the claim was never marked Expired"
+    state = json.loads(nodeflow(stack, "status", name, "-o", "json").stdout)
+    assert state["expired"] and state["termination_reason"] == "expired after 30s", state
+    assert_one_instance_per_claim(stack)

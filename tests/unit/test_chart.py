@@ -378,7 +378,7 @@ def test_full_values_reach_the_worker_as_its_settings() -> None:
     assert values["NODEFLOW_TEMPORAL_API_KEY"] == {"secretKeyRef": {"name": "temporal-api-key", "key": "api-key"}}
     assert values["NODEFLOW_FEATURE_GATES"] == "NodeRepair=false,SpotToSpotConsolidation=true"
     assert values["NODEFLOW_DISRUPTION_METHODS"] == "Drift,Emptiness,MultiNodeConsolidation,SingleNodeConsolidation"
-    assert values["NODEFLOW_DRIFT_CHECK_INTERVAL"] == "10m"  # extraEnv
+    assert values["NODEFLOW_REGISTRATION_TTL"] == "20m"  # extraEnv
     assert values["NODEFLOW_LOG_FORMAT"] == "json"
     otel = {k: v for k, v in values.items() if k.startswith("OTEL_")}
     assert otel == {

@@ -17,11 +17,7 @@ def parse(*argv: str) -> argparse.Namespace:
 
 def test_defaults() -> None:
     settings = Settings.from_env({})
-    assert (settings.task_queue, settings.drift_check_interval, settings.max_cached_workflows) == (
-        "nodeflow",
-        "24h",
-        20000,
-    )
+    assert (settings.task_queue, settings.registration_ttl, settings.max_cached_workflows) == ("nodeflow", "15m", 20000)
     assert (settings.seconds("garbage_collection_interval"), settings.seconds("garbage_collection_min_age")) == (
         120,
         120,
@@ -48,8 +44,8 @@ def test_an_empty_variable_keeps_the_default() -> None:
     ("env", "message"),
     [
         (
-            {"NODEFLOW_DRIFT_CHECK_INTERVAL": "soon"},
-            r"\(flag --drift-check-interval, env NODEFLOW_DRIFT_CHECK_INTERVAL\): invalid duration",
+            {"NODEFLOW_REGISTRATION_TTL": "soon"},
+            r"\(flag --registration-ttl, env NODEFLOW_REGISTRATION_TTL\): invalid duration",
         ),
         ({"NODEFLOW_GARBAGE_COLLECTION_INTERVAL": "Never"}, "--garbage-collection-interval.*Never is not allowed"),
         ({"NODEFLOW_GARBAGE_COLLECTION_INTERVAL": "0s"}, "garbage_collection_interval.*at least 1s"),

@@ -3,8 +3,8 @@
 The test server mishandles a query or signal that arrives while a workflow task completes with
 continue-as-new (the refused completion is never retried, and the run hangs), though Temporal itself
 recovers. A claim continues as new at phase changes and every few running checks, so the tests query and
-signal it only when its latest run has no workflow task in flight and sleeps on a timer: with time
-skipping locked, nothing moves it then."""
+signal it only when its latest run has no workflow task or activity in flight and waits on a timer or for
+a signal: with time skipping locked, nothing moves it then."""
 
 from __future__ import annotations
 
@@ -20,34 +20,44 @@ from workflows.nodeclaim import NodeClaimWorkflow
 from workflows.nodeclaim_state import NodeClaimState
 
 QUERY_DEADLINE = timedelta(seconds=5)
-IDLE_AFTER = (EventType.EVENT_TYPE_TIMER_STARTED, EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)
+# The commands a workflow task may end with that leave the run waiting (no activity, no new task).
+AT_REST = (
+    EventType.EVENT_TYPE_TIMER_STARTED,
+    EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
+    EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED,
+)
+ACTIVITY_CLOSED = tuple(
+    f"activity_task_{outcome}_event_attributes" for outcome in ("completed", "failed", "timed_out", "canceled")
+)
 
 
 async def is_asleep(env: WorkflowEnvironment, workflow_id: str) -> bool:
-    """True when the latest run's last event ends a workflow task and one of its timers is pending."""
+    """True when the latest run's last workflow task completed with nothing after it but AT_REST commands,
+    and none of its activities is in flight: it waits on a timer or for a signal (a Running claim holds no
+    timer)."""
     events = (await env.client.get_workflow_handle(workflow_id).fetch_history()).events
-    if not events or events[-1].event_type not in IDLE_AFTER:
+    completed = [i for i, e in enumerate(events) if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED]
+    if not completed or any(e.event_type not in AT_REST for e in events[completed[-1] + 1 :]):
         return False
-    pending = {e.event_id for e in events if e.event_type == EventType.EVENT_TYPE_TIMER_STARTED}
+    in_flight = {e.event_id for e in events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED}
     for event in events:
-        if event.event_type == EventType.EVENT_TYPE_TIMER_FIRED:
-            pending.discard(event.timer_fired_event_attributes.started_event_id)
-        elif event.event_type == EventType.EVENT_TYPE_TIMER_CANCELED:
-            pending.discard(event.timer_canceled_event_attributes.started_event_id)
-    return bool(pending)
+        for closed in ACTIVITY_CLOSED:
+            if event.HasField(closed):
+                in_flight.discard(getattr(event, closed).scheduled_event_id)
+    return not in_flight
 
 
 async def wait_until_asleep(env: WorkflowEnvironment, workflow_id: str) -> None:
-    """Wait (in real time, without skipping workflow time) until the claim sleeps on a timer."""
+    """Wait (in real time, without skipping workflow time) until the claim waits on a timer or a signal."""
 
     async def asleep() -> bool:
         return await is_asleep(env, workflow_id)
 
-    await eventually_async(asleep, timeout=30, what=f"{workflow_id} asleep on its timer")
+    await eventually_async(asleep, timeout=30, what=f"{workflow_id} asleep")
 
 
 async def claim_status_when_asleep(env: WorkflowEnvironment, handle: WorkflowHandle) -> NodeClaimState | None:
-    """The claim's `status` when it sleeps on a timer; None when it does not yet (or the query timed
+    """The claim's `status` when it is asleep (is_asleep); None when it does not yet (or the query timed
     out), so the caller skips some workflow time and polls again."""
     if not await is_asleep(env, handle.id):
         return None

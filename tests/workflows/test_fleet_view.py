@@ -49,7 +49,7 @@ async def temporal_cli(client: Client, *args: str) -> str:
 
 
 async def start(client: Client, task_queue: str, name: str, pool: str) -> None:
-    inp = NodeClaimInput(name=name, node_pool=pool, drift_check_interval="1h")
+    inp = NodeClaimInput(name=name, node_pool=pool)
     await client.start_workflow(NodeClaimWorkflow.run, inp, id=workflow_id(name), task_queue=task_queue)
 
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from tests.workflows.claim_status import wait_until_asleep
 from tests.workflows.fakes import World
-from tests.workflows.test_nodeclaim_workflow import start
-from workflows.nodeclaim_state import DELETED, NodeClaimState
+from tests.workflows.test_nodeclaim_workflow import start, wait_for_phase
+from workflows.nodeclaim import NodeClaimWorkflow
+from workflows.nodeclaim_state import DELETED, RUNNING, NodeClaimState
 
 
 @pytest.mark.parametrize(
@@ -25,6 +27,10 @@ async def test_a_claim_gone_in_any_phase_ends_its_workflow_and_says_why(
 ) -> None:
     world.claim_gone_in = phase
     handle = await start(time_env, worker, claim_uid="uid-1")
+    if phase == "running":  # a running claim looks only when signalled (here as the claim sweep would)
+        await wait_for_phase(handle, time_env, RUNNING)
+        await wait_until_asleep(time_env, handle.id)
+        await handle.signal(NodeClaimWorkflow.check_drift, "claim sweep: no longer drifted")
     final: NodeClaimState = await handle.result()
     assert final.phase == DELETED
     assert says in (final.failure if phase == "launch" else final.termination_reason)

@@ -42,15 +42,30 @@ async def wait_until(
     return await eventually_async(status, timeout=120, what=what, pause=lambda: env.sleep(timedelta(seconds=20)))
 
 
-async def test_should_mark_the_claim_drifted_by_a_periodic_check(
+async def check_drift(env: WorkflowEnvironment, handle: WorkflowHandle, times: int, world: World) -> None:
+    """Signal `check_drift` `times` times, each once the claim is asleep again after the previous check."""
+    for _ in range(times):
+        before = world.drift_checks
+        await wait_until_asleep(env, handle.id)
+        await handle.signal(NodeClaimWorkflow.check_drift, "claim sweep: AMIDrift")
+
+        async def checked(before: int = before) -> bool:
+            return world.drift_checks > before
+
+        await eventually_async(checked, timeout=30, what="the running check")
+
+
+async def test_should_mark_the_claim_drifted_by_check_drift_signals(
     time_env: WorkflowEnvironment, worker: str, world: World
 ) -> None:
     world.drift_after_checks = 3
-    handle = await start(time_env, worker, drift_check_interval="1m")
+    handle = await start(time_env, worker)
+    await wait_until(handle, time_env, lambda s: s.phase == RUNNING, "Running")
+    await check_drift(time_env, handle, 3, world)
     drifted = await wait_until(handle, time_env, lambda s: bool(s.drift_reason), "Drifted")
     assert drifted.phase == RUNNING  # drift only marks: the disruption controller replaces
     assert drifted.conditions["Drifted"] == "True (AMIDrift)"
-    assert drifted.drift_checks >= 3
+    assert drifted.drift_checks == 3
 
     await wait_until_asleep(time_env, handle.id)
     await handle.signal(NodeClaimWorkflow.delete, "NodeClaim deleted")
@@ -63,19 +78,20 @@ async def test_a_running_claim_continues_as_new_every_few_checks_without_republi
     time_env: WorkflowEnvironment, worker: str, world: World
 ) -> None:
     """Memory per cached node stays flat: a running run holds at most RUNNING_CHECKS_PER_RUN
-    cycles, one timer and one `running_check` each, and records no patch marker and no upsert (the search
+    `running_check` activities and no timer, and records no patch marker and no upsert (the search
     attributes and memo it would publish were carried over by continue-as-new)."""
-    handle = await start(time_env, worker, drift_check_interval="1m")
-    checks = 2 * RUNNING_CHECKS_PER_RUN + 1
-    await wait_until(handle, time_env, lambda s: s.drift_checks >= checks, f"{checks} running checks")
+    handle = await start(time_env, worker)
+    await wait_until(handle, time_env, lambda s: s.phase == RUNNING, "Running")
+    await check_drift(time_env, handle, 2 * RUNNING_CHECKS_PER_RUN + 1, world)
 
     latest = time_env.client.get_workflow_handle(handle.id)
     assert (await latest.describe()).run_id != handle.first_execution_run_id
+    await wait_until_asleep(time_env, handle.id)
     kinds = {event.event_type for event in (await latest.fetch_history()).events}
     assert EventType.EVENT_TYPE_MARKER_RECORDED not in kinds
     assert EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES not in kinds
     assert EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED not in kinds
-    await wait_until_asleep(time_env, handle.id)
+    assert EventType.EVENT_TYPE_TIMER_STARTED not in kinds
     await handle.signal(NodeClaimWorkflow.delete, "NodeClaim deleted")
     assert (await handle.result()).phase == DELETED
 
@@ -84,8 +100,8 @@ async def test_a_check_drift_signal_runs_the_check_at_once(
     time_env: WorkflowEnvironment, worker: str, world: World
 ) -> None:
     """The worker signals `check_drift` when a claim's NodePool or EC2NodeClass changes: the check runs
-    then, not at the next interval (an hour here)."""
-    handle = await start(time_env, worker, state=running_state(), drift_check_interval="1h")
+    then."""
+    handle = await start(time_env, worker, state=running_state())
     started = await time_env.get_current_time()
     await wait_until(handle, time_env, lambda s: s.phase == RUNNING, "Running")
     world.drift_after_checks = 1
@@ -104,9 +120,9 @@ async def test_a_check_drift_signal_before_the_running_phase_runs_the_check_as_i
     time_env: WorkflowEnvironment, worker: str, world: World
 ) -> None:
     """A node class changed while the node initialized: the request survives the continue-as-new into the
-    running phase and the check runs as it begins, not an interval (an hour here) later."""
+    running phase and the check runs as it begins."""
     world.ready_after_polls = 10**6  # initializing until the signal is in
-    handle = await start(time_env, worker, drift_check_interval="1h")
+    handle = await start(time_env, worker)
     await wait_until(handle, time_env, lambda s: s.phase == INITIALIZING, "Initializing")
     started = await time_env.get_current_time()
     world.drift_after_checks = 1
@@ -283,7 +299,7 @@ async def test_registration_waits_on_the_node_changed_signal_not_on_a_poll(
     again at once, not after its backstop timer (NODE_WAIT_FIRST)."""
     world.node_after_polls = 2
     with time_env.auto_time_skipping_disabled():
-        handle = await start(time_env, worker, drift_check_interval="1h")
+        handle = await start(time_env, worker)
 
         async def waiting() -> NodeClaimState | None:
             state: NodeClaimState = await handle.query(NodeClaimWorkflow.status)

@@ -86,14 +86,18 @@ async def test_should_terminate_the_instance_when_the_node_never_registers(
     assert [i.registration_failed for i in world.begin_inputs] == [True]  # the NodePool is told
 
 
-async def test_should_expire_the_node_after_expire_after(
+async def test_should_expire_the_node_when_the_claim_sweep_says_its_expire_after_passed(
     time_env: WorkflowEnvironment, worker: str, world: World
 ) -> None:
-    handle = await start(time_env, worker, expire_after="1h")
+    handle = await start(time_env, worker)
+    await wait_for_phase(handle, time_env, RUNNING)
+    await wait_until_asleep(time_env, handle.id)
+    await handle.signal(NodeClaimWorkflow.expire, "expired after 1h")
     final: NodeClaimState = await handle.result()
     await save_history(handle, "nodeclaim-expired")
     assert final.phase == DELETED
     assert final.termination_reason == "expired after 1h"
+    assert final.expired and final.conditions.get("Expired") == "True"
 
 
 async def test_should_drain_and_terminate_on_a_manual_drain_signal(

@@ -16,7 +16,7 @@ from workers.reconcile import adopt_node_claims
 from workers.starter import TemporalStarter
 from workflows.nodeclaim_state import ClaimSettings, NodeClaimInput, node_claim_input, node_claim_input_from_object
 
-SETTINGS = ClaimSettings(registration_ttl="20m", drift_check_interval="1m")
+SETTINGS = ClaimSettings(registration_ttl="20m")
 
 
 def claim_obj(name: str = "default-abcde", **spec: Any) -> dict[str, Any]:
@@ -26,22 +26,20 @@ def claim_obj(name: str = "default-abcde", **spec: Any) -> dict[str, Any]:
     }
 
 
-def test_the_input_of_a_claim_object_carries_its_identity_spec_and_the_worker_settings() -> None:
+def test_the_input_of_a_claim_object_carries_its_identity_grace_period_and_the_worker_settings() -> None:
     built = node_claim_input_from_object(claim_obj(expireAfter="168h", terminationGracePeriod="1h"), SETTINGS)
     assert built == NodeClaimInput(
         name="default-abcde",
         claim_uid="uid-default-abcde",
         node_pool="default",
-        expire_after="168h",
         termination_grace_period="1h",
         registration_ttl="20m",
-        drift_check_interval="1m",
     )
     assert built.settings() == SETTINGS
 
 
-def test_a_claim_without_expire_after_gets_karpenters_default() -> None:
-    assert node_claim_input("c", "u", "p", None, None, SETTINGS).expire_after == "720h"
+def test_a_claim_without_termination_grace_period_has_none() -> None:
+    assert node_claim_input("c", "u", "p", None, SETTINGS).termination_grace_period is None
     assert node_claim_input_from_object(claim_obj(), SETTINGS).termination_grace_period is None
 
 
@@ -49,7 +47,7 @@ class RecordingStarter(TemporalStarter):
     """A TemporalStarter without a client that records the inputs it would start workflows with."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
-        super().__init__(None, "tq", loop or asyncio.new_event_loop(), "20m", "1m")  # type: ignore[arg-type]
+        super().__init__(None, "tq", loop or asyncio.new_event_loop(), "20m")  # type: ignore[arg-type]
         self.inputs: list[NodeClaimInput] = []
         self.signals: list[int] = []
 

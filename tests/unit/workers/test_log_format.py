@@ -63,7 +63,7 @@ def test_an_exception_is_one_line_with_its_traceback(lines: io.StringIO) -> None
 
 def test_the_workflow_loggers_extra_gives_the_workflow_and_a_node_claims_name(lines: io.StringIO) -> None:
     details = {"workflow_id": "nodeclaim-default-abc", "run_id": "r-1", "workflow_type": "NodeClaim", "attempt": 1}
-    log.warning("drift_check_interval does not parse", extra={"temporal_workflow": details})
+    log.warning("replace of default-abc not forwarded", extra={"temporal_workflow": details})
     [line] = records(lines)
     assert (line["workflow_id"], line["run_id"], line["workflow_type"]) == ("nodeclaim-default-abc", "r-1", "NodeClaim")
     assert line["nodeclaim"] == "default-abc"

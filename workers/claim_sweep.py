@@ -1,0 +1,219 @@
+"""The claim sweep: the leader's periodic look at every running claim, for what changes without any event.
+
+Running claims hold no timer and poll nothing (workflows.nodeclaim). Two things reach them from here:
+
+- Expiration: once a NodeClaim's creationTimestamp + spec.expireAfter has passed (Karpenter v1's
+  expiration, which `expireAfter: Never` turns off), its workflow is signalled `expire` with the reason
+  `expired after <expireAfter>`; the workflow marks the claim Expired, drains and terminates it.
+- Drift: a NodePool or EC2NodeClass spec change is signalled at once by workers.watchers.DriftTrigger. What
+  changes without any spec change is what the node class resolves to in EC2: an AMI released behind an
+  `@latest` alias (or a newer image matching the amiSelectorTerms), a subnet or security group tagged or
+  untagged, an instance type no longer offered. The sweep judges every drift reason (scheduling.drift,
+  with the facts gathered as the running check gathers them, activities.drift: at most one cloud lookup
+  per node class per RESOLVED_TTL_SECONDS, one instance listing for the whole cluster, the offered
+  instance types once per catalog refresh), so a spec change made while no worker led, or a trigger
+  signal that failed, is caught here too. It signals `check_drift` only to the claims whose finding
+  differs from their Drifted condition; their workflow then runs the full check, which sets the
+  condition. The sweep is a trigger, never the judge.
+
+Every SWEEP_SECONDS: an expiry is acted on within that, an AMI release within that plus the cache TTL
+(about 2 minutes). A claim still unsettled (its workflow has not acted yet, or its check saw the previous
+resolution) is signalled again after RESIGNAL_SECONDS, not at every sweep. The cost is independent of the
+number of nodes in Temporal actions (one signal per expired or drifted claim); for the API server it is
+a NodeClaim, NodePool and EC2NodeClass list per sweep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from activities.drift import (
+    RESOLVED_TTL_SECONDS,
+    InstanceNetworks,
+    OfferedInstanceTypes,
+    ResolvedNodeClasses,
+    drift_facts,
+)
+from apis import labels
+from apis.duration import parse_duration
+from apis.ec2nodeclass import EC2NodeClass
+from apis.meta import parse_rfc3339
+from apis.nodeclaim import NodeClaim
+from apis.nodepool import NodePool
+from cloudprovider.types import CloudProvider, instance_id_of
+from kube import resources as r
+from kube.types import Kube, Obj
+from scheduling.drift import find_drift
+from workers.starter import TemporalStarter
+
+log = logging.getLogger(__name__)
+M = TypeVar("M", bound=BaseModel)
+
+SWEEP_SECONDS = 60.0
+RESIGNAL_SECONDS = 2 * RESOLVED_TTL_SECONDS + SWEEP_SECONDS
+SIGNALS_PER_SECOND = 100.0
+EXPIRED = "expired"  # the finding of a claim past its expireAfter
+
+
+def _condition(claim: Obj, type_: str) -> dict[str, Any]:
+    conditions = (claim.get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if isinstance(c, dict) and c.get("type") == type_), {})
+
+
+def is_running(claim: Obj) -> bool:
+    """Initialized and not being deleted: the claims whose workflow is in its running phase."""
+    return _condition(claim, "Initialized").get("status") == "True" and not claim["metadata"].get("deletionTimestamp")
+
+
+def marked_reason(claim: Obj) -> str:
+    """The reason of the claim's Drifted condition while it is True, else ''."""
+    drifted = _condition(claim, "Drifted")
+    return str(drifted.get("reason") or "") if drifted.get("status") == "True" else ""
+
+
+def needs_check(marked: str, found: str) -> bool:
+    """Whether a claim marked Drifted for `marked` ('' = not drifted) whose sweep finding is `found`
+    ('' = no drift) should run its full check: the two differ."""
+    return marked != found
+
+
+def expiry(claim: Obj) -> datetime | None:
+    """When the claim expires: its creationTimestamp + spec.expireAfter (Karpenter's default 720h when
+    absent). None with `expireAfter: Never`, or when either is missing or does not parse (the API server
+    validates both, so that is an object the sweep cannot judge and leaves alone)."""
+    created = parse_rfc3339(claim["metadata"].get("creationTimestamp"))
+    try:
+        lifetime = parse_duration(str((claim.get("spec") or {}).get("expireAfter") or "720h"))
+    except ValueError:
+        return None
+    return created + lifetime if created is not None and lifetime is not None else None
+
+
+class ClaimSweep:
+    """Runs the sweep every `interval` seconds in the leader (see the module docstring); `sweep()` is one
+    round, which returns the names it signalled. Never raises out of `run`: a failed round is logged and
+    the next one tries again."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        cloud: CloudProvider,
+        starter: TemporalStarter,
+        loop: asyncio.AbstractEventLoop,
+        interval: float = SWEEP_SECONDS,
+        signals_per_second: float = SIGNALS_PER_SECOND,
+        monotonic: Callable[[], float] = time.monotonic,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.kube = kube
+        self.cloud = cloud
+        self.starter = starter
+        self.loop = loop
+        self.interval = interval
+        self.pause = 1.0 / signals_per_second
+        self.monotonic = monotonic
+        self.clock = clock
+        self.resolved = ResolvedNodeClasses(cloud)
+        self.networks = InstanceNetworks(cloud)
+        self.offered = OfferedInstanceTypes(cloud)
+        self._signalled: dict[str, tuple[str, float]] = {}  # claim -> (finding, when) last signalled
+        self._stop = threading.Event()
+
+    def run(self, stop: threading.Event) -> None:
+        self._stop = stop
+        while not stop.wait(self.interval):
+            try:
+                self.sweep()
+            except Exception:
+                log.exception("claim sweep failed; retrying at the next one")
+
+    def sweep(self) -> list[str]:
+        """One round: signal `expire` to the claims past their expireAfter and `check_drift` to the running
+        claims whose drift finding differs from their condition (neither again within RESIGNAL_SECONDS
+        for one finding)."""
+        pools = _valid(NodePool, self.kube.list(r.NODEPOOL))
+        classes = _valid(EC2NodeClass, self.kube.list(r.EC2NODECLASS))
+        now, clock = self.clock(), self.monotonic()
+        due: list[tuple[str, str, str]] = []  # (claim, finding, the expireAfter when expired)
+        seen: set[str] = set()
+        for claim in self.kube.list(r.NODECLAIM):
+            name = str(claim["metadata"]["name"])
+            seen.add(name)
+            found, marked = self._finding(claim, pools, classes, now)
+            if found is None or (found != EXPIRED and not needs_check(marked, found)):
+                self._signalled.pop(name, None)
+                continue
+            last = self._signalled.get(name)
+            if last is not None and last[0] == found and clock - last[1] < RESIGNAL_SECONDS:
+                continue
+            due.append((name, found, str((claim.get("spec") or {}).get("expireAfter") or "720h")))
+        self._signalled = {name: mark for name, mark in self._signalled.items() if name in seen}
+        return self._signal_all(due, clock)
+
+    def _finding(
+        self, claim: Obj, pools: dict[str, NodePool], classes: dict[str, EC2NodeClass], now: datetime
+    ) -> tuple[str | None, str]:
+        """(finding, the reason the claim is marked Drifted for or ''). The finding is EXPIRED for a claim
+        not being deleted past its expireAfter; else, for a running claim whose EC2NodeClass is known and
+        valid, the drift reason found now ('' for none); else None (nothing to judge)."""
+        if claim["metadata"].get("deletionTimestamp"):
+            return None, ""
+        expires = expiry(claim)
+        if expires is not None and now >= expires:
+            return EXPIRED, ""
+        class_name = str(((claim.get("spec") or {}).get("nodeClassRef") or {}).get("name") or "")
+        if not is_running(claim) or class_name not in classes:
+            return None, ""
+        try:
+            model = NodeClaim.model_validate(claim)
+        except ValidationError:
+            return None, ""  # the running check reports it; nothing to compare here
+        pool = pools.get(model.metadata.labels.get(labels.NODEPOOL, ""))
+        instance_id = instance_id_of(model.status.provider_id or "")
+        facts = drift_facts(
+            model, pool, classes[class_name], self.cloud, instance_id, self.resolved, self.networks, self.offered, now
+        )
+        drift = find_drift(facts)
+        return (drift.reason if drift is not None else ""), marked_reason(claim)
+
+    def _signal_all(self, due: list[tuple[str, str, str]], clock: float) -> list[str]:
+        signalled: list[str] = []
+        for name, found, expire_after in due:
+            if self._stop.is_set():
+                break
+            if found == EXPIRED:
+                signal, reason = "expire", f"expired after {expire_after}"
+            else:
+                signal, reason = "check_drift", f"claim sweep: {found or 'no longer drifted'}"
+            try:
+                coro = self.starter.signal_node_claim(name, signal, reason)
+                asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=30)
+            except Exception:  # Temporal unreachable: the next sweep tries again
+                log.exception("signalling nodeclaim-%s failed; the next sweep retries", name)
+                break
+            self._signalled[name] = (found, clock)
+            signalled.append(name)
+            self._stop.wait(self.pause)
+        if signalled:
+            log.info("claim sweep: %d NodeClaims signalled to expire or check drift", len(signalled))
+        return signalled
+
+
+def _valid(model: type[M], objects: list[Obj]) -> dict[str, M]:
+    """The objects that validate, by name; one that does not is left out (its status says why, and its
+    claims are not judged until it is fixed)."""
+    valid: dict[str, M] = {}
+    for obj in objects:
+        try:
+            valid[obj["metadata"]["name"]] = model.model_validate(obj)
+        except ValidationError:
+            continue
+    return valid
