@@ -48,6 +48,7 @@ from apis.ec2nodeclass import EC2NodeClass
 from apis.meta import parse_rfc3339
 from apis.nodeclaim import NodeClaim
 from apis.nodepool import NodePool
+from cloudprovider.errors import CloudProviderError
 from cloudprovider.types import CloudProvider, instance_id_of
 from kube import resources as r
 from kube.types import Kube, Obj
@@ -178,9 +179,21 @@ class ClaimSweep:
             return None, ""  # the running check reports it; nothing to compare here
         pool = pools.get(model.metadata.labels.get(labels.NODEPOOL, ""))
         instance_id = instance_id_of(model.status.provider_id or "")
-        facts = drift_facts(
-            model, pool, classes[class_name], self.cloud, instance_id, self.resolved, self.networks, self.offered, now
-        )
+        try:
+            facts = drift_facts(
+                model,
+                pool,
+                classes[class_name],
+                self.cloud,
+                instance_id,
+                self.resolved,
+                self.networks,
+                self.offered,
+                now,
+            )
+        except CloudProviderError as err:  # one node class the cloud cannot resolve now stops no other claim
+            log.warning("claim sweep: drift of %s not judged: %s", model.metadata.name, err)
+            return None, ""
         drift = find_drift(facts)
         return (drift.reason if drift is not None else ""), marked_reason(claim)
 

@@ -8,6 +8,7 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from cloudprovider.errors import NodeClassNotReadyError
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
 from tests.unit.activities.claimworld import NODE_CLASS, POOL, claim_body
@@ -105,6 +106,20 @@ def test_a_claim_past_its_expire_after_is_signalled_expire(loop: Any) -> None:  
         kube.delete(r.NODECLAIM, "old")  # its finalizer keeps it, deleting: its workflow acted
     clock.now += 3600
     assert sweep.sweep() == ["short-lived"]  # not acted on yet: asked again
+
+
+def test_a_node_class_the_cloud_cannot_resolve_stops_no_other_claim(loop: Any) -> None:  # noqa: F811
+    """Resolving the first claim's node class fails (the cloud answers an error): that claim's drift is not
+    judged this round, and the other claims are still judged and expired."""
+    kube = world()
+    kube.create(r.NODECLAIM, running_claim("a-unresolved", "ami-old"))
+    kube.create(r.NODECLAIM, running_claim("b-released-behind", "ami-old"))
+    kube.create(r.NODECLAIM, running_claim("c-old", "ami-fake", age=timedelta(hours=721)))
+    cloud = FakeCloudProvider()
+    cloud.fail_next("resolve_node_class", NodeClassNotReadyError("no subnet matches the selector"))
+    signals = Signals()
+    sweep = ClaimSweep(kube, cloud, signals, loop, signals_per_second=1e6, monotonic=Clock(), clock=lambda: NOW)  # type: ignore[arg-type]
+    assert sweep.sweep() == ["b-released-behind", "c-old"]
 
 
 def test_expiry_is_creation_plus_expire_after() -> None:
