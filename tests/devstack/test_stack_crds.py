@@ -4,24 +4,57 @@
 from __future__ import annotations
 
 import shutil
+import socket
 import subprocess
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
 
-from devstack.stack import DevStack
+from devstack.stack import DevStack, core
+from devstack.stack.ports import resolve
+from kube import resources as r
 from workers.dev_cmd import CRDS_DIR, stack_config
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
+def taken() -> Iterator[socket.socket]:
+    """A port some other process listens on."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory, taken: socket.socket) -> Iterator[DevStack]:
+    """A stack whose first port pick for the Kubernetes API emulator is taken before the emulator binds
+    it (as another process can take a picked port): the stack launches it again on a new pick."""
     config = stack_config(state_dir=tmp_path_factory.mktemp("devstack-crds"), start_worker=False)
     assert config.crds == [CRDS_DIR]
-    with DevStack(config) as running:
+    picks = iter([taken.getsockname()[1]])
+
+    def pick_taken_first(port: int, flag: str) -> int:
+        if flag == "--kube-port":
+            return next(picks, None) or resolve(port, flag)
+        return resolve(port, flag)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(core, "resolve", pick_taken_first)
+        running = DevStack(config)
+        running.start()
+    try:
         yield running
+    finally:
+        running.stop()
+
+
+def test_the_emulator_is_launched_again_when_its_picked_port_was_taken(stack: DevStack, taken: socket.socket) -> None:
+    assert stack.kube_url and urlsplit(stack.kube_url).port != taken.getsockname()[1]
+    assert stack.kube.get(r.NODEPOOL, "default")  # moto and the emulator came up together
 
 
 def test_kubectl_shows_the_default_nodepool_with_karpenters_defaults(stack: DevStack) -> None:

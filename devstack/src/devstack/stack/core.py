@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 DEFAULTS_FILE = Path(devstack.__file__).parent / "defaults.yaml"
 WORKER_GRACE_SECONDS = 10.0
 SERVICES_GRACE_SECONDS = 5.0
+KUBE_PORT_ATTEMPTS = 3  # launches of the emulator on a picked port (see DevStack._await_kube)
 POLL_INTERVAL = 0.5
 # The port flags each worker gets, each a free port of its own: its health probes, its metrics and its
 # Temporal SDK metrics.
@@ -206,11 +207,27 @@ class DevStack:
         info: dict[str, Any] = json.loads(ready.read_text())
         return info
 
+    def _await_kube(self) -> str:
+        """The emulator's URL once it is ready. A port picked for it (`kube_port` 0) can be taken by another
+        process before the emulator binds it, which then exits; both servers are then launched again on
+        a new pick (moto names the emulator's URL as its EKS endpoint), up to KUBE_PORT_ATTEMPTS times. A
+        fixed port, or an emulator still running when the wait fails, is not retried."""
+        for attempt in range(1, KUBE_PORT_ATTEMPTS + 1):
+            try:
+                return str(self._await_ready("kube-api")["url"])
+            except RuntimeError as exc:
+                if self.config.kube_port or attempt == KUBE_PORT_ATTEMPTS or self._services["kube-api"].running():
+                    raise
+                log.warning("kube-api exited while starting (attempt %d), launching again: %s", attempt, exc)
+                self._services["moto"].stop()
+                self._launch_servers()
+        raise AssertionError("unreachable")
+
     def _await_servers(self) -> None:
         """Wait for the emulator and moto, write the kubeconfig and `services.json`, then launch the
         kubelet (not awaited: nothing at start depends on it, and a death shows in `dead_children`)."""
         cfg = self.config
-        self.kube_url = str(self._await_ready("kube-api")["url"])
+        self.kube_url = self._await_kube()
         self.moto_url = str(self._await_ready("moto")["url"])
         from devstack.kube.kubeconfig import write_kubeconfig
 
