@@ -74,8 +74,6 @@ def test_a_worker_killed_during_a_consolidation_leaks_doubles_and_strands_nothin
     assert claims_of_pool(stack, "chaos") == [replacement]  # no second replacement
     assert_one_instance_per_claim(stack)
     stack.kube.delete(r.DEPLOYMENT, "chaos", "default")
-    # Its node, empty now, goes (budget 100%) before the emptiness test counts on the controller's time.
-    eventually(lambda: not claims_of_pool(stack, "chaos"), timeout=90, what="the chaos pool's empty node gone")
 
 
 def test_a_deployment_scaled_to_zero_leaves_no_node_claim_node_or_instance_within_60s(stack: DevStack) -> None:
