@@ -3,10 +3,8 @@
 Most of the suite's wall time is end-to-end tests waiting on the local stack (a launch, a controller
 round, a validation period), not using the CPU, so several run at once on two cores. Each module
 stays on one worker (its module-scoped stack or server is booted once), except the end-to-end tests
-on the shared stack: they are dealt, one by one in start order, into SHARED_STACK_GROUPS groups, and
-each group runs on one worker, on that worker's shared stack (tests/e2e/conftest.py). So only that
-many workers boot one: a stack costs CPU to start and, idle, until the session ends, and the suite is
-CPU-bound on two cores. The `long` end-to-end tests and modules (a minute or more) go first,
+on the shared stack, which go one by one to whichever worker is free (each worker has its own shared
+stack, see tests/e2e/conftest.py). The `long` end-to-end tests and modules (a minute or more) go first,
 whatever their stack, then the other modules that boot a stack of their own, the shared stack's tests
 next and the quick tests last: the longest work starts first and the quick tests fill the gaps at the end.
 (Each worker holds the unit it runs and the next one, so a long test handed out late ends the run late.)
@@ -29,9 +27,6 @@ from devstack.aws.calls import CALL_LOG_ENV, read_calls
 _CALL_LOG_OWNED = pytest.StashKey[bool]()
 
 
-SHARED_STACK_GROUPS = 3
-
-
 def uses_shared_stack(item: pytest.Item) -> bool:
     return "shared_stack" in getattr(item, "fixturenames", ())
 
@@ -51,12 +46,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Order and group the items. First among the hooks: pytest-xdist's own hook in each worker reads the
     `xdist_group` markers to name the groups (a nodeid suffix), so they must be on the items by then."""
     items.sort(key=start_order)  # stable: each module keeps its order
-    shared = 0
     for item in items:
-        if uses_shared_stack(item):
-            item.add_marker(pytest.mark.xdist_group(f"shared-stack-{shared % SHARED_STACK_GROUPS}"))
-            shared += 1
-        else:
+        if not uses_shared_stack(item):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
 
 
