@@ -16,9 +16,10 @@ Running claims hold no timer and poll nothing (workflows.nodeclaim). Two things 
   differs from their Drifted condition; their workflow then runs the full check, which sets the
   condition. The sweep is a trigger, never the judge.
 
-Every SWEEP_SECONDS: an expiry is acted on within that, an AMI release within that plus the cache TTL
-(about 2 minutes). A claim still unsettled (its workflow has not acted yet, or its check saw the previous
-resolution) is signalled again after RESIGNAL_SECONDS, not at every sweep. The cost is independent of the
+Every `claim_sweep_interval` (workers.settings; SWEEP_SECONDS by default): an expiry is acted on within
+that, an AMI release within that plus the cache TTL (about 2 minutes by default). A claim still
+unsettled (its workflow has not acted yet, or its check saw the previous resolution) is signalled again
+after RESIGNAL_SECONDS, not at every sweep. The cost is independent of the
 number of nodes in Temporal actions (one signal per expired or drifted claim); for the API server it is
 a NodeClaim, NodePool and EC2NodeClass list per sweep.
 """
