@@ -87,13 +87,18 @@ def needs_check(marked: str, found: str) -> bool:
     return marked != found
 
 
+def expire_after(claim: Obj) -> str:
+    """The claim's spec.expireAfter, Karpenter's default 720h when absent."""
+    return str((claim.get("spec") or {}).get("expireAfter") or "720h")
+
+
 def expiry(claim: Obj) -> datetime | None:
-    """When the claim expires: its creationTimestamp + spec.expireAfter (Karpenter's default 720h when
-    absent). None with `expireAfter: Never`, or when either is missing or does not parse (the API server
-    validates both, so that is an object the sweep cannot judge and leaves alone)."""
+    """When the claim expires: its creationTimestamp + expire_after(claim). None with `expireAfter: Never`,
+    or when either is missing or does not parse (the API server validates both, so that is an object the
+    sweep cannot judge and leaves alone)."""
     created = parse_rfc3339(claim["metadata"].get("creationTimestamp"))
     try:
-        lifetime = parse_duration(str((claim.get("spec") or {}).get("expireAfter") or "720h"))
+        lifetime = parse_duration(expire_after(claim))
     except ValueError:
         return None
     return created + lifetime if created is not None and lifetime is not None else None
@@ -144,40 +149,40 @@ class ClaimSweep:
         pools = _valid(NodePool, self.kube.list(r.NODEPOOL))
         classes = _valid(EC2NodeClass, self.kube.list(r.EC2NODECLASS))
         now, clock = self.clock(), self.monotonic()
-        due: list[tuple[str, str, str]] = []  # (claim, finding, the expireAfter when expired)
+        due: list[tuple[str, str, str]] = []  # (claim, finding, its expireAfter)
         seen: set[str] = set()
         for claim in self.kube.list(r.NODECLAIM):
             name = str(claim["metadata"]["name"])
             seen.add(name)
-            found, marked = self._finding(claim, pools, classes, now)
-            if found is None or (found != EXPIRED and not needs_check(marked, found)):
+            found = self._finding(claim, pools, classes, now)
+            if found is None:
                 self._signalled.pop(name, None)
                 continue
             last = self._signalled.get(name)
             if last is not None and last[0] == found and clock - last[1] < RESIGNAL_SECONDS:
                 continue
-            due.append((name, found, str((claim.get("spec") or {}).get("expireAfter") or "720h")))
+            due.append((name, found, expire_after(claim)))
         self._signalled = {name: mark for name, mark in self._signalled.items() if name in seen}
         return self._signal_all(due, clock)
 
     def _finding(
         self, claim: Obj, pools: dict[str, NodePool], classes: dict[str, EC2NodeClass], now: datetime
-    ) -> tuple[str | None, str]:
-        """(finding, the reason the claim is marked Drifted for or ''). The finding is EXPIRED for a claim
-        not being deleted past its expireAfter; else, for a running claim whose EC2NodeClass is known and
-        valid, the drift reason found now ('' for none); else None (nothing to judge)."""
+    ) -> str | None:
+        """What the claim is to be signalled for, or None: EXPIRED for a claim not being deleted past its
+        expireAfter; else, for a running claim whose EC2NodeClass is known and valid, the drift reason found
+        now ('' for none) when it differs from the reason the claim is marked Drifted for (needs_check)."""
         if claim["metadata"].get("deletionTimestamp"):
-            return None, ""
+            return None
         expires = expiry(claim)
         if expires is not None and now >= expires:
-            return EXPIRED, ""
+            return EXPIRED
         class_name = str(((claim.get("spec") or {}).get("nodeClassRef") or {}).get("name") or "")
         if not is_running(claim) or class_name not in classes:
-            return None, ""
+            return None
         try:
             model = NodeClaim.model_validate(claim)
         except ValidationError:
-            return None, ""  # the running check reports it; nothing to compare here
+            return None  # the running check reports it; nothing to compare here
         pool = pools.get(model.metadata.labels.get(labels.NODEPOOL, ""))
         instance_id = instance_id_of(model.status.provider_id or "")
         try:
@@ -194,9 +199,10 @@ class ClaimSweep:
             )
         except CloudProviderError as err:  # one node class the cloud cannot resolve now stops no other claim
             log.warning("claim sweep: drift of %s not judged: %s", model.metadata.name, err)
-            return None, ""
+            return None
         drift = find_drift(facts)
-        return (drift.reason if drift is not None else ""), marked_reason(claim)
+        found = drift.reason if drift is not None else ""
+        return found if needs_check(marked_reason(claim), found) else None
 
     def _signal_all(self, due: list[tuple[str, str, str]], clock: float) -> list[str]:
         signalled: list[str] = []
