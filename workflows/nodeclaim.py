@@ -271,7 +271,7 @@ class NodeClaimWorkflow(NodeClaimTermination):
         RUNNING_CHECKS_PER_RUN checks."""
         checks = 0
         while not self.pending_termination:
-            await self._wait_for(lambda: bool(self.pending_termination or self.drift_check_requested))
+            await self._sleep_until(lambda: bool(self.pending_termination or self.drift_check_requested), None)
             if self.pending_termination:
                 break
             self.drift_check_requested = False

@@ -100,14 +100,10 @@ class NodeClaimWorkflowBase:
             method, arg, start_to_close_timeout=timing.SHORT_ACTIVITY, retry_policy=timing.ACTIVITY_RETRY
         )
 
-    async def _wait_for(self, wake: Callable[[], bool]) -> None:
-        """Wait, holding no timer, until a signal makes `wake` true. The fleet view is published first."""
-        self._publish()
-        await workflow.wait_condition(wake)
-
-    async def _sleep_until(self, wake: Callable[[], bool], duration: timedelta) -> None:
-        """A durable timer that a signal making `wake` true cuts short. The fleet view is published first:
-        what the claim waits in is what the Temporal UI shows."""
+    async def _sleep_until(self, wake: Callable[[], bool], duration: timedelta | None) -> None:
+        """A durable timer that a signal making `wake` true cuts short; with `duration` None, no timer at all:
+        only a signal ends the wait. The fleet view is published first: what the claim waits in is what
+        the Temporal UI shows."""
         self._publish()
         if wake():
             return
