@@ -31,16 +31,19 @@ pytestmark = [pytest.mark.e2e, pytest.mark.long]
 SMALL = {"cpu": "250m", "memory": "256Mi"}
 
 
-def drifty_pool(extra_labels: str = "") -> str:
+def labelled_pool(name: str, extra_labels: str = "", expire_after: str = "") -> str:
+    """An on-demand NodePool on the default EC2NodeClass whose nodes carry the label `pool: <name>` (and
+    `extra_labels`, e.g. ", tier: gold"), with `expireAfter` when given."""
+    expiry = f'\n      expireAfter: "{expire_after}"' if expire_after else ""
     return f"""
 apiVersion: karpenter.sh/v1
 kind: NodePool
-metadata: {{name: drifty}}
+metadata: {{name: {name}}}
 spec:
   template:
     metadata:
-      labels: {{pool: drifty{extra_labels}}}
-    spec:
+      labels: {{pool: {name}{extra_labels}}}
+    spec:{expiry}
       requirements:
         - {{key: karpenter.sh/capacity-type, operator: In, values: ["on-demand"]}}
       nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
@@ -155,7 +158,7 @@ def test_replace_brings_the_replacement_up_before_the_original_goes(stack: DevSt
 
 
 def test_changing_the_nodepool_template_marks_its_claims_drifted(stack: DevStack) -> None:
-    stack.apply_text(drifty_pool())
+    stack.apply_text(labelled_pool("drifty"))
     stack.apply_text(deployment("ops-drift", 1, extra_spec="      nodeSelector: {pool: drifty}", **SMALL))
     assert stack.wait_settled(timeout=90)["settled"]
     node_name = pods_of(stack, "ops-drift")[0]["spec"]["nodeName"]
@@ -164,7 +167,7 @@ def test_changing_the_nodepool_template_marks_its_claims_drifted(stack: DevStack
     name = claim["metadata"]["name"]
     assert not condition(get_or_none(stack, r.NODECLAIM, name), "Drifted")
 
-    stack.apply_text(drifty_pool(extra_labels=", tier: gold"))
+    stack.apply_text(labelled_pool("drifty", extra_labels=", tier: gold"))
     drifted = eventually(
         lambda: condition(get_or_none(stack, r.NODECLAIM, name), "Drifted") or None,
         timeout=30,
@@ -240,27 +243,10 @@ async def signal_check_drift(stack: DevStack, claim: str) -> None:
     await client.get_workflow_handle(f"nodeclaim-{claim}").signal("check_drift", "e2e: check the replacement")
 
 
-def brief_pool(expire_after: str) -> str:
-    return f"""
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {{name: brief}}
-spec:
-  template:
-    metadata:
-      labels: {{pool: brief}}
-    spec:
-      expireAfter: "{expire_after}"
-      requirements:
-        - {{key: karpenter.sh/capacity-type, operator: In, values: ["on-demand"]}}
-      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
-"""
-
-
 def test_a_node_past_its_expire_after_is_expired_and_its_pod_lands_on_a_new_one(stack: DevStack) -> None:
     """The leader's claim sweep signals `expire` once creationTimestamp + expireAfter has passed: the claim
     is marked Expired, drained and terminated, and its pod is provisioned a new node, as in Karpenter."""
-    stack.apply_text(brief_pool("30s"))
+    stack.apply_text(labelled_pool("brief", expire_after="30s"))
     stack.apply_text(deployment("ops-brief", 1, extra_spec="      nodeSelector: {pool: brief}", **SMALL))
     assert stack.wait_settled(timeout=90)["settled"]
     node_name = pods_of(stack, "ops-brief")[0]["spec"]["nodeName"]
@@ -276,7 +262,7 @@ def test_a_node_past_its_expire_after_is_expired_and_its_pod_lands_on_a_new_one(
         return current is None
 
     eventually(gone, timeout=120, interval=0.2, what=f"the expired NodeClaim {name} to be gone")
-    stack.apply_text(brief_pool("Never"))  # the next node stays
+    stack.apply_text(labelled_pool("brief", expire_after="Never"))  # the next node stays
     eventually(
         lambda: any(p["spec"].get("nodeName") not in (None, node_name) for p in pods_of(stack, "ops-brief")),
         timeout=120,
