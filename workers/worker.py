@@ -36,6 +36,7 @@ from kube.client import KubeClient
 from kube.events import EventRecorder
 from kube.leases import LeaseClient
 from kube.types import Kube
+from workers.build_id import build_id
 from workers.claim_sweep import ClaimSweep
 from workers.cluster_metrics import ClusterStateMetrics
 from workers.feature_gates import not_implemented
@@ -278,6 +279,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing |
             max_concurrent_workflow_tasks=settings.max_concurrent_workflow_tasks,
             max_concurrent_workflow_task_polls=settings.max_concurrent_workflow_task_polls,
             nonsticky_to_sticky_poll_ratio=settings.nonsticky_to_sticky_poll_ratio,
+            build_id=build_id(),
         )
         async with worker:
             # The first catalog read (DescribeInstanceTypes, offerings, spot prices) takes seconds; pay it
