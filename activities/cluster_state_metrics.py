@@ -1,13 +1,24 @@
 """The cluster-state gauges of Karpenter's metrics: per node (`karpenter_nodes_*`), per pod
 (`karpenter_pods_state`), per NodePool usage and limits, the cluster's utilization and sync state, and the
 catalog's offerings. The leader sets them from what it reads (workers.cluster_metrics); they are part of
-the worker's one `Metrics` (activities.metrics)."""
+the worker's one `Metrics` (activities.metrics).
+
+The catalog's gauges (`karpenter_cloudprovider_instance_type_*`) are rendered when scraped, from the
+catalog the leader last showed (`CatalogGauges`): a region's catalog is about 10,000 offering series, and
+setting each as a labelled gauge child cost the leader about 0.5 s of CPU when it started leading and again
+every minute, whether or not anything scraped them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from activities.metric_labels import NODE_LABELS
+from apis.instancetype import InstanceType
+from apis.quantity import parse_quantity
 
 OFFERING_LABELS = ["instance_type", "capacity_type", "zone"]
 
@@ -109,29 +120,70 @@ class ClusterStateGauges:
              "phase"],
             registry=reg,
         )  # fmt: skip
-        self.offering_available = Gauge(
-            "karpenter_cloudprovider_instance_type_offering_available",
-            "Instance type offering availability, based on instance type, capacity type, and zone (1 available, "
-            "0 not).",
-            OFFERING_LABELS,
-            registry=reg,
-        )
-        self.offering_price_estimate = Gauge(
-            "karpenter_cloudprovider_instance_type_offering_price_estimate",
-            "Instance type offering estimated hourly price used when making informed decisions on node cost "
-            "calculation, based on instance type, capacity type, and zone.",
-            OFFERING_LABELS,
-            registry=reg,
-        )
-        self.instance_type_cpu_cores = Gauge(
-            "karpenter_cloudprovider_instance_type_cpu_cores",
-            "VCPUs cores for a given instance type.",
-            ["instance_type"],
-            registry=reg,
-        )
-        self.instance_type_memory_bytes = Gauge(
-            "karpenter_cloudprovider_instance_type_memory_bytes",
-            "Memory, in bytes, for a given instance type.",
-            ["instance_type"],
-            registry=reg,
-        )
+        self.catalog = CatalogGauges(reg)
+
+
+OFFERING_AVAILABLE = (
+    "karpenter_cloudprovider_instance_type_offering_available",
+    "Instance type offering availability, based on instance type, capacity type, and zone (1 available, 0 not).",
+)
+OFFERING_PRICE = (
+    "karpenter_cloudprovider_instance_type_offering_price_estimate",
+    "Instance type offering estimated hourly price used when making informed decisions on node cost "
+    "calculation, based on instance type, capacity type, and zone.",
+)
+TYPE_CPU = ("karpenter_cloudprovider_instance_type_cpu_cores", "VCPUs cores for a given instance type.")
+TYPE_MEMORY = ("karpenter_cloudprovider_instance_type_memory_bytes", "Memory, in bytes, for a given instance type.")
+
+
+def _capacity(it: InstanceType, resource: str) -> float | None:
+    """The type's capacity of `resource` in base units (cpu in cores), None when absent or malformed."""
+    quantity = it.capacity.get(resource)
+    if quantity is None:
+        return None
+    try:
+        return float(parse_quantity(str(quantity)))
+    except ValueError:
+        return None
+
+
+class CatalogGauges(Collector):
+    """The catalog's gauges, registered on `reg`: `karpenter_cloudprovider_instance_type_offering_available`
+    and `_price_estimate` by (instance type, capacity type, zone), `karpenter_cloudprovider_instance_type_
+    cpu_cores` and `_memory_bytes` by instance type, rendered at each scrape from the types last given to
+    `show` (none after `clear`). Thread-safe: `show` swaps one reference."""
+
+    def __init__(self, reg: CollectorRegistry) -> None:
+        self._types: tuple[InstanceType, ...] = ()
+        reg.register(self)
+
+    def show(self, types: Iterable[InstanceType]) -> None:
+        """Publish these types' offerings and capacities from now on, instead of the ones shown before."""
+        self._types = tuple(types)
+
+    def clear(self) -> None:
+        """Publish no catalog series (the worker stopped leading)."""
+        self._types = ()
+
+    def describe(self) -> list[Metric]:
+        return list(self._families(()))
+
+    def collect(self) -> Sequence[Metric]:
+        return list(self._families(self._types))
+
+    @staticmethod
+    def _families(types: Iterable[InstanceType]) -> Iterable[Metric]:
+        available = GaugeMetricFamily(*OFFERING_AVAILABLE, labels=OFFERING_LABELS)
+        price = GaugeMetricFamily(*OFFERING_PRICE, labels=OFFERING_LABELS)
+        cpu = GaugeMetricFamily(*TYPE_CPU, labels=["instance_type"])
+        memory = GaugeMetricFamily(*TYPE_MEMORY, labels=["instance_type"])
+        for it in types:
+            for o in it.offerings:
+                labels = [it.name, o.capacity_type, o.zone]
+                available.add_metric(labels, 1.0 if o.available else 0.0)
+                price.add_metric(labels, o.price)
+            for family, resource in ((cpu, "cpu"), (memory, "memory")):
+                value = _capacity(it, resource)
+                if value is not None:
+                    family.add_metric([it.name], value)
+        return (available, price, cpu, memory)

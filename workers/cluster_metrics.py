@@ -23,9 +23,10 @@ from creation to scheduling (the PodScheduled condition's time) and `karpenter_p
 from creation to running (the Ready condition's time); the time the publisher saw it when the condition
 has none. Older pods are not: a new leader would time them again.
 
-Every OFFERINGS_REFRESH_SECONDS it reads the instance-type catalog (the cloud provider's cached one) into
-`karpenter_cloudprovider_instance_type_offering_available` and `_price_estimate` (by instance type,
-capacity type and zone) and `karpenter_cloudprovider_instance_type_cpu_cores` and `_memory_bytes`.
+Every OFFERINGS_REFRESH_SECONDS it reads the instance-type catalog (the cloud provider's cached one) and
+shows it to `karpenter_cloudprovider_instance_type_offering_available` and `_price_estimate` (by instance
+type, capacity type and zone) and `karpenter_cloudprovider_instance_type_cpu_cores` and `_memory_bytes`,
+which render it when scraped (activities.cluster_state_metrics.CatalogGauges).
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ from activities.metric_labels import node_labels, seconds_since
 from activities.metrics import Metrics
 from activities.nodepool_status import pool_resources
 from apis import labels
-from apis.instancetype import InstanceType
 from apis.quantity import parse_quantity
 from cloudprovider.types import CloudProvider
 from kube import resources as r
@@ -219,26 +219,6 @@ def pod_series(pods: list[Obj], nodes: list[Obj]) -> Series:
     return series
 
 
-def offering_series(types: list[InstanceType]) -> tuple[Series, Series, Series, Series]:
-    """(available, price by (instance type, capacity type, zone), cpu cores, memory bytes by instance type)
-    of the catalog. Pure."""
-    available: Series = {}
-    price: Series = {}
-    cpu: Series = {}
-    memory: Series = {}
-    for it in types:
-        for offering in it.offerings:
-            key = (it.name, offering.capacity_type, offering.zone)
-            available[key] = 1.0 if offering.available else 0.0
-            price[key] = offering.price
-        capacity = _numbers(it.capacity)
-        if "cpu" in capacity:
-            cpu[(it.name,)] = capacity["cpu"]
-        if "memory" in capacity:
-            memory[(it.name,)] = capacity["memory"]
-    return available, price, cpu, memory
-
-
 def _condition_time(pod: Obj, type_: str) -> str | None:
     """When the pod's condition `type_` turned True, if it is True and says so."""
     for cond in (pod.get("status") or {}).get("conditions") or []:
@@ -324,11 +304,7 @@ class ClusterStateMetrics:
         due = self._offerings_read is None or time.monotonic() - self._offerings_read >= self.offerings_interval
         if self.cloud is not None and due:
             self._offerings_read = time.monotonic()
-            available, price, cpu, memory = offering_series(self.cloud.instance_types(None))
-            self._publish("available", m.offering_available, available)
-            self._publish("price", m.offering_price_estimate, price)
-            self._publish("cpu", m.instance_type_cpu_cores, cpu)
-            self._publish("memory", m.instance_type_memory_bytes, memory)
+            m.catalog.show(self.cloud.instance_types(None))
 
     def _time_pods(self, pods: list[Obj]) -> None:
         """Observe the start-up histograms of pods created since this publisher started, once each."""
@@ -369,12 +345,9 @@ class ClusterStateMetrics:
             m.nodepools_usage,
             m.nodepools_limit,
             m.pods_state,
-            m.offering_available,
-            m.offering_price_estimate,
-            m.instance_type_cpu_cores,
-            m.instance_type_memory_bytes,
         ):
             gauge.clear()
+        m.catalog.clear()
         for conditions in m.conditions.values():
             for gauge in conditions.gauges():
                 gauge.clear()

@@ -15,6 +15,7 @@ from activities.metrics import Metrics
 from activities.models import ClaimIdentity
 from activities.provisioning_models import ProvisionRound
 from activities.termination import BeginTerminationInput, TerminationActivities
+from apis.instancetype import InstanceType, Offering
 from cloudprovider.errors import InstanceNotFoundError
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
@@ -113,7 +114,16 @@ EXPORTED = {
 
 
 def _touch_every_metric(metrics: Metrics) -> None:
-    """One sample of each metric, every label set to `x`."""
+    """One sample of each metric, every label set to `x` (the catalog's gauges: a catalog of one type)."""
+    metrics.catalog.show(
+        [
+            InstanceType(
+                name="x",
+                capacity={"cpu": "1", "memory": "1Gi"},
+                offerings=[Offering(zone="x", capacity_type="x", price=1)],
+            )
+        ]
+    )
     collectors = [*vars(metrics).values(), *(c for kind in metrics.conditions.values() for c in vars(kind).values())]
     for collector in collectors:
         if not isinstance(collector, Counter | Gauge | Histogram):
