@@ -1,0 +1,117 @@
+"""What an idle cluster costs in Temporal, apart from its nodes: the cluster-wide workflows (the
+provisioner, the disruption controller, the garbage collector) on the local stack with no pod pending and
+no node. Prints one JSON object on stdout; see benchmarks/README.md.
+
+    python benchmarks/cluster_idle_cost.py [--window 300] [--settle 30]
+
+The stack is the one `nodeflow dev` runs (default NodePool and EC2NodeClass, default worker settings).
+After `--settle` seconds, every history event written in the next `--window` seconds is counted by
+workflow type and event type, and the billable actions among them (benchmarks/idle_cost.py's definition:
+Temporal Cloud's published one, as far as history shows it) are scaled to a day. Heartbeats and queries
+leave no event and are not counted. The CPU seconds each process of the stack used in the window are
+reported too.
+
+benchmarks/idle_cost.py measures what each running node adds (nothing, when idle); this is the fixed
+part every cluster pays, whatever its size: divided by the number of nodes, it is what a small cluster
+pays per node on top.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as `python benchmarks/cluster_idle_cost.py`: make the project importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import psutil
+from temporalio.client import Client
+
+from benchmarks.idle_cost import billable_actions, event_name
+
+DAY_SECONDS = 86_400.0
+
+
+def _cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for name, pid in pids.items():
+        try:
+            times = psutil.Process(pid).cpu_times()
+        except psutil.Error:
+            continue
+        out[name] = times.user + times.system
+    return out
+
+
+async def _count_events(address: str, since: datetime, until: datetime) -> dict[str, Any]:
+    """Events written in [since, until) by every workflow execution of the namespace, by workflow type."""
+    client = await Client.connect(address)
+    events: dict[str, Counter[str]] = {}
+    actions: Counter[str] = Counter()
+    async for execution in client.list_workflows():
+        history = await client.get_workflow_handle(execution.id, run_id=execution.run_id).fetch_history()
+        for event in history.events:
+            when = event.event_time.ToDatetime().replace(tzinfo=UTC)
+            if since <= when < until:
+                events.setdefault(execution.workflow_type, Counter())[event_name(event)] += 1
+                actions[execution.workflow_type] += billable_actions(event)
+    return {"events": {kind: dict(counts) for kind, counts in events.items()}, "actions": dict(actions)}
+
+
+def run(window: float, settle: float) -> dict[str, Any]:
+    from devstack.stack import DevStack
+    from workers.dev_cmd import stack_config
+
+    with tempfile.TemporaryDirectory() as state, DevStack(stack_config(state_dir=Path(state))) as stack:
+        time.sleep(settle)
+        since, before = datetime.now(UTC), _cpu_seconds(stack.pids())
+        time.sleep(window)
+        until, after = datetime.now(UTC), _cpu_seconds(stack.pids())
+        counted = asyncio.run(_count_events(stack.temporal_address, since, until))
+    per_day = DAY_SECONDS / window
+    return {
+        "benchmark": "cluster-idle-cost",
+        "window_seconds": window,
+        "events_in_window_by_workflow_type": counted["events"],
+        "billable_actions_per_day_by_workflow_type": {
+            kind: round(count * per_day) for kind, count in sorted(counted["actions"].items())
+        },
+        "billable_actions_per_day": round(sum(counted["actions"].values()) * per_day),
+        "cpu_seconds_per_minute_by_process": {
+            name: round((after[name] - before[name]) * 60.0 / window, 3) for name in sorted(after) if name in before
+        },
+    }
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python benchmarks/cluster_idle_cost.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--window", type=float, default=300.0, help="seconds to count events in (300)")
+    parser.add_argument("--settle", type=float, default=30.0, help="seconds to wait after the stack is up (30)")
+    args = parser.parse_args(argv)
+    for name in ("window", "settle"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name} {getattr(args, name)}: give a positive number of seconds")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    print(json.dumps(run(args.window, args.settle)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
