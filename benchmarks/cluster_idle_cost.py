@@ -6,10 +6,11 @@ no node. Prints one JSON object on stdout; see benchmarks/README.md.
 
 The stack is the one `nodeflow dev` runs (default NodePool and EC2NodeClass, default worker settings).
 After `--settle` seconds, every history event written in the next `--window` seconds is counted by
-workflow type and event type, and the billable actions among them (benchmarks/idle_cost.py's definition:
-Temporal Cloud's published one, as far as history shows it) are scaled to a day. Heartbeats and queries
-leave no event and are not counted. The CPU seconds each process of the stack used in the window are
-reported too.
+workflow type and event type, and the billable actions among them (benchmarks/idle_cost.py's definition,
+Temporal Cloud's published one as far as history shows it) are scaled to a day. Activity heartbeats are
+actions too but leave no event: they are read from the dev server's `action` counter (by action type,
+namespace `default`; the server counts memo changes too, which Temporal Cloud does not bill) and added.
+The CPU seconds each process of the stack used in the window are reported too.
 
 benchmarks/idle_cost.py measures what each running node adds (nothing, when idle); this is the fixed
 part every cluster pays, whatever its size: divided by the number of nodes, it is what a small cluster
@@ -24,6 +25,7 @@ import json
 import sys
 import tempfile
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -34,11 +36,27 @@ if __package__ in (None, ""):  # run as `python benchmarks/cluster_idle_cost.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import psutil
+from prometheus_client.parser import text_string_to_metric_families
 from temporalio.client import Client
 
 from benchmarks.idle_cost import billable_actions, event_name
 
 DAY_SECONDS = 86_400.0
+
+
+HEARTBEAT = "grpc_RecordActivityTaskHeartbeat"
+
+
+def _server_actions(metrics_url: str) -> Counter[str]:
+    """The dev server's `action` counter in namespace `default`, by action type."""
+    with urllib.request.urlopen(metrics_url, timeout=10) as response:
+        text = response.read().decode()
+    out: Counter[str] = Counter()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name in ("action", "action_total") and sample.labels.get("namespace") == "default":
+                out[sample.labels.get("action_type", "")] += int(sample.value)
+    return out
 
 
 def _cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
@@ -74,10 +92,13 @@ def run(window: float, settle: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as state, DevStack(stack_config(state_dir=Path(state))) as stack:
         time.sleep(settle)
         since, before = datetime.now(UTC), _cpu_seconds(stack.pids())
+        actions_before = _server_actions(stack.temporal_metrics_url)
         time.sleep(window)
         until, after = datetime.now(UTC), _cpu_seconds(stack.pids())
+        server_actions = _server_actions(stack.temporal_metrics_url) - actions_before
         counted = asyncio.run(_count_events(stack.temporal_address, since, until))
     per_day = DAY_SECONDS / window
+    heartbeats = server_actions[HEARTBEAT]
     return {
         "benchmark": "cluster-idle-cost",
         "window_seconds": window,
@@ -85,7 +106,9 @@ def run(window: float, settle: float) -> dict[str, Any]:
         "billable_actions_per_day_by_workflow_type": {
             kind: round(count * per_day) for kind, count in sorted(counted["actions"].items())
         },
-        "billable_actions_per_day": round(sum(counted["actions"].values()) * per_day),
+        "heartbeats_per_day": round(heartbeats * per_day),
+        "billable_actions_per_day": round((sum(counted["actions"].values()) + heartbeats) * per_day),
+        "server_actions_in_window_by_type": dict(sorted(server_actions.items())),
         "cpu_seconds_per_minute_by_process": {
             name: round((after[name] - before[name]) * 60.0 / window, 3) for name in sorted(after) if name in before
         },

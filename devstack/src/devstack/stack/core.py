@@ -75,9 +75,10 @@ def _port_of(url: str) -> int:
 class DevStack:
     """See the module docstring. Use as a context manager, or call `start()`/`stop()`.
 
-    After `start()`: `temporal_address`, `ui_url` (None without the UI), `kube_url`, `moto_url`,
-    `kubeconfig`, `kube` (a KubeClient for this process) and `ec2` (a boto3 EC2 client on moto); with
-    an interruption queue, `sqs` and `events` (boto3 SQS and EventBridge clients on moto), and
+    After `start()`: `temporal_address`, `temporal_metrics_url` (the dev server's Prometheus endpoint,
+    whose `action` counter counts what Temporal Cloud would bill), `ui_url` (None without the UI),
+    `kube_url`, `moto_url`, `kubeconfig`, `kube` (a KubeClient for this process) and `ec2` (a boto3 EC2
+    client on moto); with an interruption queue, `sqs` and `events` (boto3 SQS and EventBridge clients on moto), and
     `interruption_queue_url` (the queue, fed by EventBridge rules as Karpenter's setup makes them).
 
     Children get SIGTERM from the kernel when the thread that started them exits (see
@@ -88,6 +89,7 @@ class DevStack:
         self.config = config
         self.kubeconfig: Path = config.kubeconfig
         self.temporal_address = ""
+        self.temporal_metrics_url = ""
         self.ui_url: str | None = None
         self.kube_url = ""
         self.moto_url = ""
@@ -170,6 +172,7 @@ class DevStack:
         self._temporal = server
         server.start(cfg.start_timeout, temporal.PORT_ATTEMPTS, self._temporal_ports)
         self.temporal_address = server.address
+        self.temporal_metrics_url = f"http://{temporal.HOST}:{server.ports.metrics}/metrics"
         self.ui_url = server.ui_url
 
     def _launch(self, name: str, role_args: list[str]) -> ChildProcess:
