@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -52,7 +51,6 @@ MAX_CONDITION_WRITES = 200
 CONSOLIDATION_TYPES = {"SingleNodeConsolidation": "single", "MultiNodeConsolidation": "multi",
                        "SplitConsolidation": "split"}  # fmt: skip
 NOTICE_DEDUPE = timedelta(minutes=15)
-WATCH_STEP_SECONDS = 0.5  # how soon a watching decision notices its cancellation or its worker's shutdown
 
 
 class DecideInput(BaseModel):
@@ -63,12 +61,6 @@ class DecideInput(BaseModel):
     executable_methods: list[str] = Field(default_factory=lambda: ["Emptiness"])
     spot_to_spot_consolidation: bool = False
     single_node_first: list[str] = Field(default_factory=list)
-    # Watching (`decide_disruption`): with watch_seconds > 0, a decision that is no news (no executable
-    # command, and its summary is `unchanged`, what the controller recorded last) is not returned: the
-    # activity decides again every poll_seconds until one is news or watch_seconds have passed.
-    watch_seconds: float = 0.0
-    poll_seconds: float = 10.0
-    unchanged: str = ""
 
 
 class DisruptionRound(BaseModel):
@@ -120,20 +112,12 @@ class DisruptionActivities:
     """Constructed by the composition root with the boundaries."""
 
     def __init__(
-        self,
-        kube: Kube,
-        cloud: CloudProvider,
-        recorder: kubeops.Recorder,
-        metrics: Metrics | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
+        self, kube: Kube, cloud: CloudProvider, recorder: kubeops.Recorder, metrics: Metrics | None = None
     ) -> None:
         self.kube = kube
         self.cloud = cloud
         self.recorder = recorder
         self.metrics = metrics or Metrics()
-        self._clock = clock
-        self._sleep = sleep
         self._budget_series: set[tuple[str, str]] = set()
         self._noticed: dict[tuple[str, str, str, str], datetime] = {}  # (kind, uid, reason, message) -> when
         self._lock = threading.Lock()
@@ -149,41 +133,8 @@ class DisruptionActivities:
 
     @activity.defn(name="decide_disruption")
     def decide_disruption(self, inp: DecideInput) -> DisruptionRound:
-        """Decide on a fresh snapshot. Heartbeats.
-
-        With `inp.watch_seconds`, watch: a decision that is no news (no command the controller executes,
-        and the summary `inp.unchanged`) is kept back and the cluster decided on again every
-        `inp.poll_seconds` (Karpenter's 10 s), until a decision is news or watch_seconds have passed, and
-        the last decision is returned. A cancellation (the SDK raises it in this thread) ends the watch
-        between decisions, never inside one; so does the worker's shutdown, returning the last decision.
-        Each decision publishes and counts as one without watching does. An idle cluster's controller
-        thus costs one activity per watch, and a heartbeat per throttle interval, instead of a timer and
-        an activity every 10 s (benchmarks/README.md, `cluster_idle_cost.py`)."""
-        deadline = self._clock() + inp.watch_seconds
-        current = inp
-        while True:
-            decided = self._decide_once(current)
-            news = decided.executable or decided.summary() != inp.unchanged
-            left = deadline - self._clock()
-            if news or left <= 0 or not self._pause(min(inp.poll_seconds, left)):
-                return decided
-            current = inp.model_copy(update={"single_node_first": decided.single_node_skipped})
-
-    def _pause(self, seconds: float) -> bool:
-        """Wait `seconds`, heartbeating, in steps of WATCH_STEP_SECONDS; False as soon as the worker shuts
-        down (or the activity is cancelled, if the cancellation was not raised here already)."""
-        end = self._clock() + seconds
-        while True:
-            if activity.is_cancelled() or activity.is_worker_shutdown():
-                return False
-            left = end - self._clock()
-            if left <= 0:
-                return True
-            activity.heartbeat()
-            self._sleep(min(WATCH_STEP_SECONDS, left))
-
-    def _decide_once(self, inp: DecideInput) -> DisruptionRound:
-        with activity.shield_thread_cancel_exception(), heartbeating():
+        """Decide on a fresh snapshot. Heartbeats."""
+        with heartbeating():
             snapshot = self.snapshot(inp)
             with self.metrics.disruption_evaluation_duration.labels(method="all", consolidation_type="").time():
                 decision = decide(snapshot)

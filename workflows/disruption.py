@@ -1,12 +1,7 @@
 """The disruption controller: a singleton workflow (id "disruption") that removes and replaces nodes as
 Karpenter does.
 
-It decides every POLL (Karpenter: 10 s) on a fresh snapshot (`decide_disruption`). While nothing changes,
-those decisions happen inside one watching activity: it decides every POLL for up to WATCH and returns as
-soon as a decision is news (a command the controller executes, or a summary other than the one recorded
-last). So an idle cluster's controller costs an activity and a timer per WATCH and a heartbeat per
-minute or so, not a timer and an activity every 10 s; a worker lost mid-watch is noticed within
-WATCH_HEARTBEAT. A manual replace or new settings abandon the watch at once. A command is validated as
+Every POLL (Karpenter: 10 s) it runs `decide_disruption` on a fresh snapshot. A command is validated as
 Karpenter does: wait VALIDATION (15 s, a durable timer), decide again on fresh state, and act only if the
 same command (same method, action and candidates) comes out; anything that changed in between (a pod
 arrived, a do-not-disrupt pod landed, a PDB or budget closed) abandons it. Acting, each step an activity
@@ -48,7 +43,6 @@ from temporalio import workflow
 from temporalio.client import Client
 from temporalio.common import RetryPolicy, WorkflowIDConflictPolicy
 from temporalio.exceptions import ActivityError
-from temporalio.workflow import ActivityCancellationType
 
 from activities.disruption import DecideInput, DisruptionActivities, DisruptionRound
 from activities.disruption_execution import (
@@ -66,8 +60,6 @@ from workflows import timing
 
 WORKFLOW_ID = "disruption"
 POLL = timedelta(seconds=10)
-WATCH = timedelta(minutes=10)
-WATCH_HEARTBEAT = timedelta(minutes=1)  # a worker lost mid-watch is noticed within this; heartbeats every ~48 s
 VALIDATION = timedelta(seconds=15)
 ROUNDS_PER_RUN = 60
 RECENT_LIMIT = 10
@@ -139,39 +131,20 @@ class DisruptionControllerWorkflow:
         await workflow.wait_condition(workflow.all_handlers_finished)
         workflow.continue_as_new(self.state)
 
-    async def _decide(self, watch: bool) -> DisruptionRound | None:
-        """One decision; with `watch`, the first of a round: the activity keeps deciding every POLL while
-        nothing changes, for up to WATCH (activities.disruption.DecideInput), and a manual replace or new
-        settings abandon it (the controller acts on them now; the abandoned activity only decides, and
-        stops at its next heartbeat). None when the decision failed (recorded) or was abandoned."""
+    async def _decide(self) -> DisruptionRound | None:
         settings = self.state.settings
-        handle = workflow.start_activity_method(
-            DisruptionActivities.decide_disruption,
-            DecideInput(
-                executable_methods=settings.executable_methods,
-                spot_to_spot_consolidation=settings.spot_to_spot_consolidation,
-                single_node_first=self.state.single_node_first,
-                watch_seconds=WATCH.total_seconds() if watch else 0.0,
-                poll_seconds=POLL.total_seconds(),
-                unchanged=self.state.recent[-1] if self.state.recent else "",
-            ),
-            start_to_close_timeout=DECIDE_TIMEOUT + WATCH if watch else DECIDE_TIMEOUT,
-            heartbeat_timeout=WATCH_HEARTBEAT if watch else timing.HEARTBEAT,
-            retry_policy=DECIDE_RETRY,
-            cancellation_type=ActivityCancellationType.ABANDON,
-        )
-        if watch:
-            await workflow.wait_condition(
-                lambda: handle.done() or bool(self.state.manual) or settings is not self.state.settings
-            )
-            if not handle.done():
-                handle.cancel()
-                # Abandoned: its outcome (the cancellation) is read here, so the event loop does not log it
-                # as an exception nobody retrieved.
-                handle.add_done_callback(lambda done: done.cancelled() or done.exception())
-                return None
         try:
-            return await handle
+            return await workflow.execute_activity_method(
+                DisruptionActivities.decide_disruption,
+                DecideInput(
+                    executable_methods=settings.executable_methods,
+                    spot_to_spot_consolidation=settings.spot_to_spot_consolidation,
+                    single_node_first=self.state.single_node_first,
+                ),
+                start_to_close_timeout=DECIDE_TIMEOUT,
+                heartbeat_timeout=timing.HEARTBEAT,
+                retry_policy=DECIDE_RETRY,
+            )
         except ActivityError as err:
             self._record(f"decision failed: {err.cause or err}")
             return None
@@ -199,7 +172,7 @@ class DisruptionControllerWorkflow:
 
     async def _round(self) -> None:
         await self._manual_replaces()
-        decided = await self._decide(watch=True)
+        decided = await self._decide()
         if decided is None:
             return
         self.state.single_node_first = decided.single_node_skipped
@@ -207,7 +180,7 @@ class DisruptionControllerWorkflow:
             self._record(decided.summary())
             return
         await workflow.sleep(VALIDATION)
-        again = await self._decide(watch=False)
+        again = await self._decide()
         if again is None or again.command is None or not _same_command(decided, again):
             now = again.summary() if again else "no decision"
             self._record(f"abandoned after validation: {decided.summary()} -> now {now}")

@@ -7,10 +7,8 @@ import copy
 from typing import Any
 
 import pytest
-from temporalio.exceptions import CancelledError
-from temporalio.testing import ActivityEnvironment
 
-from activities.disruption import DecideInput, DisruptionActivities, DisruptionRound
+from activities.disruption import DecideInput, DisruptionActivities
 from activities.disruption_execution import DisruptionExecution, LaunchReplacementsInput, SignalInput, StartInput
 from activities.provisioning_models import ProvisionRound
 from apis.meta import now_rfc3339
@@ -86,11 +84,6 @@ def execution(kube: MemKube, events: Events) -> DisruptionExecution:
     return DisruptionExecution(kube, events, Starter())
 
 
-def decide(acts: DisruptionActivities, inp: DecideInput | None = None) -> DisruptionRound:
-    """`decide_disruption` in an activity context, as a worker runs it."""
-    return ActivityEnvironment().run(acts.decide_disruption, inp or DecideInput())
-
-
 def command(node: str = "node-1") -> Command:
     candidate = CandidateRef(node=node, node_claim="default-abcde", node_pool="default")
     return Command(method="Emptiness", reason="Empty", action="Delete", candidates=[candidate], message="empty")
@@ -101,7 +94,7 @@ def taints(kube: MemKube) -> list[dict[str, Any]]:
 
 
 def test_an_empty_node_is_an_executable_emptiness_command(acts: DisruptionActivities) -> None:
-    decided = decide(acts)
+    decided = acts.decide_disruption(DecideInput())
     assert decided.command is not None and decided.executable
     assert (decided.command.method, decided.command.action) == ("Emptiness", "Delete")
     assert decided.candidate_names() == ["default-abcde"]
@@ -114,7 +107,7 @@ def test_a_node_with_a_pod_is_not_empty(acts: DisruptionActivities, kube: MemKub
         "status": {"phase": "Running"},
     }
     kube.create(r.POD, pod)
-    decided = decide(acts)
+    decided = acts.decide_disruption(DecideInput())
     assert decided.command is None or decided.command.method != "Emptiness"
 
 
@@ -210,11 +203,11 @@ def consolidatable(kube: MemKube) -> list[dict[str, Any]]:
 
 
 def test_a_decision_marks_the_claim_consolidatable_once(acts: DisruptionActivities, kube: MemKube) -> None:
-    decide(acts)
+    acts.decide_disruption(DecideInput())
     [condition] = consolidatable(kube)
     assert (condition["status"], condition["reason"]) == ("True", "Consolidatable")
     version = kube.get(r.NODECLAIM, "default-abcde")["metadata"]["resourceVersion"]
-    decide(acts)  # nothing changed: no write
+    acts.decide_disruption(DecideInput())  # nothing changed: no write
     assert kube.get(r.NODECLAIM, "default-abcde")["metadata"]["resourceVersion"] == version
 
 
@@ -222,13 +215,13 @@ def test_a_recent_pod_event_makes_the_claim_wait_and_says_until_when(acts: Disru
     with kube.as_admin():
         kube.patch(r.NODEPOOL, "default", {"spec": {"disruption": {"consolidateAfter": "1h"}}})
         kube.patch(r.NODECLAIM, "default-abcde", {"status": {"lastPodEventTime": now_rfc3339()}}, subresource="status")
-    decide(acts)
+    acts.decide_disruption(DecideInput())
     [condition] = consolidatable(kube)
     assert (condition["status"], condition["reason"]) == ("False", "ConsolidateAfter")
     assert "consolidatable from" in condition["message"]
     with kube.as_admin():
         kube.patch(r.NODEPOOL, "default", {"spec": {"disruption": {"consolidateAfter": "Never"}}})
-    decide(acts)
+    acts.decide_disruption(DecideInput())
     assert consolidatable(kube) == []
 
 
@@ -237,8 +230,8 @@ def test_unconsolidatable_is_recorded_on_the_node_and_the_claim_once(kube: MemKu
         kube.patch(r.NODEPOOL, "default", {"spec": {"disruption": {"consolidateAfter": "Never"}}})
     events = KindEvents()
     acts = DisruptionActivities(kube, FakeCloudProvider(), events)  # type: ignore[arg-type]
-    decide(acts)
-    decide(acts)  # the same finding 10 s later: not recorded again
+    acts.decide_disruption(DecideInput())
+    acts.decide_disruption(DecideInput())  # the same finding 10 s later: not recorded again
     assert events.recorded == [
         ("Node", "node-1", "Normal", "Unconsolidatable"),
         ("NodeClaim", "default-abcde", "Normal", "Unconsolidatable"),
@@ -250,7 +243,7 @@ def test_a_failing_condition_write_does_not_fail_the_decision(acts: DisruptionAc
         raise ConflictError("always")
 
     kube.patch = refuse  # type: ignore[method-assign]
-    decided = decide(acts)
+    decided = acts.decide_disruption(DecideInput())
     assert decided.command is not None
 
 
@@ -274,77 +267,10 @@ def test_launching_replacements_creates_their_claims_and_starts_their_workflows_
 def test_a_decision_counts_each_pools_nodes_on_its_status_once(acts: DisruptionActivities, kube: MemKube) -> None:
     """NodePool `status.resources` and `status.nodes` (the NODES column) come from the decision's snapshot,
     every round, rather than from a list per NodeClaim step (quadratic in the nodes)."""
-    decide(acts)
+    acts.decide_disruption(DecideInput())
     status = kube.get(r.NODEPOOL, POOL["metadata"]["name"])["status"]
     assert status["nodes"] == 1
     assert status["resources"] == {"cpu": "2", "ephemeral-storage": "0", "memory": "8Gi", "nodes": "1", "pods": "110"}
     version = kube.get(r.NODEPOOL, POOL["metadata"]["name"])["metadata"]["resourceVersion"]
-    decide(acts)  # nothing changed: no write
+    acts.decide_disruption(DecideInput())  # nothing changed: no write
     assert kube.get(r.NODEPOOL, POOL["metadata"]["name"])["metadata"]["resourceVersion"] == version
-
-
-class FakeTime:
-    """A clock that the activity's sleeps advance; `on_sleep` runs at each sleep (to change the cluster)."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps = 0
-        self.on_sleep: Any = None
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-        self.sleeps += 1
-        if self.on_sleep is not None:
-            self.on_sleep(self)
-
-
-def watching(kube: MemKube, events: Events, clock: FakeTime) -> DisruptionActivities:
-    return DisruptionActivities(kube, FakeCloudProvider(), events, clock=lambda: clock.now, sleep=clock.sleep)  # type: ignore[arg-type]
-
-
-def test_a_watch_returns_an_executable_command_at_once(kube: MemKube, events: Events) -> None:
-    clock = FakeTime()
-    decided = ActivityEnvironment().run(watching(kube, events, clock).decide_disruption, DecideInput(watch_seconds=600))
-    assert decided.executable and clock.sleeps == 0
-
-
-def test_a_watch_keeps_back_what_is_no_news_until_the_cluster_changes(kube: MemKube, events: Events) -> None:
-    kube.create(r.POD, {
-        "metadata": {"name": "web", "namespace": "default"},
-        "spec": {"nodeName": "node-1", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
-        "status": {"phase": "Running"},
-    })  # fmt: skip
-    clock = FakeTime()
-    acts = watching(kube, events, clock)
-    env = ActivityEnvironment()
-    first = env.run(acts.decide_disruption, DecideInput(watch_seconds=600))
-    assert not first.executable and clock.sleeps == 0  # nothing recorded yet: news
-
-    def pod_leaves_after_a_minute(time: FakeTime) -> None:
-        if time.now >= 60 and kube.list(r.POD):
-            kube.delete(r.POD, "web", "default")
-
-    clock.on_sleep = pod_leaves_after_a_minute
-    watched = DecideInput(watch_seconds=600, poll_seconds=10, unchanged=first.summary())
-    decided = env.run(acts.decide_disruption, watched)
-    assert decided.executable and decided.command is not None and decided.command.method == "Emptiness"
-    assert 60 <= clock.now <= 70  # seen at the first decision after the pod left, every 10 s
-
-
-def test_a_watch_ends_at_its_deadline_and_when_cancelled(kube: MemKube, events: Events) -> None:
-    kube.create(r.POD, {
-        "metadata": {"name": "web", "namespace": "default"},
-        "spec": {"nodeName": "node-1", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
-        "status": {"phase": "Running"},
-    })  # fmt: skip
-    clock = FakeTime()
-    acts = watching(kube, events, clock)
-    env = ActivityEnvironment()
-    unchanged = env.run(acts.decide_disruption, DecideInput()).summary()
-    decided = env.run(acts.decide_disruption, DecideInput(watch_seconds=600, unchanged=unchanged))
-    assert decided.summary() == unchanged and clock.now == pytest.approx(600)
-
-    clock.now, clock.on_sleep = 0.0, lambda time: time.now >= 30 and env.cancel()
-    with pytest.raises(CancelledError):  # the SDK raises it in the activity's thread, between decisions
-        env.run(acts.decide_disruption, DecideInput(watch_seconds=600, unchanged=unchanged))
-    assert clock.now < 31
