@@ -10,7 +10,7 @@ every minute, whether or not anything scraped them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from prometheus_client import CollectorRegistry, Gauge
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -136,15 +136,15 @@ TYPE_CPU = ("karpenter_cloudprovider_instance_type_cpu_cores", "VCPUs cores for 
 TYPE_MEMORY = ("karpenter_cloudprovider_instance_type_memory_bytes", "Memory, in bytes, for a given instance type.")
 
 
-def _capacity(it: InstanceType, resource: str) -> float | None:
-    """The type's capacity of `resource` in base units (cpu in cores), None when absent or malformed."""
-    quantity = it.capacity.get(resource)
-    if quantity is None:
-        return None
-    try:
-        return float(parse_quantity(str(quantity)))
-    except ValueError:
-        return None
+def quantities_as_numbers(quantities: Mapping[str, object]) -> dict[str, float]:
+    """Each quantity as a number in base units (cpu in cores); one that does not parse is left out."""
+    out: dict[str, float] = {}
+    for resource, quantity in quantities.items():
+        try:
+            out[resource] = float(parse_quantity(str(quantity)))
+        except ValueError:
+            continue
+    return out
 
 
 class CatalogGauges(Collector):
@@ -182,8 +182,8 @@ class CatalogGauges(Collector):
                 labels = [it.name, o.capacity_type, o.zone]
                 available.add_metric(labels, 1.0 if o.available else 0.0)
                 price.add_metric(labels, o.price)
+            capacity = quantities_as_numbers(it.capacity)
             for family, resource in ((cpu, "cpu"), (memory, "memory")):
-                value = _capacity(it, resource)
-                if value is not None:
-                    family.add_metric([it.name], value)
+                if resource in capacity:
+                    family.add_metric([it.name], capacity[resource])
         return (available, price, cpu, memory)

@@ -40,11 +40,11 @@ from datetime import UTC, datetime
 from prometheus_client import Gauge
 
 from activities import drain
+from activities.cluster_state_metrics import quantities_as_numbers
 from activities.metric_labels import node_labels, seconds_since
 from activities.metrics import Metrics
 from activities.nodepool_status import pool_resources
 from apis import labels
-from apis.quantity import parse_quantity
 from cloudprovider.types import CloudProvider
 from kube import resources as r
 from kube.types import Kube, Obj
@@ -58,17 +58,6 @@ OFFERINGS_REFRESH_SECONDS = 60.0
 Series = dict[tuple[str, ...], float]
 # node_series' requests and limits, each the name of a `Metrics` gauge after `nodes_total_`.
 _NODE_TOTALS = ("pod_requests", "pod_limits", "daemon_requests", "daemon_limits")
-
-
-def _numbers(quantities: Mapping[str, object]) -> dict[str, float]:
-    """Each quantity as a number in base units; one that does not parse is left out."""
-    out: dict[str, float] = {}
-    for resource, quantity in quantities.items():
-        try:
-            out[resource] = float(parse_quantity(str(quantity)))
-        except ValueError:
-            continue
-    return out
 
 
 def _labels(obj: Obj) -> dict[str, str]:
@@ -89,16 +78,16 @@ def cluster_series(nodes: list[Obj], claims: list[Obj], pools: list[Obj]) -> tup
             continue
         name = str(node["metadata"].get("name", ""))
         well_known = tuple(node_labels(_labels(node)).values())
-        for resource, value in _numbers((node.get("status") or {}).get("allocatable") or {}).items():
+        for resource, value in quantities_as_numbers((node.get("status") or {}).get("allocatable") or {}).items():
             allocatable[(name, pool, resource, *well_known)] = value
     usage: Series = {}
     for pool, (resources, _count) in pool_resources(nodes, claims).items():
-        for resource, value in _numbers(resources).items():
+        for resource, value in quantities_as_numbers(resources).items():
             usage[(pool, resource)] = value
     limit: Series = {}
     for obj in pools:
         pool = str(obj["metadata"].get("name", ""))
-        for resource, value in _numbers((obj.get("spec") or {}).get("limits") or {}).items():
+        for resource, value in quantities_as_numbers((obj.get("spec") or {}).get("limits") or {}).items():
             limit[(pool, resource)] = value
     return allocatable, usage, limit
 
@@ -165,11 +154,11 @@ def node_series(nodes: list[Obj], pods: list[Obj], now: datetime) -> dict[str, S
         well_known = tuple(node_labels(_labels(node)).values())
         pool = _pool(node)
         status = node.get("status") or {}
-        allocatable = _numbers(status.get("allocatable") or {})
+        allocatable = quantities_as_numbers(status.get("allocatable") or {})
         for key, values in totals[name].items():
             for resource in allocatable.keys() | values.keys():
                 out[key][(name, pool, resource, *well_known)] = values.get(resource, 0.0)
-        capacity = _numbers(status.get("capacity") or {})
+        capacity = quantities_as_numbers(status.get("capacity") or {})
         for resource in capacity.keys() & allocatable.keys():
             out["overhead"][(name, pool, resource, *well_known)] = max(0.0, capacity[resource] - allocatable[resource])
         lifetime = seconds_since(node["metadata"].get("creationTimestamp"), now)
