@@ -35,11 +35,11 @@ from typing import Any
 if __package__ in (None, ""):  # run as `python benchmarks/cluster_idle_cost.py`: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import psutil
 from prometheus_client.parser import text_string_to_metric_families
 from temporalio.client import Client
 
 from benchmarks.idle_cost import billable_actions, event_name
+from benchmarks.scale import children_cpu
 
 DAY_SECONDS = 86_400.0
 
@@ -56,17 +56,6 @@ def _server_actions(metrics_url: str) -> Counter[str]:
         for sample in family.samples:
             if sample.name in ("action", "action_total") and sample.labels.get("namespace") == "default":
                 out[sample.labels.get("action_type", "")] += int(sample.value)
-    return out
-
-
-def _cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for name, pid in pids.items():
-        try:
-            times = psutil.Process(pid).cpu_times()
-        except psutil.Error:
-            continue
-        out[name] = times.user + times.system
     return out
 
 
@@ -91,10 +80,10 @@ def run(window: float, settle: float) -> dict[str, Any]:
 
     with tempfile.TemporaryDirectory() as state, DevStack(stack_config(state_dir=Path(state))) as stack:
         time.sleep(settle)
-        since, before = datetime.now(UTC), _cpu_seconds(stack.pids())
+        since, before = datetime.now(UTC), children_cpu(stack.pids())
         actions_before = _server_actions(stack.temporal_metrics_url)
         time.sleep(window)
-        until, after = datetime.now(UTC), _cpu_seconds(stack.pids())
+        until, after = datetime.now(UTC), children_cpu(stack.pids())
         server_actions = _server_actions(stack.temporal_metrics_url) - actions_before
         counted = asyncio.run(_count_events(stack.temporal_address, since, until))
     per_day = DAY_SECONDS / window
