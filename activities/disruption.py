@@ -133,16 +133,23 @@ class DisruptionActivities:
 
     @activity.defn(name="decide_disruption")
     def decide_disruption(self, inp: DecideInput) -> DisruptionRound:
-        """Decide on a fresh snapshot. Heartbeats."""
+        """Decide on a fresh snapshot (`evaluate`), for the controller to act on. Heartbeats."""
         with heartbeating():
-            snapshot = self.snapshot(inp)
-            with self.metrics.disruption_evaluation_duration.labels(method="all", consolidation_type="").time():
-                decision = decide(snapshot)
-            self.publish(snapshot, decision)
+            return self.evaluate(inp)
+
+    def evaluate(self, inp: DecideInput, *, acting: bool = True) -> DisruptionRound:
+        """Decide on a fresh snapshot, publish what it found and record its metrics (see the module
+        docstring). `acting`: the controller acts on an executable command, so it counts in
+        `karpenter_voluntary_disruption_decisions_total`; False for a look ahead that only says whether
+        the controller has news to decide on (workers.disruption_trigger)."""
+        snapshot = self.snapshot(inp)
+        with self.metrics.disruption_evaluation_duration.labels(method="all", consolidation_type="").time():
+            decision = decide(snapshot)
+        self.publish(snapshot, decision)
         command = decision.command
         chosen = command.candidates if command else []
         executable = command is not None and command.method in inp.executable_methods
-        self.count(decision, executable)
+        self.count(decision, executable and acting)
         return DisruptionRound(
             command=command,
             executable=executable,

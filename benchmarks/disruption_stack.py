@@ -6,9 +6,12 @@ the two figures of `benchmarks/disruption.py` that need the real worker. See ben
   scaled to 0, and the clock runs from the last pod gone until every NodeClaim and Node is gone and every
   instance is terminated in moto.
 - `run_scale_down(pods)`: Karpenter's basic scale-out workload (`scale.workload`), scaled to 10% of its
-  replicas once bound; the controller consolidates until it has issued no command for two rounds in a
-  row. Then the fleet's hourly price (the remaining NodeClaims' instance types) over the LP lower bound
-  of covering the remaining pods' cpu and memory requests with the NodePool's allowed instance types.
+  replicas once bound; the controller consolidates until the worker has made QUIET_DECISIONS decisions
+  (counted by its metrics: the leader's look ahead every 10 s and the controller's own; the controller
+  runs a round only for news, so its round counter is no clock) since the controller last executed a
+  command: more than a validation's worth, so a command being validated is not missed. Then the fleet's
+  hourly price (the remaining NodeClaims' instance types) over the LP lower bound of covering the
+  remaining pods' cpu and memory requests with the NodePool's allowed instance types.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ EMPTY_APP = "empty-bench"
 TARGET_SECONDS_EMPTY = 120.0
 TARGET_PRICE_RATIO = 1.15
 SCALE_DOWN_FRACTION = 0.1
-QUIET_ROUNDS = 2
+QUIET_DECISIONS = 6
+DECISIONS = "karpenter_voluntary_disruption_decision_evaluation_duration_seconds_count"
 POLL_SECONDS = 0.5
 Obj = dict[str, Any]
 
@@ -74,16 +78,34 @@ def executed(line: str) -> bool:
     return ": executing;" in line and not line.startswith(("abandoned", "rolled back", "decision failed"))
 
 
+def decisions_made(metrics_url: str) -> int:
+    """How many disruption decisions the worker serving `metrics_url` has made (its
+    `karpenter_voluntary_disruption_decision_evaluation_duration_seconds` count, method `all`)."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(metrics_url, timeout=10) as response:
+        text = response.read().decode()
+    return sum(
+        int(sample.value)
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == DECISIONS and sample.labels.get("method") == "all"
+    )
+
+
 @dataclass
 class ControllerWatch:
     """Follows the disruption controller's `status` query: its round counter, and the commands it executed
     (new lines of its recent decisions) since `start()`."""
 
     address: str
+    metrics_url: str
     rounds_at_start: int = 0
     rounds: int = 0
     commands: list[str] = field(default_factory=list)
-    last_command_round: int = 0
+    decisions_at_last_command: int = 0  # decisions made when the last new executed command was seen
     _seen: set[str] = field(default_factory=set)
 
     def _state(self) -> Any:
@@ -105,7 +127,8 @@ class ControllerWatch:
     def start(self) -> None:
         """Count from now: rounds and commands before this are not reported."""
         state = self._state()
-        self.rounds_at_start = self.rounds = self.last_command_round = state.rounds
+        self.rounds_at_start = self.rounds = state.rounds
+        self.decisions_at_last_command = decisions_made(self.metrics_url)
         self._seen = set(state.recent)
 
     def update(self) -> int:
@@ -115,15 +138,14 @@ class ControllerWatch:
         for line in state.recent:
             if line not in self._seen and executed(line):
                 self.commands.append(line)
-                # The round that executed it may not be counted yet: count it as the next one.
-                self.last_command_round = state.rounds + 1
+                self.decisions_at_last_command = decisions_made(self.metrics_url)
         self._seen |= set(state.recent)
         self.rounds = state.rounds
         return self.rounds
 
     def quiet(self) -> bool:
-        """No command for QUIET_ROUNDS rounds in a row."""
-        return self.rounds - self.last_command_round >= QUIET_ROUNDS
+        """QUIET_DECISIONS decisions made since the last new executed command (or since `start()`)."""
+        return decisions_made(self.metrics_url) - self.decisions_at_last_command >= QUIET_DECISIONS
 
     def report(self) -> dict[str, Any]:
         """The JSON fields: rounds and executed commands since `start()`, each command as [method, action]."""
@@ -185,7 +207,7 @@ def run_empty(nodes: int, timeout: float = 900.0, state_dir: Path | None = None)
         result["seconds_to_all_running"] = rounded(time.monotonic() - began) if up else None
         result["nodeclaims_created"] = len(stack.kube.list(r.NODECLAIM))
         if up:
-            watch = ControllerWatch(stack.temporal_address)
+            watch = ControllerWatch(stack.temporal_address, stack.worker_metrics_url())
             watch.start()
             _scale(stack, EMPTY_APP, 0)
             _wait(lambda: not _pods(stack, EMPTY_APP), timeout, stack)
@@ -288,7 +310,7 @@ def run_scale_down(pods: int, timeout: float = 900.0, state_dir: Path | None = N
         before = fleet_and_bound(stack)
         result["before"] = {k: before[k] for k in ("nodeclaims_left", "instance_types", "fleet_price")}
         if bound:
-            watch = ControllerWatch(stack.temporal_address)
+            watch = ControllerWatch(stack.temporal_address, stack.worker_metrics_url())
             watch.start()
             began = time.monotonic()
             for name, _, _ in POD_SHAPES:
@@ -296,7 +318,7 @@ def run_scale_down(pods: int, timeout: float = 900.0, state_dir: Path | None = N
 
             def settled() -> bool:
                 watch.update()
-                return watch.quiet() and watch.rounds - watch.rounds_at_start > QUIET_ROUNDS
+                return watch.quiet()
 
             quiet = _wait(settled, timeout, stack)
             # Let the last command's nodes finish going before pricing what is left.

@@ -19,7 +19,7 @@ from typing import Protocol
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from activities.disruption import DisruptionActivities
+from activities.disruption import DecideInput, DisruptionActivities
 from activities.disruption_execution import DisruptionExecution
 from activities.garbage_collection import GarbageCollectionActivities
 from activities.lifecycle import node_claim_activities
@@ -39,6 +39,7 @@ from kube.types import Kube
 from workers.build_id import build_id
 from workers.claim_sweep import ClaimSweep
 from workers.cluster_metrics import ClusterStateMetrics
+from workers.disruption_trigger import DisruptionTrigger
 from workers.feature_gates import not_implemented
 from workers.instance_status import InstanceStatusChecker
 from workers.interruption import ClaimDisrupter, InterruptionConsumer
@@ -55,7 +56,13 @@ from workers.starter import TemporalStarter
 from workers.temporal_client import connect
 from workers.tracing import Tracing
 from workers.watchers import DeletionWatcher, DriftTrigger, PodWatcher, Resync
-from workflows.disruption import DisruptionControllerWorkflow, DisruptionSettings, start_disruption_controller
+from workflows.disruption import (
+    POLL,
+    DisruptionControllerWorkflow,
+    DisruptionSettings,
+    start_disruption_controller,
+    wake_disruption_controller,
+)
 from workflows.garbage_collection import GarbageCollectorSettings, GarbageCollectorWorkflow, start_garbage_collector
 from workflows.nodeclaim import NodeClaimWorkflow
 from workflows.provisioner import ProvisionerWorkflow
@@ -79,14 +86,16 @@ async def _lead(
     metrics: Metrics,
     loops: Sequence[LeaderLoop | None] = (),
     nodes: NodeDirectory | None = None,
+    disruption: DisruptionActivities | None = None,
 ) -> None:
     """The leader's work, run only while this worker holds the Lease (workers.leadership), until
     cancelled: end NodeClaim workflows whose NodeClaim is gone, adopt NodeClaims without a workflow
     (workers.reconcile), nudge the provisioner, start or reconfigure the garbage collector and the
     disruption controller (so the leader's settings win), then run the Kubernetes watchers, the
-    cluster-state metrics (workers.cluster_metrics) and the other `loops` given (the interruption
-    queue's consumer, the instance status checker, node repair), each in its thread. A new leader
-    does all of it again: each step is idempotent."""
+    cluster-state metrics (workers.cluster_metrics), the disruption trigger (deciding with `disruption`,
+    when given) and the other `loops` given (the interruption queue's consumer, the instance status
+    checker, node repair), each in its thread. A new leader does all of it again: each step is
+    idempotent."""
     await end_orphaned_workflows(client, kube, cloud)
     adopted = await adopt_node_claims(kube, starter)
     log.info("leading: %d NodeClaims adopted", adopted)
@@ -114,6 +123,8 @@ async def _lead(
         Resync(starter, loop),
         ClusterStateMetrics(kube, metrics, cloud),
     ]
+    if disruption is not None:
+        watchers.append(_disruption_trigger(client, loop, disruption, disruption_settings))
     watchers += [extra for extra in loops if extra is not None]
     threads = [threading.Thread(target=w.run, args=(watch_stop,), name=type(w).__name__, daemon=True) for w in watchers]
     for thread in threads:
@@ -122,6 +133,23 @@ async def _lead(
         await asyncio.Event().wait()  # until cancelled
     finally:
         watch_stop.set()  # each watcher acts no more; a watch blocked on the API ends at its next event
+
+
+def _disruption_trigger(
+    client: Client, loop: asyncio.AbstractEventLoop, disruption: DisruptionActivities, settings: DisruptionSettings
+) -> DisruptionTrigger:
+    """The leader's look ahead (workers.disruption_trigger), deciding with `disruption` under `settings`
+    and waking the controller through `client` on `loop`."""
+
+    def wake() -> None:
+        asyncio.run_coroutine_threadsafe(wake_disruption_controller(client), loop).result(timeout=30)
+
+    inp = DecideInput(
+        executable_methods=settings.executable_methods, spot_to_spot_consolidation=settings.spot_to_spot_consolidation
+    )
+    return DisruptionTrigger(
+        lambda decide: disruption.evaluate(decide, acting=False), wake, inp, interval=POLL.total_seconds()
+    )
 
 
 def _claim_disrupter(
@@ -294,7 +322,9 @@ async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing |
             identity = candidate_identity(os.environ.get("HOSTNAME") or socket.gethostname(), uuid.uuid4().hex[:8])
             loops = [interruption, status_checker, repairer]
             elector = LeaderElector(
-                leases, Election(identity), lambda: _lead(settings, client, kube, cloud, starter, metrics, loops, nodes)
+                leases,
+                Election(identity),
+                lambda: _lead(settings, client, kube, cloud, starter, metrics, loops, nodes, disruption),
             )
             metrics_server = MetricsServer(metrics.registry, settings.metrics_port)
             metrics_server.start()

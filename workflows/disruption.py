@@ -1,7 +1,7 @@
 """The disruption controller: a singleton workflow (id "disruption") that removes and replaces nodes as
 Karpenter does.
 
-Every POLL (Karpenter: 10 s) it runs `decide_disruption` on a fresh snapshot. A command is validated as
+Each round runs `decide_disruption` on a fresh snapshot. A command is validated as
 Karpenter does: wait VALIDATION (15 s, a durable timer), decide again on fresh state, and act only if the
 same command (same method, action and candidates) comes out; anything that changed in between (a pod
 arrived, a do-not-disrupt pod landed, a PDB or budget closed) abandons it. Acting, each step an activity
@@ -30,12 +30,21 @@ Only the methods in `DisruptionSettings.executable_methods` act (the worker sett
 by default all of them; each starting worker signals `configure`). Commands of the other methods are decided
 and recorded in history without acting.
 
+When rounds come: after a round that acted or must look again (a command executed, abandoned or rolled
+back; a manual replace; a failed decision) the next comes after POLL (Karpenter's polling period, 10 s).
+After a quiet round (no command, or a command of a method not executed) the controller waits for news
+instead: the `wake` signal, a manual replace, or IDLE_BACKSTOP should a wake be lost. The leader sends
+`wake` (workers.disruption_trigger): it decides every POLL itself, outside any workflow, and wakes the
+controller when that decision is news. So a change is acted on as soon as with a 10 s poll, and an idle
+cluster's controller costs a timer and an activity per IDLE_BACKSTOP, not per 10 s.
+
 Every decision, taken or abandoned, is an activity result in history; the memo holds the last one and the
 `status` query the recent ones. Continue-as-new every ROUNDS_PER_RUN rounds keeps history bounded.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
 from pydantic import BaseModel, Field
@@ -60,6 +69,7 @@ from workflows import timing
 
 WORKFLOW_ID = "disruption"
 POLL = timedelta(seconds=10)
+IDLE_BACKSTOP = timedelta(minutes=5)
 VALIDATION = timedelta(seconds=15)
 ROUNDS_PER_RUN = 60
 RECENT_LIMIT = 10
@@ -72,6 +82,7 @@ REPLACEMENT_POLL_MAX = timedelta(seconds=15)
 REPLACEMENT_TIMEOUT = timedelta(minutes=15)
 SIGNAL_CONFIGURE = "configure"
 SIGNAL_REPLACE = "replace"
+SIGNAL_WAKE = "wake"
 
 
 class DisruptionSettings(BaseModel):
@@ -96,6 +107,7 @@ class DisruptionControllerWorkflow:
         self.state = DisruptionState()
         self._configured: DisruptionSettings | None = None  # from `configure` before run() (signal-with-start)
         self._replacing = ""  # the NodeClaim whose manual replace runs now
+        self._woken = False  # a `wake` came since the current round began
 
     @workflow.signal(name=SIGNAL_CONFIGURE)
     def configure(self, settings: DisruptionSettings) -> None:
@@ -111,6 +123,11 @@ class DisruptionControllerWorkflow:
             return
         self.state.manual = _queued(self.state.manual, [ManualRequest(node_claim=node_claim, reason=reason)])
 
+    @workflow.signal(name=SIGNAL_WAKE)
+    def wake(self) -> None:
+        """News (workers.disruption_trigger): a quiet controller runs a round now instead of at its backstop."""
+        self._woken = True
+
     @workflow.query(name="status")
     def status(self) -> DisruptionState:
         return self.state
@@ -123,11 +140,15 @@ class DisruptionControllerWorkflow:
         if self._configured is not None:
             self.state.settings = self._configured
         for _ in range(ROUNDS_PER_RUN):
-            await self._round()
+            self._woken = False
+            busy = await self._round()
             self.state.rounds += 1
             if workflow.info().is_continue_as_new_suggested():
                 break
-            await self._sleep_unless_replace(POLL)
+            if busy:
+                await self._sleep_unless(lambda: bool(self.state.manual), POLL)
+            else:
+                await self._sleep_unless(lambda: bool(self.state.manual) or self._woken, IDLE_BACKSTOP)
         await workflow.wait_condition(workflow.all_handlers_finished)
         workflow.continue_as_new(self.state)
 
@@ -149,15 +170,18 @@ class DisruptionControllerWorkflow:
             self._record(f"decision failed: {err.cause or err}")
             return None
 
-    async def _sleep_unless_replace(self, duration: timedelta) -> None:
-        """A durable timer that a queued manual replace cuts short."""
+    @staticmethod
+    async def _sleep_unless(news: Callable[[], bool], duration: timedelta) -> None:
+        """A durable timer that `news()` becoming true cuts short."""
         try:
-            await workflow.wait_condition(lambda: bool(self.state.manual), timeout=duration)
+            await workflow.wait_condition(news, timeout=duration)
         except TimeoutError:
             pass
 
-    async def _manual_replaces(self) -> None:
-        """Run the queued manual replaces, oldest first, each as its own `Manual` command."""
+    async def _manual_replaces(self) -> bool:
+        """Run the queued manual replaces, oldest first, each as its own `Manual` command; whether any was
+        queued."""
+        queued = bool(self.state.manual)
         while self.state.manual:
             request = self.state.manual.pop(0)
             self._replacing = request.node_claim
@@ -169,23 +193,27 @@ class DisruptionControllerWorkflow:
                 await self._execute(DisruptionRound(command=plan.command, executable=True), plan.command)
             finally:
                 self._replacing = ""
+        return queued
 
-    async def _round(self) -> None:
-        await self._manual_replaces()
+    async def _round(self) -> bool:
+        """One round (see the module docstring); False when it was quiet: no manual replace, and a decision
+        without an executable command."""
+        manual = await self._manual_replaces()
         decided = await self._decide()
         if decided is None:
-            return
+            return True
         self.state.single_node_first = decided.single_node_skipped
         if decided.command is None or not decided.executable:
             self._record(decided.summary())
-            return
+            return manual
         await workflow.sleep(VALIDATION)
         again = await self._decide()
         if again is None or again.command is None or not _same_command(decided, again):
             now = again.summary() if again else "no decision"
             self._record(f"abandoned after validation: {decided.summary()} -> now {now}")
-            return
+            return True
         await self._execute(again, again.command)
+        return True
 
     async def _execute(self, decided: DisruptionRound, command: Command) -> None:
         marked = await self._step(DisruptionExecution.start_disruption, StartInput(command=command))
@@ -279,3 +307,8 @@ async def start_disruption_controller(client: Client, task_queue: str, settings:
         start_signal=SIGNAL_CONFIGURE,
         start_signal_args=[settings],
     )
+
+
+async def wake_disruption_controller(client: Client) -> None:
+    """Tell the controller there is news to decide on (its `wake` signal)."""
+    await client.get_workflow_handle(WORKFLOW_ID).signal(SIGNAL_WAKE)

@@ -9,6 +9,7 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from benchmarks import disruption_stack
 from devstack.stack import DevStack
 from kube import resources as r
 from tests.e2e.conftest import pods_of
@@ -60,8 +61,10 @@ async def controller_state(stack: DevStack) -> DisruptionState:
     return state
 
 
-async def controller_rounds(stack: DevStack) -> int:
-    return (await controller_state(stack)).rounds
+def decisions_made(stack: DevStack) -> int:
+    """How many disruption decisions the stack's worker has made: the leader looks ahead every 10 s, and
+    the controller runs a round only for news (workflows.disruption), so its round counter is no clock."""
+    return disruption_stack.decisions_made(stack.worker_metrics_url())
 
 
 def scale(stack: DevStack, name: str, replicas: int) -> None:

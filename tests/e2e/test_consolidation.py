@@ -4,7 +4,7 @@ Kubernetes API only.
 - A NodePool with `budgets: [{nodes: "0"}]` disrupts nothing: its empty node stays.
 - A workload right-sized onto a big node is consolidated onto a cheaper one, its pod placed throughout.
 - A pod annotated `karpenter.sh/do-not-disrupt: "true"` keeps its mostly idle node through whole
-  controller rounds; with the annotation removed, the node is consolidated onto a cheaper one.
+  controller decisions; with the annotation removed, the node is consolidated onto a cheaper one.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from tests.e2e.disruption_views import (
     all_running,
     claim_prices,
     claims_of_pool,
-    controller_rounds,
     controller_state,
+    decisions_made,
     node_of,
     pinned,
     pods_of,
@@ -46,12 +46,13 @@ def test_a_budget_of_zero_nodes_disrupts_nothing(stack: DevStack) -> None:
     assert claims
     scale(stack, "frozen", 0)
     eventually(lambda: not pods_of(stack, "frozen"), timeout=90, what="pods gone")
-    # A whole controller round after the pods went (one may have begun before) rejected a node for a budget.
-    rounds = asyncio.run(controller_rounds(stack))
+    # A whole decision after the pods went (one may have begun before) rejected a node for a budget: the
+    # recorded summary is the latest decision's (one that is no news is not recorded again).
+    decisions = decisions_made(stack)
 
     def held_by_a_budget() -> bool:
         state = asyncio.run(controller_state(stack))
-        return state.rounds >= rounds + 2 and bool(state.recent) and "'Budget'" in state.recent[-1]
+        return decisions_made(stack) >= decisions + 2 and bool(state.recent) and "'Budget'" in state.recent[-1]
 
     eventually(held_by_a_budget, timeout=60, interval=1, what="a whole controller round rejecting by budget")
     assert claims_of_pool(stack, "frozen") == claims
@@ -116,12 +117,13 @@ def test_a_do_not_disrupt_pod_keeps_its_node_until_the_annotation_goes(stack: De
     # A whole controller round after that found no command, the pod's annotation rejecting the node (a
     # round that decides a command validates and taints before it ends, and records the command instead;
     # `nodeflow explain` would name the pod, at ~7 s a call). Other pools' commands may come first.
-    rounds = asyncio.run(controller_rounds(stack))
+    decisions = decisions_made(stack)
 
     def kept() -> str | None:
         state = asyncio.run(controller_state(stack))
         last = state.recent[-1] if state.recent else ""
-        return last if state.rounds >= rounds + 2 and "no command" in last and "PodDoNotDisrupt" in last else None
+        whole = decisions_made(stack) >= decisions + 2
+        return last if whole and "no command" in last and "PodDoNotDisrupt" in last else None
 
     eventually(kept, timeout=60, interval=1, what="a whole controller round that left the node for its pod")
     assert claim_prices(stack, "keep") == {big: big_type}

@@ -1,14 +1,16 @@
 """The disruption controller workflow: decide, validate after 15 s on fresh state, then act; a command that
-changed during validation is abandoned. Its stored histories replay against today's code."""
+changed during validation is abandoned. After a quiet round it waits for a `wake` (or its backstop), after
+a busy one it polls. Its stored histories replay against today's code."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio import activity
-from temporalio.client import WorkflowHistory
+from temporalio.client import WorkflowHandle, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
@@ -26,7 +28,13 @@ from scheduling.disruption import CandidateRef, Command
 from scheduling.types import PlannedNodeClaim
 from tests.workflows.histories import save_history
 from tests.workflows.workers import worker_on_fresh_queue
-from workflows.disruption import WORKFLOW_ID, DisruptionControllerWorkflow, DisruptionState
+from workflows.disruption import (
+    IDLE_BACKSTOP,
+    POLL,
+    WORKFLOW_ID,
+    DisruptionControllerWorkflow,
+    DisruptionState,
+)
 
 HISTORIES = Path(__file__).parent / "histories" / "disruption"
 
@@ -187,6 +195,44 @@ async def test_a_command_that_changed_during_validation_is_abandoned(env: Workfl
     state = await run_rounds(env, cluster, 2, "disruption-abandoned")
     assert cluster.started == []
     assert state.recent[0].startswith("abandoned after validation")
+
+
+async def rounds_after(env: WorkflowEnvironment, handle: WorkflowHandle[Any, Any], seconds: float) -> int:
+    """The controller's round counter once `seconds` of workflow time have passed."""
+    await env.sleep(seconds)
+    state: DisruptionState = await handle.query(DisruptionControllerWorkflow.status)
+    return state.rounds
+
+
+async def test_a_quiet_controller_waits_for_a_wake_or_its_backstop_not_the_poll(env: WorkflowEnvironment) -> None:
+    cluster = Cluster([])
+    async with worker_on_fresh_queue(env.client, [DisruptionControllerWorkflow], cluster.activities()) as queue:
+        handle = await env.client.start_workflow(
+            DisruptionControllerWorkflow.run, DisruptionState(), id=WORKFLOW_ID, task_queue=queue
+        )
+        assert await rounds_after(env, handle, 1) == 1  # the first round at once: no command, quiet
+        assert await rounds_after(env, handle, 6 * POLL.total_seconds()) == 1
+        await handle.signal(DisruptionControllerWorkflow.wake)
+        assert await rounds_after(env, handle, 1) == 2
+        assert cluster.decided == 2
+        assert await rounds_after(env, handle, IDLE_BACKSTOP.total_seconds()) == 3
+        state: DisruptionState = await handle.query(DisruptionControllerWorkflow.status)
+        assert state.recent == ["no command; rejected: none"]  # the same finding, recorded once
+        await handle.terminate("test over")
+        await save_history(handle, "disruption-woken", HISTORIES)
+
+
+async def test_after_a_round_that_acted_the_controller_polls(env: WorkflowEnvironment) -> None:
+    cluster = Cluster([empty_node("a"), empty_node("a")])
+    async with worker_on_fresh_queue(env.client, [DisruptionControllerWorkflow], cluster.activities()) as queue:
+        handle = await env.client.start_workflow(
+            DisruptionControllerWorkflow.run, DisruptionState(), id=WORKFLOW_ID, task_queue=queue
+        )
+        assert await rounds_after(env, handle, 20) == 1  # decided, validated for 15 s, executed
+        assert cluster.started == [["a"]]
+        assert await rounds_after(env, handle, POLL.total_seconds()) == 2  # no wake needed
+        assert cluster.decided == 3
+        await handle.terminate("test over")
 
 
 @pytest.mark.parametrize("path", sorted(HISTORIES.glob("*.json")), ids=lambda p: p.stem)

@@ -10,6 +10,7 @@ import pytest
 
 from activities.disruption import DecideInput, DisruptionActivities
 from activities.disruption_execution import DisruptionExecution, LaunchReplacementsInput, SignalInput, StartInput
+from activities.metrics import Metrics
 from activities.provisioning_models import ProvisionRound
 from apis.meta import now_rfc3339
 from cloudprovider.fake import FakeCloudProvider
@@ -98,6 +99,20 @@ def test_an_empty_node_is_an_executable_emptiness_command(acts: DisruptionActivi
     assert decided.command is not None and decided.executable
     assert (decided.command.method, decided.command.action) == ("Emptiness", "Delete")
     assert decided.candidate_names() == ["default-abcde"]
+
+
+def test_a_look_ahead_decides_the_same_but_counts_no_executed_decision(kube: MemKube, events: Events) -> None:
+    metrics = Metrics()
+    acts = DisruptionActivities(kube, FakeCloudProvider(), events, metrics)  # type: ignore[arg-type]
+    executed = "karpenter_voluntary_disruption_decisions_total"
+    labels = {"decision": "delete", "reason": "empty", "consolidation_type": ""}
+    evaluated = "karpenter_voluntary_disruption_decision_evaluation_duration_seconds_count"
+    ahead = acts.evaluate(DecideInput(), acting=False)
+    assert ahead.executable and ahead.candidate_names() == ["default-abcde"]
+    assert metrics.registry.get_sample_value(executed, labels) is None
+    assert metrics.registry.get_sample_value(evaluated, {"method": "all", "consolidation_type": ""}) == 1
+    assert acts.decide_disruption(DecideInput()).summary() == ahead.summary()
+    assert metrics.registry.get_sample_value(executed, labels) == 1
 
 
 def test_a_node_with_a_pod_is_not_empty(acts: DisruptionActivities, kube: MemKube) -> None:

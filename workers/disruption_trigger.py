@@ -1,0 +1,83 @@
+"""The disruption trigger: the leader's look ahead for the disruption controller (workflows.disruption).
+
+Karpenter's disruption controller decides every 10 s in memory. nodeflow's controller is a workflow, so
+deciding there every 10 s costs a timer and an activity each time (17,280 billable Temporal actions a
+day on an idle cluster). Instead the leader decides every `interval` seconds here, outside any workflow,
+with the same code as the controller's `decide_disruption` activity (activities.disruption `evaluate`:
+a fresh snapshot, the Consolidatable conditions, events and metrics published as the activity does), and
+sends the controller `wake` only when the decision is news:
+
+- its summary (the command and its candidates, or the rejections by code) differs from the last one
+  this trigger announced, or
+- it has a command to execute and no wake was sent for RESIGNAL_SECONDS (the controller may have
+  judged the same cluster a moment earlier and found nothing; it is woken again, not left to its
+  backstop).
+
+The controller then decides again itself, validates and acts, and records the decision in its history;
+the trigger only says when. A wake that fails is retried at the next look (the summary is remembered only
+once sent). The first look after leadership is taken always wakes. Without a leader the controller still
+decides at its own backstop (workflows.disruption IDLE_BACKSTOP).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from activities.disruption import DecideInput, DisruptionRound
+
+log = logging.getLogger(__name__)
+RESIGNAL_SECONDS = 60.0
+
+
+class DisruptionTrigger:
+    """See the module docstring. `decide` evaluates without acting (DisruptionActivities.evaluate with
+    acting=False); `wake` signals the controller and raises when it could not."""
+
+    def __init__(
+        self,
+        decide: Callable[[DecideInput], DisruptionRound],
+        wake: Callable[[], None],
+        settings: DecideInput,
+        interval: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.decide = decide
+        self.wake = wake
+        self.settings = settings
+        self.interval = interval
+        self.clock = clock
+        self.announced: str | None = None  # the summary of the last decision the controller was woken for
+        self.woken_at: float | None = None
+        self.single_node_first: list[str] = []
+
+    def run(self, stop: threading.Event) -> None:
+        """Look now, then every `interval` seconds until `stop` is set. Never raises."""
+        while not stop.is_set():
+            self.look()
+            stop.wait(self.interval)
+
+    def look(self) -> bool:
+        """Decide once and wake the controller if the decision is news; whether it was woken."""
+        inp = self.settings.model_copy(update={"single_node_first": self.single_node_first})
+        try:
+            decided = self.decide(inp)
+        except Exception:
+            log.exception("disruption look ahead failed; the controller decides at its backstop, and this retries")
+            return False
+        self.single_node_first = decided.single_node_skipped
+        summary = decided.summary()
+        now = self.clock()
+        overdue = self.woken_at is None or now - self.woken_at >= RESIGNAL_SECONDS
+        if summary == self.announced and not (decided.executable and overdue):
+            return False
+        try:
+            self.wake()
+        except Exception as err:
+            log.warning("waking the disruption controller failed (the next look retries): %s", err)
+            return False
+        self.announced, self.woken_at = summary, now
+        log.debug("disruption controller woken: %s", summary)
+        return True
