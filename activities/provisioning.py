@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -40,6 +41,18 @@ log = logging.getLogger(__name__)
 PROVISIONER = "provisioner"  # the `controller` label of the scheduling metrics
 
 
+@dataclass(frozen=True)
+class ReadyObjects:
+    """What `refresh_status` found: the ready EC2NodeClasses (with the status just written), the zones
+    where they have subnets, the NodePools the scheduler sees (each with its Ready condition as of now),
+    and every invalid or not-ready object."""
+
+    node_classes: list[EC2NodeClass]
+    zones: set[str]
+    node_pools: list[NodePool]
+    invalid: list[InvalidObject]
+
+
 class ProvisioningActivities:
     """`solve` and `apply_plan`. `metrics` receives the scheduling duration and queue depth (controller
     `provisioner`) and the NodeClaims created (reason `provisioned`)."""
@@ -71,10 +84,21 @@ class ProvisioningActivities:
         with heartbeating():
             return self._solve()
 
-    def _solve(self) -> ProvisionPlan:
+    def refresh_status(self) -> ReadyObjects:
+        """Validate and resolve every EC2NodeClass and NodePool and bring their status up to date: the
+        EC2NodeClass's resolved selectors and conditions, its finalizer and termination; each NodePool's
+        ValidationSucceeded, NodeClassReady and Ready conditions as Karpenter sets them; a Warning Event
+        when a problem appears or changes. Writes only what changed. What a round does before it
+        schedules, whether or not a pod is pending. Raises only for infrastructure failures."""
         invalid: list[InvalidObject] = []
         node_classes, zones, class_problems = self._ready_node_classes(invalid)
         node_pools = self._node_pools(invalid, {nc.name for nc in node_classes}, class_problems)
+        self._report_node_pools(invalid)
+        return ReadyObjects(node_classes=node_classes, zones=zones, node_pools=node_pools, invalid=invalid)
+
+    def _solve(self) -> ProvisionPlan:
+        ready = self.refresh_status()
+        node_classes, zones, node_pools, invalid = ready.node_classes, ready.zones, ready.node_pools, ready.invalid
         pods = self.kube.list(r.POD)
         pending = [p for p in pods if is_provisionable(p)]
         if not pending:
@@ -260,13 +284,13 @@ class ProvisioningActivities:
     @activity.defn(name="apply_plan")
     def apply_plan(self, inp: ApplyPlanInput) -> ApplyPlanResult:
         """Create the planned NodeClaims (AlreadyExists is fine: a retried round), start one workflow per
-        claim, report invalid NodePools on their status, and tell pending pods why they stay pending."""
+        claim, update each NodePool's counts, and tell pending pods why they stay pending."""
         with heartbeating():
             return self._apply_plan(inp)
 
     def _apply_plan(self, inp: ApplyPlanInput) -> ApplyPlanResult:
         created = self.launcher.launch(inp.round, inp.plan.node_claims, PROVISIONED)
-        pools = self._report_node_pools(inp.plan.invalid)
+        pools = [obj["metadata"]["name"] for obj in self.kube.list(r.NODEPOOL) if is_managed(obj)]
         nodepool_status.sync_all_counts(self.kube, pools)
         for pod in inp.plan.unschedulable[:200]:
             namespace, _, name = pod.pod.partition("/")
@@ -275,19 +299,17 @@ class ProvisioningActivities:
                 self.recorder.record(pod_obj, "Warning", "FailedScheduling", f"Failed to schedule pod, {pod.reason}")
         return ApplyPlanResult(created=created)
 
-    def _report_node_pools(self, invalid: list[InvalidObject]) -> list[str]:
+    def _report_node_pools(self, invalid: list[InvalidObject]) -> None:
         """NodePool conditions as Karpenter sets them, with an Event when a problem appears or changes:
         an invalid NodePool gets ValidationSucceeded=False and Ready=False (ValidationFailed); one whose
         EC2NodeClass is not ready or missing gets NodeClassReady=False and Ready=False with that reason;
-        the others get all three True. Returns the names of the NodePools."""
+        the others get all three True."""
         problems = {i.name: i for i in invalid if i.kind == "NodePool"}
         stamp = now_rfc3339()
-        names: list[str] = []
         for obj in self.kube.list(r.NODEPOOL):
             if not is_managed(obj):
                 continue
             name = obj["metadata"]["name"]
-            names.append(name)
             problem = problems.get(name)
             message = problem.message if problem else ""
             reason = (problem.reason or "ValidationFailed") if problem else "Ready"
@@ -306,7 +328,6 @@ class ProvisioningActivities:
             if message and not (current and current.status == "False" and current.message == message):
                 self.recorder.record(obj, "Warning", reason, message)
             kubeops.update(self.kube, r.NODEPOOL, name, _setting(wanted, stamp), subresource="status")
-        return names
 
 
 def _setting(wanted: list[tuple[str, str, str, str]], stamp: str) -> Callable[[Obj], bool]:

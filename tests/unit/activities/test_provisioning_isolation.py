@@ -172,7 +172,8 @@ def test_a_node_class_that_cannot_resolve_is_reported_and_the_valid_pool_still_p
     assert (ready["status"], ready["reason"]) == ("False", "NodeClassNotReady")
     assert UNSUPPORTED in ready["message"] and FIX in ready["message"]
     assert world.condition(r.EC2NODECLASS, "default", "Ready")["status"] == "True"
-    assert [reason for reason, message in world.events.recorded if UNSUPPORTED in message] == ["NodeClassNotReady"]
+    # one Event on the EC2NodeClass, one on its NodePool
+    assert [reason for reason, message in world.events.recorded if UNSUPPORTED in message] == ["NodeClassNotReady"] * 2
     # pods only the legacy pool could take say which pool and node class keep them pending, and why
     reasons = {u.pod: u.reason for u in plan.unschedulable}
     assert sorted(reasons) == ["default/old-0", "default/old-1"]
@@ -218,6 +219,19 @@ def test_apply_marks_the_node_pools_of_an_unready_node_class_as_karpenter_does()
     before = len(world.events.recorded)
     world.apply(world.solve())
     assert [e for e in world.events.recorded[before:] if e[0] != "FailedScheduling"] == []
+
+
+def test_node_pool_conditions_follow_a_fix_made_while_no_pod_is_pending() -> None:
+    world = World([node_pool("late", "late")])  # its EC2NodeClass is not applied yet
+    assert [i.name for i in world.solve().invalid] == ["late"]
+    assert world.condition(r.NODEPOOL, "late", "Ready")["reason"] == "NodeClassNotFound"
+
+    world.kube.create(r.EC2NODECLASS, node_class("late"))
+    plan = world.solve()  # a round with nothing to plan or report: no apply_plan follows
+
+    assert (plan.invalid, plan.node_claims, plan.unschedulable) == ([], [], [])
+    for type_ in ("Ready", "NodeClassReady", "ValidationSucceeded"):
+        assert world.condition(r.NODEPOOL, "late", type_)["status"] == "True"
 
 
 def test_a_role_that_does_not_exist_makes_its_node_class_not_ready() -> None:
