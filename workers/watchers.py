@@ -491,21 +491,3 @@ class DriftTrigger(_Watcher):
                 log.exception("signalling nodeclaim-%s failed; the claim sweep signals the rest", name)
                 return
             self._stop.wait(self.pause)
-
-
-class Resync:
-    """Asks the provisioner for a round every `interval` seconds even when no pod is pending, so NodePool
-    and EC2NodeClass status (validation, what selectors resolve to) follows changes that no pod event
-    announces."""
-
-    def __init__(self, starter: TemporalStarter, loop: asyncio.AbstractEventLoop, interval: float = 60.0) -> None:
-        self.starter = starter
-        self.loop = loop
-        self.interval = interval
-
-    def run(self, stop: threading.Event) -> None:
-        while not stop.wait(self.interval):
-            try:
-                asyncio.run_coroutine_threadsafe(self.starter.signal_provisioner(), self.loop).result(timeout=30)
-            except Exception:
-                log.exception("resync signal to the provisioner failed; retrying next interval")

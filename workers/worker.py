@@ -32,10 +32,12 @@ from cloudprovider.aws.factory import new_aws_cloud_provider, new_interruption_q
 from cloudprovider.aws.provider import AWSCloudProvider
 from cloudprovider.types import CloudProvider
 from cloudprovider.unavailable import UnavailableOfferings
+from kube import resources as r
 from kube.client import KubeClient
 from kube.events import EventRecorder
 from kube.leases import LeaseClient
 from kube.types import Kube
+from scheduling.provisionable import is_provisionable
 from workers.build_id import build_id
 from workers.claim_sweep import ClaimSweep
 from workers.cluster_metrics import ClusterStateMetrics
@@ -53,9 +55,10 @@ from workers.probes import CatalogWarmer, worker_probes
 from workers.reconcile import adopt_node_claims, end_orphaned_workflows
 from workers.settings import Settings
 from workers.starter import TemporalStarter
+from workers.status_refresh import StatusRefresh
 from workers.temporal_client import connect
 from workers.tracing import Tracing
-from workers.watchers import DeletionWatcher, DriftTrigger, PodWatcher, Resync
+from workers.watchers import DeletionWatcher, DriftTrigger, PodWatcher
 from workflows.disruption import (
     POLL,
     DisruptionControllerWorkflow,
@@ -87,15 +90,16 @@ async def _lead(
     loops: Sequence[LeaderLoop | None] = (),
     nodes: NodeDirectory | None = None,
     disruption: DisruptionActivities | None = None,
+    provisioning: ProvisioningActivities | None = None,
 ) -> None:
     """The leader's work, run only while this worker holds the Lease (workers.leadership), until
     cancelled: end NodeClaim workflows whose NodeClaim is gone, adopt NodeClaims without a workflow
     (workers.reconcile), nudge the provisioner, start or reconfigure the garbage collector and the
     disruption controller (so the leader's settings win), then run the Kubernetes watchers, the
     cluster-state metrics (workers.cluster_metrics), the disruption trigger (deciding with `disruption`,
-    when given) and the other `loops` given (the interruption queue's consumer, the instance status
-    checker, node repair), each in its thread. A new leader does all of it again: each step is
-    idempotent."""
+    when given), the status refresh (with `provisioning`, when given) and the other `loops` given (the
+    interruption queue's consumer, the instance status checker, node repair), each in its thread. A new
+    leader does all of it again: each step is idempotent."""
     await end_orphaned_workflows(client, kube, cloud)
     adopted = await adopt_node_claims(kube, starter)
     log.info("leading: %d NodeClaims adopted", adopted)
@@ -120,11 +124,12 @@ async def _lead(
         DeletionWatcher(kube, starter, loop, nodes),
         DriftTrigger(kube, starter, loop),
         ClaimSweep(kube, cloud, starter, loop, interval=settings.seconds("claim_sweep_interval")),
-        Resync(starter, loop),
         ClusterStateMetrics(kube, metrics, cloud),
     ]
     if disruption is not None:
         watchers.append(_disruption_trigger(client, loop, disruption, disruption_settings))
+    if provisioning is not None:
+        watchers.append(_status_refresh(kube, starter, provisioning))
     watchers += [extra for extra in loops if extra is not None]
     threads = [threading.Thread(target=w.run, args=(watch_stop,), name=type(w).__name__, daemon=True) for w in watchers]
     for thread in threads:
@@ -150,6 +155,19 @@ def _disruption_trigger(
     return DisruptionTrigger(
         lambda decide: disruption.evaluate(decide, acting=False), wake, inp, interval=POLL.total_seconds()
     )
+
+
+def _status_refresh(kube: Kube, starter: TemporalStarter, provisioning: ProvisioningActivities) -> StatusRefresh:
+    """The leader's NodePool and EC2NodeClass status refresh (workers.status_refresh), asking the
+    provisioner for a round through `starter` when pods are pending."""
+
+    def pending_pods() -> int:
+        return sum(1 for pod in kube.list(r.POD) if is_provisionable(pod))
+
+    def ask_round(count: int) -> None:
+        asyncio.run_coroutine_threadsafe(starter.signal_provisioner(count), starter.loop).result(timeout=30)
+
+    return StatusRefresh(provisioning.refresh_status, pending_pods, ask_round)
 
 
 def _claim_disrupter(
@@ -324,7 +342,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing |
             elector = LeaderElector(
                 leases,
                 Election(identity),
-                lambda: _lead(settings, client, kube, cloud, starter, metrics, loops, nodes, disruption),
+                lambda: _lead(settings, client, kube, cloud, starter, metrics, loops, nodes, disruption, provisioning),
             )
             metrics_server = MetricsServer(metrics.registry, settings.metrics_port)
             metrics_server.start()
