@@ -27,7 +27,7 @@
 | instance_status_interval | NODEFLOW_INSTANCE_STATUS_INTERVAL | 1m (Never = no status checks) |
 | on_demand_price_refresh_interval | NODEFLOW_ON_DEMAND_PRICE_REFRESH_INTERVAL | 12h (Never = the shipped table only) |
 | spot_price_refresh_interval | NODEFLOW_SPOT_PRICE_REFRESH_INTERVAL | 12h (Never = read once) |
-| max_cached_workflows | NODEFLOW_MAX_CACHED_WORKFLOWS | 20000 |
+| max_cached_workflows | NODEFLOW_MAX_CACHED_WORKFLOWS | 2000 |
 | max_concurrent_workflow_tasks | NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASKS | 100 |
 | max_concurrent_workflow_task_polls | NODEFLOW_MAX_CONCURRENT_WORKFLOW_TASK_POLLS | 5 |
 | nonsticky_to_sticky_poll_ratio | NODEFLOW_NONSTICKY_TO_STICKY_POLL_RATIO | 0.2 |
@@ -78,9 +78,11 @@ instance or system status check is impaired, or which has a scheduled event (ret
 stop, reboot), is treated as an AWS Health scheduled change: its NodeClaim is disrupted. It needs no
 queue. At least 10s; Never: off.
 
-Worker tuning: `max_cached_workflows` bounds the workflows kept in the worker's memory. Keep it above
-the number of nodes the worker serves, or every timer and signal of an evicted NodeClaim workflow
-replays its history (see benchmarks/README.md for the measured cost per cached workflow).
+Worker tuning: `max_cached_workflows` bounds the workflows kept in the worker's memory (about 60 KiB
+each), least recently used out first. It need not cover the fleet: a Running NodeClaim waits for a signal
+and holds no timer, so an idle one is evicted first, and its next signal replays its Running run, a
+handful of events (about 9 ms of worker CPU; benchmarks/bounded_cache.py). Keep it above the claims
+that launch or drain at once, which replay longer histories at every step when evicted.
 `max_concurrent_workflow_tasks` bounds workflow tasks processed at once. Of the
 `max_concurrent_workflow_task_polls` long polls, the share `nonsticky_to_sticky_poll_ratio` (at least
 one) takes workflow tasks of workflows not in this worker's cache, such as newly started NodeClaims:
@@ -147,7 +149,7 @@ class Settings:
     instance_status_interval: str = "1m"
     on_demand_price_refresh_interval: str = "12h"
     spot_price_refresh_interval: str = "12h"
-    max_cached_workflows: int = 20000
+    max_cached_workflows: int = 2000
     max_concurrent_workflow_tasks: int = 100
     max_concurrent_workflow_task_polls: int = 5
     nonsticky_to_sticky_poll_ratio: float = 0.2

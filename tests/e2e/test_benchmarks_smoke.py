@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import disruption, disruption_stack, idle_cost, scale
+from benchmarks import bounded_cache, disruption, disruption_stack, idle_cost, scale
 from benchmarks import scheduling as scheduling_bench
 
 pytestmark = pytest.mark.e2e
@@ -61,14 +61,16 @@ def run_scripts(*argvs: list[str], timeout: float = 120.0) -> list[dict[str, obj
         (["idle", "--claims", "0"], "--claims 0"),
         (["idle", "--window", "0"], "--window 0"),
         (["idle", "--days", "30"], "--days 30"),
+        (["bounded", "--claims", "10", "--signals", "6"], "--signals 6: between 1 and half of --claims (5)"),
+        (["bounded", "--max-cached", "0"], "--max-cached 0"),
     ],
 )
 def test_bad_arguments_are_refused_naming_the_flag(
     argv: list[str], wanted: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """scale.py's arguments, disruption.py's when the first item is "disruption", idle_cost.py's when it
-    is "idle"."""
-    script = {"disruption": disruption, "idle": idle_cost}.get(argv[0] if argv else "", scale)
+    is "idle", bounded_cache.py's when it is "bounded"."""
+    script = {"disruption": disruption, "idle": idle_cost, "bounded": bounded_cache}.get(argv[0] if argv else "", scale)
     with pytest.raises(SystemExit) as exit_info:
         script.parse_args(argv[1:] if script is not scale else argv)
     assert exit_info.value.code == 2

@@ -335,7 +335,7 @@ def test_two_replicas_spread_over_zones_and_hosts_with_a_disruption_budget() -> 
 
 
 @pytest.mark.parametrize(
-    ("full", "mib"), [(False, 256 + 1954), (True, 256 + 489)], ids=["default-values", "full-values"]
+    ("full", "mib"), [(False, 256 + 196), (True, 256 + 489)], ids=["default-values", "full-values"]
 )
 def test_memory_is_sized_from_the_cached_workflows(full: bool, mib: int) -> None:
     """baseMemoryMiB + ceil(maxCachedWorkflows x 100 KiB / 1024), as request and limit (values.yaml)."""
@@ -347,7 +347,7 @@ def test_default_values_render_only_the_settings_they_set() -> None:
     assert env(render(False)) == {
         "NODEFLOW_TEMPORAL_NAMESPACE": "default",
         "NODEFLOW_TASK_QUEUE": "nodeflow",
-        "NODEFLOW_MAX_CACHED_WORKFLOWS": "20000",
+        "NODEFLOW_MAX_CACHED_WORKFLOWS": "2000",
         "NODEFLOW_HEALTH_PROBE_PORT": "8081",
         "NODEFLOW_METRICS_PORT": "8080",
         "NODEFLOW_TEMPORAL_METRICS_PORT": "8082",

@@ -17,7 +17,7 @@ def parse(*argv: str) -> argparse.Namespace:
 
 def test_defaults() -> None:
     settings = Settings.from_env({})
-    assert (settings.task_queue, settings.registration_ttl, settings.max_cached_workflows) == ("nodeflow", "15m", 20000)
+    assert (settings.task_queue, settings.registration_ttl, settings.max_cached_workflows) == ("nodeflow", "15m", 2000)
     assert (settings.seconds("garbage_collection_interval"), settings.seconds("garbage_collection_min_age")) == (
         120,
         120,

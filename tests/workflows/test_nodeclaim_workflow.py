@@ -11,6 +11,7 @@ from tests.eventually import eventually_async
 from tests.workflows.claim_status import claim_status_when_asleep, wait_until_asleep
 from tests.workflows.fakes import World
 from tests.workflows.histories import save_history
+from tests.workflows.workers import worker_on_fresh_queue
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
 from workflows.nodeclaim_state import DELETED, RUNNING, NodeClaimInput, NodeClaimState
 
@@ -58,6 +59,31 @@ async def test_should_run_the_whole_lifecycle_when_the_claim_is_deleted(
     ]  # fmt: skip
     assert world.terminate_calls == 2
     assert [i.registration_failed for i in world.begin_inputs] == [False]
+
+
+async def test_a_claim_that_is_not_cached_answers_every_signal_by_replaying_its_run(
+    time_env: WorkflowEnvironment, world: World
+) -> None:
+    # The worker's cache is bounded (workers.settings max_cached_workflows): an idle Running claim is
+    # evicted first, and its next signal replays its short Running run. Here nothing stays cached.
+    activities = world.activities()
+    async with worker_on_fresh_queue(time_env.client, [NodeClaimWorkflow], activities, max_cached_workflows=0) as queue:
+        handle = await start(time_env, queue)
+        await wait_for_phase(handle, time_env, RUNNING)
+        await wait_until_asleep(time_env, handle.id)
+        await handle.signal(NodeClaimWorkflow.check_drift, "node class changed")
+
+        async def checked() -> bool:
+            return world.drift_checks == 1
+
+        await eventually_async(checked, timeout=30, what="the running check")
+        await handle.signal(NodeClaimWorkflow.delete, "NodeClaim deleted")
+        final: NodeClaimState = await handle.result()
+    assert final.phase == DELETED
+    assert world.calls == [
+        "launch", "mark_launched", "register_node", "initialized", "begin_termination",
+        "drain_step", "drain_step", "finalize",
+    ]  # fmt: skip
 
 
 async def test_should_delete_the_claim_when_every_offering_is_out_of_capacity(
