@@ -23,8 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import signal
 import statistics
 import sys
 import time
@@ -39,10 +37,9 @@ import psutil
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from benchmarks.idle_cost import claim_names, count_running, start_all
-from benchmarks.scale import MIB, TASK_QUEUE, poll, rss_bytes, state_directory
+from benchmarks.idle_cost import burst_to_running, claim_names
+from benchmarks.scale import MIB, claims_worker_child, rss_bytes, state_directory
 
-RUNNING_POLL_SECONDS = 0.5
 CHECK_POLL_SECONDS = 0.5
 IDLE_CPU_PER_SECOND = 0.05  # the worker counts as idle below this CPU per second, two seconds in a row
 
@@ -109,15 +106,7 @@ async def _measure(address: str, claims: int, signals: int, timeout: float, pid:
     await register_search_attributes(client)
     names = claim_names(claims, "cache")
     before = rss_bytes(pid)
-    began = time.monotonic()
-    await start_all(client, names, TASK_QUEUE)
-    running = 0
-    while time.monotonic() - began < timeout:
-        running = await count_running(client, "cache")
-        if running >= claims:
-            break
-        await asyncio.sleep(RUNNING_POLL_SECONDS)
-    seconds = time.monotonic() - began if running >= claims else None
+    _, running, seconds = await burst_to_running(client, "cache", names, timeout)
     await _wait_idle(pid, timeout)
     evicted = await _signal_batch(client, names[:signals], pid, timeout)
     cached = await _signal_batch(client, names[-signals:], pid, timeout)
@@ -132,35 +121,11 @@ async def _measure(address: str, claims: int, signals: int, timeout: float, pid:
 
 def run(claims: int, max_cached: int, signals: int, timeout: float) -> dict[str, Any]:
     """See the module docstring."""
-    from devstack import temporal
-    from devstack.stack.children import ChildProcess
-    from devstack.stack.core import child_env
-    from workers.dev_cmd import stack_config
-
-    scale = Path(__file__).resolve().parent / "scale.py"
     result: dict[str, Any] = {"benchmark": "bounded-cache", "claims": claims, "max_cached": max_cached}
-    with state_directory(None) as state:
-        server = temporal.TemporalDevServer(temporal.free_ports(), None, False, state / "temporal.log",
-                                            stack_config(start_worker=False).search_attributes)  # fmt: skip
-        server.start(attempts=temporal.PORT_ATTEMPTS, new_ports=temporal.free_ports)
-        ready = state / "claims-worker.json"
-        argv = [sys.executable, str(scale), "--serve-claims-worker", server.address,
-                "--max-cached", str(max_cached), "--ready-file", str(ready)]  # fmt: skip
-        worker = ChildProcess("claims-worker", argv, state / "claims-worker.log", child_env(), 10.0)
-        try:
-            worker.start()
-            if not poll(lambda: ready.exists() or not worker.running(), 60.0, 0.1) or not ready.exists():
-                raise SystemExit(f"the claims worker did not start; log:\n{worker.log_tail()}")
-            assert worker.pid is not None
-            time.sleep(1.0)  # start-up allocations settle before the baseline
-            result |= asyncio.run(_measure(server.address, claims, signals, timeout, worker.pid))
-            trimmed = ready.with_suffix(".trimmed")
-            os.kill(worker.pid, signal.SIGUSR1)  # gc and malloc_trim: count live memory, not slack
-            poll(trimmed.exists, 30.0, 0.1)
-            after = rss_bytes(worker.pid)
-        finally:
-            worker.stop(kill=True)
-            server.stop()
+    with state_directory(None) as state, claims_worker_child(state, max_cached) as worker:
+        result |= asyncio.run(_measure(worker.address, claims, signals, timeout, worker.pid))
+        worker.trim()
+        after = rss_bytes(worker.pid)
     before = result.pop("_rss_before")
     result |= {
         "worker_rss_mb_before": round(before / MIB, 1),

@@ -44,7 +44,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import sys
 import time
 from collections import Counter
@@ -60,7 +59,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 
-from benchmarks.scale import MIB, TASK_QUEUE, poll, rss_bytes, standin_activity, state_directory
+from benchmarks.scale import MIB, TASK_QUEUE, claims_worker_child, rss_bytes, standin_activity, state_directory
 
 TARGET_ACTIONS_PER_NODE_PER_DAY = 30.0
 TARGET_CLAIMS_PER_SECOND = 20.0
@@ -160,6 +159,24 @@ async def count_running(client: Client, prefix: str) -> int:
     return (await client.count_workflows(query)).count
 
 
+async def burst_to_running(
+    client: Client, prefix: str, names: Sequence[str], timeout: float
+) -> tuple[float, int, float | None]:
+    """Start the claims `names` (all of `prefix`) at once and count them Running every
+    RUNNING_POLL_SECONDS until all are or `timeout` passes: (seconds to start them all, how many are
+    Running, seconds until all were or None)."""
+    began = time.monotonic()
+    await start_all(client, names, TASK_QUEUE)
+    started = time.monotonic() - began
+    running = 0
+    while time.monotonic() - began < timeout:
+        running = await count_running(client, prefix)
+        if running >= len(names):
+            break
+        await asyncio.sleep(RUNNING_POLL_SECONDS)
+    return started, running, time.monotonic() - began if running >= len(names) else None
+
+
 # -- part 1: the burst on the dev server ------------------------------------------------------------------
 
 
@@ -172,17 +189,7 @@ async def _burst(address: str, claims: int, window: float, timeout: float, pid: 
     await register_search_attributes(client)
     names = claim_names(claims, "idle")
     before = rss_bytes(pid)
-    began = time.monotonic()
-    await start_all(client, names, TASK_QUEUE)
-    started = time.monotonic() - began
-    running = 0
-    deadline = began + timeout
-    while time.monotonic() < deadline:
-        running = await count_running(client, "idle")
-        if running >= claims:
-            break
-        await asyncio.sleep(RUNNING_POLL_SECONDS)
-    seconds = time.monotonic() - began if running >= claims else None
+    started, running, seconds = await burst_to_running(client, "idle", names, timeout)
     sample = [await runs(client, workflow_id(name)) for name in names[:EVENT_SAMPLE]]
     window_start = datetime.now().astimezone()
     await asyncio.sleep(window)
@@ -205,36 +212,10 @@ async def _burst(address: str, claims: int, window: float, timeout: float, pid: 
 
 def run_burst(claims: int, window: float, timeout: float, state_dir: Path | None) -> dict[str, Any]:
     """Part 1 (see the module docstring), with the dev server and worker child as scale.py runs them."""
-    from devstack import temporal
-    from devstack.stack.children import ChildProcess
-    from devstack.stack.core import child_env
-    from workers.dev_cmd import stack_config
-
-    scale = Path(__file__).resolve().parent / "scale.py"
-    with state_directory(state_dir) as state:
-        server = temporal.TemporalDevServer(temporal.free_ports(), None, False, state / "temporal.log",
-                                            stack_config(start_worker=False).search_attributes)  # fmt: skip
-        server.start(attempts=temporal.PORT_ATTEMPTS, new_ports=temporal.free_ports)
-        ready = state / "claims-worker.json"
-        for stale in (ready, ready.with_suffix(".trimmed")):
-            stale.unlink(missing_ok=True)
-        argv = [sys.executable, str(scale), "--serve-claims-worker", server.address,
-                "--max-cached", str(claims + 100), "--ready-file", str(ready)]  # fmt: skip
-        worker = ChildProcess("claims-worker", argv, state / "claims-worker.log", child_env(), 10.0)
-        try:
-            worker.start()
-            if not poll(lambda: ready.exists() or not worker.running(), 60.0, 0.1) or not ready.exists():
-                raise SystemExit(f"the claims worker did not start; log:\n{worker.log_tail()}")
-            assert worker.pid is not None
-            time.sleep(1.0)  # start-up allocations settle before the baseline
-            result = asyncio.run(_burst(server.address, claims, window, timeout, worker.pid))
-            trimmed = ready.with_suffix(".trimmed")
-            os.kill(worker.pid, signal.SIGUSR1)  # gc and malloc_trim: count live memory, not slack
-            poll(trimmed.exists, 30.0, 0.1)
-            after = rss_bytes(worker.pid)
-        finally:
-            worker.stop(kill=True)
-            server.stop()
+    with state_directory(state_dir) as state, claims_worker_child(state, claims + 100) as worker:
+        result = asyncio.run(_burst(worker.address, claims, window, timeout, worker.pid))
+        worker.trim()
+        after = rss_bytes(worker.pid)
     before = result.pop("_rss_before")
     running = max(result["claims_running"], 1)
     result |= {

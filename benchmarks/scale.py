@@ -692,50 +692,73 @@ async def _running_count(address: str) -> int:
     return (await client.count_workflows(query)).count
 
 
-def run_claims(opts: ClaimsOptions) -> dict[str, Any]:
-    """Hold `opts.claims` NodeClaim workflows Running in one worker; see the module docstring."""
+@dataclass(frozen=True)
+class ClaimsWorkerChild:
+    """The Temporal dev server and the claims worker child process on it (`claims_worker_child`)."""
+
+    address: str
+    pid: int  # the worker's
+    server_pid: int
+    ready_file: Path
+
+    def trim(self) -> None:
+        """gc and glibc malloc_trim in the worker (SIGUSR1), waited for: read live memory, not slack."""
+        trimmed = self.ready_file.with_suffix(".trimmed")
+        os.kill(self.pid, signal.SIGUSR1)
+        poll(trimmed.exists, 30.0, 0.1)
+
+
+@contextmanager
+def claims_worker_child(state: Path, max_cached: int) -> Iterator[ClaimsWorkerChild]:
+    """A Temporal dev server (in memory) and, on it, the claims worker (`--serve-claims-worker`: the real
+    NodeClaimWorkflow, stand-in activities) in a child process with its cache at `max_cached`, logs in
+    `state`; yielded once the worker polls and its start-up allocations settled. Both are stopped at the
+    end, the worker killed (a graceful shutdown of N cached workflows proves nothing here)."""
     from devstack import temporal
     from devstack.stack.children import ChildProcess
     from devstack.stack.core import child_env
     from workers.dev_cmd import stack_config
 
-    with state_directory(opts.state_dir) as state:
-        server = temporal.TemporalDevServer(temporal.free_ports(), None, False, state / "temporal.log",
-                                          stack_config(start_worker=False).search_attributes)  # fmt: skip
-        server.start(attempts=temporal.PORT_ATTEMPTS, new_ports=temporal.free_ports)
-        ready = state / "claims-worker.json"
-        for stale in (ready, ready.with_suffix(".trimmed")):  # left by an earlier run in --state-dir
-            stale.unlink(missing_ok=True)
-        argv = [sys.executable, str(Path(__file__).resolve()), "--serve-claims-worker", server.address,
-                "--max-cached", str(opts.claims + 100), "--ready-file", str(ready)]  # fmt: skip
-        worker = ChildProcess("claims-worker", argv, state / "claims-worker.log", child_env(), 10.0)
-        try:
-            worker.start()
-            if not poll(lambda: ready.exists() or not worker.running(), 60.0, 0.1) or not ready.exists():
-                raise SystemExit(f"the claims worker did not start; log:\n{worker.log_tail()}")
-            assert worker.pid is not None
-            time.sleep(1.0)  # let the worker's start-up allocations settle before the baseline
-            before = rss_bytes(worker.pid)
-            report = asyncio.run(_start_claims(server.address, opts.claims, opts.concurrency, opts.timeout))
-            steady = report.seconds_to_steady is not None
-            # Visibility is eventually consistent: give the count a moment to catch up.
-            poll(lambda: asyncio.run(_running_count(server.address)) >= opts.claims, 30.0 if steady else 0.0, 1.0)
-            after_samples = []
-            for _ in range(STEADY_RSS_SAMPLES):
-                after_samples.append(rss_bytes(worker.pid))
-                time.sleep(RSS_SAMPLE_SECONDS)
-            after = max(after_samples)
-            held = _hold(worker.pid, opts.hold)
-            trimmed_marker = ready.with_suffix(".trimmed")
-            os.kill(worker.pid, signal.SIGUSR1)
-            poll(trimmed_marker.exists, 30.0, 0.1)
-            after_trim = rss_bytes(worker.pid)
-            running = asyncio.run(_running_count(server.address))
-            worker_cpu = _cpu_seconds(worker.pid)
-            server_cpu = _cpu_seconds(server.process.pid)
-        finally:
-            worker.stop(kill=True)  # a graceful shutdown of N cached workflows proves nothing here
-            server.stop()
+    server = temporal.TemporalDevServer(temporal.free_ports(), None, False, state / "temporal.log",
+                                        stack_config(start_worker=False).search_attributes)  # fmt: skip
+    server.start(attempts=temporal.PORT_ATTEMPTS, new_ports=temporal.free_ports)
+    ready = state / "claims-worker.json"
+    for stale in (ready, ready.with_suffix(".trimmed")):  # left by an earlier run in the same directory
+        stale.unlink(missing_ok=True)
+    argv = [sys.executable, str(Path(__file__).resolve()), "--serve-claims-worker", server.address,
+            "--max-cached", str(max_cached), "--ready-file", str(ready)]  # fmt: skip
+    worker = ChildProcess("claims-worker", argv, state / "claims-worker.log", child_env(), 10.0)
+    try:
+        worker.start()
+        if not poll(lambda: ready.exists() or not worker.running(), 60.0, 0.1) or not ready.exists():
+            raise SystemExit(f"the claims worker did not start; log:\n{worker.log_tail()}")
+        assert worker.pid is not None and server.process is not None
+        time.sleep(1.0)  # let the worker's start-up allocations settle before any baseline
+        yield ClaimsWorkerChild(server.address, worker.pid, server.process.pid, ready)
+    finally:
+        worker.stop(kill=True)
+        server.stop()
+
+
+def run_claims(opts: ClaimsOptions) -> dict[str, Any]:
+    """Hold `opts.claims` NodeClaim workflows Running in one worker; see the module docstring."""
+    with state_directory(opts.state_dir) as state, claims_worker_child(state, opts.claims + 100) as worker:
+        before = rss_bytes(worker.pid)
+        report = asyncio.run(_start_claims(worker.address, opts.claims, opts.concurrency, opts.timeout))
+        steady = report.seconds_to_steady is not None
+        # Visibility is eventually consistent: give the count a moment to catch up.
+        poll(lambda: asyncio.run(_running_count(worker.address)) >= opts.claims, 30.0 if steady else 0.0, 1.0)
+        after_samples = []
+        for _ in range(STEADY_RSS_SAMPLES):
+            after_samples.append(rss_bytes(worker.pid))
+            time.sleep(RSS_SAMPLE_SECONDS)
+        after = max(after_samples)
+        held = _hold(worker.pid, opts.hold)
+        worker.trim()
+        after_trim = rss_bytes(worker.pid)
+        running = asyncio.run(_running_count(worker.address))
+        worker_cpu = _cpu_seconds(worker.pid)
+        server_cpu = _cpu_seconds(worker.server_pid)
     per_workflow_kib = (after - before) / 1024 / max(running, 1)
     held_fields = {}
     if held:
