@@ -14,9 +14,10 @@ sends the controller `wake` only when the decision is news:
   backstop).
 
 The controller then decides again itself, validates and acts, and records the decision in its history;
-the trigger only says when. A wake that fails is retried at the next look (the summary is remembered only
-once sent). The first look after leadership is taken always wakes. Without a leader the controller still
-decides at its own backstop (workflows.disruption IDLE_BACKSTOP).
+the trigger only says when. The wake is a signal-with-start, so a controller terminated by hand is started
+again. A wake that fails is retried at the next look (the summary is remembered only once sent). The
+first look after leadership is taken always wakes. Without a leader the controller still decides at its
+own backstop (workflows.disruption IDLE_BACKSTOP).
 """
 
 from __future__ import annotations

@@ -127,7 +127,7 @@ async def _lead(
         ClusterStateMetrics(kube, metrics, cloud),
     ]
     if disruption is not None:
-        watchers.append(_disruption_trigger(client, loop, disruption, disruption_settings))
+        watchers.append(_disruption_trigger(client, settings.task_queue, loop, disruption, disruption_settings))
     if provisioning is not None:
         watchers.append(_status_refresh(kube, starter, provisioning))
     watchers += [extra for extra in loops if extra is not None]
@@ -141,13 +141,19 @@ async def _lead(
 
 
 def _disruption_trigger(
-    client: Client, loop: asyncio.AbstractEventLoop, disruption: DisruptionActivities, settings: DisruptionSettings
+    client: Client,
+    task_queue: str,
+    loop: asyncio.AbstractEventLoop,
+    disruption: DisruptionActivities,
+    settings: DisruptionSettings,
 ) -> DisruptionTrigger:
     """The leader's look ahead (workers.disruption_trigger), deciding with `disruption` under `settings`
-    and waking the controller through `client` on `loop`."""
+    and waking the controller (started again on `task_queue` should it have been terminated) through
+    `client` on `loop`."""
 
     def wake() -> None:
-        asyncio.run_coroutine_threadsafe(wake_disruption_controller(client), loop).result(timeout=30)
+        coro = wake_disruption_controller(client, task_queue, settings)
+        asyncio.run_coroutine_threadsafe(coro, loop).result(timeout=30)
 
     inp = DecideInput(
         executable_methods=settings.executable_methods, spot_to_spot_consolidation=settings.spot_to_spot_consolidation

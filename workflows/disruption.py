@@ -309,6 +309,14 @@ async def start_disruption_controller(client: Client, task_queue: str, settings:
     )
 
 
-async def wake_disruption_controller(client: Client) -> None:
-    """Tell the controller there is news to decide on (its `wake` signal)."""
-    await client.get_workflow_handle(WORKFLOW_ID).signal(SIGNAL_WAKE)
+async def wake_disruption_controller(client: Client, task_queue: str, settings: DisruptionSettings) -> None:
+    """Tell the controller there is news to decide on: signal-with-start of `wake`, so a controller
+    terminated by hand (`temporal workflow terminate`) is started again with `settings`."""
+    await client.start_workflow(
+        DisruptionControllerWorkflow.run,
+        DisruptionState(settings=settings),
+        id=WORKFLOW_ID,
+        task_queue=task_queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        start_signal=SIGNAL_WAKE,
+    )

@@ -33,7 +33,9 @@ from workflows.disruption import (
     POLL,
     WORKFLOW_ID,
     DisruptionControllerWorkflow,
+    DisruptionSettings,
     DisruptionState,
+    wake_disruption_controller,
 )
 
 HISTORIES = Path(__file__).parent / "histories" / "disruption"
@@ -233,6 +235,24 @@ async def test_after_a_round_that_acted_the_controller_polls(env: WorkflowEnviro
         assert await rounds_after(env, handle, POLL.total_seconds()) == 2  # no wake needed
         assert cluster.decided == 3
         await handle.terminate("test over")
+
+
+async def test_a_wake_restarts_a_controller_terminated_by_hand_with_the_leaders_settings(
+    env: WorkflowEnvironment,
+) -> None:
+    cluster = Cluster([])
+    settings = DisruptionSettings(executable_methods=["Emptiness"])
+    async with worker_on_fresh_queue(env.client, [DisruptionControllerWorkflow], cluster.activities()) as queue:
+        await wake_disruption_controller(env.client, queue, settings)
+        handle = env.client.get_workflow_handle(WORKFLOW_ID)
+        assert await rounds_after(env, handle, 1) == 1
+        await handle.terminate("an operator resets it")
+        await wake_disruption_controller(env.client, queue, settings)
+        restarted = env.client.get_workflow_handle(WORKFLOW_ID)
+        assert await rounds_after(env, restarted, 1) == 1
+        state: DisruptionState = await restarted.query(DisruptionControllerWorkflow.status)
+        assert state.settings == settings
+        await restarted.terminate("test over")
 
 
 @pytest.mark.parametrize("path", sorted(HISTORIES.glob("*.json")), ids=lambda p: p.stem)
