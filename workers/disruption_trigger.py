@@ -7,8 +7,10 @@ with the same code as the controller's `decide_disruption` activity (activities.
 a fresh snapshot, the Consolidatable conditions, events and metrics published as the activity does), and
 sends the controller `wake` only when the decision is news:
 
-- its summary (the command and its candidates, or the rejections by code) differs from the last one
-  this trigger announced, or
+- its finding differs from the last one this trigger announced: the command (method, action,
+  candidates) and whether it executes, or, without one, which kinds of rejection there are. Not how many
+  nodes each rejection holds: in a large cluster a pass cut short by its time limit judges a different
+  number of nodes each time, and those counts would make every look news. Or
 - it has a command to execute and no wake was sent for RESIGNAL_SECONDS (the controller may have
   judged the same cluster a moment earlier and found nothing; it is woken again, not left to its
   backstop).
@@ -50,7 +52,7 @@ class DisruptionTrigger:
         self.settings = settings
         self.interval = interval
         self.clock = clock
-        self.announced: str | None = None  # the summary of the last decision the controller was woken for
+        self.announced: tuple[object, ...] | None = None  # the finding the controller was last woken for
         self.woken_at: float | None = None
         self.single_node_first: list[str] = []
 
@@ -69,16 +71,24 @@ class DisruptionTrigger:
             log.exception("disruption look ahead failed; the controller decides at its backstop, and this retries")
             return False
         self.single_node_first = decided.single_node_skipped
-        summary = decided.summary()
+        found = finding(decided)
         now = self.clock()
         overdue = self.woken_at is None or now - self.woken_at >= RESIGNAL_SECONDS
-        if summary == self.announced and not (decided.executable and overdue):
+        if found == self.announced and not (decided.executable and overdue):
             return False
         try:
             self.wake()
         except Exception as err:
             log.warning("waking the disruption controller failed (the next look retries): %s", err)
             return False
-        self.announced, self.woken_at = summary, now
-        log.debug("disruption controller woken: %s", summary)
+        self.announced, self.woken_at = found, now
+        log.debug("disruption controller woken: %s", decided.summary())
         return True
+
+
+def finding(decided: DisruptionRound) -> tuple[object, ...]:
+    """What makes a decision news when it changes (see the module docstring)."""
+    command = decided.command
+    if command is None:
+        return ("rejected", *sorted(decided.rejections))
+    return (command.method, command.action, *decided.candidate_names(), decided.executable)

@@ -53,10 +53,12 @@ def test_the_first_look_wakes_and_the_same_quiet_finding_never_again() -> None:
     assert controller.wakes == 1
 
 
-def test_a_changed_finding_wakes() -> None:
-    controller = Controller(QUIET, QUIET, DisruptionRound(rejections={"PodDoNotDisrupt": 2}), empty("a"))
+def test_a_changed_finding_wakes_and_a_changed_count_does_not() -> None:
+    more = DisruptionRound(rejections={"PodDoNotDisrupt": 2})  # a pass that judged more nodes
+    budget = DisruptionRound(rejections={"PodDoNotDisrupt": 2, "Budget": 1})
+    controller = Controller(QUIET, QUIET, more, budget, empty("a"), empty("b"))
     trigger = controller.trigger()
-    assert [trigger.look() for _ in range(4)] == [True, False, True, True]
+    assert [trigger.look() for _ in range(6)] == [True, False, False, True, True, True]
 
 
 def test_a_command_still_to_execute_wakes_again_after_the_resignal_period() -> None:
