@@ -87,19 +87,19 @@ async def _lead(
     cloud: CloudProvider,
     starter: TemporalStarter,
     metrics: Metrics,
+    disruption: DisruptionActivities,
+    provisioning: ProvisioningActivities,
     loops: Sequence[LeaderLoop | None] = (),
     nodes: NodeDirectory | None = None,
-    disruption: DisruptionActivities | None = None,
-    provisioning: ProvisioningActivities | None = None,
 ) -> None:
     """The leader's work, run only while this worker holds the Lease (workers.leadership), until
     cancelled: end NodeClaim workflows whose NodeClaim is gone, adopt NodeClaims without a workflow
     (workers.reconcile), nudge the provisioner, start or reconfigure the garbage collector and the
     disruption controller (so the leader's settings win), then run the Kubernetes watchers, the
-    cluster-state metrics (workers.cluster_metrics), the disruption trigger (deciding with `disruption`,
-    when given), the status refresh (with `provisioning`, when given) and the other `loops` given (the
-    interruption queue's consumer, the instance status checker, node repair), each in its thread. A new
-    leader does all of it again: each step is idempotent."""
+    cluster-state metrics (workers.cluster_metrics), the disruption trigger (deciding with `disruption`),
+    the status refresh (with `provisioning`) and the other `loops` given (the interruption queue's
+    consumer, the instance status checker, node repair), each in its thread. A new leader does all of it
+    again: each step is idempotent."""
     await end_orphaned_workflows(client, kube, cloud)
     adopted = await adopt_node_claims(kube, starter)
     log.info("leading: %d NodeClaims adopted", adopted)
@@ -125,11 +125,9 @@ async def _lead(
         DriftTrigger(kube, starter, loop),
         ClaimSweep(kube, cloud, starter, loop, interval=settings.seconds("claim_sweep_interval")),
         ClusterStateMetrics(kube, metrics, cloud),
+        _disruption_trigger(client, settings.task_queue, loop, disruption, disruption_settings),
+        _status_refresh(kube, starter, provisioning),
     ]
-    if disruption is not None:
-        watchers.append(_disruption_trigger(client, settings.task_queue, loop, disruption, disruption_settings))
-    if provisioning is not None:
-        watchers.append(_status_refresh(kube, starter, provisioning))
     watchers += [extra for extra in loops if extra is not None]
     threads = [threading.Thread(target=w.run, args=(watch_stop,), name=type(w).__name__, daemon=True) for w in watchers]
     for thread in threads:
@@ -348,7 +346,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing |
             elector = LeaderElector(
                 leases,
                 Election(identity),
-                lambda: _lead(settings, client, kube, cloud, starter, metrics, loops, nodes, disruption, provisioning),
+                lambda: _lead(settings, client, kube, cloud, starter, metrics, disruption, provisioning, loops, nodes),
             )
             metrics_server = MetricsServer(metrics.registry, settings.metrics_port)
             metrics_server.start()
