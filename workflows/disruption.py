@@ -298,25 +298,25 @@ def _same_command(first: DisruptionRound, second: DisruptionRound) -> bool:
 
 async def start_disruption_controller(client: Client, task_queue: str, settings: DisruptionSettings) -> None:
     """Signal-with-start of the singleton: started with `settings`, or the running one reconfigured."""
-    await client.start_workflow(
-        DisruptionControllerWorkflow.run,
-        DisruptionState(settings=settings),
-        id=WORKFLOW_ID,
-        task_queue=task_queue,
-        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-        start_signal=SIGNAL_CONFIGURE,
-        start_signal_args=[settings],
-    )
+    await _signal_with_start(client, task_queue, settings, SIGNAL_CONFIGURE, [settings])
 
 
 async def wake_disruption_controller(client: Client, task_queue: str, settings: DisruptionSettings) -> None:
     """Tell the controller there is news to decide on: signal-with-start of `wake`, so a controller
     terminated by hand (`temporal workflow terminate`) is started again with `settings`."""
+    await _signal_with_start(client, task_queue, settings, SIGNAL_WAKE, [])
+
+
+async def _signal_with_start(
+    client: Client, task_queue: str, settings: DisruptionSettings, signal: str, args: list[DisruptionSettings]
+) -> None:
+    """`signal` (with `args`) to the running singleton, or to a new one started with `settings`."""
     await client.start_workflow(
         DisruptionControllerWorkflow.run,
         DisruptionState(settings=settings),
         id=WORKFLOW_ID,
         task_queue=task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-        start_signal=SIGNAL_WAKE,
+        start_signal=signal,
+        start_signal_args=args,
     )
