@@ -6,32 +6,25 @@ was launched, and changing the solver never breaks replay."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 from pydantic import ValidationError
 from temporalio import activity
 
 import scheduling
-from activities import kubeops, nodeclass_status, nodepool_status
+from activities import kubeops, nodepool_status
 from activities.claim_launcher import ClaimLauncher, WorkflowStarter
 from activities.heartbeat import heartbeating
 from activities.metrics import PROVISIONED, Metrics
-from activities.nodeclass_termination import NodeClassTermination, is_terminating
-from activities.provisioning_models import ApplyPlanInput, ApplyPlanResult, InvalidObject, ProvisionPlan, ProvisionRound
-from apis.ec2nodeclass import EC2NodeClass, EC2NodeClassStatus
-from apis.errors import describe_validation_error, format_problems
+from activities.provisioning_models import ApplyPlanInput, ApplyPlanResult, ProvisionPlan, ProvisionRound
+from activities.provisioning_status import ProvisioningStatus
+from apis.ec2nodeclass import EC2NodeClass
 from apis.instancetype import InstanceType, Offering
 from apis.labels import CAPACITY_TYPE_RESERVED
-from apis.meta import Condition, get_condition, now_rfc3339, set_condition
 from apis.nodeclaim import NodeClaim
-from apis.nodepool import NodePool, is_managed
-from cloudprovider.errors import CloudProviderError, NodeClassNotReadyError
-from cloudprovider.types import CloudProvider, ResolvedNodeClass
+from apis.nodepool import is_managed
+from cloudprovider.types import CloudProvider
 from kube import resources as r
-from kube.errors import NotFoundError
-from kube.types import Kube, Obj
+from kube.types import Kube
 from scheduling.provisionable import is_bound, is_provisionable
 from scheduling.types import SchedulingInput
 
@@ -39,18 +32,6 @@ log = logging.getLogger(__name__)
 
 
 PROVISIONER = "provisioner"  # the `controller` label of the scheduling metrics
-
-
-@dataclass(frozen=True)
-class ReadyObjects:
-    """What `refresh_status` found: the ready EC2NodeClasses (with the status just written), the zones
-    where they have subnets, the NodePools the scheduler sees (each with its Ready condition as of now),
-    and every invalid or not-ready object."""
-
-    node_classes: list[EC2NodeClass]
-    zones: set[str]
-    node_pools: list[NodePool]
-    invalid: list[InvalidObject]
 
 
 class ProvisioningActivities:
@@ -70,7 +51,7 @@ class ProvisioningActivities:
         self.recorder = recorder
         self.metrics = metrics or Metrics()
         self.launcher = ClaimLauncher(kube, starter, self.metrics)
-        self.termination = NodeClassTermination(kube, cloud)
+        self.status = ProvisioningStatus(kube, cloud, recorder)
 
     # -- solve -------------------------------------------------------------------------------------------
 
@@ -84,20 +65,8 @@ class ProvisioningActivities:
         with heartbeating():
             return self._solve()
 
-    def refresh_status(self) -> ReadyObjects:
-        """Validate and resolve every EC2NodeClass and NodePool and bring their status up to date: the
-        EC2NodeClass's resolved selectors and conditions, its finalizer and termination; each NodePool's
-        ValidationSucceeded, NodeClassReady and Ready conditions as Karpenter sets them; a Warning Event
-        when a problem appears or changes. Writes only what changed. What a round does before it
-        schedules, whether or not a pod is pending. Raises only for infrastructure failures."""
-        invalid: list[InvalidObject] = []
-        node_classes, zones, class_problems = self._ready_node_classes(invalid)
-        node_pools = self._node_pools(invalid, {nc.name for nc in node_classes}, class_problems)
-        self._report_node_pools(invalid)
-        return ReadyObjects(node_classes=node_classes, zones=zones, node_pools=node_pools, invalid=invalid)
-
     def _solve(self) -> ProvisionPlan:
-        ready = self.refresh_status()
+        ready = self.status.refresh()
         node_classes, zones, node_pools, invalid = ready.node_classes, ready.zones, ready.node_pools, ready.invalid
         pods = self.kube.list(r.POD)
         pending = [p for p in pods if is_provisionable(p)]
@@ -129,123 +98,6 @@ class ProvisioningActivities:
             pending_pods=len(pending),
             placed_on_existing=placed,
         )
-
-    def _ready_node_classes(self, invalid: list[InvalidObject]) -> tuple[list[EC2NodeClass], set[str], dict[str, str]]:
-        """Validate and resolve every EC2NodeClass, keeping its status current (what its selectors resolve
-        to, and Ready) and its termination finalizer on (activities.nodeclass_termination). One being
-        deleted is not ready: it is finalized once no NodeClaim references it. Returns the ready ones
-        (carrying the status just written), the zones where they have subnets, and the problem of each
-        one that is not ready, by name."""
-        ready: list[EC2NodeClass] = []
-        zones: set[str] = set()
-        problems: dict[str, str] = {}
-        claims: list[Obj] | None = None
-        for listed in self.kube.list(r.EC2NODECLASS):
-            name = listed.get("metadata", {}).get("name", "")
-            if is_terminating(listed):
-                claims = self.kube.list(r.NODECLAIM) if claims is None else claims
-                reason, problem = self.termination.finalize(listed, claims)
-                if problem:
-                    self._report_node_class(listed, None, problem, reason)
-                problems[name] = problem or f"EC2NodeClass {name} is being deleted"
-                invalid.append(
-                    InvalidObject(
-                        kind="EC2NodeClass", name=name, message=problems[name], reason=reason or "NodeClassTerminating"
-                    )
-                )
-                continue
-            obj = self.termination.ensure_finalizer(listed)  # before resolving creates its instance profile
-            if obj is None:
-                continue  # deleted meanwhile
-            node_class, resolved, problem, reason = self._resolve_node_class(obj)
-            desired = self._report_node_class(obj, resolved, problem, reason)
-            if node_class is None or resolved is None:
-                problems[name] = problem
-                invalid.append(InvalidObject(kind="EC2NodeClass", name=name, message=problem, reason=reason))
-                continue
-            zones.update(s["zone"] for s in resolved.subnets if s.get("zone"))
-            ready.append(node_class.model_copy(update={"status": EC2NodeClassStatus.model_validate(desired)}))
-        return ready, zones, problems
-
-    def _resolve_node_class(self, obj: Obj) -> tuple[EC2NodeClass | None, ResolvedNodeClass | None, str, str]:
-        """(model, resolution, problem, reason) of one EC2NodeClass; problem is '' when it is ready. Any
-        failure of this one object becomes its problem, except a retryable cloud error, which is raised."""
-        name = obj.get("metadata", {}).get("name", "")
-        try:
-            node_class = EC2NodeClass.model_validate(obj)
-        except ValidationError as err:
-            return None, None, _problems("EC2NodeClass", name, err), "ValidationFailed"
-        try:
-            return node_class, self.cloud.resolve_node_class(node_class), "", ""
-        except NodeClassNotReadyError as err:
-            return node_class, None, str(err), "NodeClassNotReady"
-        except CloudProviderError as err:
-            if err.retryable:
-                raise
-            return node_class, None, f"EC2NodeClass {name}: {err}", "NodeClassNotReady"
-        except Exception as err:  # a defect resolving one node class must not stop the others
-            log.exception("resolving EC2NodeClass %s failed", name)
-            return node_class, None, f"EC2NodeClass {name}: cannot be resolved: {err}", "NodeClassNotReady"
-
-    def _report_node_class(self, obj: Obj, resolved: ResolvedNodeClass | None, problem: str, reason: str) -> Obj:
-        """Patch the EC2NodeClass status when it changed; a Warning Event when it turns not ready or its
-        problem changes. Returns the status as it now should be."""
-        current = obj.get("status") or {}
-        desired = nodeclass_status.desired_status(
-            current,
-            resolved,
-            problem,
-            now_rfc3339(),
-            reason or "NodeClassNotReady",
-            generation=obj["metadata"].get("generation"),
-        )
-        if desired == current:
-            return desired
-        before: dict[str, Any] = next((c for c in current.get("conditions") or [] if c.get("type") == "Ready"), {})
-        if problem and (before.get("status") != "False" or before.get("message") != problem):
-            self.recorder.record(obj, "Warning", reason, problem)
-        try:
-            self.kube.patch(r.EC2NODECLASS, obj["metadata"]["name"], {"status": desired}, subresource="status")
-        except NotFoundError:
-            pass
-        return desired
-
-    def _node_pools(
-        self, invalid: list[InvalidObject], ready_classes: set[str], class_problems: dict[str, str]
-    ) -> list[NodePool]:
-        """The NodePools the scheduler sees, each with a Ready condition as of now: valid ones whose node
-        class is ready (Ready=True), and those whose node class is not ready or missing (Ready=False, so the
-        scheduler names them in the reasons of pods only they could take; they launch nothing). Invalid
-        NodePools are left out. Both kinds of problem go to `invalid` for `apply_plan` to report."""
-        pools: list[NodePool] = []
-        stamp = now_rfc3339()
-        for obj in self.kube.list(r.NODEPOOL):
-            name = obj.get("metadata", {}).get("name", "")
-            if obj.get("metadata", {}).get("deletionTimestamp") or not is_managed(obj):
-                continue
-            try:
-                pool = NodePool.model_validate(obj)
-            except ValidationError as err:
-                invalid.append(InvalidObject(kind="NodePool", name=name, message=_problems("NodePool", name, err)))
-                continue
-            ref = pool.spec.template.spec.node_class_ref.name
-            message, reason = "", "Ready"
-            if ref in class_problems:
-                reason = "NodeClassNotReady"
-                detail = class_problems[ref].removeprefix(f"EC2NodeClass {ref}: ")
-                message = f'spec.template.spec.nodeClassRef: EC2NodeClass "{ref}" is not ready: {detail}'
-            elif ref not in ready_classes:
-                reason = "NodeClassNotFound"
-                message = (
-                    f'spec.template.spec.nodeClassRef: EC2NodeClass "{ref}" not found; apply it or fix '
-                    "nodeClassRef.name"
-                )
-            if message:
-                invalid.append(InvalidObject(kind="NodePool", name=name, message=message, reason=reason))
-            status = "False" if message else "True"
-            conditions = set_condition(pool.status.conditions, "Ready", status, reason, message, stamp)  # type: ignore[arg-type]
-            pools.append(pool.model_copy(update={"status": pool.status.model_copy(update={"conditions": conditions})}))
-        return pools
 
     def _node_claims(self) -> list[NodeClaim]:
         out: list[NodeClaim] = []
@@ -298,63 +150,3 @@ class ProvisioningActivities:
             if pod_obj is not None:
                 self.recorder.record(pod_obj, "Warning", "FailedScheduling", f"Failed to schedule pod, {pod.reason}")
         return ApplyPlanResult(created=created)
-
-    def _report_node_pools(self, invalid: list[InvalidObject]) -> None:
-        """NodePool conditions as Karpenter sets them, with an Event when a problem appears or changes:
-        an invalid NodePool gets ValidationSucceeded=False and Ready=False (ValidationFailed); one whose
-        EC2NodeClass is not ready or missing gets NodeClassReady=False and Ready=False with that reason;
-        the others get all three True."""
-        problems = {i.name: i for i in invalid if i.kind == "NodePool"}
-        stamp = now_rfc3339()
-        for obj in self.kube.list(r.NODEPOOL):
-            if not is_managed(obj):
-                continue
-            name = obj["metadata"]["name"]
-            problem = problems.get(name)
-            message = problem.message if problem else ""
-            reason = (problem.reason or "ValidationFailed") if problem else "Ready"
-            if reason == "ValidationFailed":  # the node class is not looked at: NodeClassReady stays as it was
-                wanted = [("ValidationSucceeded", "False", reason, message)]
-            else:
-                wanted = [
-                    ("ValidationSucceeded", "True", "Ready", ""),
-                    ("NodeClassReady", "False" if problem else "True", reason, message),
-                ]
-            wanted.append(("Ready", "False" if problem else "True", reason, message))
-            conditions = [Condition.model_validate(c) for c in obj.get("status", {}).get("conditions") or []]
-            if all(_has(conditions, *want) for want in wanted):
-                continue
-            current = get_condition(conditions, "Ready")
-            if message and not (current and current.status == "False" and current.message == message):
-                self.recorder.record(obj, "Warning", reason, message)
-            kubeops.update(self.kube, r.NODEPOOL, name, _setting(wanted, stamp), subresource="status")
-
-
-def _setting(wanted: list[tuple[str, str, str, str]], stamp: str) -> Callable[[Obj], bool]:
-    """A status mutation for `kubeops.update` setting these NodePool conditions (type, status, reason,
-    message) on the object as read, so a condition another writer set meanwhile (NodeRegistrationHealthy)
-    is kept; False when they are already so."""
-
-    def mutate(obj: Obj) -> bool:
-        status = obj.setdefault("status", {})
-        conditions = [Condition.model_validate(c) for c in status.get("conditions") or []]
-        if all(_has(conditions, *want) for want in wanted):
-            return False
-        for type_, state, why, text in wanted:
-            conditions = set_condition(conditions, type_, state, why, text, stamp)  # type: ignore[arg-type]
-        status["conditions"] = [c.to_kube() for c in conditions]
-        return True
-
-    return mutate
-
-
-def _has(conditions: list[Condition], type_: str, status: str, reason: str, message: str) -> bool:
-    """Whether the condition is already set to exactly this."""
-    current = get_condition(conditions, type_)
-    return current is not None and (current.status, current.reason, current.message) == (status, reason, message)
-
-
-def _problems(kind: str, name: str, err: ValidationError) -> str:
-    """One line naming each bad field in Kubernetes form, for status conditions and events."""
-    model = NodePool if kind == "NodePool" else EC2NodeClass
-    return format_problems(describe_validation_error(kind, name, err, model=model))

@@ -171,7 +171,7 @@ def _status_refresh(kube: Kube, starter: TemporalStarter, provisioning: Provisio
     def ask_round(count: int) -> None:
         asyncio.run_coroutine_threadsafe(starter.signal_provisioner(count), starter.loop).result(timeout=30)
 
-    return StatusRefresh(provisioning.refresh_status, pending_pods, ask_round)
+    return StatusRefresh(provisioning.status.refresh, pending_pods, ask_round)
 
 
 def _claim_disrupter(
