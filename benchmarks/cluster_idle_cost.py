@@ -43,7 +43,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from temporalio.client import Client
 
 from benchmarks.idle_cost import billable_actions, event_name
-from benchmarks.scale import NAMESPACE, children_cpu, one_pod_nodes_workload
+from benchmarks.scale import all_pods_bound, children_cpu, one_pod_nodes_workload
 
 DAY_SECONDS = 86_400.0
 
@@ -81,15 +81,11 @@ async def _count_events(address: str, since: datetime, until: datetime) -> dict[
 def _bind_one_pod_nodes(stack: Any, nodes: int, timeout: float) -> float:
     """Apply scale.py's one-pod-nodes Deployment of `nodes` replicas; seconds until every pod is bound.
     Raises SystemExit when `timeout` passes first."""
-    from kube import resources as r
-
     began = time.monotonic()
     stack.apply_text(one_pod_nodes_workload(nodes), "one-pod-nodes workload")
     while time.monotonic() - began < timeout:
-        if not stack.kube.list(r.POD, namespace=NAMESPACE, field_selector="spec.nodeName="):
-            pods = stack.kube.list(r.POD, namespace=NAMESPACE)
-            if len(pods) >= nodes and all((p.get("spec") or {}).get("nodeName") for p in pods):
-                return time.monotonic() - began
+        if all_pods_bound(stack, nodes):
+            return time.monotonic() - began
         time.sleep(1.0)
     raise SystemExit(f"{nodes} one-pod nodes were not all bound within {timeout:.0f}s")
 

@@ -399,6 +399,18 @@ def warm_stack(
             yield stack
 
 
+def all_pods_bound(stack: Any, pods: int) -> bool:
+    """Whether at least `pods` pods exist in NAMESPACE and every one is bound. It lists the unbound pods
+    first, and all of them only when none is: listing all twice a second would load the API server the
+    benchmarks measure."""
+    from kube import resources as r
+
+    if stack.kube.list(r.POD, namespace=NAMESPACE, field_selector="spec.nodeName="):
+        return False
+    listed = stack.kube.list(r.POD, namespace=NAMESPACE)
+    return len(listed) >= pods and all((p.get("spec") or {}).get("nodeName") for p in listed)
+
+
 def run_pods(opts: PodsOptions) -> dict[str, Any]:
     """Run the scale-out workload once; see the module docstring for what is measured."""
     from kube import resources as r
@@ -427,12 +439,9 @@ def run_pods(opts: PodsOptions) -> dict[str, Any]:
             latest = provisioner_round(stack.temporal_address)
             if latest and latest[1] and latest[0] > (first_round or (0, 0))[0]:
                 planned[latest[0]] = latest[1]
-            # Unbound pods only: listing all of them twice a second would load the API server it measures.
-            if not stack.kube.list(r.POD, namespace=NAMESPACE, field_selector="spec.nodeName="):
-                listed = stack.kube.list(r.POD, namespace=NAMESPACE)
-                if len(listed) >= opts.pods and all((p.get("spec") or {}).get("nodeName") for p in listed):
-                    all_bound = time.monotonic() - start
-                    break
+            if all_pods_bound(stack, opts.pods):
+                all_bound = time.monotonic() - start
+                break
             time.sleep(BOUND_POLL_SECONDS)
         sampler.stop()
         bound = sum(1 for p in stack.kube.list(r.POD, namespace=NAMESPACE) if (p.get("spec") or {}).get("nodeName"))
