@@ -190,10 +190,21 @@ class KubeClient:
     ) -> ObjList:
         """Every matching object, fetched in pages, sorted by (namespace, name). If a continue token
         expires between pages (410), the list restarts unpaged so the result is one consistent view."""
+        return self.list_with_version(resource, namespace, label_selector, field_selector)[0]
+
+    def list_with_version(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> tuple[ObjList, str]:
+        """`list`, and the list's resourceVersion (every page is served from the first page's snapshot)."""
         path = resource.path(namespace)
         query = _selectors(label_selector, field_selector)
         items: ObjList = []
         token = ""
+        version = ""
         try:
             while True:
                 page_query = [*query, ("limit", str(LIST_PAGE_SIZE))]
@@ -201,12 +212,16 @@ class KubeClient:
                     page_query.append(("continue", token))
                 page = self._call("GET", path, query=page_query)
                 items.extend(page.get("items") or [])
-                token = (page.get("metadata") or {}).get("continue") or ""
+                meta = page.get("metadata") or {}
+                version = version or str(meta.get("resourceVersion") or "")
+                token = meta.get("continue") or ""
                 if not token:
                     break
         except GoneError:
-            items = list(self._call("GET", path, query=query).get("items") or [])
-        return sorted(_with_type_meta(items, resource), key=_sort_key)
+            whole = self._call("GET", path, query=query)
+            items = list(whole.get("items") or [])
+            version = str((whole.get("metadata") or {}).get("resourceVersion") or "")
+        return sorted(_with_type_meta(items, resource), key=_sort_key), version
 
     def create(self, resource: Resource, obj: Obj, namespace: str | None = None) -> Obj:
         if namespace is None and resource.namespaced:

@@ -37,6 +37,16 @@ class Kube(Protocol):
         """Objects in one namespace (or all when None), sorted by (namespace, name)."""
         ...
 
+    def list_with_version(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> tuple[builtins.list[Obj], str]:
+        """`list`, and the list's resourceVersion: a watch from it sends every change made after the list."""
+        ...
+
     def create(self, resource: Resource, obj: Obj, namespace: str | None = None) -> Obj:
         """Create; returns the stored object. Raises AlreadyExistsError when the name is taken."""
         ...

@@ -301,6 +301,16 @@ class TracedKube:
         with self._span("list", resource, namespace):
             return self._kube.list(resource, namespace, label_selector, field_selector)
 
+    def list_with_version(
+        self,
+        resource: KubeResource,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> tuple[builtins.list[Obj], str]:
+        with self._span("list", resource, namespace):
+            return self._kube.list_with_version(resource, namespace, label_selector, field_selector)
+
     def create(self, resource: KubeResource, obj: Obj, namespace: str | None = None) -> Obj:
         name = (obj.get("metadata") or {}).get("name")
         with self._span("create", resource, namespace or (obj.get("metadata") or {}).get("namespace"), name):

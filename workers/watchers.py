@@ -1,10 +1,10 @@
 """Kubernetes watchers in the worker process: they turn cluster events into Temporal signals.
 
 - PodWatcher: pending, unschedulable pods -> one `pods_pending` signal to the provisioner per
-  FLUSH_SECONDS with events, carrying how many distinct pods were seen (the provisioner's solver reads
-  the pods itself, so the signal carries nothing more into the workflow's history). Each watch ends
-  after WATCH_SECONDS and restarts from a fresh list, which re-signals pods still pending: that periodic
-  nudge is what retries provisioning after a failed launch. The same watch feeds PodEventStamper.
+  FLUSH_SECONDS with new ones, carrying how many distinct pods were seen (the provisioner's solver reads
+  the pods itself, so the signal carries nothing more into the workflow's history); and again every
+  RESIGNAL_SECONDS while any is still pending: that periodic nudge is what retries provisioning after a
+  failed launch. The same watch feeds PodEventStamper.
 - PodEventStamper: a pod bound to a node, turning terminal or terminating, or deleted -> the node's
   NodeClaim `status.lastPodEventTime` (what `consolidateAfter` counts from), as Karpenter's pod-events
   controller keeps it; see its docstring.
@@ -24,8 +24,11 @@ Only the worker holding the leader-election Lease runs them (workers.worker, wor
 several replicas, one set of watchers. When it stops leading, their stop event is set at once and no
 watch event is handled after it; a watch blocked on the API ends at its next event or timeout.
 
-Watchers run in threads (the Kubernetes client is synchronous) and hand signals to the event loop.
-Errors are logged and the watch restarts after a short pause: the worker keeps running.
+Each watch is a `kube.reflector.Reflector`: one LIST, then watches that resume from the last
+resourceVersion seen, as Karpenter's informers do; a relist (after 410 Gone or a failure) reports what
+was deleted meanwhile as DELETED. Watchers run in threads (the Kubernetes client is synchronous) and hand
+signals to the event loop. Errors are logged and the watch lists again after a short pause: the worker
+keeps running.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from activities.node_directory import NodeDirectory
 from apis import labels
 from kube import resources as r
 from kube.errors import KubeError, NotFoundError
+from kube.reflector import Reflector, identity
 from kube.types import Kube, Obj
 from scheduling.disruption.candidates import parse_time
 from scheduling.disruption.pod_events import PodEvent, PodEventTracker
@@ -51,9 +55,8 @@ from workers.starter import TemporalStarter
 from workflows.nodeclaim import SIGNAL_NODE_CHANGED
 
 log = logging.getLogger(__name__)
-WATCH_SECONDS = 15
 FLUSH_SECONDS = 0.2
-RETRY_PAUSE_SECONDS = 1.0
+RESIGNAL_SECONDS = 15.0
 SIGNALS_PER_SECOND = 100.0
 POD_EVENT_DEDUPE = timedelta(seconds=10)  # Karpenter's: under the 15 s validation of a disruption command
 POD_EVENT_FLUSH_SECONDS = 1.0
@@ -70,38 +73,35 @@ class _Watcher:
     def _call(self, coro: Coroutine[Any, Any, Any]) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=30)
 
-    def _watch_forever(
+    def _reflect(
         self,
         resource: r.Resource,
         handle: Callable[[str, Obj], None],
         stop: threading.Event,
-        ended: Callable[[], None] | None = None,
+        synced: Callable[[], None] | None = None,
+        remember: Callable[[Obj], Obj] = identity,
     ) -> None:
-        """Watch `resource` until `stop`, restarting each watch from a fresh list; `ended` is called after
-        each watch the server ended normally at its timeout, so every object that existed at its start was
-        listed in it (a watch that ends early, even cleanly, may have been cut off in its initial list)."""
-        while not stop.is_set():
-            try:
-                started = time.monotonic()
-                for event_type, obj in self.kube.watch(resource, timeout_seconds=WATCH_SECONDS):
-                    if stop.is_set():
-                        return
-                    if event_type in ("ADDED", "MODIFIED", "DELETED"):
-                        handle(event_type, obj)
-                if ended is not None and time.monotonic() - started >= WATCH_SECONDS * 0.9:
-                    ended()
-            except Exception:
-                log.exception("watch of %s failed; restarting", resource.plural)
-                stop.wait(RETRY_PAUSE_SECONDS)
+        """List and watch `resource` until `stop` (kube.reflector.Reflector): `synced` after each LIST,
+        `remember` what a relist hands back as the DELETED object of one deleted meanwhile."""
+        Reflector(self.kube, resource, handle, synced, remember).run(stop)
 
 
 class PodWatcher(_Watcher):
     """One pod watch for two consumers: pending pods signal the provisioner, and every pod event goes to
     `pod_events` (PodEventStamper), so the API server serves one pod watch stream per worker, not two."""
 
-    def __init__(self, kube: Kube, starter: TemporalStarter, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self,
+        kube: Kube,
+        starter: TemporalStarter,
+        loop: asyncio.AbstractEventLoop,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         super().__init__(kube, starter, loop)
-        self._keys: set[str] = set()
+        self.monotonic = monotonic
+        self._pending: set[str] = set()  # provisionable pods, as the watch last saw them
+        self._new = False  # a pod became pending since the last signal
+        self._signalled_at: float | None = None
         self._lock = threading.Lock()
         self.pod_events = PodEventStamper(kube)
 
@@ -112,26 +112,42 @@ class PodWatcher(_Watcher):
         )
         flusher.start()
         stamper.start()
-        self._watch_forever(r.POD, self._on_event, stop, ended=self.pod_events.watch_ended)
+        self._reflect(r.POD, self._on_event, stop)
         flusher.join(timeout=5)
         stamper.join(timeout=5)
 
     def _on_event(self, event_type: str, pod: Obj) -> None:
-        if event_type in ("ADDED", "MODIFIED") and is_provisionable(pod):
-            with self._lock:
-                self._keys.add(pod_key(pod))
+        key = pod_key(pod)
+        pending = event_type in ("ADDED", "MODIFIED") and is_provisionable(pod)
+        with self._lock:
+            if pending and key not in self._pending:
+                self._pending.add(key)
+                self._new = True
+            elif not pending:
+                self._pending.discard(key)
         self.pod_events.observe(event_type, pod)
+
+    def due(self) -> int:
+        """How many pods to signal the provisioner about now (0: no signal): all pending ones when one
+        became pending since the last signal, or when RESIGNAL_SECONDS passed since it with some still
+        pending. Marks them signalled."""
+        now = self.monotonic()
+        with self._lock:
+            stale = self._signalled_at is None or now - self._signalled_at >= RESIGNAL_SECONDS
+            if not self._pending or not (self._new or stale):
+                return 0
+            self._new, self._signalled_at = False, now
+            return len(self._pending)
 
     def _flush_forever(self, stop: threading.Event) -> None:
         while not stop.wait(FLUSH_SECONDS):
-            with self._lock:
-                seen, self._keys = len(self._keys), set()
+            seen = self.due()
             if not seen:
                 continue
             try:
                 self._call(self.starter.signal_provisioner(seen))
             except Exception:
-                log.exception("signalling the provisioner failed; the next watch cycle retries")
+                log.exception("signalling the provisioner failed; it is signalled again within %ss", RESIGNAL_SECONDS)
 
 
 def _utc_now() -> datetime:
@@ -143,7 +159,8 @@ class PodEventStamper:
     terminal or terminating, or was deleted from it (scheduling.disruption.pod_events says which pod
     events count and at what time), as Karpenter's pod-events controller does.
 
-    The watch thread calls `observe` for each pod event (and `watch_ended` when a watch ends); the stamps
+    The watch thread calls `observe` for each pod event (a pod deleted while no watch was open comes as
+    DELETED when the watch lists again: kube.reflector); the stamps
     collect per node (the latest time wins) and `flush`, every POD_EVENT_FLUSH_SECONDS, writes them: the
     node's NodeClaim is found by its status.nodeName, else by the Node's providerID, from an index of the
     NodeClaims relisted every CLAIM_INDEX_SECONDS or when a node is not in it. A node found to have no
@@ -178,10 +195,6 @@ class PodEventStamper:
             return
         if event is not None:
             self._add([event])
-
-    def watch_ended(self) -> None:
-        """A pod watch ended normally: pods it never listed were deleted between watches."""
-        self._add(self.tracker.end_cycle(self.clock()))
 
     def _add(self, events: Iterable[PodEvent]) -> None:
         with self._lock:
@@ -284,6 +297,17 @@ def _node_fingerprint(node: Obj) -> tuple[str, tuple[str, ...]]:
     return ready, tuple(keys)
 
 
+def _node_remembered(node: Obj) -> Obj:
+    """What the Node watch reads from a Node deleted while no watch was open: its identity and providerID."""
+    return {**identity(node), "spec": {"providerID": (node.get("spec") or {}).get("providerID")}}
+
+
+def _claim_remembered(claim: Obj) -> Obj:
+    """What the claim watch reads from a NodeClaim deleted while no watch was open: its identity and Node."""
+    node_name, provider_id = _node_of_claim(claim)
+    return {**identity(claim), "status": {"nodeName": node_name, "providerID": provider_id}}
+
+
 def _waits_for_node(claim: Obj) -> bool:
     """The claim launched (has a providerID), is not being deleted and is not Initialized yet."""
     status = claim.get("status") or {}
@@ -302,8 +326,8 @@ class DeletionWatcher(_Watcher):
         loop: asyncio.AbstractEventLoop,
         nodes: NodeDirectory | None = None,
     ) -> None:
-        """`nodes`: the directory the Node watch keeps (complete after each whole watch, reset when `run`
-        returns)."""
+        """`nodes`: the directory the Node watch keeps (complete once the watch listed every Node, reset
+        when `run` returns)."""
         super().__init__(kube, starter, loop)
         self.nodes = nodes or NodeDirectory()
         self._signalled: set[str] = set()
@@ -311,22 +335,22 @@ class DeletionWatcher(_Watcher):
         self._waiting: dict[str, str] = {}  # providerID -> the claim waiting for that Node
         self._nodes: dict[str, tuple[str, tuple[str, ...]]] = {}  # providerID -> its Node's last fingerprint
         self._told: dict[str, tuple[str, tuple[str, ...]]] = {}  # providerID -> the fingerprint last signalled
-        # claim name -> (status.nodeName, status.providerID), as the claim watch last saw it; complete once a
-        # whole claim watch listed every claim. A deleting Node's claims are found here rather than with a
+        # claim name -> (status.nodeName, status.providerID), as the claim watch last saw it; complete once
+        # the claim watch listed every claim. A deleting Node's claims are found here rather than with a
         # LIST of every claim per Node event (a scale-down of N nodes would list N claims N times).
         self._claims: dict[str, tuple[str, str]] = {}
         self._claims_complete = False
 
     def run(self, stop: threading.Event) -> None:
         nodes = threading.Thread(
-            target=self._watch_forever,
-            args=(r.NODE, self._on_node, stop, self.nodes.mark_complete),
+            target=self._reflect,
+            args=(r.NODE, self._on_node, stop, self.nodes.mark_complete, _node_remembered),
             name="node-deletion-watch",
             daemon=True,
         )
         nodes.start()
         try:
-            self._watch_forever(r.NODECLAIM, self._on_claim, stop, self._claims_listed)
+            self._reflect(r.NODECLAIM, self._on_claim, stop, self._claims_listed, _claim_remembered)
             nodes.join(timeout=5)
         finally:
             self.nodes.reset()
@@ -387,7 +411,7 @@ class DeletionWatcher(_Watcher):
     def _claims_of_node(self, node_name: str, provider_id: str) -> list[str]:
         """The claims whose status names the Node (by name or providerID): from the claim watch's index once
         it is complete, else from a LIST. One missed by a lagging watch hears at the Node's next event or
-        the next watch's listing, which sends the deleting Node again."""
+        the garbage collector's round."""
         with self._lock:
             known = dict(self._claims) if self._claims_complete else None
         if known is None:
@@ -444,13 +468,13 @@ class DriftTrigger(_Watcher):
     def run(self, stop: threading.Event) -> None:
         self._stop = stop
         classes = threading.Thread(
-            target=self._watch_forever,
+            target=self._reflect,
             args=(r.EC2NODECLASS, self._on_node_class, stop),
             name="nodeclass-drift-watch",
             daemon=True,
         )
         classes.start()
-        self._watch_forever(r.NODEPOOL, self._on_node_pool, stop)
+        self._reflect(r.NODEPOOL, self._on_node_pool, stop)
         classes.join(timeout=5)
 
     def _changed(self, resource: r.Resource, event_type: str, obj: Obj) -> bool:

@@ -13,9 +13,8 @@ of a pod watch into those stamps: `observe` returns `(node name, event time)` wh
 - A pod first seen already terminal or terminating does not count: when it stopped is unknown, and it
   stopped before this process watched (a restart must not reset the clocks of nodes with finished jobs).
 
-Watches end and restart with a fresh list (each listed pod arrives as ADDED). A pod deleted between two
-watches is never seen DELETED; `end_cycle` (called when a watch ended normally) reports the nodes of the
-bound pods the ended watch did not list or update, as deleted now, and forgets them.
+The watch must report every deletion: one that lists again (after a failure) reports each pod deleted
+meanwhile as DELETED, with at least the pod's namespace and name (kube.reflector does).
 """
 
 from __future__ import annotations
@@ -34,7 +33,6 @@ PodEvent = tuple[str, datetime]  # (node name, when)
 class _Seen:
     node: str
     stopped: bool  # terminal or terminating
-    cycle: int
 
 
 def bound_at(pod: Obj) -> datetime | None:
@@ -61,7 +59,6 @@ class PodEventTracker:
 
     def __init__(self) -> None:
         self._seen: dict[str, _Seen] = {}
-        self._cycle = 0
 
     def __len__(self) -> int:
         return len(self._seen)
@@ -83,22 +80,10 @@ class PodEventTracker:
         if not node:
             return None
         stopped = is_stopped(pod)
-        self._seen[key] = _Seen(node, stopped, self._cycle)
+        self._seen[key] = _Seen(node, stopped)
         if previous is None or previous.node != node:
             when = None if stopped else bound_at(pod)
             return (node, when) if when is not None else None
         if stopped and not previous.stopped:
             return node, now
         return None
-
-    def end_cycle(self, now: datetime) -> list[PodEvent]:
-        """A watch ended normally: the bound pods it did not list were deleted in between. Returns their
-        nodes (still-running pods only) at `now`, forgets them, and starts the next cycle."""
-        gone = [key for key, seen in self._seen.items() if seen.cycle < self._cycle]
-        events = []
-        for key in gone:
-            seen = self._seen.pop(key)
-            if not seen.stopped:
-                events.append((seen.node, now))
-        self._cycle += 1
-        return events

@@ -116,7 +116,7 @@ CALL_VERBS: dict[str, tuple[str, ...]] = {
     "get_or_none": ("get",),
     "list": ("list",),
     "watch": ("watch",),
-    "_watch_forever": ("watch",),
+    "_reflect": ("list", "watch"),
     "create": ("create",),
     "create_or_get": ("create", "get"),
     "patch": ("patch",),

@@ -8,6 +8,7 @@ raises UnguardedWrite otherwise, so every activity test also checks that rule.""
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import copy
 import itertools
@@ -85,6 +86,10 @@ class MemKube:
             and all((obj["metadata"].get("labels") or {}).get(k) == v for k, v in wanted.items())
         ]  # fmt: skip
         return out
+
+    def list_with_version(self, resource: Resource, namespace: str | None = None, label_selector: str | None = None,
+                          field_selector: str | None = None) -> tuple[builtins.list[Obj], str]:  # fmt: skip
+        return self.list(resource, namespace, label_selector, field_selector), str(self.version)
 
     def create(self, resource: Resource, obj: Obj, namespace: str | None = None) -> Obj:
         meta = obj["metadata"]

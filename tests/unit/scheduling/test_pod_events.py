@@ -71,13 +71,14 @@ def test_daemonset_pods_and_pods_first_seen_finished_do_not_count() -> None:
     assert tracker.observe("ADDED", pod("done", phase="Failed"), NOW) is None
 
 
-def test_a_relist_repeats_nothing_and_reports_pods_deleted_between_watches() -> None:
+def test_a_relist_repeats_nothing_and_a_pod_deleted_meanwhile_counts_from_its_name_alone() -> None:
     tracker = PodEventTracker()
     tracker.observe("ADDED", pod("a"), NOW)
     tracker.observe("ADDED", pod("b", node="node-2"), NOW)
     tracker.observe("ADDED", pod("c", node="node-3", phase="Succeeded"), NOW)
-    assert tracker.end_cycle(NOW) == []  # the first watch listed them all
     later = NOW + timedelta(seconds=15)
-    assert tracker.observe("ADDED", pod("a"), later) is None  # the next watch lists "a" again
-    assert tracker.end_cycle(later) == [("node-2", later)]  # "b" vanished in between; "c" had stopped
+    assert tracker.observe("ADDED", pod("a"), later) is None  # listed again
+    # A relist reports what it no longer lists as DELETED with only what it kept (kube.reflector).
+    assert tracker.observe("DELETED", {"metadata": {"name": "b", "namespace": "default"}}, later) == ("node-2", later)
+    assert tracker.observe("DELETED", {"metadata": {"name": "c", "namespace": "default"}}, later) is None  # had stopped
     assert len(tracker) == 1

@@ -64,7 +64,7 @@ def test_the_node_watch_keeps_the_node_directory(loop: Any) -> None:  # noqa: F8
     watch = watcher(loop, Signals())
     watch._on_node("ADDED", {**node(), "metadata": {"name": "ip-1", "uid": "u-1"}})
     assert watch.nodes.find(PROVIDER_ID) == (False, ("ip-1", "u-1"))
-    watch.nodes.mark_complete()  # what a whole watch does (its `ended`)
+    watch.nodes.mark_complete()  # what the watch does once it listed every Node (its `synced`)
     watch._on_node("DELETED", {**node(), "metadata": {"name": "ip-1", "uid": "u-1"}})
     assert watch.nodes.find(PROVIDER_ID) == (True, None)
 
@@ -91,7 +91,7 @@ def test_a_deleting_node_tells_its_claims_from_the_claim_index_once_it_is_comple
 
     other = DeletionWatcher(kube, signals, loop)  # type: ignore[arg-type]
     other._on_claim("ADDED", {"metadata": {"name": "c-2"}, "status": {"nodeName": "ip-2"}})
-    other._claims_listed()  # what a whole claim watch does (its `ended`)
+    other._claims_listed()  # what the claim watch does once it listed every claim (its `synced`)
     other._on_node("MODIFIED", {**deleting, "metadata": {**deleting["metadata"], "name": "ip-2"}, "spec": {}})
     assert signals.sent[-1] == ("c-2", "delete")
     assert lists == ["nodeclaims"], "a complete index answers without a LIST"

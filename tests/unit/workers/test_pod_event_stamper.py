@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from kube import resources as r
+from kube.client import GoneError
 from kube.errors import ServerError
 from tests.unit.activities.memkube import MemKube
 from tests.unit.scheduling.test_pod_events import pod
@@ -165,35 +166,68 @@ def test_the_pod_watcher_feeds_both_consumers_from_one_watch(kube: CountingKube)
         loop.close()
 
 
-class WatchingKube(CountingKube):
-    """Serves scripted watches (lists of events), one per call; the last one sets `stop`."""
+class RelistingKube(CountingKube):
+    """Serves scripted pod lists, one per LIST; each watch after a list sends nothing and ends with 410
+    Gone (the reflector lists again), and the last list's watch sets `stop`."""
 
-    def __init__(self, watches: list[list[tuple[str, dict[str, Any]]]], stop: threading.Event) -> None:
+    def __init__(self, lists: list[list[dict[str, Any]]], stop: threading.Event) -> None:
         super().__init__()
-        self.watches = watches
+        self.pod_lists = lists
         self.stop = stop
 
+    def list_with_version(self, resource: r.Resource, *args: Any, **kwargs: Any) -> tuple[list[dict[str, Any]], str]:
+        return self.pod_lists.pop(0), "7"
+
     def watch(self, resource: r.Resource, **kwargs: Any) -> Iterator[tuple[str, dict[str, Any]]]:
-        events = self.watches.pop(0)
-        yield from events
-        if not self.watches:
+        if not self.pod_lists:
             self.stop.set()
+            return
+        yield from ()
+        raise GoneError("too old resource version")
 
 
-def test_a_pod_deleted_between_two_watches_stamps_its_node(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(watchers, "WATCH_SECONDS", 0)  # every watch counts as ended at its timeout
+def test_a_pod_deleted_while_no_watch_was_open_stamps_its_node() -> None:
     stop = threading.Event()
-    first = [("ADDED", pod("web", node="node-1")), ("ADDED", pod("api", node="node-2"))]
-    second = [("ADDED", pod("web", node="node-1"))]  # "api" was deleted while no watch was open
-    kube = WatchingKube([first, second], stop)
+    first = [pod("web", node="node-1"), pod("api", node="node-2")]
+    second = [pod("web", node="node-1")]  # "api" was deleted while no watch was open
+    kube = RelistingKube([first, second], stop)
     loop = asyncio.new_event_loop()
     try:
         watcher = PodWatcher(kube, None, loop)  # type: ignore[arg-type]
         later = NOW + timedelta(seconds=20)
-        moments = iter([NOW, NOW, NOW, later, later])  # two pods and an end, then a pod and an end
+        moments = iter([NOW, NOW, later, later])  # two pods listed, then "api" gone and "web" listed again
         watcher.pod_events.clock = lambda: next(moments)
-        watcher._watch_forever(r.POD, watcher._on_event, stop, ended=watcher.pod_events.watch_ended)
+        watcher._reflect(r.POD, watcher._on_event, stop)
     finally:
         loop.close()
     bound = datetime(2026, 1, 5, 11, 0, tzinfo=UTC)
     assert watcher.pod_events.pending() == {"node-1": bound, "node-2": later}
+
+
+def test_pending_pods_signal_at_once_when_new_and_every_resignal_period_while_pending(kube: CountingKube) -> None:
+    clock = Clock()
+    loop = asyncio.new_event_loop()
+    try:
+        watcher = PodWatcher(kube, None, loop, monotonic=lambda: clock.seconds)  # type: ignore[arg-type]
+        assert watcher.due() == 0
+        unschedulable = {"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}  # fmt: skip
+        watcher._on_event("ADDED", pod("a", node="", status=unschedulable))
+        watcher._on_event("ADDED", pod("b", node="", status=unschedulable))
+        assert watcher.due() == 2
+        clock.advance(1)
+        watcher._on_event("MODIFIED", pod("a", node="", status=unschedulable))  # still pending: no news
+        assert watcher.due() == 0
+        watcher._on_event("ADDED", pod("c", node="", status=unschedulable))
+        assert watcher.due() == 3
+        watcher._on_event("MODIFIED", pod("a", node="node-1"))  # bound
+        watcher._on_event("DELETED", pod("b", node="", status=unschedulable))
+        clock.advance(watchers.RESIGNAL_SECONDS - 1)
+        assert watcher.due() == 0
+        clock.advance(1)
+        assert watcher.due() == 1  # "c" is still pending: the nudge that retries a failed launch
+        watcher._on_event("MODIFIED", pod("c", node="node-2"))
+        clock.advance(watchers.RESIGNAL_SECONDS)
+        assert watcher.due() == 0
+    finally:
+        loop.close()

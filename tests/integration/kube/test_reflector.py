@@ -1,0 +1,146 @@
+"""kube.reflector.Reflector against the emulated API server over real HTTP: one LIST, watches that resume
+from the last version seen (no object sent twice), a relist after 410 Gone, and deletions made while no
+watch was open reported as DELETED with what was remembered."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import kmock
+import pytest
+
+from devstack.kube.server import KubeApiServer
+from kube.client import KubeClient
+from kube.reflector import Reflector
+from kube.resources import NODE
+from kube.types import Obj
+
+DEADLINE_SECONDS = 15.0
+
+
+def eventually(check: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+class CountingWatches:
+    """Delegates to a KubeClient, counting watches opened."""
+
+    def __init__(self, inner: KubeClient) -> None:
+        self.inner = inner
+        self.watches = 0
+
+    def watch(self, *args: Any, **kwargs: Any) -> Iterator[tuple[str, Obj]]:
+        self.watches += 1
+        return self.inner.watch(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+        self.syncs = 0
+
+    def handle(self, event_type: str, obj: Obj) -> None:
+        self.events.append((event_type, obj["metadata"]["name"]))
+
+    def synced(self) -> None:
+        self.syncs += 1
+
+
+def node(name: str) -> Obj:
+    return {"metadata": {"name": name}, "spec": {"providerID": f"aws:///us-west-2a/i-{name}"}}
+
+
+@pytest.fixture
+def running() -> Iterator[Callable[[Reflector], threading.Event]]:
+    """Starts a reflector's `run` in a thread; stops and joins every one at the end."""
+    started: list[tuple[threading.Thread, threading.Event]] = []
+
+    def start(reflector: Reflector) -> threading.Event:
+        stop = threading.Event()
+        thread = threading.Thread(target=reflector.run, args=(stop,), daemon=True)
+        thread.start()
+        started.append((thread, stop))
+        return stop
+
+    yield start
+    for thread, stop in started:
+        stop.set()
+        thread.join(timeout=DEADLINE_SECONDS)  # its watch ends at its 1 s timeout
+
+
+def test_lists_once_and_resumes_each_watch_where_the_last_ended(
+    kube: KubeClient, running: Callable[[Reflector], threading.Event]
+) -> None:
+    kube.create(NODE, node("a"))
+    kube.create(NODE, node("b"))
+    counting, seen = CountingWatches(kube), Recorder()
+    reflector = Reflector(counting, NODE, seen.handle, seen.synced, watch_seconds=1)  # type: ignore[arg-type]
+    running(reflector)
+    eventually(lambda: seen.syncs == 1, "the first list")
+    assert seen.events == [("ADDED", "a"), ("ADDED", "b")]
+    kube.create(NODE, node("c"))
+    kube.patch(NODE, "c", {"spec": {"unschedulable": True}})
+    kube.delete(NODE, "a")
+    eventually(lambda: counting.watches >= 3, "two watches ended at their timeout and resumed")
+    eventually(lambda: len(seen.events) == 5, "the changes")
+    assert seen.events[2:] == [("ADDED", "c"), ("MODIFIED", "c"), ("DELETED", "a")]
+    assert (reflector.lists, seen.syncs) == (1, 1), "a watch that ended was resumed, not listed again"
+
+
+def test_after_410_gone_it_lists_again(
+    kube: KubeClient, api_server: KubeApiServer, running: Callable[[Reflector], threading.Event]
+) -> None:
+    kube.create(NODE, node("d"))
+    seen = Recorder()
+    reflector = Reflector(kube, NODE, seen.handle, seen.synced, watch_seconds=1)
+
+    def refuse_next_watch() -> None:
+        watches = api_server.emulator[kmock.action.WATCH, kmock.resource("v1/nodes")]
+        count = len(watches)
+        watches[count + 1 : count + 2] << 410  # the first watch runs; the one resuming after it is refused
+
+    api_server.call(refuse_next_watch)
+    running(reflector)
+    eventually(lambda: seen.syncs == 2, "a second list")
+    assert seen.events.count(("ADDED", "d")) == 2  # listed, refused, listed again
+    assert reflector.lists == 2
+
+
+def test_a_relist_reports_what_was_deleted_while_no_watch_was_open(kube: KubeClient) -> None:
+    for name in ("e", "f"):
+        kube.create(NODE, node(name))
+    seen = Recorder()
+    deleted: list[Obj] = []
+
+    def handle(event_type: str, obj: Obj) -> None:
+        seen.handle(event_type, obj)
+        if event_type == "DELETED":
+            deleted.append(obj)
+
+    reflector = Reflector(kube, NODE, handle, seen.synced, remember=lambda o: {**o, "kept": True}, watch_seconds=1)
+    stop = threading.Event()
+    first = threading.Thread(target=reflector.run, args=(stop,), daemon=True)
+    first.start()
+    eventually(lambda: seen.syncs == 1, "the first list")
+    stop.set()
+    first.join(timeout=DEADLINE_SECONDS)  # its watch ends at its 1 s timeout
+    kube.delete(NODE, "e")
+    stop = threading.Event()
+    second = threading.Thread(target=reflector.run, args=(stop,), daemon=True)
+    second.start()  # the same reflector listing again, as after a failure
+    try:
+        eventually(lambda: seen.syncs == 2, "a second list")
+    finally:
+        stop.set()
+        second.join(timeout=DEADLINE_SECONDS)
+    assert [obj["metadata"]["name"] for obj in deleted] == ["e"]
+    assert deleted[0]["kept"] and deleted[0]["spec"]["providerID"] == "aws:///us-west-2a/i-e"
