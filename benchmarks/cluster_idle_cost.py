@@ -2,13 +2,15 @@
 provisioner, the disruption controller, the garbage collector) on the local stack with no pod pending and
 no node. Prints one JSON object on stdout; see benchmarks/README.md.
 
-    python benchmarks/cluster_idle_cost.py [--window 300] [--settle 30] [--one-pod-nodes 0]
+    python benchmarks/cluster_idle_cost.py [--window 300] [--settle 30] [--one-pod-nodes 0 | --pods 0]
 
 The stack is the one `nodeflow dev` runs (default NodePool and EC2NodeClass, default worker settings).
 With `--one-pod-nodes N`, scale.py's one-pod-nodes Deployment of N replicas is applied first and the
 clock waits until every pod is bound (N nodes, each running one pod), so the window shows what an idle
 cluster of N nodes costs: the same workflows, plus whatever grows with the nodes (history events, the
-leader's watches and reads). After `--settle` seconds, every history event written in the next
+leader's watches and reads). With `--pods N`, scale.py's scale-out workload of N pods (two Deployments,
+packed onto large nodes) is applied instead: an idle cluster with many pods on few nodes, which is what the
+leader's pod watch and its disruption look ahead read. After `--settle` seconds, every history event written in the next
 `--window` seconds is counted by workflow type and event type, and the billable actions among them
 (benchmarks/idle_cost.py's definition, Temporal Cloud's published one as far as history shows it) are
 scaled to a day. Activity heartbeats are actions too but leave no event: they are read from the dev
@@ -43,7 +45,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from temporalio.client import Client
 
 from benchmarks.idle_cost import billable_actions, event_name
-from benchmarks.scale import all_pods_bound, children_cpu, one_pod_nodes_workload
+from benchmarks.scale import all_pods_bound, children_cpu, one_pod_nodes_workload, workload
 
 DAY_SECONDS = 86_400.0
 
@@ -78,26 +80,30 @@ async def _count_events(address: str, since: datetime, until: datetime) -> dict[
     return {"events": {kind: dict(counts) for kind, counts in events.items()}, "actions": dict(actions)}
 
 
-def _bind_one_pod_nodes(stack: Any, nodes: int, timeout: float) -> float:
-    """Apply scale.py's one-pod-nodes Deployment of `nodes` replicas; seconds until every pod is bound.
-    Raises SystemExit when `timeout` passes first."""
+def _bind(stack: Any, manifests: str, pods: int, timeout: float) -> float:
+    """Apply `manifests` (a workload of `pods` pods); seconds until every pod is bound. Raises SystemExit
+    when `timeout` passes first."""
     began = time.monotonic()
-    stack.apply_text(one_pod_nodes_workload(nodes), "one-pod-nodes workload")
+    stack.apply_text(manifests, "benchmark workload")
     while time.monotonic() - began < timeout:
-        if all_pods_bound(stack, nodes):
+        if all_pods_bound(stack, pods):
             return time.monotonic() - began
         time.sleep(1.0)
-    raise SystemExit(f"{nodes} one-pod nodes were not all bound within {timeout:.0f}s")
+    raise SystemExit(f"{pods} pods were not all bound within {timeout:.0f}s")
 
 
-def run(window: float, settle: float, one_pod_nodes: int = 0, bind_timeout: float = 600.0) -> dict[str, Any]:
+def run(
+    window: float, settle: float, one_pod_nodes: int = 0, pods: int = 0, bind_timeout: float = 600.0
+) -> dict[str, Any]:
     from devstack.stack import DevStack
     from workers.dev_cmd import stack_config
 
     bound_in: float | None = None
     with tempfile.TemporaryDirectory() as state, DevStack(stack_config(state_dir=Path(state))) as stack:
         if one_pod_nodes:
-            bound_in = _bind_one_pod_nodes(stack, one_pod_nodes, bind_timeout)
+            bound_in = _bind(stack, one_pod_nodes_workload(one_pod_nodes), one_pod_nodes, bind_timeout)
+        elif pods:
+            bound_in = _bind(stack, workload(pods), pods, bind_timeout)
         time.sleep(settle)
         since, before = datetime.now(UTC), children_cpu(stack.pids())
         actions_before = _server_actions(stack.temporal_metrics_url)
@@ -110,6 +116,7 @@ def run(window: float, settle: float, one_pod_nodes: int = 0, bind_timeout: floa
     return {
         "benchmark": "cluster-idle-cost",
         "one_pod_nodes": one_pod_nodes,
+        "pods": pods,
         "seconds_to_all_bound": round(bound_in, 1) if bound_in is not None else None,
         "window_seconds": window,
         "events_in_window_by_workflow_type": counted["events"],
@@ -136,18 +143,23 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--one-pod-nodes", type=int, default=0, help="nodes to bring up (one pod each) before the window (0)"
     )
+    parser.add_argument(
+        "--pods", type=int, default=0, help="pods to run, packed onto large nodes, before the window (0)"
+    )
     args = parser.parse_args(argv)
     for name in ("window", "settle"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name} {getattr(args, name)}: give a positive number of seconds")
     if args.one_pod_nodes < 0:
         parser.error(f"--one-pod-nodes {args.one_pod_nodes}: give 0 or more nodes")
+    if args.pods < 0 or (args.pods and args.one_pod_nodes):
+        parser.error(f"--pods {args.pods}: give 0 or more pods, and not with --one-pod-nodes")
     return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    print(json.dumps(run(args.window, args.settle, args.one_pod_nodes)), flush=True)
+    print(json.dumps(run(args.window, args.settle, args.one_pod_nodes, args.pods)), flush=True)
     return 0
 
 

@@ -186,6 +186,10 @@ def node_class_os(node_class: EC2NodeClass) -> tuple[str, str | None]:
     return "linux", None
 
 
+# Options already built, by id() of their instance type (kept alongside, so the id stays that object's).
+OptionMemo = dict[int, tuple[InstanceType, "Option | None"]]
+
+
 def build_options(
     instance_types: Iterable[InstanceType],
     kubelet: KubeletConfiguration | None = None,
@@ -193,39 +197,81 @@ def build_options(
     os_labels: tuple[str, str | None] = ("linux", None),
     node_class: EC2NodeClass | None = None,
     zone_ids: Mapping[str, str] | None = None,
+    memo: OptionMemo | None = None,
 ) -> list[Option]:
     """Every catalog type as an Option under these kubelet settings; offerings limited to available ones
     (and to `zones` when the node class resolved its subnets). Types with no offering left are dropped, and
     for Windows classes (`os_labels`) every non-amd64 type. Sorted by cheapest offering, then name. With
     `node_class`, ephemeral storage is that class's (`node_class_storage`), else the catalog's, and its
     reserved offerings are those of the capacity reservations in its status only. `zone_ids`
-    (zone name -> zone id, from the node class's subnets) gives each offering its zone id."""
+    (zone name -> zone id, from the node class's subnets) gives each offering its zone id.
+
+    `memo`: what earlier calls with the same other arguments built, by instance type object; used and
+    extended (the caller keeps one per set of arguments, over objects nobody changes: OptionCache)."""
     os_name, windows_build = os_labels
     reservations = {c.id for c in node_class.status.capacity_reservations} if node_class is not None else None
     out: list[Option] = []
     for it in instance_types:
-        capacity, overhead = kubelet_capacity_and_overhead(it, kubelet)
-        if node_class is not None:
-            capacity, overhead = node_class_storage(it, node_class, capacity, overhead)
-        allocatable = {name: value - overhead.get(name, 0) for name, value in capacity.items()}
-        offers = sorted(
-            (
-                Offer(o.zone, o.capacity_type, o.price, (zone_ids or {}).get(o.zone, ""))
-                for o in it.offerings
-                if o.available
-                and (zones is None or o.zone in zones)
-                and (reservations is None or o.reservation_id is None or o.reservation_id in reservations)
-            ),
-            key=lambda o: (o.price, o.zone, o.capacity_type),
-        )
-        labels = derived_labels(it, capacity)
-        if os_name == "windows":
-            if labels.get(L.ARCH) != "amd64":
-                continue
-            labels[L.OS] = os_name
-            if windows_build:
-                labels[L.WINDOWS_BUILD] = windows_build
-        if offers:
-            out.append(Option(it.name, labels, capacity, allocatable, tuple(offers)))
+        known = memo.get(id(it)) if memo is not None else None
+        if known is not None and known[0] is it:
+            option = known[1]
+        else:
+            option = _option(it, kubelet, zones, os_name, windows_build, node_class, zone_ids, reservations)
+            if memo is not None:
+                memo[id(it)] = (it, option)
+        if option is not None:
+            out.append(option)
     out.sort(key=lambda o: (o.offers[0].price, o.name))
     return out
+
+
+def _option(
+    it: InstanceType,
+    kubelet: KubeletConfiguration | None,
+    zones: frozenset[str] | None,
+    os_name: str,
+    windows_build: str | None,
+    node_class: EC2NodeClass | None,
+    zone_ids: Mapping[str, str] | None,
+    reservations: set[str] | None,
+) -> Option | None:
+    """One type as build_options makes it; None when it is dropped."""
+    capacity, overhead = kubelet_capacity_and_overhead(it, kubelet)
+    if node_class is not None:
+        capacity, overhead = node_class_storage(it, node_class, capacity, overhead)
+    allocatable = {name: value - overhead.get(name, 0) for name, value in capacity.items()}
+    offers = sorted(
+        (
+            Offer(o.zone, o.capacity_type, o.price, (zone_ids or {}).get(o.zone, ""))
+            for o in it.offerings
+            if o.available
+            and (zones is None or o.zone in zones)
+            and (reservations is None or o.reservation_id is None or o.reservation_id in reservations)
+        ),
+        key=lambda o: (o.price, o.zone, o.capacity_type),
+    )
+    labels = derived_labels(it, capacity)
+    if os_name == "windows":
+        if labels.get(L.ARCH) != "amd64":
+            return None
+        labels[L.OS] = os_name
+        if windows_build:
+            labels[L.WINDOWS_BUILD] = windows_build
+    return Option(it.name, labels, capacity, allocatable, tuple(offers)) if offers else None
+
+
+class OptionCache:
+    """The Options of a node class, built once per (node class, instance type) object pair and shared by
+    the solves given this cache. For solves over one snapshot, whose node classes and instance types are
+    the same unchanged objects: a disruption pass's simulations (scheduling.disruption.simulate). Pure."""
+
+    def __init__(self) -> None:
+        self._memos: dict[int, tuple[EC2NodeClass, OptionMemo]] = {}
+
+    def memo(self, node_class: EC2NodeClass) -> OptionMemo:
+        """The memo of `node_class`'s options (build_options' `memo`)."""
+        known = self._memos.get(id(node_class))
+        if known is None or known[0] is not node_class:
+            known = (node_class, {})
+            self._memos[id(node_class)] = known
+        return known[1]

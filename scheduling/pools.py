@@ -13,7 +13,7 @@ from apis.instancetype import InstanceType
 from apis.meta import Condition
 from apis.nodepool import NodePool
 from apis.quantity import ResourceList, add, to_resource_list
-from scheduling.catalog import Option, build_options, node_class_os
+from scheduling.catalog import Option, OptionCache, build_options, node_class_os
 from scheduling.limits import FloatArray, by_size, capacities, option_sizes
 from scheduling.packing import IntArray, OptionMatrix
 from scheduling.requirements import Req, Requirements, from_api, from_labels, parse_expressions, undefined_key_default
@@ -163,9 +163,11 @@ def build_pools(
     instance_types: list[InstanceType],
     daemonsets: Sequence[Obj],
     existing_capacity: Mapping[str, ResourceList],
+    cache: OptionCache | None = None,
 ) -> list[Pool]:
     """Pools by weight (highest first), then name. `existing_capacity` maps pool name to the summed
-    capacity (and `nodes` count) of its nodes and claims that already exist."""
+    capacity (and `nodes` count) of its nodes and claims that already exist. `cache`: options built by
+    earlier solves over the same node class and instance type objects (OptionCache)."""
     classes = {nc.name: nc for nc in node_classes}
     option_cache: dict[str, list[Option]] = {}
     matrix_cache: dict[str, OptionMatrix] = {}
@@ -184,9 +186,11 @@ def build_pools(
             if nc.name not in option_cache:
                 zones = frozenset(s.zone for s in nc.status.subnets) or None
                 zone_ids = {s.zone: s.zone_id for s in nc.status.subnets if s.zone_id}
+                memo = cache.memo(nc) if cache is not None else None
                 option_cache[nc.name] = build_options(
-                    instance_types, nc.spec.kubelet, zones, node_class_os(nc), node_class=nc, zone_ids=zone_ids
-                )
+                    instance_types, nc.spec.kubelet, zones, node_class_os(nc), node_class=nc, zone_ids=zone_ids,
+                    memo=memo,
+                )  # fmt: skip
             options = option_cache[nc.name]
         try:
             reqs = pool_requirements(np)

@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from apis.labels import HOSTNAME
 from apis.quantity import add
-from scheduling.catalog import Option
+from scheduling.catalog import Option, OptionCache
 from scheduling.domains import ClassState, Domains
 from scheduling.explain import limits_reason, limits_remaining, no_room_reason, no_type_reason
 from scheduling.limits import Trimmable, kept_counts
@@ -44,11 +44,11 @@ INTERLEAVE_ROUNDS = 32
 class Solver:
     """One scheduling run over one snapshot (use `solve`)."""
 
-    def __init__(self, inp: SchedulingInput) -> None:
+    def __init__(self, inp: SchedulingInput, options: OptionCache | None = None) -> None:
         self.topology = Topology()
         self.targets, existing_capacity, bound = cluster_targets(inp)
         self.pools = build_pools(
-            inp.node_pools, inp.node_classes, inp.instance_types, inp.daemonsets, existing_capacity
+            inp.node_pools, inp.node_classes, inp.instance_types, inp.daemonsets, existing_capacity, options
         )
         self.ready_pools = [p for p in self.pools if not p.problem]
         self.pool_problems = pool_problems(self.pools)
@@ -469,6 +469,8 @@ class Solver:
         return plan
 
 
-def solve(inp: SchedulingInput) -> Plan:
-    """Decide where the pending pods go. Pure and deterministic: the same input gives the same plan."""
-    return Solver(inp).solve()
+def solve(inp: SchedulingInput, options: OptionCache | None = None) -> Plan:
+    """Decide where the pending pods go. Pure and deterministic: the same input gives the same plan.
+    `options`: instance type options shared with other solves over the same catalog and node class
+    objects (scheduling.catalog.OptionCache); the plan is the same with or without it."""
+    return Solver(inp, options).solve()

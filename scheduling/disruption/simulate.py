@@ -25,6 +25,7 @@ from apis import labels as L
 from apis.instancetype import InstanceType
 from apis.quantity import ResourceList, add, format_resource_list, format_units, subtract, to_resource_list
 from apis.requirements import NodeSelectorRequirement
+from scheduling.catalog import OptionCache
 from scheduling.disruption.candidates import NodeState, is_reschedulable
 from scheduling.disruption.model import Obj
 from scheduling.provisionable import is_bound
@@ -45,11 +46,13 @@ def _needs_exact(pod: Obj) -> bool:
 
 
 class Simulator:
-    """Schedules the pods of removed nodes over one snapshot; counts its runs."""
+    """Schedules the pods of removed nodes over one snapshot; counts its runs. Its solves share one
+    OptionCache: the snapshot's node classes and instance types are the same objects in every run."""
 
     def __init__(self, cluster: SchedulingInput) -> None:
         self.cluster = cluster
         self.runs = 0
+        self.options = OptionCache()
         used: dict[str, ResourceList] = {}
         all_used: dict[str, ResourceList] = {}
         self.moving: dict[str, ResourceList] = {}  # requests of each node's reschedulable pods
@@ -150,7 +153,7 @@ class Simulator:
         update = {"pods": pending, "bound_pods": bound, "nodes": nodes, "node_claims": claims}
         if instance_types is not None:
             update["instance_types"] = list(instance_types)
-        return solve(self.cluster.model_copy(update=update))
+        return solve(self.cluster.model_copy(update=update), self.options)
 
 
 def allowed_values(claim: PlannedNodeClaim, key: str) -> set[str] | None:

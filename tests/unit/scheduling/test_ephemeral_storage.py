@@ -69,3 +69,20 @@ def test_raid0_gives_types_with_an_instance_store_its_whole_size() -> None:
     assert placement(schedule([wants], node_classes=[node_class()], instance_types=types)) == {
         "default/scratch": "pending"
     }
+
+
+def test_an_option_cache_builds_each_type_once_per_node_class_object_and_changes_nothing() -> None:
+    from scheduling.catalog import OptionCache
+
+    types = catalog()
+    cache = OptionCache()
+    [first] = build_pools([node_pool()], [big_root()], types, [], {})
+    nc = big_root()
+    [cached] = build_pools([node_pool()], [nc], types, [], {}, cache)
+    [again] = build_pools([node_pool()], [nc], types[:3], [], {}, cache)  # a subset, as split consolidation asks
+    by_name = {o.name: o for o in cached.options}
+    assert [o.name for o in cached.options] == [o.name for o in first.options]
+    assert all(o.capacity == by_name[o.name].capacity for o in first.options)
+    assert all(o is by_name[o.name] for o in again.options), "the subset reuses what was built"
+    [other] = build_pools([node_pool()], [node_class()], types, [], {}, cache)  # another class: its own options
+    assert {o.capacity["ephemeral-storage"] for o in other.options} == {20 * GIB}
