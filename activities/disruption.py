@@ -16,7 +16,8 @@ Metrics (activities.metrics, Karpenter's names): each decision is timed
 method), a command the controller executes counts in `karpenter_voluntary_disruption_decisions_total`, a
 pass out of time in `karpenter_voluntary_disruption_consolidation_timeouts_total`, and the gauges
 `karpenter_voluntary_disruption_eligible_nodes` (by reason) and `karpenter_nodepools_allowed_disruptions`
-(by pool and reason) show the latest decision's view.
+(by pool and reason) show the latest decision's view. A look ahead skipped because the cluster is
+settled counts in `nodeflow_disruption_settled_looks_total`.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from kube.types import Kube, Obj
 from scheduling.disruption import Command, Decision, DisruptionInput, decide
 from scheduling.disruption.candidates import node_claims_by_node
 from scheduling.disruption.notices import consolidatable_changes, consolidatable_condition, notices
+from scheduling.disruption.settled import Settlement, settle, state_key
 
 log = logging.getLogger(__name__)
 MAX_CONDITION_WRITES = 200
@@ -142,15 +144,38 @@ class DisruptionActivities:
         docstring). `acting`: the controller acts on an executable command, so it counts in
         `karpenter_voluntary_disruption_decisions_total`; False for a look ahead that only says whether
         the controller has news to decide on (workers.disruption_trigger)."""
+        return self._evaluate_on(self.snapshot(inp), inp, acting)[0]
+
+    def look_ahead(
+        self, inp: DecideInput, settlement: Settlement | None
+    ) -> tuple[DisruptionRound | None, Settlement | None]:
+        """`evaluate` without acting, for the leader's look ahead (workers.disruption_trigger), given what
+        the previous looks found (`settlement`); returns the decision and the new settlement. The decision is
+        None, with nothing decided or published, while the cluster is settled: read again, it is the state
+        the last passes over it found nothing in, and no time-driven change is due
+        (scheduling.disruption.settled)."""
         snapshot = self.snapshot(inp)
+        key = state_key(snapshot)
+        if settlement is not None and settlement.holds(key, snapshot.now):
+            self.metrics.disruption_settled_looks.inc()
+            return None, settlement
+        decided, decision, written = self._evaluate_on(snapshot, inp, acting=False)
+        # A write that failed is retried by the next decision: nothing is settled until it succeeds.
+        return decided, settle(settlement, key, snapshot, decision) if written else None
+
+    def _evaluate_on(
+        self, snapshot: DisruptionInput, inp: DecideInput, acting: bool
+    ) -> tuple[DisruptionRound, Decision, bool]:
+        """`evaluate` on a snapshot already read; also returns the decision itself and whether everything
+        it published was written."""
         with self.metrics.disruption_evaluation_duration.labels(method="all", consolidation_type="").time():
             decision = decide(snapshot)
-        self.publish(snapshot, decision)
+        written = self.publish(snapshot, decision)
         command = decision.command
         chosen = command.candidates if command else []
         executable = command is not None and command.method in inp.executable_methods
         self.count(decision, executable and acting)
-        return DisruptionRound(
+        decided = DisruptionRound(
             command=command,
             executable=executable,
             rejections=dict(sorted(Counter(rej.code for rej in decision.rejections).items())),
@@ -158,6 +183,7 @@ class DisruptionActivities:
             single_node_skipped=decision.single_node_skipped,
             timed_out=decision.timed_out,
         )
+        return decided, decision, written
 
     def count(self, decision: Decision, executable: bool) -> None:
         """The decision's metrics (see the module docstring); `executable`: its command is carried out."""
@@ -183,16 +209,19 @@ class DisruptionActivities:
                 m.nodepools_allowed_disruptions.remove(*gone)
             self._budget_series = set(series)
 
-    def publish(self, snapshot: DisruptionInput, decision: Decision) -> None:
+    def publish(self, snapshot: DisruptionInput, decision: Decision) -> bool:
         """Write the Consolidatable conditions that should change and record the events the decision
-        calls for (see the module docstring). Never raises for an API failure."""
+        calls for (see the module docstring); whether every write succeeded. Never raises for an API
+        failure."""
         cluster, now = snapshot.cluster, snapshot.now
+        written = True
         pools = {p.name: p for p in cluster.node_pools}
         for change in consolidatable_changes(cluster.node_claims, pools, now)[:MAX_CONDITION_WRITES]:
             owned = ownership.node_claim(change.node_claim, change.uid)
             try:
                 ownership.update(self.kube, owned, setting_consolidatable(pools[change.node_pool], now), "status")
             except KubeError as err:
+                written = False
                 log.warning("Consolidatable of NodeClaim %s not written (the next decision retries): %s",
                             change.node_claim, err,
                             extra={"nodeclaim": change.node_claim, "nodepool": change.node_pool})  # fmt: skip
@@ -201,6 +230,7 @@ class DisruptionActivities:
             try:
                 nodepool_status.write_counts(self.kube, name, counts.get(name, nodepool_status.EMPTY))
             except KubeError as err:
+                written = False
                 log.warning("status of NodePool %s not written (the next decision retries): %s", name, err)
         claims = node_claims_by_node(cluster.nodes, cluster.node_claims)
         nodes = {str((n.get("metadata") or {}).get("name", "")): n for n in cluster.nodes}
@@ -215,3 +245,4 @@ class DisruptionActivities:
                     if key not in self._noticed:
                         self._noticed[key] = now
                         self.recorder.record(involved, "Normal", notice.reason, notice.message)
+        return written

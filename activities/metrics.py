@@ -234,6 +234,13 @@ class Metrics(ClusterStateGauges):
             buckets=DURATION_BUCKETS,
             registry=reg,
         )
+        # No Karpenter counterpart (Karpenter skips a consolidated cluster without counting it).
+        self.disruption_settled_looks = Counter(
+            "nodeflow_disruption_settled_looks",
+            "Number of the leader's disruption look aheads that decided nothing because the cluster was settled: "
+            "unchanged since passes that found no command, and no time-driven change due.",
+            registry=reg,
+        )
         self.consolidation_timeouts = Counter(
             "karpenter_voluntary_disruption_consolidation_timeouts",
             "Number of times the consolidation algorithm has reached a timeout. Labeled by consolidation type.",

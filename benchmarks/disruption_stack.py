@@ -32,6 +32,7 @@ TARGET_PRICE_RATIO = 1.15
 SCALE_DOWN_FRACTION = 0.1
 QUIET_DECISIONS = 6
 DECISIONS = "karpenter_voluntary_disruption_decision_evaluation_duration_seconds_count"
+SETTLED_LOOKS = "nodeflow_disruption_settled_looks_total"
 POLL_SECONDS = 0.5
 Obj = dict[str, Any]
 
@@ -79,8 +80,10 @@ def executed(line: str) -> bool:
 
 
 def decisions_made(metrics_url: str) -> int:
-    """How many disruption decisions the worker serving `metrics_url` has made (its
-    `karpenter_voluntary_disruption_decision_evaluation_duration_seconds` count, method `all`)."""
+    """How many times the worker serving `metrics_url` has looked at the cluster for disruption: the
+    decisions it made (`karpenter_voluntary_disruption_decision_evaluation_duration_seconds` count,
+    method `all`) and the leader's look aheads that found the cluster settled (SETTLED_LOOKS), each as good
+    as a decision that found nothing new."""
     import urllib.request
 
     from prometheus_client.parser import text_string_to_metric_families
@@ -91,7 +94,7 @@ def decisions_made(metrics_url: str) -> int:
         int(sample.value)
         for family in text_string_to_metric_families(text)
         for sample in family.samples
-        if sample.name == DECISIONS and sample.labels.get("method") == "all"
+        if (sample.name == DECISIONS and sample.labels.get("method") == "all") or sample.name == SETTLED_LOOKS
     )
 
 

@@ -3,9 +3,11 @@
 Karpenter's disruption controller decides every 10 s in memory. nodeflow's controller is a workflow, so
 deciding there every 10 s costs a timer and an activity each time (17,280 billable Temporal actions a
 day on an idle cluster). Instead the leader decides every `interval` seconds here, outside any workflow,
-with the same code as the controller's `decide_disruption` activity (activities.disruption `evaluate`:
+with the same code as the controller's `decide_disruption` activity (activities.disruption `look_ahead`:
 a fresh snapshot, the Consolidatable conditions, events and metrics published as the activity does), and
-sends the controller `wake` only when the decision is news:
+sends the controller `wake` only when the decision is news. A look finds no news without deciding while
+the cluster is settled, as Karpenter skips a consolidated cluster: unchanged since passes that found no
+command, with no time-driven change due (scheduling.disruption.settled). Otherwise news is:
 
 - its finding differs from the last one this trigger announced: the command (method, action,
   candidates) and whether it executes, or, without one, which kinds of rejection there are. Not how many
@@ -30,18 +32,20 @@ import time
 from collections.abc import Callable
 
 from activities.disruption import DecideInput, DisruptionRound
+from scheduling.disruption.settled import Settlement
 
 log = logging.getLogger(__name__)
 RESIGNAL_SECONDS = 60.0
 
 
 class DisruptionTrigger:
-    """See the module docstring. `decide` evaluates without acting (DisruptionActivities.evaluate with
-    acting=False); `wake` signals the controller and raises when it could not."""
+    """See the module docstring. `decide` evaluates without acting, given and returning what the looks
+    found (DisruptionActivities.look_ahead; its decision None when the cluster is settled); `wake` signals
+    the controller and raises when it could not."""
 
     def __init__(
         self,
-        decide: Callable[[DecideInput], DisruptionRound],
+        decide: Callable[[DecideInput, Settlement | None], tuple[DisruptionRound | None, Settlement | None]],
         wake: Callable[[], None],
         settings: DecideInput,
         interval: float = 10.0,
@@ -55,6 +59,7 @@ class DisruptionTrigger:
         self.announced: tuple[object, ...] | None = None  # the finding the controller was last woken for
         self.woken_at: float | None = None
         self.single_node_first: list[str] = []
+        self.settlement: Settlement | None = None  # what the looks of this term found (none yet)
 
     def run(self, stop: threading.Event) -> None:
         """Look now, then every `interval` seconds until `stop` is set. Never raises."""
@@ -66,9 +71,11 @@ class DisruptionTrigger:
         """Decide once and wake the controller if the decision is news; whether it was woken."""
         inp = self.settings.model_copy(update={"single_node_first": self.single_node_first})
         try:
-            decided = self.decide(inp)
+            decided, self.settlement = self.decide(inp, self.settlement)
         except Exception:
             log.exception("disruption look ahead failed; the controller decides at its backstop, and this retries")
+            return False
+        if decided is None:  # settled: what the last decisions found still holds
             return False
         self.single_node_first = decided.single_node_skipped
         found = finding(decided)

@@ -156,9 +156,7 @@ def _disruption_trigger(
     inp = DecideInput(
         executable_methods=settings.executable_methods, spot_to_spot_consolidation=settings.spot_to_spot_consolidation
     )
-    return DisruptionTrigger(
-        lambda decide: disruption.evaluate(decide, acting=False), wake, inp, interval=POLL.total_seconds()
-    )
+    return DisruptionTrigger(disruption.look_ahead, wake, inp, interval=POLL.total_seconds())
 
 
 def _status_refresh(kube: Kube, starter: TemporalStarter, provisioning: ProvisioningActivities) -> StatusRefresh:

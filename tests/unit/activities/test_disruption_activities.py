@@ -15,7 +15,7 @@ from activities.provisioning_models import ProvisionRound
 from apis.meta import now_rfc3339
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
-from kube.errors import ConflictError
+from kube.errors import ConflictError, ServerError
 from scheduling.disruption import CandidateRef, Command
 from scheduling.types import PlannedNodeClaim
 from tests.unit.activities.claimworld import NODE_CLASS, POOL, claim_body
@@ -113,6 +113,43 @@ def test_a_look_ahead_decides_the_same_but_counts_no_executed_decision(kube: Mem
     assert metrics.registry.get_sample_value(evaluated, {"method": "all", "consolidation_type": ""}) == 1
     assert acts.decide_disruption(DecideInput()).summary() == ahead.summary()
     assert metrics.registry.get_sample_value(executed, labels) == 1
+
+
+def test_a_look_ahead_skips_a_settled_cluster_until_something_changes(kube: MemKube, events: Events) -> None:
+    metrics = Metrics()
+    acts = DisruptionActivities(kube, FakeCloudProvider(), events, metrics)  # type: ignore[arg-type]
+    name = POOL["metadata"]["name"]
+    kube.patch(r.NODEPOOL, name, {"spec": {"disruption": {"consolidateAfter": "Never"}}})  # no candidate
+    settled = "nodeflow_disruption_settled_looks_total"
+    first, settlement = acts.look_ahead(DecideInput(), None)
+    assert first is not None and first.command is None and "ConsolidationDisabled" in first.rejections
+    second, settlement = acts.look_ahead(DecideInput(), settlement)
+    assert second is not None, "the first look wrote the pool's status counts: a change to decide over"
+    third, settlement = acts.look_ahead(DecideInput(), settlement)
+    assert third is None, "the same cluster, looked at again, is settled"
+    assert metrics.registry.get_sample_value(settled) == 1
+    kube.patch(r.NODEPOOL, name, {"spec": {"disruption": {"consolidateAfter": "0s"}}})
+    changed, settlement = acts.look_ahead(DecideInput(), settlement)
+    assert changed is not None and changed.command is not None and changed.command.method == "Emptiness"
+
+
+def test_a_look_whose_status_write_failed_does_not_settle(kube: MemKube, events: Events) -> None:
+    acts = DisruptionActivities(kube, FakeCloudProvider(), events)  # type: ignore[arg-type]
+    kube.patch(r.NODEPOOL, POOL["metadata"]["name"], {"spec": {"disruption": {"consolidateAfter": "Never"}}})
+    failing = kube.patch
+
+    def refuse_status(resource: r.Resource, name: str, patch: Any, *args: Any, **kwargs: Any) -> Any:
+        if resource is r.NODEPOOL and kwargs.get("subresource") == "status":
+            raise ServerError("503: etcd leader changed")
+        return failing(resource, name, patch, *args, **kwargs)
+
+    kube.patch = refuse_status  # type: ignore[method-assign]
+    decided, settlement = acts.look_ahead(DecideInput(), None)
+    assert decided is not None and settlement is None, "the write is retried by the next look's decision"
+    kube.patch = failing  # type: ignore[method-assign]
+    for _ in range(2):
+        decided, settlement = acts.look_ahead(DecideInput(), settlement)
+    assert settlement is not None and acts.look_ahead(DecideInput(), settlement)[0] is None
 
 
 def test_a_node_with_a_pod_is_not_empty(acts: DisruptionActivities, kube: MemKube) -> None:

@@ -43,6 +43,7 @@ EXPORTED = {
     "karpenter_nodeclaims_termination_duration_seconds": ("histogram", {"nodepool"}),
     "karpenter_nodeclaims_instance_termination_duration_seconds": ("histogram", {"nodepool"}),
     "nodeflow_nodeclaims_startup_duration_seconds": ("histogram", {"condition", "nodepool"}),
+    "nodeflow_disruption_settled_looks_total": ("counter", set()),
     "karpenter_nodes_created_total": ("counter", {"nodepool"}),
     "karpenter_nodes_terminated_total": ("counter", {"nodepool"}),
     "karpenter_nodes_drained_total": ("counter", {"nodepool"}),

@@ -6,6 +6,7 @@ import threading
 
 from activities.disruption import DecideInput, DisruptionRound
 from scheduling.disruption import CandidateRef, Command
+from scheduling.disruption.settled import Settlement
 from workers.disruption_trigger import RESIGNAL_SECONDS, DisruptionTrigger
 
 
@@ -21,19 +22,22 @@ QUIET = DisruptionRound(rejections={"PodDoNotDisrupt": 1})
 class Controller:
     """The decisions the look ahead finds, in order (the last repeats), and the wakes it sends."""
 
-    def __init__(self, *decisions: DisruptionRound | Exception) -> None:
+    def __init__(self, *decisions: DisruptionRound | Exception | None) -> None:
         self.decisions = list(decisions)
         self.inputs: list[DecideInput] = []
+        self.settlements: list[Settlement | None] = []
         self.wakes = 0
         self.wake_fails = False
         self.now = 0.0
 
-    def decide(self, inp: DecideInput) -> DisruptionRound:
+    def decide(self, inp: DecideInput, settlement: Settlement | None) -> tuple[DisruptionRound | None, Settlement]:
+        """None among the decisions: the cluster was settled. Each look's settlement is the next one's."""
         self.inputs.append(inp)
+        self.settlements.append(settlement)
         found = self.decisions.pop(0) if len(self.decisions) > 1 else self.decisions[0]
         if isinstance(found, Exception):
             raise found
-        return found
+        return found, Settlement(len(self.inputs), frozenset(), True, None)
 
     def wake(self) -> None:
         if self.wake_fails:
@@ -116,3 +120,11 @@ def test_run_looks_until_stopped() -> None:
     trigger = DisruptionTrigger(controller.decide, wake_then_stop, DecideInput(), interval=0.01)
     trigger.run(stop)  # returns: the first look wakes, which sets `stop`
     assert controller.wakes == 1
+
+
+def test_a_settled_cluster_is_no_news_and_each_look_gets_the_last_settlement() -> None:
+    controller = Controller(QUIET, None, None, empty("a"))
+    trigger = controller.trigger()
+    assert [trigger.look() for _ in range(4)] == [True, False, False, True]
+    assert [s.key if s else None for s in controller.settlements] == [None, 1, 2, 3]
+    assert [inp.single_node_first for inp in controller.inputs] == [[], [], [], []]
