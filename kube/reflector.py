@@ -15,7 +15,8 @@ metadata name, namespace and uid): keep what a consumer reads from a deleted obj
 `synced` is called: every object that exists has been handed over.
 
 Not thread-safe: one thread calls `run`. `handle` runs on that thread; an exception from it is logged
-and the resource listed again (nothing is skipped). I/O only through the `Kube` it is given."""
+with the object's name and the reflector goes on with the next event (one object a consumer cannot
+handle does not stop the others). I/O only through the `Kube` it is given."""
 
 from __future__ import annotations
 
@@ -98,12 +99,12 @@ class Reflector:
         for key in [key for key in self._known if key not in listed]:
             if stop.is_set():
                 return ""
-            self.handle("DELETED", self._known.pop(key))
+            self._hand_over("DELETED", self._known.pop(key))
         for obj in items:
             if stop.is_set():
                 return ""
             self._known[object_key(obj)] = self.remember(obj)
-            self.handle("ADDED", obj)
+            self._hand_over("ADDED", obj)
         if self.synced is not None:
             self.synced()
         return version
@@ -122,5 +123,11 @@ class Reflector:
                 self._known[object_key(obj)] = self.remember(obj)
             else:
                 continue  # BOOKMARK: only its version counts
-            self.handle(event_type, obj)
+            self._hand_over(event_type, obj)
         return version
+
+    def _hand_over(self, event_type: str, obj: Obj) -> None:
+        try:
+            self.handle(event_type, obj)
+        except Exception:
+            log.exception("%s event of %s %s not handled; going on", event_type, self.resource.kind, object_key(obj))

@@ -144,3 +144,24 @@ def test_a_relist_reports_what_was_deleted_while_no_watch_was_open(kube: KubeCli
         second.join(timeout=DEADLINE_SECONDS)
     assert [obj["metadata"]["name"] for obj in deleted] == ["e"]
     assert deleted[0]["kept"] and deleted[0]["spec"]["providerID"] == "aws:///us-west-2a/i-e"
+
+
+def test_an_object_the_consumer_cannot_handle_is_logged_and_the_others_go_on(
+    kube: KubeClient, running: Callable[[Reflector], threading.Event]
+) -> None:
+    kube.create(NODE, node("h-bad"))
+    kube.create(NODE, node("h-good"))
+    seen = Recorder()
+
+    def handle(event_type: str, obj: Obj) -> None:
+        if obj["metadata"]["name"] == "h-bad":
+            raise ValueError("cannot handle this one")
+        seen.handle(event_type, obj)
+
+    reflector = Reflector(kube, NODE, handle, seen.synced, watch_seconds=1)
+    running(reflector)
+    eventually(lambda: seen.syncs == 1, "the first list")
+    kube.create(NODE, node("h-later"))
+    eventually(lambda: ("ADDED", "h-later") in seen.events, "the next event")
+    assert ("ADDED", "h-good") in seen.events
+    assert reflector.lists == 1, "a failing consumer does not make it list again"
