@@ -26,6 +26,7 @@ import logging
 import threading
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from pydantic import BaseModel, Field, ValidationError
@@ -41,11 +42,12 @@ from apis.nodeclaim import CONSOLIDATABLE, NodeClaim
 from apis.nodepool import NodePool
 from cloudprovider.types import CloudProvider
 from kube.errors import KubeError
+from kube.reflector import Changes
 from kube.types import Kube, Obj
 from scheduling.disruption import Command, Decision, DisruptionInput, decide
 from scheduling.disruption.candidates import node_claims_by_node
 from scheduling.disruption.notices import consolidatable_changes, consolidatable_condition, notices
-from scheduling.disruption.settled import Settlement, settle, state_key
+from scheduling.disruption.settled import Settlement, combined_key, settle, side_key, watched_key
 
 log = logging.getLogger(__name__)
 MAX_CONDITION_WRITES = 200
@@ -110,6 +112,17 @@ def setting_consolidatable(pool: NodePool, now: datetime) -> Callable[[Obj], boo
     return mutate
 
 
+@dataclass(frozen=True)
+class LookAhead:
+    """What the leader's disruption looks found (DisruptionActivities.look_ahead): the settlement, and for
+    the last full read of the cluster, the watches' event count taken before it (None: no count) and the
+    watched part of its state key."""
+
+    settlement: Settlement | None
+    mark: int | None = None
+    watched: int = 0
+
+
 class DisruptionActivities:
     """Constructed by the composition root with the boundaries."""
 
@@ -124,13 +137,15 @@ class DisruptionActivities:
         self._noticed: dict[tuple[str, str, str, str], datetime] = {}  # (kind, uid, reason, message) -> when
         self._lock = threading.Lock()
 
-    def snapshot(self, inp: DecideInput) -> DisruptionInput:
-        """The cluster as the decision takes it, read now (activities.disruption_snapshot)."""
+    def snapshot(self, inp: DecideInput, watched: bool = True) -> DisruptionInput:
+        """The cluster as the decision takes it, read now (activities.disruption_snapshot; `watched` False
+        leaves out what the leader watches)."""
         return read_disruption_input(
             self.kube,
             self.cloud.instance_types(None),
             spot_to_spot_consolidation=inp.spot_to_spot_consolidation,
             single_node_first=inp.single_node_first,
+            watched=watched,
         )
 
     @activity.defn(name="decide_disruption")
@@ -147,21 +162,32 @@ class DisruptionActivities:
         return self._evaluate_on(self.snapshot(inp), inp, acting)[0]
 
     def look_ahead(
-        self, inp: DecideInput, settlement: Settlement | None
-    ) -> tuple[DisruptionRound | None, Settlement | None]:
+        self, inp: DecideInput, memory: LookAhead | None, changes: Changes | None = None
+    ) -> tuple[DisruptionRound | None, LookAhead]:
         """`evaluate` without acting, for the leader's look ahead (workers.disruption_trigger), given what
-        the previous looks found (`settlement`); returns the decision and the new settlement. The decision is
-        None, with nothing decided or published, while the cluster is settled: read again, it is the state
-        the last passes over it found nothing in, and no time-driven change is due
-        (scheduling.disruption.settled)."""
+        the previous looks found (`memory`); returns the decision and what this look found. The decision
+        is None, with nothing decided or published, while the cluster is settled: it is the state the last
+        passes over it found nothing in, and no time-driven change is due (scheduling.disruption.settled).
+        `changes`: the leader's watches' event count (kube.reflector.Changes). While it has not moved since
+        the last full read, only what the watches do not see is read again (PDBs, DaemonSets, volumes,
+        RuntimeClasses, the catalog), not every pod and node."""
+        mark = changes.count if changes is not None else None
+        settlement = memory.settlement if memory is not None else None
+        if settlement is not None and memory is not None and mark is not None and mark == memory.mark:
+            side = self.snapshot(inp, watched=False)
+            if settlement.holds(combined_key(memory.watched, side_key(side)), side.now):
+                self.metrics.disruption_settled_looks.inc()
+                return None, memory
         snapshot = self.snapshot(inp)
-        key = state_key(snapshot)
+        watched = watched_key(snapshot)
+        key = combined_key(watched, side_key(snapshot))
         if settlement is not None and settlement.holds(key, snapshot.now):
             self.metrics.disruption_settled_looks.inc()
-            return None, settlement
+            return None, LookAhead(settlement, mark, watched)
         decided, decision, written = self._evaluate_on(snapshot, inp, acting=False)
         # A write that failed is retried by the next decision: nothing is settled until it succeeds.
-        return decided, settle(settlement, key, snapshot, decision) if written else None
+        settled = settle(settlement, key, snapshot, decision) if written else None
+        return decided, LookAhead(settled, mark, watched)
 
     def _evaluate_on(
         self, snapshot: DisruptionInput, inp: DecideInput, acting: bool

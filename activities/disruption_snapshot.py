@@ -54,18 +54,25 @@ def read_disruption_input(
     spot_to_spot_consolidation: bool = False,
     single_node_first: Sequence[str] = (),
     skipped: list[str] | None = None,
+    watched: bool = True,
 ) -> DisruptionInput:
     """Nodes, NodeClaims, bound pods, PodDisruptionBudgets, NodePools, EC2NodeClasses, DaemonSets and the
     volume and runtime objects, read now, with the given catalog; `now` defaults to the current UTC time.
-    Invalid NodeClaims, NodePools and EC2NodeClasses are left out (named in `skipped` when given). Raises
-    the Kube boundary's errors (kube.errors) when the API cannot be read."""
+    Invalid NodeClaims, NodePools and EC2NodeClasses are left out (named in `skipped` when given).
+    `watched` False leaves out what the leader watches (pods, Nodes, NodeClaims, NodePools,
+    EC2NodeClasses: empty lists), for a look that only needs the rest (scheduling.disruption.settled
+    `side_key`). Raises the Kube boundary's errors (kube.errors) when the API cannot be read."""
+
+    def read(resource: r.Resource) -> list[Obj]:
+        return kube.list(resource) if watched else []
+
     cluster = SchedulingInput(
         pods=[],
-        bound_pods=[p for p in kube.list(r.POD) if is_bound(p)],
-        nodes=kube.list(r.NODE),
-        node_claims=parse_all([c for c in kube.list(r.NODECLAIM) if is_managed(c)], NodeClaim, skipped),
-        node_pools=parse_all([p for p in kube.list(r.NODEPOOL) if is_managed(p)], NodePool, skipped),
-        node_classes=parse_all(kube.list(r.EC2NODECLASS), EC2NodeClass, skipped),
+        bound_pods=[p for p in read(r.POD) if is_bound(p)],
+        nodes=read(r.NODE),
+        node_claims=parse_all([c for c in read(r.NODECLAIM) if is_managed(c)], NodeClaim, skipped),
+        node_pools=parse_all([p for p in read(r.NODEPOOL) if is_managed(p)], NodePool, skipped),
+        node_classes=parse_all(read(r.EC2NODECLASS), EC2NodeClass, skipped),
         instance_types=list(instance_types),
         daemonsets=kube.list(r.DAEMONSET),
         persistent_volume_claims=kube.list(r.PVC),

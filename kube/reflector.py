@@ -12,7 +12,8 @@ A relist hands over what a watch would have: every listed object as ADDED, and a
 it held before that the list no longer holds (deleted while no watch was open), so consumers see every
 deletion. The DELETED event's object is what `remember` kept of the object when last seen (by default its
 metadata name, namespace and uid): keep what a consumer reads from a deleted object. After each LIST,
-`synced` is called: every object that exists has been handed over.
+`synced` is called: every object that exists has been handed over. `changes`, when given, counts every
+event handed over.
 
 Not thread-safe: one thread calls `run`. `handle` runs on that thread; an exception from it is logged
 with the object's name and the reflector goes on with the next event (one object a consumer cannot
@@ -33,6 +34,25 @@ WATCH_SECONDS = 60
 RETRY_PAUSE_SECONDS = 1.0
 
 Handler = Callable[[str, Obj], None]
+
+
+class Changes:
+    """How many events the reflectors sharing it have handed over (listed objects included): a reader
+    that saw the same count twice knows none of their resources changed in between, as far as their
+    watches tell. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+
+    def bump(self) -> None:
+        with self._lock:
+            self._count += 1
+
+    @property
+    def count(self) -> int:
+        with self._lock:
+            return self._count
 
 
 def identity(obj: Obj) -> Obj:
@@ -63,6 +83,7 @@ class Reflector:
         remember: Callable[[Obj], Obj] = identity,
         watch_seconds: int = WATCH_SECONDS,
         retry_pause: float = RETRY_PAUSE_SECONDS,
+        changes: Changes | None = None,
     ) -> None:
         self.kube = kube
         self.resource = resource
@@ -71,6 +92,7 @@ class Reflector:
         self.remember = remember
         self.watch_seconds = watch_seconds
         self.retry_pause = retry_pause
+        self.changes = changes  # bumped before each event is handed over
         self.lists = 0  # LISTs made: the first, then one per Gone or failure
         self._known: dict[str, Obj] = {}  # object key -> what `remember` kept of it
 
@@ -127,6 +149,8 @@ class Reflector:
         return version
 
     def _hand_over(self, event_type: str, obj: Obj) -> None:
+        if self.changes is not None:
+            self.changes.bump()
         try:
             self.handle(event_type, obj)
         except Exception:

@@ -31,8 +31,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from activities.disruption import DecideInput, DisruptionRound
-from scheduling.disruption.settled import Settlement
+from activities.disruption import DecideInput, DisruptionRound, LookAhead
 
 log = logging.getLogger(__name__)
 RESIGNAL_SECONDS = 60.0
@@ -45,7 +44,7 @@ class DisruptionTrigger:
 
     def __init__(
         self,
-        decide: Callable[[DecideInput, Settlement | None], tuple[DisruptionRound | None, Settlement | None]],
+        decide: Callable[[DecideInput, LookAhead | None], tuple[DisruptionRound | None, LookAhead | None]],
         wake: Callable[[], None],
         settings: DecideInput,
         interval: float = 10.0,
@@ -59,7 +58,7 @@ class DisruptionTrigger:
         self.announced: tuple[object, ...] | None = None  # the finding the controller was last woken for
         self.woken_at: float | None = None
         self.single_node_first: list[str] = []
-        self.settlement: Settlement | None = None  # what the looks of this term found (none yet)
+        self.memory: LookAhead | None = None  # what the looks of this term found (none yet)
 
     def run(self, stop: threading.Event) -> None:
         """Look now, then every `interval` seconds until `stop` is set. Never raises."""
@@ -71,7 +70,7 @@ class DisruptionTrigger:
         """Decide once and wake the controller if the decision is news; whether it was woken."""
         inp = self.settings.model_copy(update={"single_node_first": self.single_node_first})
         try:
-            decided, self.settlement = self.decide(inp, self.settlement)
+            decided, self.memory = self.decide(inp, self.memory)
         except Exception:
             log.exception("disruption look ahead failed; the controller decides at its backstop, and this retries")
             return False

@@ -46,7 +46,7 @@ from activities.node_directory import NodeDirectory
 from apis import labels
 from kube import resources as r
 from kube.errors import KubeError, NotFoundError
-from kube.reflector import Reflector, identity
+from kube.reflector import Changes, Reflector, identity
 from kube.types import Kube, Obj
 from scheduling.disruption.candidates import parse_time
 from scheduling.disruption.pod_events import PodEvent, PodEventTracker
@@ -69,6 +69,7 @@ class _Watcher:
         self.kube = kube
         self.starter = starter
         self.loop = loop
+        self.changes: Changes | None = None  # counts the events of every watch, when set (see _reflect)
 
     def _call(self, coro: Coroutine[Any, Any, Any]) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=30)
@@ -82,8 +83,9 @@ class _Watcher:
         remember: Callable[[Obj], Obj] = identity,
     ) -> None:
         """List and watch `resource` until `stop` (kube.reflector.Reflector): `synced` after each LIST,
-        `remember` what a relist hands back as the DELETED object of one deleted meanwhile."""
-        Reflector(self.kube, resource, handle, synced, remember).run(stop)
+        `remember` what a relist hands back as the DELETED object of one deleted meanwhile; each event
+        counted in `self.changes` when set."""
+        Reflector(self.kube, resource, handle, synced, remember, changes=self.changes).run(stop)
 
 
 class PodWatcher(_Watcher):

@@ -19,7 +19,7 @@ from typing import Protocol
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from activities.disruption import DecideInput, DisruptionActivities
+from activities.disruption import DecideInput, DisruptionActivities, DisruptionRound, LookAhead
 from activities.disruption_execution import DisruptionExecution
 from activities.garbage_collection import GarbageCollectionActivities
 from activities.lifecycle import node_claim_activities
@@ -36,6 +36,7 @@ from kube import resources as r
 from kube.client import KubeClient
 from kube.events import EventRecorder
 from kube.leases import LeaseClient
+from kube.reflector import Changes
 from kube.types import Kube
 from scheduling.provisionable import is_provisionable
 from workers.build_id import build_id
@@ -119,13 +120,19 @@ async def _lead(
     await start_disruption_controller(client, settings.task_queue, disruption_settings)
     loop = asyncio.get_running_loop()
     watch_stop = threading.Event()
-    watchers: list[LeaderLoop] = [
+    changes = Changes()  # the watches' events, so a settled disruption look ahead need not read them again
+    watches: list[PodWatcher | DeletionWatcher | DriftTrigger] = [
         PodWatcher(kube, starter, loop),
         DeletionWatcher(kube, starter, loop, nodes),
         DriftTrigger(kube, starter, loop),
+    ]
+    for watch in watches:
+        watch.changes = changes
+    watchers: list[LeaderLoop] = [
+        *watches,
         ClaimSweep(kube, cloud, starter, loop, interval=settings.seconds("claim_sweep_interval")),
         ClusterStateMetrics(kube, metrics, cloud),
-        _disruption_trigger(client, settings.task_queue, loop, disruption, disruption_settings),
+        _disruption_trigger(client, settings.task_queue, loop, disruption, disruption_settings, changes),
         _status_refresh(kube, starter, provisioning),
     ]
     watchers += [extra for extra in loops if extra is not None]
@@ -144,10 +151,11 @@ def _disruption_trigger(
     loop: asyncio.AbstractEventLoop,
     disruption: DisruptionActivities,
     settings: DisruptionSettings,
+    changes: Changes,
 ) -> DisruptionTrigger:
     """The leader's look ahead (workers.disruption_trigger), deciding with `disruption` under `settings`
     and waking the controller (started again on `task_queue` should it have been terminated) through
-    `client` on `loop`."""
+    `client` on `loop`; `changes` counts the leader's watch events."""
 
     def wake() -> None:
         coro = wake_disruption_controller(client, task_queue, settings)
@@ -156,7 +164,11 @@ def _disruption_trigger(
     inp = DecideInput(
         executable_methods=settings.executable_methods, spot_to_spot_consolidation=settings.spot_to_spot_consolidation
     )
-    return DisruptionTrigger(disruption.look_ahead, wake, inp, interval=POLL.total_seconds())
+
+    def look(decide: DecideInput, memory: LookAhead | None) -> tuple[DisruptionRound | None, LookAhead]:
+        return disruption.look_ahead(decide, memory, changes)
+
+    return DisruptionTrigger(look, wake, inp, interval=POLL.total_seconds())
 
 
 def _status_refresh(kube: Kube, starter: TemporalStarter, provisioning: ProvisioningActivities) -> StatusRefresh:

@@ -47,14 +47,10 @@ def _typed(objs: Sequence[Any]) -> tuple[tuple[str, str], ...]:
     return tuple((str(obj.metadata.name), str(obj.metadata.resource_version or "")) for obj in objs)
 
 
-def state_key(inp: DisruptionInput) -> int:
-    """What a decision over `inp` reads, but the clock and the single-node order (see the module
-    docstring), as one number: equal inputs give equal keys within one process."""
+def watched_key(inp: DisruptionInput) -> int:
+    """The part of `state_key` the leader's watches see change: Nodes, bound pods, NodeClaims, NodePools
+    and EC2NodeClasses."""
     cluster = inp.cluster
-    catalog = tuple(
-        (it.name, tuple((o.zone, o.capacity_type, o.price, o.available, o.reservation_id) for o in it.offerings))
-        for it in cluster.instance_types
-    )
     return hash(
         (
             _raw(cluster.nodes),
@@ -62,6 +58,20 @@ def state_key(inp: DisruptionInput) -> int:
             _typed(cluster.node_claims),
             _typed(cluster.node_pools),
             _typed(cluster.node_classes),
+        )
+    )
+
+
+def side_key(inp: DisruptionInput) -> int:
+    """The rest of `state_key`: DaemonSets, volumes, RuntimeClasses, PDBs, the catalog's offerings and the
+    settings. `inp.cluster`'s watched lists are not read (they may be left empty)."""
+    cluster = inp.cluster
+    catalog = tuple(
+        (it.name, tuple((o.zone, o.capacity_type, o.price, o.available, o.reservation_id) for o in it.offerings))
+        for it in cluster.instance_types
+    )
+    return hash(
+        (
             _raw(cluster.daemonsets),
             _raw(cluster.persistent_volume_claims),
             _raw(cluster.persistent_volumes),
@@ -73,6 +83,16 @@ def state_key(inp: DisruptionInput) -> int:
             inp.limits.model_dump_json(),
         )
     )
+
+
+def combined_key(watched: int, side: int) -> int:
+    return hash((watched, side))
+
+
+def state_key(inp: DisruptionInput) -> int:
+    """What a decision over `inp` reads, but the clock and the single-node order (see the module
+    docstring), as one number: equal inputs give equal keys within one process."""
+    return combined_key(watched_key(inp), side_key(inp))
 
 
 def _next_minute(now: datetime) -> datetime:

@@ -16,6 +16,7 @@ from apis.meta import now_rfc3339
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
 from kube.errors import ConflictError, ServerError
+from kube.reflector import Changes
 from scheduling.disruption import CandidateRef, Command
 from scheduling.types import PlannedNodeClaim
 from tests.unit.activities.claimworld import NODE_CLASS, POOL, claim_body
@@ -133,6 +134,43 @@ def test_a_look_ahead_skips_a_settled_cluster_until_something_changes(kube: MemK
     assert changed is not None and changed.command is not None and changed.command.method == "Emptiness"
 
 
+def test_while_the_watches_saw_no_change_a_settled_look_reads_no_pod_or_node(kube: MemKube, events: Events) -> None:
+    acts = DisruptionActivities(kube, FakeCloudProvider(), events)  # type: ignore[arg-type]
+    kube.patch(r.NODEPOOL, POOL["metadata"]["name"], {"spec": {"disruption": {"consolidateAfter": "Never"}}})
+    changes = Changes()
+    writing = kube.patch
+
+    def watched_write(*args: Any, **kwargs: Any) -> Any:
+        changes.bump()  # what the leader's watches do when they see the write
+        return writing(*args, **kwargs)
+
+    kube.patch = watched_write  # type: ignore[method-assign]
+    memory = None
+    for _ in range(3):  # decide, decide over what the first wrote, settled
+        _, memory = acts.look_ahead(DecideInput(), memory, changes)
+    assert memory is not None and memory.settlement is not None
+    read: list[str] = []
+    listing = kube.list
+
+    def counting(resource: r.Resource, *args: Any, **kwargs: Any) -> Any:
+        read.append(resource.plural)
+        return listing(resource, *args, **kwargs)
+
+    kube.list = counting  # type: ignore[method-assign]
+    quiet, memory = acts.look_ahead(DecideInput(), memory, changes)
+    assert quiet is None
+    assert not {"pods", "nodes", "nodeclaims", "nodepools", "ec2nodeclasses"} & set(read), read
+    assert "poddisruptionbudgets" in read, "what no watch sees is read every time"
+    changes.bump()  # a watch saw something: the whole cluster is read again
+    read.clear()
+    again, memory = acts.look_ahead(DecideInput(), memory, changes)
+    assert again is None and "pods" in read, "read again, and still the same state: settled"
+    kube.list = listing  # type: ignore[method-assign]
+    kube.create(r.PDB, {"metadata": {"name": "web", "namespace": "default"}, "spec": {}})
+    decided, memory = acts.look_ahead(DecideInput(), memory, changes)  # a PDB is no watched kind
+    assert decided is not None
+
+
 def test_a_look_whose_status_write_failed_does_not_settle(kube: MemKube, events: Events) -> None:
     acts = DisruptionActivities(kube, FakeCloudProvider(), events)  # type: ignore[arg-type]
     kube.patch(r.NODEPOOL, POOL["metadata"]["name"], {"spec": {"disruption": {"consolidateAfter": "Never"}}})
@@ -145,11 +183,11 @@ def test_a_look_whose_status_write_failed_does_not_settle(kube: MemKube, events:
 
     kube.patch = refuse_status  # type: ignore[method-assign]
     decided, settlement = acts.look_ahead(DecideInput(), None)
-    assert decided is not None and settlement is None, "the write is retried by the next look's decision"
+    assert decided is not None and settlement.settlement is None, "the write is retried by the next decision"
     kube.patch = failing  # type: ignore[method-assign]
     for _ in range(2):
         decided, settlement = acts.look_ahead(DecideInput(), settlement)
-    assert settlement is not None and acts.look_ahead(DecideInput(), settlement)[0] is None
+    assert settlement.settlement is not None and acts.look_ahead(DecideInput(), settlement)[0] is None
 
 
 def test_a_node_with_a_pod_is_not_empty(acts: DisruptionActivities, kube: MemKube) -> None:

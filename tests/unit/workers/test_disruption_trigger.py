@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from activities.disruption import DecideInput, DisruptionRound
+from activities.disruption import DecideInput, DisruptionRound, LookAhead
 from scheduling.disruption import CandidateRef, Command
 from scheduling.disruption.settled import Settlement
 from workers.disruption_trigger import RESIGNAL_SECONDS, DisruptionTrigger
@@ -25,19 +25,19 @@ class Controller:
     def __init__(self, *decisions: DisruptionRound | Exception | None) -> None:
         self.decisions = list(decisions)
         self.inputs: list[DecideInput] = []
-        self.settlements: list[Settlement | None] = []
+        self.memories: list[LookAhead | None] = []
         self.wakes = 0
         self.wake_fails = False
         self.now = 0.0
 
-    def decide(self, inp: DecideInput, settlement: Settlement | None) -> tuple[DisruptionRound | None, Settlement]:
-        """None among the decisions: the cluster was settled. Each look's settlement is the next one's."""
+    def decide(self, inp: DecideInput, memory: LookAhead | None) -> tuple[DisruptionRound | None, LookAhead]:
+        """None among the decisions: the cluster was settled. What each look found goes to the next."""
         self.inputs.append(inp)
-        self.settlements.append(settlement)
+        self.memories.append(memory)
         found = self.decisions.pop(0) if len(self.decisions) > 1 else self.decisions[0]
         if isinstance(found, Exception):
             raise found
-        return found, Settlement(len(self.inputs), frozenset(), True, None)
+        return found, LookAhead(Settlement(len(self.inputs), frozenset(), True, None))
 
     def wake(self) -> None:
         if self.wake_fails:
@@ -122,9 +122,10 @@ def test_run_looks_until_stopped() -> None:
     assert controller.wakes == 1
 
 
-def test_a_settled_cluster_is_no_news_and_each_look_gets_the_last_settlement() -> None:
+def test_a_settled_cluster_is_no_news_and_each_look_gets_what_the_last_found() -> None:
     controller = Controller(QUIET, None, None, empty("a"))
     trigger = controller.trigger()
     assert [trigger.look() for _ in range(4)] == [True, False, False, True]
-    assert [s.key if s else None for s in controller.settlements] == [None, 1, 2, 3]
+    keys = [m.settlement.key if m and m.settlement else None for m in controller.memories]
+    assert keys == [None, 1, 2, 3]
     assert [inp.single_node_first for inp in controller.inputs] == [[], [], [], []]
