@@ -41,8 +41,8 @@ from apis.meta import rfc3339, set_condition
 from apis.nodeclaim import CONSOLIDATABLE, NodeClaim
 from apis.nodepool import NodePool
 from cloudprovider.types import CloudProvider
+from kube.changes import Changes
 from kube.errors import KubeError
-from kube.reflector import Changes
 from kube.types import Kube, Obj
 from scheduling.disruption import Command, Decision, DisruptionInput, decide
 from scheduling.disruption.candidates import node_claims_by_node

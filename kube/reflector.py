@@ -26,6 +26,7 @@ import threading
 from collections.abc import Callable
 
 from kube import resources as r
+from kube.changes import Changes
 from kube.client import GoneError
 from kube.types import Kube, Obj
 
@@ -34,25 +35,6 @@ WATCH_SECONDS = 60
 RETRY_PAUSE_SECONDS = 1.0
 
 Handler = Callable[[str, Obj], None]
-
-
-class Changes:
-    """How many events the reflectors sharing it have handed over (listed objects included): a reader
-    that saw the same count twice knows none of their resources changed in between, as far as their
-    watches tell. Thread-safe."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._count = 0
-
-    def bump(self) -> None:
-        with self._lock:
-            self._count += 1
-
-    @property
-    def count(self) -> int:
-        with self._lock:
-            return self._count
 
 
 def identity(obj: Obj) -> Obj:

@@ -45,8 +45,9 @@ from activities import ownership
 from activities.node_directory import NodeDirectory
 from apis import labels
 from kube import resources as r
+from kube.changes import Changes
 from kube.errors import KubeError, NotFoundError
-from kube.reflector import Changes, Reflector, identity
+from kube.reflector import Reflector, identity
 from kube.types import Kube, Obj
 from scheduling.disruption.candidates import parse_time
 from scheduling.disruption.pod_events import PodEvent, PodEventTracker

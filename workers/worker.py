@@ -33,10 +33,10 @@ from cloudprovider.aws.provider import AWSCloudProvider
 from cloudprovider.types import CloudProvider
 from cloudprovider.unavailable import UnavailableOfferings
 from kube import resources as r
+from kube.changes import Changes
 from kube.client import KubeClient
 from kube.events import EventRecorder
 from kube.leases import LeaseClient
-from kube.reflector import Changes
 from kube.types import Kube
 from scheduling.provisionable import is_provisionable
 from workers.build_id import build_id

@@ -15,8 +15,8 @@ from activities.provisioning_models import ProvisionRound
 from apis.meta import now_rfc3339
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
+from kube.changes import Changes
 from kube.errors import ConflictError, ServerError
-from kube.reflector import Changes
 from scheduling.disruption import CandidateRef, Command
 from scheduling.types import PlannedNodeClaim
 from tests.unit.activities.claimworld import NODE_CLASS, POOL, claim_body
