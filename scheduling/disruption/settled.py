@@ -8,7 +8,9 @@ a new price) is judged again. nodeflow's look ahead (workers.disruption_trigger)
 - `state_key(inp)`: what a decision reads, apart from the clock. These are the objects' identities and
   resourceVersions (Nodes, NodeClaims, bound pods, NodePools, EC2NodeClasses, PodDisruptionBudgets,
   DaemonSets, volumes, RuntimeClasses) and the catalog's offerings (price, availability). Equal keys mean
-  the same input.
+  the same input. It combines `watched_key` (what the leader's watches see change: Nodes, bound pods,
+  NodeClaims, NodePools, EC2NodeClasses) and `side_key` (the rest), so a caller that knows from its
+  watches that the first part has not changed need only read the second (activities.disruption).
 - `Settlement`: what the passes over one key found. The key is settled once every method has had its
   say: no pass found a command, some pass ran to its end (not cut short by its time budget), and every
   single-node consolidation candidate was evaluated by some pass (a pass simulates at most
