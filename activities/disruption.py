@@ -168,7 +168,7 @@ class DisruptionActivities:
         the previous looks found (`memory`); returns the decision and what this look found. The decision
         is None, with nothing decided or published, while the cluster is settled: it is the state the last
         passes over it found nothing in, and no time-driven change is due (scheduling.disruption.settled).
-        `changes`: the leader's watches' event count (kube.reflector.Changes). While it has not moved since
+        `changes`: the leader's watches' event count (kube.changes.Changes). While it has not moved since
         the last full read, only what the watches do not see is read again (PDBs, DaemonSets, volumes,
         RuntimeClasses, the catalog), not every pod and node."""
         mark = changes.count if changes is not None else None
