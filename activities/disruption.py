@@ -47,7 +47,7 @@ from kube.types import Kube, Obj
 from scheduling.disruption import Command, Decision, DisruptionInput, decide
 from scheduling.disruption.candidates import node_claims_by_node
 from scheduling.disruption.notices import consolidatable_changes, consolidatable_condition, notices
-from scheduling.disruption.settled import Settlement, combined_key, settle, side_key, watched_key
+from scheduling.disruption.settled import Settlement, StateKey, settle, side_key, state_key
 
 log = logging.getLogger(__name__)
 MAX_CONDITION_WRITES = 200
@@ -114,13 +114,11 @@ def setting_consolidatable(pool: NodePool, now: datetime) -> Callable[[Obj], boo
 
 @dataclass(frozen=True)
 class LookAhead:
-    """What the leader's disruption looks found (DisruptionActivities.look_ahead): the settlement, and for
-    the last full read of the cluster, the watches' event count taken before it (None: no count) and the
-    watched part of its state key."""
+    """What the leader's disruption looks found (DisruptionActivities.look_ahead): the settlement, and the
+    watches' event count taken before the last full read of the cluster (None: no count)."""
 
     settlement: Settlement | None
     mark: int | None = None
-    watched: int = 0
 
 
 class DisruptionActivities:
@@ -173,21 +171,21 @@ class DisruptionActivities:
         RuntimeClasses, the catalog), not every pod and node."""
         mark = changes.count if changes is not None else None
         settlement = memory.settlement if memory is not None else None
-        if settlement is not None and memory is not None and mark is not None and mark == memory.mark:
+        if settlement is not None and mark is not None and memory is not None and mark == memory.mark:
+            # The watched part of the key is the settled one's: only the side part can have changed.
             side = self.snapshot(inp, watched=False)
-            if settlement.holds(combined_key(memory.watched, side_key(side)), side.now):
+            if settlement.holds(StateKey(settlement.key.watched, side_key(side)), side.now):
                 self.metrics.disruption_settled_looks.inc()
                 return None, memory
         snapshot = self.snapshot(inp)
-        watched = watched_key(snapshot)
-        key = combined_key(watched, side_key(snapshot))
+        key = state_key(snapshot)
         if settlement is not None and settlement.holds(key, snapshot.now):
             self.metrics.disruption_settled_looks.inc()
-            return None, LookAhead(settlement, mark, watched)
+            return None, LookAhead(settlement, mark)
         decided, decision, written = self._evaluate_on(snapshot, inp, acting=False)
         # A write that failed is retried by the next decision: nothing is settled until it succeeds.
         settled = settle(settlement, key, snapshot, decision) if written else None
-        return decided, LookAhead(settled, mark, watched)
+        return decided, LookAhead(settled, mark)
 
     def _evaluate_on(
         self, snapshot: DisruptionInput, inp: DecideInput, acting: bool

@@ -6,7 +6,7 @@ the launch, once when the Node appeared): O(N) per claim and O(N^2) for a burst,
 one-pod nodes. Karpenter finds a claim's Node through its informer cache, indexed by providerID; this is
 the same index, fed by the leader's Node watch (workers.watchers.DeletionWatcher).
 
-The directory is `complete` once a whole watch has listed every Node and until the watch stops (a worker
+The directory is `complete` once the watch has listed every Node and until the watch stops (a worker
 that is not the leader runs no watch: its directory is never complete, and registration LISTs as before).
 While complete, a providerID it does not hold has no Node yet: if one registers, the watch adds it and
 signals the claim (`node_changed`), and registration looks again. Thread-safe; no I/O."""
@@ -35,12 +35,12 @@ class NodeDirectory:
                 self._nodes.pop(provider_id, None)
 
     def mark_complete(self) -> None:
-        """A whole watch listed every Node: a providerID not held has no Node."""
+        """The watch listed every Node: a providerID not held has no Node."""
         with self._lock:
             self._complete = True
 
     def reset(self) -> None:
-        """The watch stopped: forget everything, and be incomplete until a whole watch lists again."""
+        """The watch stopped: forget everything, and be incomplete until a watch lists every Node again."""
         with self._lock:
             self._nodes.clear()
             self._complete = False

@@ -8,9 +8,9 @@ a new price) is judged again. nodeflow's look ahead (workers.disruption_trigger)
 - `state_key(inp)`: what a decision reads, apart from the clock. These are the objects' identities and
   resourceVersions (Nodes, NodeClaims, bound pods, NodePools, EC2NodeClasses, PodDisruptionBudgets,
   DaemonSets, volumes, RuntimeClasses) and the catalog's offerings (price, availability). Equal keys mean
-  the same input. It combines `watched_key` (what the leader's watches see change: Nodes, bound pods,
-  NodeClaims, NodePools, EC2NodeClasses) and `side_key` (the rest), so a caller that knows from its
-  watches that the first part has not changed need only read the second (activities.disruption).
+  the same input. A key has two parts, `watched` (what the leader's watches see change: Nodes, bound
+  pods, NodeClaims, NodePools, EC2NodeClasses) and `side` (the rest), so a caller that knows from its
+  watches that the first has not changed need only read what the second covers (activities.disruption).
 - `Settlement`: what the passes over one key found. The key is settled once every method has had its
   say: no pass found a command, some pass ran to its end (not cut short by its time budget), and every
   single-node consolidation candidate was evaluated by some pass (a pass simulates at most
@@ -49,9 +49,16 @@ def _typed(objs: Sequence[Any]) -> tuple[tuple[str, str], ...]:
     return tuple((str(obj.metadata.name), str(obj.metadata.resource_version or "")) for obj in objs)
 
 
+@dataclass(frozen=True)
+class StateKey:
+    """`state_key`'s two parts (see the module docstring), each a hash."""
+
+    watched: int
+    side: int
+
+
 def watched_key(inp: DisruptionInput) -> int:
-    """The part of `state_key` the leader's watches see change: Nodes, bound pods, NodeClaims, NodePools
-    and EC2NodeClasses."""
+    """`StateKey.watched`: Nodes, bound pods, NodeClaims, NodePools and EC2NodeClasses."""
     cluster = inp.cluster
     return hash(
         (
@@ -65,7 +72,7 @@ def watched_key(inp: DisruptionInput) -> int:
 
 
 def side_key(inp: DisruptionInput) -> int:
-    """The rest of `state_key`: DaemonSets, volumes, RuntimeClasses, PDBs, the catalog's offerings and the
+    """`StateKey.side`: DaemonSets, volumes, RuntimeClasses, PDBs, the catalog's offerings and the
     settings. `inp.cluster`'s watched lists are not read (they may be left empty)."""
     cluster = inp.cluster
     catalog = tuple(
@@ -87,14 +94,10 @@ def side_key(inp: DisruptionInput) -> int:
     )
 
 
-def combined_key(watched: int, side: int) -> int:
-    return hash((watched, side))
-
-
-def state_key(inp: DisruptionInput) -> int:
+def state_key(inp: DisruptionInput) -> StateKey:
     """What a decision over `inp` reads, but the clock and the single-node order (see the module
-    docstring), as one number: equal inputs give equal keys within one process."""
-    return combined_key(watched_key(inp), side_key(inp))
+    docstring): equal inputs give equal keys within one process."""
+    return StateKey(watched_key(inp), side_key(inp))
 
 
 def _next_minute(now: datetime) -> datetime:
@@ -126,17 +129,17 @@ class Settlement:
     - until: the earliest `decides_the_same_until` of those passes (None: one had a command).
     """
 
-    key: int
+    key: StateKey
     unjudged: frozenset[str]
     finished: bool
     until: datetime | None
 
-    def holds(self, key: int, now: datetime) -> bool:
+    def holds(self, key: StateKey, now: datetime) -> bool:
         """Whether a pass over `key` at `now` would find nothing new: the key is this one and settled."""
         return key == self.key and self.finished and not self.unjudged and self.until is not None and now < self.until
 
 
-def settle(previous: Settlement | None, key: int, inp: DisruptionInput, decision: Decision) -> Settlement:
+def settle(previous: Settlement | None, key: StateKey, inp: DisruptionInput, decision: Decision) -> Settlement:
     """The settlement after `decision`, a pass over `inp` whose state key is `key`, following `previous`
     (the settlement before it, if any). A new key, or a previous one whose `until` passed, starts over."""
     until = decides_the_same_until(inp, decision)

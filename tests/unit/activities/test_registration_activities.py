@@ -130,7 +130,7 @@ def test_find_node_uses_the_node_directory_and_lists_only_when_it_cannot_tell(
     assert registration.find_node(check).node_name == ""
     assert len(node_lists) == 1, "no watch yet: the Nodes are listed"
 
-    nodes.mark_complete()  # a whole watch saw every Node, none with the providerID
+    nodes.mark_complete()  # the watch listed every Node, none with the providerID
     assert registration.find_node(check).node_name == ""
     assert len(node_lists) == 1, "a complete directory that names no Node answers alone"
 

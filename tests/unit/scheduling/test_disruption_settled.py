@@ -10,7 +10,14 @@ from typing import Any
 
 from scheduling.disruption import DisruptionInput, decide
 from scheduling.disruption.model import Limits
-from scheduling.disruption.settled import REVALIDATE, Settlement, decides_the_same_until, settle, state_key
+from scheduling.disruption.settled import (
+    REVALIDATE,
+    Settlement,
+    StateKey,
+    decides_the_same_until,
+    settle,
+    state_key,
+)
 from scheduling.types import SchedulingInput
 from tests.unit.scheduling.builders import catalog, node_class
 from tests.unit.scheduling.disruption_builders import NOW, bound, budget_pool, karpenter_node
@@ -80,7 +87,7 @@ def test_settled_once_every_single_node_candidate_was_evaluated_by_some_pass() -
     second = two_full_nodes(limits=limits, now=later, single_node_first=decision.single_node_skipped)
     settled = settle(settled, key, second, decide(second))
     assert settled.unjudged == frozenset() and settled.holds(key, later)
-    assert not settled.holds(key + 1, later), "another cluster state is judged again"
+    assert not settled.holds(StateKey(key.watched + 1, key.side), later), "another cluster state is judged again"
     assert not settled.holds(key, NOW + REVALIDATE), "revalidated after REVALIDATE, as Karpenter does"
 
 

@@ -6,7 +6,7 @@ import threading
 
 from activities.disruption import DecideInput, DisruptionRound, LookAhead
 from scheduling.disruption import CandidateRef, Command
-from scheduling.disruption.settled import Settlement
+from scheduling.disruption.settled import Settlement, StateKey
 from workers.disruption_trigger import RESIGNAL_SECONDS, DisruptionTrigger
 
 
@@ -37,7 +37,7 @@ class Controller:
         found = self.decisions.pop(0) if len(self.decisions) > 1 else self.decisions[0]
         if isinstance(found, Exception):
             raise found
-        return found, LookAhead(Settlement(len(self.inputs), frozenset(), True, None))
+        return found, LookAhead(Settlement(StateKey(len(self.inputs), 0), frozenset(), True, None))
 
     def wake(self) -> None:
         if self.wake_fails:
@@ -126,6 +126,6 @@ def test_a_settled_cluster_is_no_news_and_each_look_gets_what_the_last_found() -
     controller = Controller(QUIET, None, None, empty("a"))
     trigger = controller.trigger()
     assert [trigger.look() for _ in range(4)] == [True, False, False, True]
-    keys = [m.settlement.key if m and m.settlement else None for m in controller.memories]
+    keys = [m.settlement.key.watched if m and m.settlement else None for m in controller.memories]
     assert keys == [None, 1, 2, 3]
     assert [inp.single_node_first for inp in controller.inputs] == [[], [], [], []]
