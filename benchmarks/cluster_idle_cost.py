@@ -45,7 +45,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from temporalio.client import Client
 
 from benchmarks.idle_cost import billable_actions, event_name
-from benchmarks.scale import all_pods_bound, children_cpu, one_pod_nodes_workload, workload
+from benchmarks.scale import all_pods_bound, children_cpu, one_pod_nodes_workload, rss_bytes, workload
 
 DAY_SECONDS = 86_400.0
 
@@ -109,6 +109,7 @@ def run(
         actions_before = _server_actions(stack.temporal_metrics_url)
         time.sleep(window)
         until, after = datetime.now(UTC), children_cpu(stack.pids())
+        worker_rss = rss_bytes(stack.pids()["worker"])
         server_actions = _server_actions(stack.temporal_metrics_url) - actions_before
         counted = asyncio.run(_count_events(stack.temporal_address, since, until))
     per_day = DAY_SECONDS / window
@@ -129,6 +130,7 @@ def run(
         "cpu_seconds_per_minute_by_process": {
             name: round((after[name] - before[name]) * 60.0 / window, 3) for name in sorted(after) if name in before
         },
+        "worker_rss_mb_at_window_end": round(worker_rss / 2**20, 1),
     }
 
 

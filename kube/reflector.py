@@ -13,7 +13,8 @@ it held before that the list no longer holds (deleted while no watch was open), 
 deletion. The DELETED event's object is what `remember` kept of the object when last seen (by default its
 metadata name, namespace and uid): keep what a consumer reads from a deleted object. After each LIST,
 `synced` is called: every object that exists has been handed over. `changes`, when given, counts every
-event handed over.
+event handed over. `store`, when given (kube.watch_cache), is kept with every event before the consumer
+sees it, and marked synced after each LIST.
 
 Not thread-safe: one thread calls `run`. `handle` runs on that thread; an exception from it is logged
 with the object's name and the reflector goes on with the next event (one object a consumer cannot
@@ -29,6 +30,7 @@ from kube import resources as r
 from kube.changes import Changes
 from kube.client import GoneError
 from kube.types import Kube, Obj
+from kube.watch_cache import Store
 
 log = logging.getLogger(__name__)
 WATCH_SECONDS = 60
@@ -66,6 +68,7 @@ class Reflector:
         watch_seconds: int = WATCH_SECONDS,
         retry_pause: float = RETRY_PAUSE_SECONDS,
         changes: Changes | None = None,
+        store: Store | None = None,
     ) -> None:
         self.kube = kube
         self.resource = resource
@@ -75,6 +78,7 @@ class Reflector:
         self.watch_seconds = watch_seconds
         self.retry_pause = retry_pause
         self.changes = changes  # bumped before each event is handed over
+        self.store = store  # kept with each event before it is handed over
         self.lists = 0  # LISTs made: the first, then one per Gone or failure
         self._known: dict[str, Obj] = {}  # object key -> what `remember` kept of it
 
@@ -109,6 +113,8 @@ class Reflector:
                 return ""
             self._known[object_key(obj)] = self.remember(obj)
             self._hand_over("ADDED", obj)
+        if self.store is not None:
+            self.store.mark_synced()
         if self.synced is not None:
             self.synced()
         return version
@@ -131,6 +137,8 @@ class Reflector:
         return version
 
     def _hand_over(self, event_type: str, obj: Obj) -> None:
+        if self.store is not None:
+            self.store.apply(event_type, obj)
         if self.changes is not None:
             self.changes.bump()
         try:

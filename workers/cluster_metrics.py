@@ -8,7 +8,10 @@ histograms; the status-condition metrics of NodeClaims, NodePools, nodeflow's No
 
 They describe the cluster, not what one worker did, so only the leader publishes them: `_lead`
 (workers.worker) runs one `ClusterStateMetrics` in a thread, like the watchers. Every REFRESH_SECONDS it
-lists Nodes, NodeClaims, NodePools, Pods and EC2NodeClasses and sets the gauges: a node's allocatable from its
+reads Nodes, NodeClaims, NodePools, Pods and EC2NodeClasses from the leader's watch cache
+(kube.watch_cache, kept by the watchers' reflectors), not from the API server: an idle cluster of N pods
+costs no LIST of N pods every 10 s. `karpenter_cluster_state_synced` is 0 until every one of those
+watches has listed, and nothing else is published until then. Then it sets the gauges: a node's allocatable from its
 `status.allocatable` (labelled with its instance type, capacity type, zone, arch and os, so a price can be
 joined to it), the requests and limits of the pods bound to it (DaemonSet pods apart too), its capacity
 minus allocatable and its age, the cluster's utilization (the pods' requests over the nodes' allocatable),
@@ -47,7 +50,8 @@ from activities.nodepool_status import pool_resources
 from apis import labels
 from cloudprovider.types import CloudProvider
 from kube import resources as r
-from kube.types import Kube, Obj
+from kube.types import Obj
+from kube.watch_cache import WatchCache
 from scheduling.resources import pod_requests
 from workers.condition_metrics import Key, Reading, condition_gauges, read_conditions, transitions
 
@@ -226,18 +230,19 @@ def _elapsed(start: str | None, end: str | None, now: datetime) -> float | None:
 
 
 class ClusterStateMetrics:
-    """Publishes the cluster-state gauges of `metrics` from `kube` (see the module docstring). `run(stop)`
+    """Publishes the cluster-state gauges of `metrics` from `cluster`, the leader's watch cache, which must
+    keep Nodes, NodeClaims, NodePools, Pods and EC2NodeClasses (see the module docstring). `run(stop)`
     until `stop` is set; `refresh()` once."""
 
     def __init__(
         self,
-        kube: Kube,
+        cluster: WatchCache,
         metrics: Metrics,
         cloud: CloudProvider | None = None,
         interval: float = REFRESH_SECONDS,
         offerings_interval: float = OFFERINGS_REFRESH_SECONDS,
     ) -> None:
-        self.kube = kube
+        self.cluster = cluster
         self.metrics = metrics
         self.cloud = cloud
         self.interval = interval
@@ -255,24 +260,23 @@ class ClusterStateMetrics:
                 try:
                     self.refresh()
                 except Exception:
-                    log.exception("reading the cluster for its metrics failed; retrying in %gs", self.interval)
+                    log.exception("publishing the cluster-state metrics failed; retrying in %gs", self.interval)
                 stop.wait(self.interval)
         finally:
             self.clear()
 
-    def refresh(self) -> None:
-        """Read the cluster and set every gauge; `karpenter_cluster_state_synced` is 0 when a read fails
-        (which raises)."""
+    def refresh(self) -> bool:
+        """Set every gauge from the cache; False, with `karpenter_cluster_state_synced` 0 and nothing else
+        set, while a watch has not listed yet."""
         m = self.metrics
-        try:
-            nodes = self.kube.list(r.NODE)
-            claims = self.kube.list(r.NODECLAIM)
-            pools = self.kube.list(r.NODEPOOL)
-            pods = self.kube.list(r.POD)
-            classes = self.kube.list(r.EC2NODECLASS)
-        except Exception:
+        if not self.cluster.synced:
             m.cluster_state_synced.set(0)
-            raise
+            return False
+        nodes = self.cluster.list(r.NODE)
+        claims = self.cluster.list(r.NODECLAIM)
+        pools = self.cluster.list(r.NODEPOOL)
+        pods = self.cluster.list(r.POD)
+        classes = self.cluster.list(r.EC2NODECLASS)
         m.cluster_state_synced.set(1)
         allocatable, usage, limit = cluster_series(nodes, claims, pools)
         self._publish("allocatable", m.nodes_allocatable, allocatable)
@@ -294,6 +298,7 @@ class ClusterStateMetrics:
         if self.cloud is not None and due:
             self._offerings_read = time.monotonic()
             m.catalog.show(self.cloud.instance_types(None))
+        return True
 
     def _time_pods(self, pods: list[Obj]) -> None:
         """Observe the start-up histograms of pods created since this publisher started, once each."""

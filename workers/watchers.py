@@ -26,9 +26,10 @@ watch event is handled after it; a watch blocked on the API ends at its next eve
 
 Each watch is a `kube.reflector.Reflector`: one LIST, then watches that resume from the last
 resourceVersion seen, as Karpenter's informers do; a relist (after 410 Gone or a failure) reports what
-was deleted meanwhile as DELETED. Watchers run in threads (the Kubernetes client is synchronous) and hand
-signals to the event loop. Errors are logged and the watch lists again after a short pause: the worker
-keeps running.
+was deleted meanwhile as DELETED. Given a `kube.watch_cache.WatchCache` (`cache`), the watches also keep
+its stores: the leader's other readers of the whole cluster read those instead of LISTing. Watchers run
+in threads (the Kubernetes client is synchronous) and hand signals to the event loop. Errors are logged
+and the watch lists again after a short pause: the worker keeps running.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from kube.changes import Changes
 from kube.errors import KubeError, NotFoundError
 from kube.reflector import Reflector, identity
 from kube.types import Kube, Obj
+from kube.watch_cache import WatchCache
 from scheduling.disruption.candidates import parse_time
 from scheduling.disruption.pod_events import PodEvent, PodEventTracker
 from scheduling.provisionable import is_provisionable, pod_key
@@ -63,6 +65,8 @@ POD_EVENT_DEDUPE = timedelta(seconds=10)  # Karpenter's: under the 15 s validati
 POD_EVENT_FLUSH_SECONDS = 1.0
 CLAIM_INDEX_SECONDS = 30.0
 MAX_INDEXED_NODES = 50_000
+# The resources the watchers below list and watch, together: what a WatchCache they share can keep.
+WATCHED = (r.POD, r.NODE, r.NODECLAIM, r.NODEPOOL, r.EC2NODECLASS)
 
 
 class _Watcher:
@@ -71,6 +75,7 @@ class _Watcher:
         self.starter = starter
         self.loop = loop
         self.changes: Changes | None = None  # counts the events of every watch, when set (see _reflect)
+        self.cache: WatchCache | None = None  # keeps the full objects of every watch, when set (see _reflect)
 
     def _call(self, coro: Coroutine[Any, Any, Any]) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=30)
@@ -85,8 +90,9 @@ class _Watcher:
     ) -> None:
         """List and watch `resource` until `stop` (kube.reflector.Reflector): `synced` after each LIST,
         `remember` what a relist hands back as the DELETED object of one deleted meanwhile; each event
-        counted in `self.changes` when set."""
-        Reflector(self.kube, resource, handle, synced, remember, changes=self.changes).run(stop)
+        counted in `self.changes` and kept in `self.cache` when set."""
+        store = self.cache.store(resource) if self.cache is not None else None
+        Reflector(self.kube, resource, handle, synced, remember, changes=self.changes, store=store).run(stop)
 
 
 class PodWatcher(_Watcher):

@@ -38,6 +38,7 @@ from kube.client import KubeClient
 from kube.events import EventRecorder
 from kube.leases import LeaseClient
 from kube.types import Kube
+from kube.watch_cache import WatchCache
 from scheduling.provisionable import is_provisionable
 from workers.build_id import build_id
 from workers.claim_sweep import ClaimSweep
@@ -59,7 +60,7 @@ from workers.starter import TemporalStarter
 from workers.status_refresh import StatusRefresh
 from workers.temporal_client import connect
 from workers.tracing import Tracing
-from workers.watchers import DeletionWatcher, DriftTrigger, PodWatcher
+from workers.watchers import WATCHED, DeletionWatcher, DriftTrigger, PodWatcher
 from workflows.disruption import (
     POLL,
     DisruptionControllerWorkflow,
@@ -96,9 +97,10 @@ async def _lead(
     """The leader's work, run only while this worker holds the Lease (workers.leadership), until
     cancelled: end NodeClaim workflows whose NodeClaim is gone, adopt NodeClaims without a workflow
     (workers.reconcile), nudge the provisioner, start or reconfigure the garbage collector and the
-    disruption controller (so the leader's settings win), then run the Kubernetes watchers, the
-    cluster-state metrics (workers.cluster_metrics), the disruption trigger (deciding with `disruption`),
-    the status refresh (with `provisioning`) and the other `loops` given (the interruption queue's
+    disruption controller (so the leader's settings win), then run the Kubernetes watchers (which keep
+    a watch cache of their objects for this term), the cluster-state metrics (workers.cluster_metrics,
+    from that cache), the disruption trigger (deciding with `disruption`), the status refresh (with
+    `provisioning`, pending pods from the cache) and the other `loops` given (the interruption queue's
     consumer, the instance status checker, node repair), each in its thread. A new leader does all of it
     again: each step is idempotent."""
     await end_orphaned_workflows(client, kube, cloud)
@@ -121,19 +123,20 @@ async def _lead(
     loop = asyncio.get_running_loop()
     watch_stop = threading.Event()
     changes = Changes()  # the watches' events, so a settled disruption look ahead need not read them again
+    cache = WatchCache(WATCHED)  # the watches' objects, for the readers of the whole cluster below
     watches: list[PodWatcher | DeletionWatcher | DriftTrigger] = [
         PodWatcher(kube, starter, loop),
         DeletionWatcher(kube, starter, loop, nodes),
         DriftTrigger(kube, starter, loop),
     ]
     for watch in watches:
-        watch.changes = changes
+        watch.changes, watch.cache = changes, cache
     watchers: list[LeaderLoop] = [
         *watches,
         ClaimSweep(kube, cloud, starter, loop, interval=settings.seconds("claim_sweep_interval")),
-        ClusterStateMetrics(kube, metrics, cloud),
+        ClusterStateMetrics(cache, metrics, cloud),
         _disruption_trigger(client, settings.task_queue, loop, disruption, disruption_settings, changes),
-        _status_refresh(kube, starter, provisioning),
+        _status_refresh(cache, starter, provisioning),
     ]
     watchers += [extra for extra in loops if extra is not None]
     threads = [threading.Thread(target=w.run, args=(watch_stop,), name=type(w).__name__, daemon=True) for w in watchers]
@@ -171,12 +174,13 @@ def _disruption_trigger(
     return DisruptionTrigger(look, wake, inp, interval=POLL.total_seconds())
 
 
-def _status_refresh(kube: Kube, starter: TemporalStarter, provisioning: ProvisioningActivities) -> StatusRefresh:
+def _status_refresh(cache: WatchCache, starter: TemporalStarter, provisioning: ProvisioningActivities) -> StatusRefresh:
     """The leader's NodePool and EC2NodeClass status refresh (workers.status_refresh), asking the
-    provisioner for a round through `starter` when pods are pending."""
+    provisioner for a round through `starter` when the pods in the leader's watch `cache` show some
+    pending."""
 
     def pending_pods() -> int:
-        return sum(1 for pod in kube.list(r.POD) if is_provisionable(pod))
+        return sum(1 for pod in cache.list(r.POD) if is_provisionable(pod))
 
     def ask_round(count: int) -> None:
         asyncio.run_coroutine_threadsafe(starter.signal_provisioner(count), starter.loop).result(timeout=30)

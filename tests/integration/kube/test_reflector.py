@@ -1,6 +1,7 @@
 """kube.reflector.Reflector against the emulated API server over real HTTP: one LIST, watches that resume
 from the last version seen (no object sent twice), a relist after 410 Gone, and deletions made while no
-watch was open reported as DELETED with what was remembered."""
+watch was open reported as DELETED with what was remembered; the store it keeps (kube.watch_cache)
+holds what the server holds after each."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from kube.client import KubeClient
 from kube.reflector import Reflector
 from kube.resources import NODE
 from kube.types import Obj
+from kube.watch_cache import Store
 
 DEADLINE_SECONDS = 15.0
 
@@ -82,11 +84,12 @@ def test_lists_once_and_resumes_each_watch_where_the_last_ended(
 ) -> None:
     kube.create(NODE, node("a"))
     kube.create(NODE, node("b"))
-    counting, seen = CountingWatches(kube), Recorder()
-    reflector = Reflector(counting, NODE, seen.handle, seen.synced, watch_seconds=1)  # type: ignore[arg-type]
+    counting, seen, store = CountingWatches(kube), Recorder(), Store(NODE)
+    reflector = Reflector(counting, NODE, seen.handle, seen.synced, watch_seconds=1, store=store)  # type: ignore[arg-type]
     running(reflector)
     eventually(lambda: seen.syncs == 1, "the first list")
     assert seen.events == [("ADDED", "a"), ("ADDED", "b")]
+    assert [n["metadata"]["name"] for n in store.list()] == ["a", "b"]
     kube.create(NODE, node("c"))
     kube.patch(NODE, "c", {"spec": {"unschedulable": True}})
     kube.delete(NODE, "a")
@@ -94,6 +97,9 @@ def test_lists_once_and_resumes_each_watch_where_the_last_ended(
     eventually(lambda: len(seen.events) == 5, "the changes")
     assert seen.events[2:] == [("ADDED", "c"), ("MODIFIED", "c"), ("DELETED", "a")]
     assert (reflector.lists, seen.syncs) == (1, 1), "a watch that ended was resumed, not listed again"
+    assert store.list() == kube.list(NODE)
+    assert [n["metadata"]["name"] for n in store.list()] == ["b", "c"]
+    assert store.list()[1]["spec"]["unschedulable"] is True
 
 
 def test_after_410_gone_it_lists_again(
@@ -126,7 +132,10 @@ def test_a_relist_reports_what_was_deleted_while_no_watch_was_open(kube: KubeCli
         if event_type == "DELETED":
             deleted.append(obj)
 
-    reflector = Reflector(kube, NODE, handle, seen.synced, remember=lambda o: {**o, "kept": True}, watch_seconds=1)
+    store = Store(NODE)
+    reflector = Reflector(
+        kube, NODE, handle, seen.synced, remember=lambda o: {**o, "kept": True}, watch_seconds=1, store=store
+    )
     stop = threading.Event()
     first = threading.Thread(target=reflector.run, args=(stop,), daemon=True)
     first.start()
@@ -144,6 +153,8 @@ def test_a_relist_reports_what_was_deleted_while_no_watch_was_open(kube: KubeCli
         second.join(timeout=DEADLINE_SECONDS)
     assert [obj["metadata"]["name"] for obj in deleted] == ["e"]
     assert deleted[0]["kept"] and deleted[0]["spec"]["providerID"] == "aws:///us-west-2a/i-e"
+    assert [n["metadata"]["name"] for n in store.list()] == [n["metadata"]["name"] for n in kube.list(NODE)]
+    assert "e" not in [n["metadata"]["name"] for n in store.list()]
 
 
 def test_an_object_the_consumer_cannot_handle_is_logged_and_the_others_go_on(

@@ -4,6 +4,7 @@ port already taken fails naming the setting; the gauges follow the cluster, drop
 
 from __future__ import annotations
 
+import copy
 import socket
 import threading
 import urllib.request
@@ -20,9 +21,33 @@ from cloudprovider.fake import FakeCloudProvider
 from devstack.stack.ports import free_port
 from kube import resources as r
 from kube.types import Obj
+from kube.watch_cache import WatchCache
 from tests.unit.activities.memkube import MemKube
 from workers.cluster_metrics import ClusterStateMetrics, cluster_series
 from workers.metrics_server import MetricsPortError, MetricsServer, temporal_runtime
+from workers.watchers import WATCHED
+
+
+def watched(kube: MemKube, listed: tuple[r.Resource, ...] = WATCHED) -> WatchCache:
+    """The leader's watch cache as its watches would hold `kube` now, once the watches of `listed` have
+    listed (the others have not yet)."""
+    cache = WatchCache(WATCHED)
+    for resource in listed:
+        store = cache.store(resource)
+        assert store is not None
+        for obj in kube.list(resource):
+            store.apply("ADDED", obj)
+        store.mark_synced()
+    return cache
+
+
+def refresh(publisher: ClusterStateMetrics, kube: MemKube) -> None:
+    """One refresh over what the watches hold of `kube` now; it leaves the cached objects as they were
+    (they are shared with the watches)."""
+    publisher.cluster = watched(kube)
+    before = copy.deepcopy([publisher.cluster.list(resource) for resource in WATCHED])
+    assert publisher.refresh()
+    assert [publisher.cluster.list(resource) for resource in WATCHED] == before
 
 
 @pytest.fixture
@@ -118,15 +143,15 @@ def test_the_gauges_follow_the_cluster_and_are_cleared_when_leadership_ends() ->
         kube.create(r.NODEPOOL, pool("default", {"cpu": "100"}))
         kube.create(r.NODE, node("node-1", "default"))
         kube.create(r.NODE, node("node-2", "default"))
-    publisher = ClusterStateMetrics(kube, metrics, interval=0.01)
+    publisher = ClusterStateMetrics(watched(kube), metrics, interval=0.01)
     value = metrics.registry.get_sample_value
-    publisher.refresh()
+    refresh(publisher, kube)
     assert value("karpenter_nodes_allocatable", allocatable_labels("node-2", "cpu"))
     assert value("karpenter_nodepools_usage", {"nodepool": "default", "resource_type": "nodes"}) == 2
     assert value("karpenter_nodepools_limit", {"nodepool": "default", "resource_type": "cpu"}) == 100
     with kube.as_admin():
         kube.delete(r.NODE, "node-2")
-    publisher.refresh()
+    refresh(publisher, kube)
     assert value("karpenter_nodes_allocatable", allocatable_labels("node-2", "cpu")) is None
     assert value("karpenter_nodepools_usage", {"nodepool": "default", "resource_type": "nodes"}) == 1
 
@@ -151,7 +176,7 @@ def test_pods_state_names_each_pod_where_it_runs_and_new_pods_are_timed_once() -
     with kube.as_admin():
         kube.create(r.NODE, node("node-1", "default"))
         kube.create(r.POD, pod_obj("old", "u-old", "2020-01-01T00:00:00Z", "node-1", "Running"))
-    publisher = ClusterStateMetrics(kube, metrics)
+    publisher = ClusterStateMetrics(watched(kube), metrics)
     publisher.started -= timedelta(minutes=1)  # as if it had started a minute ago: these pods came since
     start = publisher.started
     stamp = lambda seconds: (start + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # noqa: E731
@@ -161,8 +186,8 @@ def test_pods_state_names_each_pod_where_it_runs_and_new_pods_are_timed_once() -
         )
         kube.create(r.POD, pod_obj("waiting", "u-wait", stamp(1)))
     value = metrics.registry.get_sample_value
-    publisher.refresh()
-    publisher.refresh()  # seen again: not timed again
+    refresh(publisher, kube)
+    refresh(publisher, kube)  # seen again: not timed again
     web = {"name": "web", "namespace": "default", "owner": "web-1", "node": "node-1", "nodepool": "default",
            "phase": "Running", **{k: v for k, v in NODE_LABELS.items() if k != "os"}}  # fmt: skip
     assert value("karpenter_pods_state", web) == 1
@@ -176,14 +201,14 @@ def test_pods_state_names_each_pod_where_it_runs_and_new_pods_are_timed_once() -
     assert value("karpenter_pods_startup_duration_seconds_sum") == pytest.approx(7)
     with kube.as_admin():
         kube.delete(r.POD, "web", "default")
-    publisher.refresh()
+    refresh(publisher, kube)
     assert value("karpenter_pods_state", web) is None
 
 
 def test_offerings_are_published_from_the_catalog_and_dropped_when_gone() -> None:
     kube, metrics, cloud = MemKube(), Metrics(), FakeCloudProvider()
-    publisher = ClusterStateMetrics(kube, metrics, cloud, offerings_interval=0)
-    publisher.refresh()
+    publisher = ClusterStateMetrics(watched(kube), metrics, cloud, offerings_interval=0)
+    refresh(publisher, kube)
     value = metrics.registry.get_sample_value
     [first, *_] = cloud.instance_types(None)
     offering = first.offerings[0]
@@ -233,8 +258,8 @@ def test_node_requests_limits_overhead_and_lifetime_follow_the_pods_bound_to_eac
         kube.create(r.POD, workload("agent", "node-1", {"cpu": "100m"}, {"cpu": "200m"}, kind="DaemonSet"))
         kube.create(r.POD, workload("done", "node-1", {"cpu": "1"}, {}, phase="Succeeded"))  # finished: not counted
         kube.create(r.POD, workload("elsewhere", "other", {"cpu": "1"}, {}))
-    publisher = ClusterStateMetrics(kube, metrics)
-    publisher.refresh()
+    publisher = ClusterStateMetrics(watched(kube), metrics)
+    refresh(publisher, kube)
 
     def at(resource: str) -> tuple[tuple[str, str], ...]:
         return tuple(sorted(allocatable_labels("node-1", resource).items()))
@@ -257,24 +282,29 @@ def test_node_requests_limits_overhead_and_lifetime_follow_the_pods_bound_to_eac
 
     with kube.as_admin():
         kube.delete(r.POD, "web", "default")
-    publisher.refresh()
+    refresh(publisher, kube)
     assert scraped(metrics, "karpenter_nodes_total_pod_requests")[at("cpu")] == pytest.approx(0.1)
     publisher.clear()  # leadership ended
     assert scraped(metrics, "karpenter_nodes_total_pod_requests") == {}
     assert (value("karpenter_cluster_state_node_count"), value("karpenter_cluster_state_synced")) == (0, 0)
 
 
-def test_a_failed_read_of_the_cluster_is_not_synced() -> None:
-    metrics = Metrics()
-
-    class Down(MemKube):
-        def list(self, *args: object, **kwargs: object) -> list[Obj]:
-            raise ConnectionError("the API server is down")
-
-    publisher = ClusterStateMetrics(Down(), metrics)
-    with pytest.raises(ConnectionError):
-        publisher.refresh()
+def test_nothing_is_published_before_every_watch_has_listed() -> None:
+    kube, metrics = MemKube(), Metrics()
+    with kube.as_admin():
+        kube.create(r.NODEPOOL, pool("default", {"cpu": "100"}))
+        kube.create(r.NODE, node("node-1", "default"))
+    listing = watched(kube, listed=tuple(resource for resource in WATCHED if resource != r.POD))
+    publisher = ClusterStateMetrics(listing, metrics)
+    assert not publisher.refresh()
     assert metrics.registry.get_sample_value("karpenter_cluster_state_synced") == 0
+    assert scraped(metrics, "karpenter_nodes_allocatable") == {}
+    pods = listing.store(r.POD)
+    assert pods is not None
+    pods.mark_synced()
+    assert publisher.refresh()
+    assert metrics.registry.get_sample_value("karpenter_cluster_state_synced") == 1
+    assert scraped(metrics, "karpenter_nodes_allocatable")
 
 
 def test_status_conditions_are_counted_per_object_and_their_transitions_by_type() -> None:
@@ -284,8 +314,8 @@ def test_status_conditions_are_counted_per_object_and_their_transitions_by_type(
     with kube.as_admin():
         kube.create(r.NODECLAIM, {"metadata": {"name": "c-1"}, "spec": {}})
         kube.patch(r.NODECLAIM, "c-1", {"status": {"conditions": [unknown]}})
-    publisher = ClusterStateMetrics(kube, metrics)
-    publisher.refresh()
+    publisher = ClusterStateMetrics(watched(kube), metrics)
+    refresh(publisher, kube)
     waiting = (("name", "c-1"), ("namespace", ""), ("reason", "AwaitingReconciliation"), ("status", "Unknown"),
                ("type", "Ready"))  # fmt: skip
     assert scraped(metrics, "operator_nodeclaim_status_condition_count") == {waiting: 1}
@@ -295,8 +325,8 @@ def test_status_conditions_are_counted_per_object_and_their_transitions_by_type(
     ready = {**unknown, "status": "True", "reason": "Ready", "lastTransitionTime": "2020-01-01T00:01:30Z"}
     with kube.as_admin():
         kube.patch(r.NODECLAIM, "c-1", {"status": {"conditions": [ready]}})
-    publisher.refresh()
-    publisher.refresh()  # read again unchanged: not counted again
+    refresh(publisher, kube)
+    refresh(publisher, kube)  # read again unchanged: not counted again
     is_ready = (("name", "c-1"), ("namespace", ""), ("reason", "Ready"), ("status", "True"), ("type", "Ready"))
     assert scraped(metrics, "operator_nodeclaim_status_condition_count") == {is_ready: 1}
     left = (("reason", "AwaitingReconciliation"), ("status", "Unknown"), ("type", "Ready"))

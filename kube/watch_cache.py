@@ -1,0 +1,102 @@
+"""`WatchCache`: the full objects of the resources the leader watches, as their reflectors last saw them,
+so that whatever reads the whole cluster over and over (the cluster-state metrics every 10 s, the status
+refresh every minute) reads memory instead of LISTing the API server, as Karpenter's controllers read
+their informers' caches.
+
+Each resource has a `Store` that its reflector (kube.reflector) keeps: every object it hands over is put
+in or, when DELETED, taken out, before any consumer sees the event. A store is `synced` once its
+reflector's first LIST was handed over; from then on it holds every object the watch has shown, as
+fresh as the watch (a relist after a failure updates it in place and removes what was deleted
+meanwhile). Objects are kept without `metadata.managedFields` (Karpenter's caches drop them too): the
+field-manager bookkeeping is often the largest part of an object and nothing here reads it.
+
+Readers get the stored objects themselves, not copies (as client-go's listers do): they must not
+change them. Thread-safe; no I/O."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+
+from kube import resources as r
+from kube.types import Obj
+
+
+class NotSyncedError(RuntimeError):
+    """The store has not been filled by its first LIST yet (or its watch is not running)."""
+
+
+def _key(obj: Obj) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+
+
+def _without_managed_fields(obj: Obj) -> Obj:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or "managedFields" not in meta:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+
+
+class Store:
+    """One resource's objects by namespace/name; see the module docstring."""
+
+    def __init__(self, resource: r.Resource) -> None:
+        self.resource = resource
+        self._lock = threading.Lock()
+        self._objects: dict[str, Obj] = {}
+        self._synced = False
+
+    def apply(self, event_type: str, obj: Obj) -> None:
+        """One event as a reflector hands it over: ADDED or MODIFIED puts `obj`, DELETED removes it; any
+        other type (BOOKMARK) changes nothing."""
+        key = _key(obj)
+        with self._lock:
+            if event_type == "DELETED":
+                self._objects.pop(key, None)
+            elif event_type in ("ADDED", "MODIFIED"):
+                self._objects[key] = _without_managed_fields(obj)
+
+    def mark_synced(self) -> None:
+        """The reflector's LIST has been handed over: the store holds every object."""
+        with self._lock:
+            self._synced = True
+
+    @property
+    def synced(self) -> bool:
+        with self._lock:
+            return self._synced
+
+    def list(self) -> list[Obj]:
+        """Every object, sorted by (namespace, name) as a LIST returns them. Raises NotSyncedError before
+        the first LIST was handed over."""
+        with self._lock:
+            if not self._synced:
+                raise NotSyncedError(f"the {self.resource.plural} watch has not listed yet")
+            return [self._objects[key] for key in sorted(self._objects)]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._objects)
+
+
+class WatchCache:
+    """A `Store` per resource given; `list(resource)` reads one. A cache serves one leadership term: the
+    leader builds it with its watches, and it is dropped with them."""
+
+    def __init__(self, resources: Iterable[r.Resource]) -> None:
+        self._stores = {resource.plural: Store(resource) for resource in resources}
+
+    def store(self, resource: r.Resource) -> Store | None:
+        """The store of `resource`, None when this cache does not keep it."""
+        return self._stores.get(resource.plural)
+
+    def list(self, resource: r.Resource) -> list[Obj]:
+        """Every cached object of `resource` (Store.list). Raises KeyError for a resource not cached,
+        NotSyncedError while its watch has not listed."""
+        return self._stores[resource.plural].list()
+
+    @property
+    def synced(self) -> bool:
+        """Every store has been filled by its first LIST."""
+        return all(store.synced for store in self._stores.values())
