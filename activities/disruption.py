@@ -44,6 +44,7 @@ from cloudprovider.types import CloudProvider
 from kube.changes import Changes
 from kube.errors import KubeError
 from kube.types import Kube, Obj
+from kube.watch_cache import WatchCache
 from scheduling.disruption import Command, Decision, DisruptionInput, decide
 from scheduling.disruption.candidates import node_claims_by_node
 from scheduling.disruption.notices import consolidatable_changes, consolidatable_condition, notices
@@ -135,15 +136,16 @@ class DisruptionActivities:
         self._noticed: dict[tuple[str, str, str, str], datetime] = {}  # (kind, uid, reason, message) -> when
         self._lock = threading.Lock()
 
-    def snapshot(self, inp: DecideInput, watched: bool = True) -> DisruptionInput:
+    def snapshot(self, inp: DecideInput, watched: bool = True, cache: WatchCache | None = None) -> DisruptionInput:
         """The cluster as the decision takes it, read now (activities.disruption_snapshot; `watched` False
-        leaves out what the leader watches)."""
+        leaves out what the leader watches, `cache` reads it from the leader's watch cache)."""
         return read_disruption_input(
             self.kube,
             self.cloud.instance_types(None),
             spot_to_spot_consolidation=inp.spot_to_spot_consolidation,
             single_node_first=inp.single_node_first,
             watched=watched,
+            cache=cache,
         )
 
     @activity.defn(name="decide_disruption")
@@ -160,7 +162,11 @@ class DisruptionActivities:
         return self._evaluate_on(self.snapshot(inp), inp, acting)[0]
 
     def look_ahead(
-        self, inp: DecideInput, memory: LookAhead | None, changes: Changes | None = None
+        self,
+        inp: DecideInput,
+        memory: LookAhead | None,
+        changes: Changes | None = None,
+        cache: WatchCache | None = None,
     ) -> tuple[DisruptionRound | None, LookAhead]:
         """`evaluate` without acting, for the leader's look ahead (workers.disruption_trigger), given what
         the previous looks found (`memory`); returns the decision and what this look found. The decision
@@ -168,7 +174,9 @@ class DisruptionActivities:
         passes over it found nothing in, and no time-driven change is due (scheduling.disruption.settled).
         `changes`: the leader's watches' event count (kube.changes.Changes). While it has not moved since
         the last full read, only what the watches do not see is read again (PDBs, DaemonSets, volumes,
-        RuntimeClasses, the catalog), not every pod and node."""
+        RuntimeClasses, the catalog), not every pod and node. `cache`: the same watches' objects
+        (kube.watch_cache); a full read takes pods, Nodes, NodeClaims, NodePools and EC2NodeClasses from
+        it once it is synced, rather than listing them."""
         mark = changes.count if changes is not None else None
         settlement = memory.settlement if memory is not None else None
         if settlement is not None and mark is not None and memory is not None and mark == memory.mark:
@@ -177,7 +185,7 @@ class DisruptionActivities:
             if settlement.holds(StateKey(settlement.key.watched, side_key(side)), side.now):
                 self.metrics.disruption_settled_looks.inc()
                 return None, memory
-        snapshot = self.snapshot(inp)
+        snapshot = self.snapshot(inp, cache=cache)
         key = state_key(snapshot)
         if settlement is not None and settlement.holds(key, snapshot.now):
             self.metrics.disruption_settled_looks.inc()

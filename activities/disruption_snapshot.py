@@ -22,6 +22,7 @@ from apis.nodeclaim import NodeClaim
 from apis.nodepool import NodePool, is_managed
 from kube import resources as r
 from kube.types import Kube, Obj
+from kube.watch_cache import WatchCache
 from scheduling.disruption import DisruptionInput
 from scheduling.provisionable import is_bound
 from scheduling.types import SchedulingInput
@@ -55,16 +56,23 @@ def read_disruption_input(
     single_node_first: Sequence[str] = (),
     skipped: list[str] | None = None,
     watched: bool = True,
+    cache: WatchCache | None = None,
 ) -> DisruptionInput:
     """Nodes, NodeClaims, bound pods, PodDisruptionBudgets, NodePools, EC2NodeClasses, DaemonSets and the
     volume and runtime objects, read now, with the given catalog; `now` defaults to the current UTC time.
     Invalid NodeClaims, NodePools and EC2NodeClasses are left out (named in `skipped` when given).
     `watched` False leaves out what the leader watches (pods, Nodes, NodeClaims, NodePools,
     EC2NodeClasses: empty lists), for a look that only needs the rest (scheduling.disruption.settled
-    `side_key`). Raises the Kube boundary's errors (kube.errors) when the API cannot be read."""
+    `side_key`). `cache`: the leader's watch cache (kube.watch_cache); once synced, those watched kinds
+    are read from it instead of being listed. Raises the Kube boundary's errors (kube.errors) when the API
+    cannot be read."""
 
     def read(resource: r.Resource) -> list[Obj]:
-        return kube.list(resource) if watched else []
+        if not watched:
+            return []
+        if cache is not None and cache.synced:
+            return cache.list(resource)
+        return kube.list(resource)
 
     cluster = SchedulingInput(
         pods=[],

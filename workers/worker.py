@@ -98,9 +98,9 @@ async def _lead(
     cancelled: end NodeClaim workflows whose NodeClaim is gone, adopt NodeClaims without a workflow
     (workers.reconcile), nudge the provisioner, start or reconfigure the garbage collector and the
     disruption controller (so the leader's settings win), then run the Kubernetes watchers (which keep
-    a watch cache of their objects for this term), the cluster-state metrics (workers.cluster_metrics,
-    from that cache), the disruption trigger (deciding with `disruption`), the status refresh (with
-    `provisioning`, pending pods from the cache) and the other `loops` given (the interruption queue's
+    a watch cache of their objects for this term), then, each reading the cluster from that cache, the
+    cluster-state metrics (workers.cluster_metrics), the disruption trigger (deciding with `disruption`)
+    and the status refresh (with `provisioning`), and the other `loops` given (the interruption queue's
     consumer, the instance status checker, node repair), each in its thread. A new leader does all of it
     again: each step is idempotent."""
     await end_orphaned_workflows(client, kube, cloud)
@@ -135,7 +135,7 @@ async def _lead(
         *watches,
         ClaimSweep(kube, cloud, starter, loop, interval=settings.seconds("claim_sweep_interval")),
         ClusterStateMetrics(cache, metrics, cloud),
-        _disruption_trigger(client, settings.task_queue, loop, disruption, disruption_settings, changes),
+        _disruption_trigger(client, settings.task_queue, loop, disruption, disruption_settings, changes, cache),
         _status_refresh(cache, starter, provisioning),
     ]
     watchers += [extra for extra in loops if extra is not None]
@@ -155,10 +155,11 @@ def _disruption_trigger(
     disruption: DisruptionActivities,
     settings: DisruptionSettings,
     changes: Changes,
+    cache: WatchCache,
 ) -> DisruptionTrigger:
     """The leader's look ahead (workers.disruption_trigger), deciding with `disruption` under `settings`
     and waking the controller (started again on `task_queue` should it have been terminated) through
-    `client` on `loop`; `changes` counts the leader's watch events."""
+    `client` on `loop`; `changes` counts the leader's watch events and `cache` keeps their objects."""
 
     def wake() -> None:
         coro = wake_disruption_controller(client, task_queue, settings)
@@ -169,7 +170,7 @@ def _disruption_trigger(
     )
 
     def look(decide: DecideInput, memory: LookAhead | None) -> tuple[DisruptionRound | None, LookAhead]:
-        return disruption.look_ahead(decide, memory, changes)
+        return disruption.look_ahead(decide, memory, changes, cache)
 
     return DisruptionTrigger(look, wake, inp, interval=POLL.total_seconds())
 

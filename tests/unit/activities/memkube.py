@@ -18,6 +18,8 @@ from typing import Any
 
 from kube.errors import AlreadyExistsError, ConflictError, NotFoundError, TooManyRequestsError
 from kube.resources import NODE, NODECLAIM, POD, Resource
+from kube.watch_cache import WatchCache
+from workers.watchers import WATCHED
 
 Obj = dict[str, Any]
 GUARDED = (NODE.plural, NODECLAIM.plural)
@@ -153,6 +155,19 @@ class MemKube:
             raise TooManyRequestsError(f"Cannot evict pod {name}: it would violate a PodDisruptionBudget")
         self.evicted.append(name)
         self.delete(POD, name, namespace)
+
+
+def watch_cache_of(kube: MemKube, listed: tuple[Resource, ...] = WATCHED) -> WatchCache:
+    """The leader's watch cache as its watches would hold `kube` now, once the watches of `listed` have
+    listed (the others have not yet)."""
+    cache = WatchCache(WATCHED)
+    for resource in listed:
+        store = cache.store(resource)
+        assert store is not None
+        for obj in kube.list(resource):
+            store.apply("ADDED", obj)
+        store.mark_synced()
+    return cache
 
 
 class Events:

@@ -17,10 +17,12 @@ from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
 from kube.changes import Changes
 from kube.errors import ConflictError, ServerError
+from kube.watch_cache import WatchCache
 from scheduling.disruption import CandidateRef, Command
 from scheduling.types import PlannedNodeClaim
 from tests.unit.activities.claimworld import NODE_CLASS, POOL, claim_body
-from tests.unit.activities.memkube import Events, MemKube
+from tests.unit.activities.memkube import Events, MemKube, watch_cache_of
+from workers.watchers import WATCHED
 
 PROVIDER_ID = "aws:///us-west-2a/i-1"
 
@@ -169,6 +171,34 @@ def test_while_the_watches_saw_no_change_a_settled_look_reads_no_pod_or_node(kub
     kube.create(r.PDB, {"metadata": {"name": "web", "namespace": "default"}, "spec": {}})
     decided, memory = acts.look_ahead(DecideInput(), memory, changes)  # a PDB is no watched kind
     assert decided is not None
+
+
+def test_a_look_over_the_watch_cache_lists_no_watched_kind_decides_the_same_and_changes_nothing_cached(
+    kube: MemKube, events: Events
+) -> None:
+    acts = DisruptionActivities(kube, FakeCloudProvider(), events)  # type: ignore[arg-type]
+    kube.create(r.POD, {"metadata": {"name": "web", "namespace": "default"},
+                        "spec": {"nodeName": "node-1", "containers": [{"name": "c", "resources": {
+                            "requests": {"cpu": "100m"}}}]}, "status": {"phase": "Running"}})  # fmt: skip
+    listed = acts.evaluate(DecideInput(), acting=False)
+    cache = watch_cache_of(kube)
+    before = copy.deepcopy([cache.list(resource) for resource in WATCHED])
+    read: list[str] = []
+    listing = kube.list
+
+    def counting(resource: r.Resource, *args: Any, **kwargs: Any) -> Any:
+        read.append(resource.plural)
+        return listing(resource, *args, **kwargs)
+
+    kube.list = counting  # type: ignore[method-assign]
+    looked, _ = acts.look_ahead(DecideInput(), None, Changes(), cache)
+    assert looked is not None and looked.summary() == listed.summary()
+    assert not {"pods", "nodes", "nodeclaims", "nodepools", "ec2nodeclasses"} & set(read), read
+    assert [cache.list(resource) for resource in WATCHED] == before, "cached objects are the watches': unchanged"
+    unsynced = WatchCache(WATCHED)  # a new leader's watches have not listed yet: the API is read
+    read.clear()
+    acts.look_ahead(DecideInput(), None, Changes(), unsynced)
+    assert "pods" in read
 
 
 def test_a_look_whose_status_write_failed_does_not_settle(kube: MemKube, events: Events) -> None:

@@ -21,30 +21,16 @@ from cloudprovider.fake import FakeCloudProvider
 from devstack.stack.ports import free_port
 from kube import resources as r
 from kube.types import Obj
-from kube.watch_cache import WatchCache
-from tests.unit.activities.memkube import MemKube
+from tests.unit.activities.memkube import MemKube, watch_cache_of
 from workers.cluster_metrics import ClusterStateMetrics, cluster_series
 from workers.metrics_server import MetricsPortError, MetricsServer, temporal_runtime
 from workers.watchers import WATCHED
 
 
-def watched(kube: MemKube, listed: tuple[r.Resource, ...] = WATCHED) -> WatchCache:
-    """The leader's watch cache as its watches would hold `kube` now, once the watches of `listed` have
-    listed (the others have not yet)."""
-    cache = WatchCache(WATCHED)
-    for resource in listed:
-        store = cache.store(resource)
-        assert store is not None
-        for obj in kube.list(resource):
-            store.apply("ADDED", obj)
-        store.mark_synced()
-    return cache
-
-
 def refresh(publisher: ClusterStateMetrics, kube: MemKube) -> None:
     """One refresh over what the watches hold of `kube` now; it leaves the cached objects as they were
     (they are shared with the watches)."""
-    publisher.cluster = watched(kube)
+    publisher.cluster = watch_cache_of(kube)
     before = copy.deepcopy([publisher.cluster.list(resource) for resource in WATCHED])
     assert publisher.refresh()
     assert [publisher.cluster.list(resource) for resource in WATCHED] == before
@@ -143,7 +129,7 @@ def test_the_gauges_follow_the_cluster_and_are_cleared_when_leadership_ends() ->
         kube.create(r.NODEPOOL, pool("default", {"cpu": "100"}))
         kube.create(r.NODE, node("node-1", "default"))
         kube.create(r.NODE, node("node-2", "default"))
-    publisher = ClusterStateMetrics(watched(kube), metrics, interval=0.01)
+    publisher = ClusterStateMetrics(watch_cache_of(kube), metrics, interval=0.01)
     value = metrics.registry.get_sample_value
     refresh(publisher, kube)
     assert value("karpenter_nodes_allocatable", allocatable_labels("node-2", "cpu"))
@@ -176,7 +162,7 @@ def test_pods_state_names_each_pod_where_it_runs_and_new_pods_are_timed_once() -
     with kube.as_admin():
         kube.create(r.NODE, node("node-1", "default"))
         kube.create(r.POD, pod_obj("old", "u-old", "2020-01-01T00:00:00Z", "node-1", "Running"))
-    publisher = ClusterStateMetrics(watched(kube), metrics)
+    publisher = ClusterStateMetrics(watch_cache_of(kube), metrics)
     publisher.started -= timedelta(minutes=1)  # as if it had started a minute ago: these pods came since
     start = publisher.started
     stamp = lambda seconds: (start + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # noqa: E731
@@ -207,7 +193,7 @@ def test_pods_state_names_each_pod_where_it_runs_and_new_pods_are_timed_once() -
 
 def test_offerings_are_published_from_the_catalog_and_dropped_when_gone() -> None:
     kube, metrics, cloud = MemKube(), Metrics(), FakeCloudProvider()
-    publisher = ClusterStateMetrics(watched(kube), metrics, cloud, offerings_interval=0)
+    publisher = ClusterStateMetrics(watch_cache_of(kube), metrics, cloud, offerings_interval=0)
     refresh(publisher, kube)
     value = metrics.registry.get_sample_value
     [first, *_] = cloud.instance_types(None)
@@ -258,7 +244,7 @@ def test_node_requests_limits_overhead_and_lifetime_follow_the_pods_bound_to_eac
         kube.create(r.POD, workload("agent", "node-1", {"cpu": "100m"}, {"cpu": "200m"}, kind="DaemonSet"))
         kube.create(r.POD, workload("done", "node-1", {"cpu": "1"}, {}, phase="Succeeded"))  # finished: not counted
         kube.create(r.POD, workload("elsewhere", "other", {"cpu": "1"}, {}))
-    publisher = ClusterStateMetrics(watched(kube), metrics)
+    publisher = ClusterStateMetrics(watch_cache_of(kube), metrics)
     refresh(publisher, kube)
 
     def at(resource: str) -> tuple[tuple[str, str], ...]:
@@ -294,7 +280,7 @@ def test_nothing_is_published_before_every_watch_has_listed() -> None:
     with kube.as_admin():
         kube.create(r.NODEPOOL, pool("default", {"cpu": "100"}))
         kube.create(r.NODE, node("node-1", "default"))
-    listing = watched(kube, listed=tuple(resource for resource in WATCHED if resource != r.POD))
+    listing = watch_cache_of(kube, listed=tuple(resource for resource in WATCHED if resource != r.POD))
     publisher = ClusterStateMetrics(listing, metrics)
     assert not publisher.refresh()
     assert metrics.registry.get_sample_value("karpenter_cluster_state_synced") == 0
@@ -314,7 +300,7 @@ def test_status_conditions_are_counted_per_object_and_their_transitions_by_type(
     with kube.as_admin():
         kube.create(r.NODECLAIM, {"metadata": {"name": "c-1"}, "spec": {}})
         kube.patch(r.NODECLAIM, "c-1", {"status": {"conditions": [unknown]}})
-    publisher = ClusterStateMetrics(watched(kube), metrics)
+    publisher = ClusterStateMetrics(watch_cache_of(kube), metrics)
     refresh(publisher, kube)
     waiting = (("name", "c-1"), ("namespace", ""), ("reason", "AwaitingReconciliation"), ("status", "Unknown"),
                ("type", "Ready"))  # fmt: skip
