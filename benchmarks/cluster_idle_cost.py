@@ -3,6 +3,7 @@ provisioner, the disruption controller, the garbage collector) on the local stac
 no node. Prints one JSON object on stdout; see benchmarks/README.md.
 
     python benchmarks/cluster_idle_cost.py [--window 300] [--settle 30] [--one-pod-nodes 0 | --pods 0]
+        [--churn 0]
 
 The stack is the one `nodeflow dev` runs (default NodePool and EC2NodeClass, default worker settings).
 With `--one-pod-nodes N`, scale.py's one-pod-nodes Deployment of N replicas is applied first and the
@@ -10,7 +11,10 @@ clock waits until every pod is bound (N nodes, each running one pod), so the win
 cluster of N nodes costs: the same workflows, plus whatever grows with the nodes (history events, the
 leader's watches and reads). With `--pods N`, scale.py's scale-out workload of N pods (two Deployments,
 packed onto large nodes) is applied instead: an idle cluster with many pods on few nodes, which is what the
-leader's pod watch and its disruption look ahead read. After `--settle` seconds, every history event written in the next
+leader's pod watch and its disruption look ahead read. With `--churn S`, one of the workload's pods gets a
+new label value every S seconds from the bound workload to the window's end: a cluster that is never quite
+still, as a live one is not (every pod change is a watch event, and the disruption look ahead decides
+again over it). After `--settle` seconds, every history event written in the next
 `--window` seconds is counted by workflow type and event type, and the billable actions among them
 (benchmarks/idle_cost.py's definition, Temporal Cloud's published one as far as history shows it) are
 scaled to a day. Activity heartbeats are actions too but leave no event: they are read from the dev
@@ -30,6 +34,7 @@ import asyncio
 import json
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections import Counter
@@ -45,9 +50,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from temporalio.client import Client
 
 from benchmarks.idle_cost import billable_actions, event_name
-from benchmarks.scale import all_pods_bound, children_cpu, one_pod_nodes_workload, rss_bytes, workload
+from benchmarks.scale import NAMESPACE, all_pods_bound, children_cpu, one_pod_nodes_workload, rss_bytes, workload
 
 DAY_SECONDS = 86_400.0
+CHURN_LABEL = "benchmark.nodeflow.dev/churn"
 
 
 HEARTBEAT = "grpc_RecordActivityTaskHeartbeat"
@@ -92,8 +98,42 @@ def _bind(stack: Any, manifests: str, pods: int, timeout: float) -> float:
     raise SystemExit(f"{pods} pods were not all bound within {timeout:.0f}s")
 
 
+class Churn:
+    """Sets label CHURN_LABEL of one pod of NAMESPACE after another, round robin, every `every` seconds in
+    a daemon thread, between `start()` and `stop()`; counts the changes made."""
+
+    def __init__(self, stack: Any, every: float) -> None:
+        self.stack = stack
+        self.every = every
+        self.changes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="churn", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        from kube import resources as r
+
+        names = [p["metadata"]["name"] for p in self.stack.kube.list(r.POD, namespace=NAMESPACE)]
+        while names and not self._stop.wait(self.every):
+            name = names[self.changes % len(names)]
+            label = {"metadata": {"labels": {CHURN_LABEL: str(self.changes)}}}
+            self.stack.kube.patch(r.POD, name, label, namespace=NAMESPACE)
+            self.changes += 1
+
+
 def run(
-    window: float, settle: float, one_pod_nodes: int = 0, pods: int = 0, bind_timeout: float = 600.0
+    window: float,
+    settle: float,
+    one_pod_nodes: int = 0,
+    pods: int = 0,
+    bind_timeout: float = 600.0,
+    churn: float = 0.0,
 ) -> dict[str, Any]:
     from devstack.stack import DevStack
     from workers.dev_cmd import stack_config
@@ -104,12 +144,17 @@ def run(
             bound_in = _bind(stack, one_pod_nodes_workload(one_pod_nodes), one_pod_nodes, bind_timeout)
         elif pods:
             bound_in = _bind(stack, workload(pods), pods, bind_timeout)
+        churning = Churn(stack, churn) if churn else None
+        if churning is not None:
+            churning.start()
         time.sleep(settle)
         since, before = datetime.now(UTC), children_cpu(stack.pids())
         actions_before = _server_actions(stack.temporal_metrics_url)
         time.sleep(window)
         until, after = datetime.now(UTC), children_cpu(stack.pids())
         worker_rss = rss_bytes(stack.pids()["worker"])
+        if churning is not None:
+            churning.stop()
         server_actions = _server_actions(stack.temporal_metrics_url) - actions_before
         counted = asyncio.run(_count_events(stack.temporal_address, since, until))
     per_day = DAY_SECONDS / window
@@ -118,6 +163,8 @@ def run(
         "benchmark": "cluster-idle-cost",
         "one_pod_nodes": one_pod_nodes,
         "pods": pods,
+        "churn_seconds": churn,
+        "pod_changes": churning.changes if churning is not None else 0,
         "seconds_to_all_bound": round(bound_in, 1) if bound_in is not None else None,
         "window_seconds": window,
         "events_in_window_by_workflow_type": counted["events"],
@@ -148,7 +195,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--pods", type=int, default=0, help="pods to run, packed onto large nodes, before the window (0)"
     )
+    parser.add_argument(
+        "--churn", type=float, default=0.0, help="seconds between pod label changes, from bound to the end (0: none)"
+    )
     args = parser.parse_args(argv)
+    if args.churn < 0:
+        parser.error(f"--churn {args.churn}: give 0 (no churn) or a positive number of seconds")
     for name in ("window", "settle"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name} {getattr(args, name)}: give a positive number of seconds")
@@ -161,7 +213,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    print(json.dumps(run(args.window, args.settle, args.one_pod_nodes, args.pods)), flush=True)
+    print(json.dumps(run(args.window, args.settle, args.one_pod_nodes, args.pods, churn=args.churn)), flush=True)
     return 0
 
 
