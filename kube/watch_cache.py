@@ -8,18 +8,27 @@ in or, when DELETED, taken out, before any consumer sees the event. A store is `
 reflector's first LIST was handed over; from then on it holds every object the watch has shown, as
 fresh as the watch (a relist after a failure updates it in place and removes what was deleted
 meanwhile). Objects are kept without `metadata.managedFields` (Karpenter's caches drop them too): the
-field-manager bookkeeping is often the largest part of an object and nothing here reads it.
+field-manager bookkeeping is often the largest part of an object and nothing here reads it. They are
+also kept compact: every key, and every string value of up to SHARED_STRING_CHARS characters, is
+interned, so the thousands of pods of a cluster share one copy of "metadata", "Running" or
+"node.kubernetes.io/not-ready" instead of each holding its own (a JSON decoder shares keys only within
+one document). A typical Deployment pod decoded from 3.5 KB of JSON takes about 20 KiB as plain dicts
+and 10 KiB kept so.
 
 Readers get the stored objects themselves, not copies (as client-go's listers do): they must not
 change them. Thread-safe; no I/O."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterable
+from typing import Any
 
 from kube import resources as r
 from kube.types import Obj
+
+SHARED_STRING_CHARS = 64  # longer strings (a container image digest, an annotation) are rarely repeated
 
 
 class NotSyncedError(RuntimeError):
@@ -31,11 +40,24 @@ def _key(obj: Obj) -> str:
     return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
 
 
-def _without_managed_fields(obj: Obj) -> Obj:
+def _compact(value: Any) -> Any:
+    """A copy of a decoded JSON value with its keys and short strings interned."""
+    if isinstance(value, dict):
+        return {sys.intern(k): _compact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_compact(v) for v in value]
+    if isinstance(value, str) and len(value) <= SHARED_STRING_CHARS:
+        return sys.intern(value)
+    return value
+
+
+def _kept(obj: Obj) -> Obj:
+    """What a store keeps of `obj`: a compact copy without metadata.managedFields."""
     meta = obj.get("metadata")
-    if not isinstance(meta, dict) or "managedFields" not in meta:
-        return obj
-    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    if isinstance(meta, dict) and "managedFields" in meta:
+        obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    kept: Obj = _compact(obj)
+    return kept
 
 
 class Store:
@@ -55,7 +77,7 @@ class Store:
             if event_type == "DELETED":
                 self._objects.pop(key, None)
             elif event_type in ("ADDED", "MODIFIED"):
-                self._objects[key] = _without_managed_fields(obj)
+                self._objects[key] = _kept(obj)
 
     def mark_synced(self) -> None:
         """The reflector's LIST has been handed over: the store holds every object."""

@@ -3,6 +3,8 @@ objects without managedFields, and a cache is synced only when every store is.""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from kube import resources as r
@@ -60,3 +62,19 @@ def test_a_cache_is_synced_when_every_store_is() -> None:
     assert cache.list(r.NODE) == []
     with pytest.raises(KeyError):
         cache.list(r.NODEPOOL)
+
+
+def test_kept_objects_equal_the_handed_ones_and_share_their_keys_and_short_strings() -> None:
+    def decoded(name: str) -> Obj:  # as two JSON documents decode: no string shared between them
+        return json.loads(json.dumps({**pod(name), "status": {"phase": "Running", "message": "x" * 100}}))
+
+    store = Store(r.POD)
+    first, second = decoded("a"), decoded("b")
+    store.apply("ADDED", first)
+    store.apply("ADDED", second)
+    store.mark_synced()
+    kept_a, kept_b = store.list()
+    assert (kept_a, kept_b) == (first, second)
+    assert next(k for k in kept_a if k == "status") is next(k for k in kept_b if k == "status")
+    assert kept_a["status"]["phase"] is kept_b["status"]["phase"]
+    assert kept_a["status"]["message"] is not kept_b["status"]["message"], "long strings are not interned"

@@ -1,0 +1,22 @@
+"""benchmarks/watch_cache.py at a tiny size: its JSON fields (benchmarks/README.md), and its argument
+check. No figure is asserted beyond the kept pods being no larger than the decoded ones."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import watch_cache as bench
+
+
+def test_it_reports_memory_and_time_per_pod() -> None:
+    out = bench.run(20)
+    assert set(out) == {"benchmark", "pods", "json_bytes_per_pod", "plain_kib_per_pod", "kept_kib_per_pod",
+                        "kept_mib", "apply_microseconds_per_event"}  # fmt: skip
+    assert out["pods"] == 20 and out["json_bytes_per_pod"] > 3000
+    assert 0 < out["kept_kib_per_pod"] <= out["plain_kib_per_pod"]
+
+
+def test_no_pods_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        bench.parse_args(["--pods", "0"])
+    assert exited.value.code == 2 and "--pods 0" in capsys.readouterr().err
