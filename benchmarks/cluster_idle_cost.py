@@ -3,7 +3,7 @@ provisioner, the disruption controller, the garbage collector) on the local stac
 no node. Prints one JSON object on stdout; see benchmarks/README.md.
 
     python benchmarks/cluster_idle_cost.py [--window 300] [--settle 30] [--one-pod-nodes 0 | --pods 0]
-        [--churn 0]
+        [--churn 0] [--node-reports 0]
 
 The stack is the one `nodeflow dev` runs (default NodePool and EC2NodeClass, default worker settings).
 With `--one-pod-nodes N`, scale.py's one-pod-nodes Deployment of N replicas is applied first and the
@@ -14,7 +14,10 @@ packed onto large nodes) is applied instead: an idle cluster with many pods on f
 leader's pod watch and its disruption look ahead read. With `--churn S`, one of the workload's pods gets a
 new label value every S seconds from the bound workload to the window's end: a cluster that is never quite
 still, as a live one is not (every pod change is a watch event, and the disruption look ahead decides
-again over it). After `--settle` seconds, every history event written in the next
+again over it). With `--node-reports S`, one Node after another has its status reported again every S
+seconds (a new lastHeartbeatTime on each condition): a kubelet reports at least every 5 minutes, so a
+real cluster of N nodes sees N/300 reports a second, which the local stack's kubelet does not send.
+After `--settle` seconds, every history event written in the next
 `--window` seconds is counted by workflow type and event type, and the billable actions among them
 (benchmarks/idle_cost.py's definition, Temporal Cloud's published one as far as history shows it) are
 scaled to a day. Activity heartbeats are actions too but leave no event: they are read from the dev
@@ -99,12 +102,15 @@ def _bind(stack: Any, manifests: str, pods: int, timeout: float) -> float:
 
 
 class Churn:
-    """Sets label CHURN_LABEL of one pod of NAMESPACE after another, round robin, every `every` seconds in
-    a daemon thread, between `start()` and `stop()`; counts the changes made."""
+    """Changes one object after another, round robin, every `every` seconds in a daemon thread, between
+    `start()` and `stop()`, and counts the changes made. `kind` "pod-labels": label CHURN_LABEL of the pods
+    of NAMESPACE gets a new value; "node-reports": a Node's status is reported again with a new
+    lastHeartbeatTime on each condition, as a kubelet does at least every 5 minutes."""
 
-    def __init__(self, stack: Any, every: float) -> None:
+    def __init__(self, stack: Any, every: float, kind: str = "pod-labels") -> None:
         self.stack = stack
         self.every = every
+        self.kind = kind
         self.changes = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="churn", daemon=True)
@@ -119,11 +125,18 @@ class Churn:
     def _run(self) -> None:
         from kube import resources as r
 
-        names = [p["metadata"]["name"] for p in self.stack.kube.list(r.POD, namespace=NAMESPACE)]
+        kube = self.stack.kube
+        pods = self.kind == "pod-labels"
+        names = [o["metadata"]["name"] for o in (kube.list(r.POD, namespace=NAMESPACE) if pods else kube.list(r.NODE))]
         while names and not self._stop.wait(self.every):
             name = names[self.changes % len(names)]
-            label = {"metadata": {"labels": {CHURN_LABEL: str(self.changes)}}}
-            self.stack.kube.patch(r.POD, name, label, namespace=NAMESPACE)
+            if pods:
+                kube.patch(r.POD, name, {"metadata": {"labels": {CHURN_LABEL: str(self.changes)}}}, namespace=NAMESPACE)
+            else:
+                now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+                conditions = (kube.get(r.NODE, name).get("status") or {}).get("conditions") or []
+                reported = [{**c, "lastHeartbeatTime": now} for c in conditions]
+                kube.patch(r.NODE, name, {"status": {"conditions": reported}}, subresource="status")
             self.changes += 1
 
 
@@ -134,6 +147,7 @@ def run(
     pods: int = 0,
     bind_timeout: float = 600.0,
     churn: float = 0.0,
+    node_reports: float = 0.0,
 ) -> dict[str, Any]:
     from devstack.stack import DevStack
     from workers.dev_cmd import stack_config
@@ -144,17 +158,21 @@ def run(
             bound_in = _bind(stack, one_pod_nodes_workload(one_pod_nodes), one_pod_nodes, bind_timeout)
         elif pods:
             bound_in = _bind(stack, workload(pods), pods, bind_timeout)
-        churning = Churn(stack, churn) if churn else None
-        if churning is not None:
-            churning.start()
+        churning = [
+            Churn(stack, every, kind)
+            for every, kind in ((churn, "pod-labels"), (node_reports, "node-reports"))
+            if every
+        ]
+        for churn_thread in churning:
+            churn_thread.start()
         time.sleep(settle)
         since, before = datetime.now(UTC), children_cpu(stack.pids())
         actions_before = _server_actions(stack.temporal_metrics_url)
         time.sleep(window)
         until, after = datetime.now(UTC), children_cpu(stack.pids())
         worker_rss = rss_bytes(stack.pids()["worker"])
-        if churning is not None:
-            churning.stop()
+        for churn_thread in churning:
+            churn_thread.stop()
         server_actions = _server_actions(stack.temporal_metrics_url) - actions_before
         counted = asyncio.run(_count_events(stack.temporal_address, since, until))
     per_day = DAY_SECONDS / window
@@ -164,7 +182,8 @@ def run(
         "one_pod_nodes": one_pod_nodes,
         "pods": pods,
         "churn_seconds": churn,
-        "pod_changes": churning.changes if churning is not None else 0,
+        "node_reports_seconds": node_reports,
+        "changes_made": {c.kind: c.changes for c in churning},
         "seconds_to_all_bound": round(bound_in, 1) if bound_in is not None else None,
         "window_seconds": window,
         "events_in_window_by_workflow_type": counted["events"],
@@ -198,9 +217,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--churn", type=float, default=0.0, help="seconds between pod label changes, from bound to the end (0: none)"
     )
+    parser.add_argument(
+        "--node-reports",
+        type=float,
+        default=0.0,
+        help="seconds between Node status reports (a new heartbeat time), from bound to the end (0: none)",
+    )
     args = parser.parse_args(argv)
-    if args.churn < 0:
-        parser.error(f"--churn {args.churn}: give 0 (no churn) or a positive number of seconds")
+    for name in ("churn", "node_reports"):
+        if getattr(args, name) < 0:
+            flag = "--" + name.replace("_", "-")
+            parser.error(f"{flag} {getattr(args, name)}: give 0 (none) or a positive number of seconds")
     for name in ("window", "settle"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name} {getattr(args, name)}: give a positive number of seconds")
@@ -213,7 +240,19 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    print(json.dumps(run(args.window, args.settle, args.one_pod_nodes, args.pods, churn=args.churn)), flush=True)
+    print(
+        json.dumps(
+            run(
+                args.window,
+                args.settle,
+                args.one_pod_nodes,
+                args.pods,
+                churn=args.churn,
+                node_reports=args.node_reports,
+            )
+        ),
+        flush=True,
+    )
     return 0
 
 

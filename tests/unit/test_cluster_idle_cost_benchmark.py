@@ -18,6 +18,7 @@ def test_defaults_and_bad_arguments_exit_2(capsys: pytest.CaptureFixture[str]) -
         (["--pods", "-1"], "--pods -1"),
         (["--pods", "10", "--one-pod-nodes", "10"], "not with --one-pod-nodes"),
         (["--churn", "-1"], "--churn -1"),
+        (["--node-reports", "-2"], "--node-reports -2"),
     )
     for argv, wanted in refused:
         with pytest.raises(SystemExit) as exited:
