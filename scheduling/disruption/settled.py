@@ -5,10 +5,15 @@ pass found nothing to do, and nothing it reads has changed since. Its cluster st
 changed 5 minutes after the last change, so that what no watch shows (an instance type available again,
 a new price) is judged again. nodeflow's look ahead (workers.disruption_trigger) does the same:
 
-- `state_key(inp)`: what a decision reads, apart from the clock. These are the objects' identities and
-  resourceVersions (Nodes, NodeClaims, bound pods, NodePools, EC2NodeClasses, PodDisruptionBudgets,
-  DaemonSets, volumes, RuntimeClasses) and the catalog's offerings (price, availability). Equal keys mean
-  the same input. A key has two parts, `watched` (what the leader's watches see change: Nodes, bound
+- `state_key(inp)`: what a decision reads, apart from the clock. For Nodes and bound pods, that is what
+  a decision reads of them (`node_facts`, `pod_facts`), not their resourceVersion: a kubelet rewrites
+  each Node's status at least every 5 minutes (a heartbeat time) and each pod's as its containers and
+  probes go, and keyed on versions a cluster of hundreds of nodes would count as changed at every look.
+  Karpenter likewise counts its cluster state as changed on a new pod binding, a deletion, or a node's
+  initialization or deletion changing, not on every update. For the rest (NodeClaims, NodePools,
+  EC2NodeClasses, PodDisruptionBudgets, DaemonSets, volumes, RuntimeClasses) it is their identities and
+  resourceVersions, and for the catalog its offerings (price, availability). Equal keys mean the same
+  input. A key has two parts, `watched` (what the leader's watches see change: Nodes, bound
   pods, NodeClaims, NodePools, EC2NodeClasses) and `side` (the rest), so a caller that knows from its
   watches that the first has not changed need only read what the second covers (activities.disruption).
 - `Settlement`: what the passes over one key found. The key is settled once every method has had its
@@ -44,6 +49,48 @@ def _raw(objs: Iterable[Obj]) -> tuple[tuple[str, str, str], ...]:
     )
 
 
+def node_facts(node: Obj) -> str:
+    """What a disruption decision reads of a Node, as one string: its identity, labels, annotations, spec,
+    allocatable and capacity, whether it is being deleted, and each condition's type and status (not its
+    heartbeat or transition times, nor images, addresses or node info)."""
+    meta, status = node.get("metadata") or {}, node.get("status") or {}
+    conditions = [(c.get("type"), c.get("status")) for c in status.get("conditions") or [] if isinstance(c, dict)]
+    return repr(
+        (
+            meta.get("name"),
+            meta.get("uid"),
+            meta.get("deletionTimestamp"),
+            meta.get("labels"),
+            meta.get("annotations"),
+            node.get("spec"),
+            status.get("allocatable"),
+            status.get("capacity"),
+            conditions,
+        )
+    )
+
+
+def pod_facts(pod: Obj) -> str:
+    """What a disruption decision reads of a bound pod, as one string: its identity, labels, annotations,
+    owners, spec, whether it is being deleted, its phase and start time (not its conditions, container
+    statuses or addresses)."""
+    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    return repr(
+        (
+            meta.get("namespace"),
+            meta.get("name"),
+            meta.get("uid"),
+            meta.get("deletionTimestamp"),
+            meta.get("labels"),
+            meta.get("annotations"),
+            meta.get("ownerReferences"),
+            pod.get("spec"),
+            status.get("phase"),
+            status.get("startTime"),
+        )
+    )
+
+
 def _typed(objs: Sequence[Any]) -> tuple[tuple[str, str], ...]:
     """(name, resourceVersion) of parsed objects (NodeClaim, NodePool, EC2NodeClass)."""
     return tuple((str(obj.metadata.name), str(obj.metadata.resource_version or "")) for obj in objs)
@@ -62,8 +109,8 @@ def watched_key(inp: DisruptionInput) -> int:
     cluster = inp.cluster
     return hash(
         (
-            _raw(cluster.nodes),
-            _raw(cluster.bound_pods),
+            tuple(node_facts(node) for node in cluster.nodes),
+            tuple(pod_facts(pod) for pod in cluster.bound_pods),
             _typed(cluster.node_claims),
             _typed(cluster.node_pools),
             _typed(cluster.node_classes),

@@ -42,7 +42,7 @@ def test_the_key_follows_what_a_decision_reads_and_not_the_clock() -> None:
     inp = two_full_nodes()
     assert state_key(inp) == state_key(two_full_nodes(now=NOW + timedelta(minutes=1), single_node_first=["b"]))
     moved = copy.deepcopy(inp)
-    moved.cluster.bound_pods[0]["metadata"]["resourceVersion"] = "42"
+    moved.cluster.bound_pods[0]["metadata"]["labels"] = {"app": "moved"}  # what a PDB or an affinity selects
     assert state_key(moved) != state_key(inp)
     scarce = copy.deepcopy(inp)
     scarce.cluster.instance_types[0].offerings[0].available = False  # an offering withdrawn: what no watch shows
@@ -50,6 +50,25 @@ def test_the_key_follows_what_a_decision_reads_and_not_the_clock() -> None:
     relabelled = copy.deepcopy(inp)
     relabelled.cluster.node_claims[0].metadata.resource_version = "7"
     assert state_key(relabelled) != state_key(inp)
+
+
+def test_status_reports_that_no_decision_reads_leave_the_key_as_it_was() -> None:
+    inp = two_full_nodes()
+    reported = copy.deepcopy(inp)
+    node, pod = reported.cluster.nodes[0], reported.cluster.bound_pods[0]
+    node["metadata"]["resourceVersion"] = "901"  # a kubelet's status report: a heartbeat, images, addresses
+    node.setdefault("status", {})["images"] = [{"names": ["registry.k8s.io/pause:3.9"], "sizeBytes": 1}]
+    for condition in node["status"].setdefault("conditions", []):
+        condition["lastHeartbeatTime"] = "2030-01-01T00:00:00Z"
+    pod["metadata"]["resourceVersion"] = "902"  # a probe result, a container restarting
+    pod.setdefault("status", {})["containerStatuses"] = [{"name": "app", "ready": False, "restartCount": 3}]
+    assert state_key(reported) == state_key(inp)
+    not_ready = copy.deepcopy(inp)
+    not_ready.cluster.nodes[0].setdefault("status", {})["conditions"] = [{"type": "Ready", "status": "False"}]
+    assert state_key(not_ready) != state_key(inp), "a Node going NotReady changes what budgets count"
+    deleting = copy.deepcopy(inp)
+    deleting.cluster.bound_pods[0]["metadata"]["deletionTimestamp"] = "2030-01-01T00:00:00Z"
+    assert state_key(deleting) != state_key(inp)
 
 
 def test_a_decision_holds_until_revalidation_or_the_first_time_driven_change() -> None:
