@@ -136,6 +136,19 @@ def test_a_look_ahead_skips_a_settled_cluster_until_something_changes(kube: MemK
     assert changed is not None and changed.command is not None and changed.command.method == "Emptiness"
 
 
+def count_lists(kube: MemKube) -> list[str]:
+    """The plural of every resource `kube` lists from now on, in order."""
+    read: list[str] = []
+    listing = kube.list
+
+    def counting(resource: r.Resource, *args: Any, **kwargs: Any) -> Any:
+        read.append(resource.plural)
+        return listing(resource, *args, **kwargs)
+
+    kube.list = counting  # type: ignore[method-assign]
+    return read
+
+
 def test_while_the_watches_saw_no_change_a_settled_look_reads_no_pod_or_node(kube: MemKube, events: Events) -> None:
     acts = DisruptionActivities(kube, FakeCloudProvider(), events)  # type: ignore[arg-type]
     kube.patch(r.NODEPOOL, POOL["metadata"]["name"], {"spec": {"disruption": {"consolidateAfter": "Never"}}})
@@ -151,14 +164,7 @@ def test_while_the_watches_saw_no_change_a_settled_look_reads_no_pod_or_node(kub
     for _ in range(3):  # decide, decide over what the first wrote, settled
         _, memory = acts.look_ahead(DecideInput(), memory, changes)
     assert memory is not None and memory.settlement is not None
-    read: list[str] = []
-    listing = kube.list
-
-    def counting(resource: r.Resource, *args: Any, **kwargs: Any) -> Any:
-        read.append(resource.plural)
-        return listing(resource, *args, **kwargs)
-
-    kube.list = counting  # type: ignore[method-assign]
+    read = count_lists(kube)
     quiet, memory = acts.look_ahead(DecideInput(), memory, changes)
     assert quiet is None
     assert not {"pods", "nodes", "nodeclaims", "nodepools", "ec2nodeclasses"} & set(read), read
@@ -167,7 +173,6 @@ def test_while_the_watches_saw_no_change_a_settled_look_reads_no_pod_or_node(kub
     read.clear()
     again, memory = acts.look_ahead(DecideInput(), memory, changes)
     assert again is None and "pods" in read, "read again, and still the same state: settled"
-    kube.list = listing  # type: ignore[method-assign]
     kube.create(r.PDB, {"metadata": {"name": "web", "namespace": "default"}, "spec": {}})
     decided, memory = acts.look_ahead(DecideInput(), memory, changes)  # a PDB is no watched kind
     assert decided is not None
@@ -183,14 +188,7 @@ def test_a_look_over_the_watch_cache_lists_no_watched_kind_decides_the_same_and_
     listed = acts.evaluate(DecideInput(), acting=False)
     cache = watch_cache_of(kube)
     before = copy.deepcopy([cache.list(resource) for resource in WATCHED])
-    read: list[str] = []
-    listing = kube.list
-
-    def counting(resource: r.Resource, *args: Any, **kwargs: Any) -> Any:
-        read.append(resource.plural)
-        return listing(resource, *args, **kwargs)
-
-    kube.list = counting  # type: ignore[method-assign]
+    read = count_lists(kube)
     looked, _ = acts.look_ahead(DecideInput(), None, Changes(), cache)
     assert looked is not None and looked.summary() == listed.summary()
     assert not {"pods", "nodes", "nodeclaims", "nodepools", "ec2nodeclasses"} & set(read), read
