@@ -73,11 +73,13 @@ class Store:
         """One event as a reflector hands it over: ADDED or MODIFIED puts `obj`, DELETED removes it; any
         other type (BOOKMARK) changes nothing."""
         key = _key(obj)
-        with self._lock:
-            if event_type == "DELETED":
+        if event_type == "DELETED":
+            with self._lock:
                 self._objects.pop(key, None)
-            elif event_type in ("ADDED", "MODIFIED"):
-                self._objects[key] = _kept(obj)
+        elif event_type in ("ADDED", "MODIFIED"):
+            kept = _kept(obj)  # outside the lock: readers need not wait for the copy
+            with self._lock:
+                self._objects[key] = kept
 
     def mark_synced(self) -> None:
         """The reflector's LIST has been handed over: the store holds every object."""
