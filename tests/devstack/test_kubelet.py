@@ -16,6 +16,7 @@ from moto.server import ThreadedMotoServer
 from devstack.binder import PodBinder
 from devstack.kube.server import KubeApiServer
 from devstack.kubelet import SimulatedKubelet, capacity, node
+from devstack.kubelet import kubelet as kubelet_module
 from kube.client import KubeClient
 from kube.errors import NotFoundError
 from kube.resources import NODE, NODECLAIM, POD
@@ -274,6 +275,36 @@ def test_registers_a_node_that_turns_ready_then_drops_startup_taints(
     kubelet.sync_once()
     settled = node_of(kube, instance_id)
     assert {t["key"] for t in settled["spec"]["taints"]} == {"dedicated", "karpenter.sh/unregistered"}
+
+
+def test_a_ready_node_reports_its_status_again_every_report_interval(
+    kube: KubeClient, ec2: Any, subnet: str, cluster: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    claim = kube.create(NODECLAIM, {**CLAIM, "metadata": {**CLAIM["metadata"], "name": f"{cluster}-claim"}})
+    instance_id = launch(ec2, subnet, cluster, claim["metadata"]["name"])
+    clock = Clock()
+    kubelet = SimulatedKubelet(kube, ec2, cluster, ready_delay=0, startup_taint_delay=0, clock=clock,
+                               status_report_interval=300.0)  # fmt: skip
+    kubelet.sync_once()
+    kubelet.sync_once()
+    ready = node_of(kube, instance_id)
+    assert node.is_ready(ready)
+    clock.now += 299.0
+    kubelet.sync_once()
+    assert node_of(kube, instance_id)["metadata"]["resourceVersion"] == ready["metadata"]["resourceVersion"]
+    clock.now += 1.0
+    monkeypatch.setattr(kubelet_module, "_now", lambda: "2030-01-01T00:05:00Z")  # the wall clock moved too
+    kubelet.sync_once()
+    reported = node_of(kube, instance_id)
+    assert reported["metadata"]["resourceVersion"] != ready["metadata"]["resourceVersion"]
+    before = {c["type"]: c for c in ready["status"]["conditions"]}
+    for condition in reported["status"]["conditions"]:
+        was = before[condition["type"]]
+        assert {k: v for k, v in condition.items() if k != "lastHeartbeatTime"} == {
+            k: v for k, v in was.items() if k != "lastHeartbeatTime"
+        }, "only the heartbeat moves"
+        assert condition["lastHeartbeatTime"] == "2030-01-01T00:05:00Z"
+    assert node.is_ready(reported)
 
 
 def test_startup_taints_put_back_by_registration_are_removed_again(

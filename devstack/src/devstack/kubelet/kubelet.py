@@ -9,7 +9,11 @@ One reconcile pass (`sync_once`):
    also after nodeflow's registration re-applies them);
 3. Nodes it registered whose instance is no longer running are deleted (finalizers are nodeflow's);
 4. pods bound to its Nodes are reported Running, and pods there with a deletionTimestamp are deleted
-   for good, once each (their containers are "stopped").
+   for good, once each (their containers are "stopped");
+5. every `status_report_interval` seconds (300 by default, a real kubelet's nodeStatusReportFrequency)
+   each Ready Node's status is reported again: the same conditions with a new lastHeartbeatTime, an
+   update of the Node as a real cluster's watches see one per node every 5 minutes (the first report
+   comes that long after the Node turned Ready, so reports spread as the nodes' start times do).
 
 Every failure is logged and retried on the next pass; creating a Node is idempotent by name.
 
@@ -81,11 +85,13 @@ class SimulatedKubelet:
         backstop_interval: float = 2.0,
         watch_seconds: int = 30,
         full_list_interval: float = 5.0,
+        status_report_interval: float = 300.0,
     ) -> None:
         """`poll_interval`: the least time between passes of `run`, and their pace while busy;
         `backstop_interval`: the most time between full passes when nothing changes; `watch_seconds`:
         the length of each watch (a stopped kubelet's watch threads end within it); `full_list_interval`:
-        the most time between two listings of every instance in `run` (see the module docstring)."""
+        the most time between two listings of every instance in `run` (see the module docstring);
+        `status_report_interval`: how often a Ready Node's status is reported again (step 5)."""
         if not cluster_name:
             raise ValueError("cluster_name is empty; pass the name instances are tagged with")
         self._kube = kube
@@ -104,6 +110,8 @@ class SimulatedKubelet:
         self._type_cache: dict[str, dict[str, Any]] = {}
         self._first_seen: dict[str, float] = {}
         self._ready_since: dict[str, float] = {}
+        self._reported: dict[str, float] = {}  # node name -> clock of its last status report, once Ready
+        self._status_report_interval = status_report_interval
         self._startup_taints: dict[str, list[Obj]] = {}
         self._deleted_pods: set[str] = set()
         self._full_list_interval = full_list_interval
@@ -368,7 +376,7 @@ class SimulatedKubelet:
                 log.warning("simulated kubelet: deleting node %s failed: %s", name, exc)
 
     def _forget(self, name: str) -> None:
-        for table in (self._first_seen, self._ready_since, self._startup_taints):
+        for table in (self._first_seen, self._ready_since, self._startup_taints, self._reported):
             table.pop(name, None)
 
     def _advance(self, instances: Mapping[str, dict[str, Any]], own: dict[str, Obj]) -> None:
@@ -385,6 +393,8 @@ class SimulatedKubelet:
                     continue
                 self._ready_since[name] = now
             ready_since = self._ready_since.setdefault(name, now)
+            if now - self._reported.setdefault(name, ready_since) >= self._status_report_interval:
+                self._report_status(node, now)
             if now - ready_since >= self._startup_taint_delay:
                 self._drop_startup_taints(instance, own[name])
             else:
@@ -400,6 +410,19 @@ class SimulatedKubelet:
             return False
         log.info("simulated kubelet: node %s is Ready", name)
         return True
+
+    def _report_status(self, node: Obj, now: float) -> None:
+        """Report a Ready Node's status again: its conditions with a new lastHeartbeatTime (step 5)."""
+        name = node["metadata"]["name"]
+        heartbeat = _now()
+        conditions = [{**c, "lastHeartbeatTime": heartbeat} for c in (node.get("status") or {}).get("conditions") or []]
+        try:
+            patch = {"status": {"conditions": conditions}}
+            node.update(keep(self._feed, NODE, self._kube.patch(NODE, name, patch, subresource="status")))
+        except KubeError as exc:
+            log.warning("simulated kubelet: reporting the status of node %s failed: %s", name, exc)
+            return
+        self._reported[name] = now
 
     def _drop_startup_taints(self, instance: Mapping[str, Any], node: Obj) -> None:
         name = node["metadata"]["name"]
