@@ -16,7 +16,9 @@ new label value every S seconds from the bound workload to the window's end: a c
 still, as a live one is not (every pod change is a watch event, and the disruption look ahead decides
 again over it). With `--node-reports S`, one Node after another has its status reported again every S
 seconds (a new lastHeartbeatTime on each condition): a kubelet reports at least every 5 minutes, so a
-real cluster of N nodes sees N/300 reports a second, which the local stack's kubelet does not send.
+real cluster of N nodes sees N/300 reports a second. The local stack's kubelet sends those itself, 5
+minutes after a Node turned Ready and every 5 minutes after that; `--node-reports` adds more at a chosen
+pace.
 After `--settle` seconds, every history event written in the next
 `--window` seconds is counted by workflow type and event type, and the billable actions among them
 (benchmarks/idle_cost.py's definition, Temporal Cloud's published one as far as history shows it) are
