@@ -21,6 +21,7 @@ from apis.instancetype import InstanceType
 from apis.nodeclaim import NodeClaim
 from apis.nodepool import NodePool, is_managed
 from kube import resources as r
+from kube import watch_cache
 from kube.types import Kube, Obj
 from kube.watch_cache import WatchCache
 from scheduling.disruption import DisruptionInput
@@ -68,11 +69,7 @@ def read_disruption_input(
     cannot be read."""
 
     def read(resource: r.Resource) -> list[Obj]:
-        if not watched:
-            return []
-        if cache is not None and cache.synced:
-            return cache.list(resource)
-        return kube.list(resource)
+        return watch_cache.read(kube, resource, cache) if watched else []
 
     cluster = SchedulingInput(
         pods=[],

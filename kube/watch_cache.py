@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kube import resources as r
-from kube.types import Obj
+from kube.types import Kube, Obj
 
 SHARED_STRING_CHARS = 64  # longer strings (a container image digest, an annotation) are rarely repeated
 
@@ -124,3 +124,12 @@ class WatchCache:
     def synced(self) -> bool:
         """Every store has been filled by its first LIST."""
         return all(store.synced for store in self._stores.values())
+
+
+def read(kube: Kube, resource: r.Resource, cache: WatchCache | None) -> list[Obj]:
+    """Every object of `resource`: from `cache` when it keeps them and every one of its watches has
+    listed, else LISTed through `kube` (a worker that is not the leader, or a leader whose watches have not
+    listed yet)."""
+    if cache is not None and cache.synced and cache.store(resource) is not None:
+        return cache.list(resource)
+    return kube.list(resource)

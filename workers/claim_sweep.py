@@ -20,8 +20,9 @@ Every `claim_sweep_interval` (workers.settings; SWEEP_SECONDS by default): an ex
 that, an AMI release within that plus the cache TTL (about 2 minutes by default). A claim still
 unsettled (its workflow has not acted yet, or its check saw the previous resolution) is signalled again
 after RESIGNAL_SECONDS, not at every sweep. The cost is independent of the
-number of nodes in Temporal actions (one signal per expired or drifted claim); for the API server it is
-a NodeClaim, NodePool and EC2NodeClass list per sweep.
+number of nodes in Temporal actions (one signal per expired or drifted claim). For the API server it is
+nothing: the leader reads NodeClaims, NodePools and EC2NodeClasses from its watch cache (kube.watch_cache),
+and LISTs them only while its watches have not listed yet.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from cloudprovider.errors import CloudProviderError
 from cloudprovider.types import CloudProvider, instance_id_of
 from kube import resources as r
 from kube.types import Kube, Obj
+from kube.watch_cache import WatchCache, read
 from scheduling.drift import find_drift
 from workers.starter import TemporalStarter
 
@@ -119,8 +121,10 @@ class ClaimSweep:
         signals_per_second: float = SIGNALS_PER_SECOND,
         monotonic: Callable[[], float] = time.monotonic,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        cache: WatchCache | None = None,
     ) -> None:
         self.kube = kube
+        self.cache = cache  # the leader's watch cache: read instead of LISTing, once synced
         self.cloud = cloud
         self.starter = starter
         self.loop = loop
@@ -146,12 +150,12 @@ class ClaimSweep:
         """One round: signal `expire` to the claims past their expireAfter and `check_drift` to the running
         claims whose drift finding differs from their condition (neither again within RESIGNAL_SECONDS
         for one finding)."""
-        pools = _valid(NodePool, self.kube.list(r.NODEPOOL))
-        classes = _valid(EC2NodeClass, self.kube.list(r.EC2NODECLASS))
+        pools = _valid(NodePool, read(self.kube, r.NODEPOOL, self.cache))
+        classes = _valid(EC2NodeClass, read(self.kube, r.EC2NODECLASS, self.cache))
         now, clock = self.clock(), self.monotonic()
         due: list[tuple[str, str, str]] = []  # (claim, finding, its expireAfter)
         seen: set[str] = set()
-        for claim in self.kube.list(r.NODECLAIM):
+        for claim in read(self.kube, r.NODECLAIM, self.cache):
             name = str(claim["metadata"]["name"])
             seen.add(name)
             found = self._finding(claim, pools, classes, now)

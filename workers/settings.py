@@ -52,8 +52,8 @@ leave it out for exactly Karpenter's behaviour.
 
 `claim_sweep_interval`: how often the leader looks at every NodeClaim (workers.claim_sweep) to expire the
 ones past their expireAfter and to ask the ones whose drift changed without any spec change (an AMI
-released behind an `@latest` alias) to check it; each look lists the NodeClaims, NodePools and
-EC2NodeClasses. An expiry is acted on, at most, this long late.
+released behind an `@latest` alias) to check it; each look reads the NodeClaims, NodePools and
+EC2NodeClasses from the leader's watch cache. An expiry is acted on, at most, this long late.
 
 The garbage collector terminates, every `garbage_collection_interval`, the cluster's instances whose
 NodeClaim is gone and which launched at least `garbage_collection_min_age` ago. The last worker to start

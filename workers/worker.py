@@ -133,7 +133,7 @@ async def _lead(
         watch.changes, watch.cache = changes, cache
     watchers: list[LeaderLoop] = [
         *watches,
-        ClaimSweep(kube, cloud, starter, loop, interval=settings.seconds("claim_sweep_interval")),
+        ClaimSweep(kube, cloud, starter, loop, interval=settings.seconds("claim_sweep_interval"), cache=cache),
         ClusterStateMetrics(cache, metrics, cloud),
         _disruption_trigger(client, settings.task_queue, loop, disruption, disruption_settings, changes, cache),
         _status_refresh(cache, starter, provisioning),

@@ -170,6 +170,19 @@ def watch_cache_of(kube: MemKube, listed: tuple[Resource, ...] = WATCHED) -> Wat
     return cache
 
 
+def count_lists(kube: MemKube) -> list[str]:
+    """The plural of every resource `kube` lists from now on, in order."""
+    read: list[str] = []
+    listing = kube.list
+
+    def counting(resource: Resource, *args: Any, **kwargs: Any) -> Any:
+        read.append(resource.plural)
+        return listing(resource, *args, **kwargs)
+
+    kube.list = counting  # type: ignore[method-assign]
+    return read
+
+
 class Events:
     """Records (reason, message) of every event."""
 

@@ -21,7 +21,7 @@ from kube.watch_cache import WatchCache
 from scheduling.disruption import CandidateRef, Command
 from scheduling.types import PlannedNodeClaim
 from tests.unit.activities.claimworld import NODE_CLASS, POOL, claim_body
-from tests.unit.activities.memkube import Events, MemKube, watch_cache_of
+from tests.unit.activities.memkube import Events, MemKube, count_lists, watch_cache_of
 from workers.watchers import WATCHED
 
 PROVIDER_ID = "aws:///us-west-2a/i-1"
@@ -134,19 +134,6 @@ def test_a_look_ahead_skips_a_settled_cluster_until_something_changes(kube: MemK
     kube.patch(r.NODEPOOL, name, {"spec": {"disruption": {"consolidateAfter": "0s"}}})
     changed, settlement = acts.look_ahead(DecideInput(), settlement)
     assert changed is not None and changed.command is not None and changed.command.method == "Emptiness"
-
-
-def count_lists(kube: MemKube) -> list[str]:
-    """The plural of every resource `kube` lists from now on, in order."""
-    read: list[str] = []
-    listing = kube.list
-
-    def counting(resource: r.Resource, *args: Any, **kwargs: Any) -> Any:
-        read.append(resource.plural)
-        return listing(resource, *args, **kwargs)
-
-    kube.list = counting  # type: ignore[method-assign]
-    return read
 
 
 def test_while_the_watches_saw_no_change_a_settled_look_reads_no_pod_or_node(kube: MemKube, events: Events) -> None:

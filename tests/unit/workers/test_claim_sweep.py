@@ -12,7 +12,7 @@ from cloudprovider.errors import NodeClassNotReadyError
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
 from tests.unit.activities.claimworld import NODE_CLASS, POOL, claim_body
-from tests.unit.activities.memkube import MemKube
+from tests.unit.activities.memkube import MemKube, count_lists, watch_cache_of
 from tests.unit.workers.test_drift_trigger import Signals, loop  # noqa: F401 (the event loop fixture)
 from workers.claim_sweep import ClaimSweep, expiry, needs_check
 
@@ -120,6 +120,23 @@ def test_a_node_class_the_cloud_cannot_resolve_stops_no_other_claim(loop: Any) -
     signals = Signals()
     sweep = ClaimSweep(kube, cloud, signals, loop, signals_per_second=1e6, monotonic=Clock(), clock=lambda: NOW)  # type: ignore[arg-type]
     assert sweep.sweep() == ["b-released-behind", "c-old"]
+
+
+def test_the_leaders_sweep_reads_its_watch_cache_once_synced(loop: Any) -> None:  # noqa: F811
+    kube = world()
+    kube.create(r.NODECLAIM, running_claim("released-behind", "ami-old"))
+    cache = watch_cache_of(kube)
+    kube.create(r.NODECLAIM, running_claim("not-yet-watched", "ami-old"))  # the watch has not seen it yet
+    signals, clock = Signals(), Clock()
+    sweep = ClaimSweep(kube, FakeCloudProvider(), signals, loop, signals_per_second=1e6, monotonic=clock,  # type: ignore[arg-type]
+                       clock=lambda: NOW, cache=cache)  # fmt: skip
+    read = count_lists(kube)
+    assert sweep.sweep() == ["released-behind"]
+    assert read == [], "nothing listed: the cache answered"
+    sweep.cache = watch_cache_of(kube, listed=())  # a new leader whose watches have not listed
+    clock.now += 3600
+    assert sorted(sweep.sweep()) == ["not-yet-watched", "released-behind"]
+    assert "nodeclaims" in read
 
 
 def test_expiry_is_creation_plus_expire_after() -> None:
