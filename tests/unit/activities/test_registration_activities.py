@@ -3,8 +3,6 @@ register, and the find_node and register_node it is made of."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from activities.models import ClaimIdentity
@@ -13,7 +11,7 @@ from activities.registration import FindNodeInput, RegistrationActivities
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
 from tests.unit.activities.claimworld import NAME, NODE, as_admin_patch, claim, condition, uid
-from tests.unit.activities.memkube import Events, MemKube
+from tests.unit.activities.memkube import Events, MemKube, count_lists
 
 PROVIDER_ID = "aws:///us-west-2a/i-0123"
 
@@ -114,35 +112,28 @@ def test_register_node_learns_the_placement_group_partition_from_the_instance(
 
 
 def test_find_node_uses_the_node_directory_and_lists_only_when_it_cannot_tell(
-    kube: MemKube, cloud: FakeCloudProvider, events: Events, monkeypatch: pytest.MonkeyPatch
+    kube: MemKube, cloud: FakeCloudProvider, events: Events
 ) -> None:
-    node_lists: list[str] = []
-    list_objects = kube.list
-
-    def counting_list(resource: r.Resource, *args: Any, **kwargs: Any) -> list[Any]:
-        node_lists.extend([resource.plural] if resource == r.NODE else [])
-        return list_objects(resource, *args, **kwargs)
-
-    monkeypatch.setattr(kube, "list", counting_list)
+    lists = count_lists(kube)
     nodes = NodeDirectory()
     registration = RegistrationActivities(kube, cloud, events, "test", nodes=nodes)  # type: ignore[arg-type]
     check = FindNodeInput(name=NAME, provider_id=PROVIDER_ID)
     assert registration.find_node(check).node_name == ""
-    assert len(node_lists) == 1, "no watch yet: the Nodes are listed"
+    assert lists.count("nodes") == 1, "no watch yet: the Nodes are listed"
 
     nodes.mark_complete()  # the watch listed every Node, none with the providerID
     assert registration.find_node(check).node_name == ""
-    assert len(node_lists) == 1, "a complete directory that names no Node answers alone"
+    assert lists.count("nodes") == 1, "a complete directory that names no Node answers alone"
 
     as_admin_patch(kube, r.NODE, NODE, {"spec": {"providerID": PROVIDER_ID}})
     nodes.put(PROVIDER_ID, NODE, uid(kube, r.NODE, NODE))
     found = registration.find_node(check)
     assert (found.node_name, found.node_uid) == (NODE, uid(kube, r.NODE, NODE))
-    assert len(node_lists) == 1, "the Node it names is read by name"
+    assert lists.count("nodes") == 1, "the Node it names is read by name"
 
     nodes.put(PROVIDER_ID, "ip-stale", "old-uid")  # a Node deleted while no watch ran
     assert registration.find_node(check).node_name == NODE
-    assert len(node_lists) == 2, "a stale entry falls back to the list"
+    assert lists.count("nodes") == 2, "a stale entry falls back to the list"
 
 
 def test_the_node_directory_forgets_on_reset_and_keeps_a_newer_node_on_drop() -> None:

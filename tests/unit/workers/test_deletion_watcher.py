@@ -7,7 +7,7 @@ from typing import Any
 
 from apis.labels import TERMINATION_FINALIZER as TERMINATION
 from kube import resources as r
-from tests.unit.activities.memkube import MemKube
+from tests.unit.activities.memkube import MemKube, count_lists
 from tests.unit.workers.test_drift_trigger import Signals, loop  # noqa: F401 (the event loop fixture)
 from workers.watchers import DeletionWatcher
 
@@ -72,14 +72,7 @@ def test_the_node_watch_keeps_the_node_directory(loop: Any) -> None:  # noqa: F8
 def test_a_deleting_node_tells_its_claims_from_the_claim_index_once_it_is_complete(loop: Any) -> None:  # noqa: F811
     signals = Signals()
     kube = MemKube()
-    lists: list[str] = []
-    list_objects = kube.list
-
-    def counting_list(resource: Any, *args: Any, **kwargs: Any) -> Any:
-        lists.append(resource.plural)
-        return list_objects(resource, *args, **kwargs)
-
-    kube.list = counting_list  # type: ignore[method-assign]
+    lists = count_lists(kube)
     kube.create(r.NODECLAIM, {"metadata": {"name": "c-1"}, "status": {"providerID": PROVIDER_ID, "nodeName": "ip-1"}})
     watch = DeletionWatcher(kube, signals, loop)  # type: ignore[arg-type]
     deleting = {
