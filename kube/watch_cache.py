@@ -35,7 +35,9 @@ class NotSyncedError(RuntimeError):
     """The store has not been filled by its first LIST yet (or its watch is not running)."""
 
 
-def _key(obj: Obj) -> str:
+def object_key(obj: Obj) -> str:
+    """An object's namespace/name ('/name' when cluster-scoped): how stores and reflectors tell objects
+    apart."""
     meta = obj.get("metadata") or {}
     return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
 
@@ -72,7 +74,7 @@ class Store:
     def apply(self, event_type: str, obj: Obj) -> None:
         """One event as a reflector hands it over: ADDED or MODIFIED puts `obj`, DELETED removes it; any
         other type (BOOKMARK) changes nothing."""
-        key = _key(obj)
+        key = object_key(obj)
         if event_type == "DELETED":
             with self._lock:
                 self._objects.pop(key, None)
@@ -80,6 +82,12 @@ class Store:
             kept = _kept(obj)  # outside the lock: readers need not wait for the copy
             with self._lock:
                 self._objects[key] = kept
+
+    def missing_from(self, keys: set[str]) -> list[Obj]:
+        """The objects held whose object_key is not in `keys` (what a relist no longer shows), whether or
+        not the store is synced yet."""
+        with self._lock:
+            return [obj for key, obj in self._objects.items() if key not in keys]
 
     def mark_synced(self) -> None:
         """The reflector's LIST has been handed over: the store holds every object."""

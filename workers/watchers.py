@@ -48,7 +48,7 @@ from apis import labels
 from kube import resources as r
 from kube.changes import Changes
 from kube.errors import KubeError, NotFoundError
-from kube.reflector import Reflector, identity
+from kube.reflector import Reflector
 from kube.types import Kube, Obj
 from kube.watch_cache import WatchCache
 from scheduling.disruption.candidates import parse_time
@@ -86,13 +86,11 @@ class _Watcher:
         handle: Callable[[str, Obj], None],
         stop: threading.Event,
         synced: Callable[[], None] | None = None,
-        remember: Callable[[Obj], Obj] = identity,
     ) -> None:
-        """List and watch `resource` until `stop` (kube.reflector.Reflector): `synced` after each LIST,
-        `remember` what a relist hands back as the DELETED object of one deleted meanwhile; each event
-        counted in `self.changes` and kept in `self.cache` when set."""
+        """List and watch `resource` until `stop` (kube.reflector.Reflector): `synced` after each LIST;
+        each event counted in `self.changes` and kept in `self.cache` when set."""
         store = self.cache.store(resource) if self.cache is not None else None
-        Reflector(self.kube, resource, handle, synced, remember, changes=self.changes, store=store).run(stop)
+        Reflector(self.kube, resource, handle, synced, changes=self.changes, store=store).run(stop)
 
 
 class PodWatcher(_Watcher):
@@ -306,17 +304,6 @@ def _node_fingerprint(node: Obj) -> tuple[str, tuple[str, ...]]:
     return ready, tuple(keys)
 
 
-def _node_remembered(node: Obj) -> Obj:
-    """What the Node watch reads from a Node deleted while no watch was open: its identity and providerID."""
-    return {**identity(node), "spec": {"providerID": (node.get("spec") or {}).get("providerID")}}
-
-
-def _claim_remembered(claim: Obj) -> Obj:
-    """What the claim watch reads from a NodeClaim deleted while no watch was open: its identity and Node."""
-    node_name, provider_id = _node_of_claim(claim)
-    return {**identity(claim), "status": {"nodeName": node_name, "providerID": provider_id}}
-
-
 def _waits_for_node(claim: Obj) -> bool:
     """The claim launched (has a providerID), is not being deleted and is not Initialized yet."""
     status = claim.get("status") or {}
@@ -353,13 +340,13 @@ class DeletionWatcher(_Watcher):
     def run(self, stop: threading.Event) -> None:
         nodes = threading.Thread(
             target=self._reflect,
-            args=(r.NODE, self._on_node, stop, self.nodes.mark_complete, _node_remembered),
+            args=(r.NODE, self._on_node, stop, self.nodes.mark_complete),
             name="node-deletion-watch",
             daemon=True,
         )
         nodes.start()
         try:
-            self._reflect(r.NODECLAIM, self._on_claim, stop, self._claims_listed, _claim_remembered)
+            self._reflect(r.NODECLAIM, self._on_claim, stop, self._claims_listed)
             nodes.join(timeout=5)
         finally:
             self.nodes.reset()

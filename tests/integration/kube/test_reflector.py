@@ -1,6 +1,6 @@
 """kube.reflector.Reflector against the emulated API server over real HTTP: one LIST, watches that resume
 from the last version seen (no object sent twice), a relist after 410 Gone, and deletions made while no
-watch was open reported as DELETED with what was remembered; the store it keeps (kube.watch_cache)
+watch was open reported as DELETED with the object as last seen; the store it keeps (kube.watch_cache)
 holds what the server holds after each."""
 
 from __future__ import annotations
@@ -133,13 +133,12 @@ def test_a_relist_reports_what_was_deleted_while_no_watch_was_open(kube: KubeCli
             deleted.append(obj)
 
     store = Store(NODE)
-    reflector = Reflector(
-        kube, NODE, handle, seen.synced, remember=lambda o: {**o, "kept": True}, watch_seconds=1, store=store
-    )
+    reflector = Reflector(kube, NODE, handle, seen.synced, watch_seconds=1, store=store)
     stop = threading.Event()
     first = threading.Thread(target=reflector.run, args=(stop,), daemon=True)
     first.start()
     eventually(lambda: seen.syncs == 1, "the first list")
+    [last_seen] = [n for n in kube.list(NODE) if n["metadata"]["name"] == "e"]
     stop.set()
     first.join(timeout=DEADLINE_SECONDS)  # its watch ends at its 1 s timeout
     kube.delete(NODE, "e")
@@ -152,7 +151,8 @@ def test_a_relist_reports_what_was_deleted_while_no_watch_was_open(kube: KubeCli
         stop.set()
         second.join(timeout=DEADLINE_SECONDS)
     assert [obj["metadata"]["name"] for obj in deleted] == ["e"]
-    assert deleted[0]["kept"] and deleted[0]["spec"]["providerID"] == "aws:///us-west-2a/i-e"
+    assert deleted[0] == last_seen, "the DELETED object is the object as the reflector last saw it"
+    assert deleted[0]["spec"]["providerID"] == "aws:///us-west-2a/i-e"
     assert [n["metadata"]["name"] for n in store.list()] == [n["metadata"]["name"] for n in kube.list(NODE)]
     assert "e" not in [n["metadata"]["name"] for n in store.list()]
 

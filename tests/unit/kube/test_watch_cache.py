@@ -23,7 +23,8 @@ def test_a_store_follows_added_modified_and_deleted_and_lists_sorted() -> None:
     store.apply("ADDED", pod("a"))
     store.apply("MODIFIED", {**pod("b"), "spec": {"nodeName": "n-1"}})
     store.apply("BOOKMARK", pod("z"))
-    store.apply("DELETED", {"metadata": {"name": "a", "namespace": "other"}})  # a relist's remembered tombstone
+    store.apply("DELETED", {"metadata": {"name": "a", "namespace": "other"}})
+    assert [o["metadata"]["name"] for o in store.missing_from({"default/a"})] == ["b"], "readable before sync"
     store.mark_synced()
     assert [(o["metadata"]["namespace"], o["metadata"]["name"]) for o in store.list()] == [
         ("default", "a"),
