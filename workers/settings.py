@@ -38,6 +38,9 @@
 | temporal_metrics_port | NODEFLOW_TEMPORAL_METRICS_PORT | 8082 (0 = no Temporal SDK metrics endpoint) |
 | leader_election_name | NODEFLOW_LEADER_ELECTION_NAME | nodeflow-leader-election |
 | leader_election_namespace | NODEFLOW_LEADER_ELECTION_NAMESPACE | "" (POD_NAMESPACE, else kube-system) |
+| leader_election_lease_duration | NODEFLOW_LEADER_ELECTION_LEASE_DURATION | 15s |
+| leader_election_renew_deadline | NODEFLOW_LEADER_ELECTION_RENEW_DEADLINE | 10s |
+| leader_election_retry_period | NODEFLOW_LEADER_ELECTION_RETRY_PERIOD | 2s |
 
 `cluster_endpoint`, `cluster_ca_bundle` (base64 PEM, Karpenter's `clusterCABundle`) and
 `cluster_service_cidr` go into the nodes' user data; the worker reads the ones not given from
@@ -105,7 +108,12 @@ Replicas: every worker polls the task queue; only the holder of the `coordinatio
 `leader_election_name` in `leader_election_namespace` runs the watchers and the start-up work
 (workers.worker), so "the last worker to start" above is the last one to become the leader. An empty
 namespace means the worker's own (the POD_NAMESPACE environment variable, set from the downward API),
-else kube-system. `health_probe_port` serves /healthz and /readyz (workers.health) on all interfaces;
+else kube-system. The three `leader_election_*` durations are client-go's (and kube-controller-manager's
+`--leader-elect-lease-duration`, `--leader-elect-renew-deadline`, `--leader-elect-retry-period`, with the
+same defaults): a crashed leader is replaced within the lease duration, the leader stops its work when
+it has not renewed within the renew deadline, and candidates try every retry period; they must keep
+lease duration > renew deadline > 1.2 x retry period. Shorter values fail over sooner and write the
+Lease more often. `health_probe_port` serves /healthz and /readyz (workers.health) on all interfaces;
 0 turns the server off.
 
 Metrics (workers.metrics_server): `metrics_port` serves `/metrics` on all interfaces, with Karpenter's
@@ -123,6 +131,7 @@ from dataclasses import field as dataclass_field
 from apis.duration import parse_duration
 from scheduling.disruption.model import METHOD_ORDER
 from workers.feature_gates import parse_feature_gates
+from workers.leader_election import JITTER_FACTOR, Timing
 
 # The disruption methods, in the order the controller tries them (scheduling.disruption.decide).
 DISRUPTION_METHODS: tuple[str, ...] = METHOD_ORDER
@@ -166,6 +175,9 @@ class Settings:
     temporal_metrics_port: int = 8082
     leader_election_name: str = "nodeflow-leader-election"
     leader_election_namespace: str = ""
+    leader_election_lease_duration: str = "15s"
+    leader_election_renew_deadline: str = "10s"
+    leader_election_retry_period: str = "2s"
 
     def __post_init__(self) -> None:
         _check_temporal_tls(self)
@@ -185,6 +197,7 @@ class Settings:
                 f"{','.join(DISRUPTION_METHODS)}"
             )
         self.feature_gate_values()  # refuses a malformed value now, not when the leader starts
+        self.leader_election_timing()
         if self.nonsticky_to_sticky_poll_ratio > 1:
             raise ValueError(
                 f"{where('nonsticky_to_sticky_poll_ratio')} is {self.nonsticky_to_sticky_poll_ratio}: give a share "
@@ -206,6 +219,19 @@ class Settings:
         """Every feature gate's value (workers.feature_gates): the setting over Karpenter's defaults."""
         return parse_feature_gates(self.feature_gates, where("feature_gates"))
 
+    def leader_election_timing(self) -> Timing:
+        """The three `leader_election_*` durations as a Timing; a ValueError naming the settings when
+        they are not lease duration > renew deadline > 1.2 x retry period."""
+        lease, renew, retry = (self.exact_seconds(name) for name in LEADER_ELECTION_DURATIONS)
+        try:
+            return Timing(lease_duration=lease, renew_deadline=renew, retry_period=retry)
+        except ValueError:
+            names = ", ".join(f"{where(n)} {getattr(self, n)!r}" for n in LEADER_ELECTION_DURATIONS)
+            raise ValueError(
+                f"{names}: give a lease duration longer than the renew deadline, and a renew deadline longer than "
+                f"{JITTER_FACTOR} x the retry period (client-go's defaults are 15s, 10s, 2s)"
+            ) from None
+
     def disruption_method_list(self) -> list[str]:
         return [m.strip() for m in self.disruption_methods.split(",") if m.strip()]
 
@@ -214,6 +240,12 @@ class Settings:
         parsed = parse_duration(getattr(self, name))
         assert parsed is not None, name  # __post_init__ refused Never
         return int(parsed.total_seconds())
+
+    def exact_seconds(self, name: str) -> float:
+        """A finite duration setting (FINITE_DURATIONS) in seconds, fractions kept."""
+        parsed = parse_duration(getattr(self, name))
+        assert parsed is not None, name  # __post_init__ refused Never
+        return parsed.total_seconds()
 
     def optional_seconds(self, name: str) -> int | None:
         """A duration setting of DURATIONS in whole seconds; None for Never."""
@@ -244,8 +276,21 @@ DURATIONS = (
     "instance_status_interval",
     "on_demand_price_refresh_interval",
     "spot_price_refresh_interval",
+    "leader_election_lease_duration",
+    "leader_election_renew_deadline",
+    "leader_election_retry_period",
 )
-FINITE_DURATIONS = ("claim_sweep_interval", "garbage_collection_interval", "garbage_collection_min_age")
+LEADER_ELECTION_DURATIONS = (
+    "leader_election_lease_duration",
+    "leader_election_renew_deadline",
+    "leader_election_retry_period",
+)
+FINITE_DURATIONS = (
+    "claim_sweep_interval",
+    "garbage_collection_interval",
+    "garbage_collection_min_age",
+    *LEADER_ELECTION_DURATIONS,
+)
 TEMPORAL_TLS_FILES = ("temporal_tls_ca_file", "temporal_tls_cert_file", "temporal_tls_key_file")
 _TRUE = ("true", "1", "yes", "on")
 _FALSE = ("false", "0", "no", "off")
@@ -263,6 +308,7 @@ MINIMUM_DURATIONS = {
     "instance_status_interval": (10, "give at least 10s, or Never to turn the checks off"),
     "on_demand_price_refresh_interval": (60, "give at least 1m (Karpenter's is 12h), or Never"),
     "spot_price_refresh_interval": (60, "give at least 1m (Karpenter's is 12h), or Never"),
+    "leader_election_lease_duration": (1, "give at least 1s (client-go's is 15s)"),
 }
 
 

@@ -360,7 +360,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing |
             loops = [interruption, status_checker, repairer]
             elector = LeaderElector(
                 leases,
-                Election(identity),
+                Election(identity, settings.leader_election_timing()),
                 lambda: _lead(settings, client, kube, cloud, starter, metrics, disruption, provisioning, loops, nodes),
             )
             metrics_server = MetricsServer(metrics.registry, settings.metrics_port)

@@ -97,10 +97,24 @@ def assert_one_instance_per_claim(stack: DevStack) -> None:
 INTERRUPTION_QUEUE = "nodeflow-dev"  # named after the cluster, as `nodeflow dev` and Karpenter's setup do
 
 
-def default_stack(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[DevStack]:
+# Leader election for stacks whose tests SIGKILL the leader: a killed leader cannot release its Lease, so
+# the next leader waits out the lease duration (client-go's 15 s by default) before taking over. These
+# values keep the settings' rules (lease duration > renew deadline > 1.2 x retry period) with room for a
+# loaded machine; test_leader_election checks the failover against them.
+FAST_FAILOVER = {"lease_duration": "8s", "renew_deadline": "6s", "retry_period": "1s"}
+
+
+def default_stack(
+    tmp_path_factory: pytest.TempPathFactory, name: str, worker_args: list[str] | None = None
+) -> Iterator[DevStack]:
     """A stack as `nodeflow dev` runs it: the default NodePool and EC2NodeClass, the UI, and an
-    interruption queue the worker consumes."""
-    config = stack_config(state_dir=tmp_path_factory.mktemp(name), ui=True, interruption_queue=INTERRUPTION_QUEUE)
+    interruption queue the worker consumes; `worker_args` are added to every worker's command line."""
+    config = stack_config(
+        state_dir=tmp_path_factory.mktemp(name),
+        ui=True,
+        interruption_queue=INTERRUPTION_QUEUE,
+        worker_args=list(worker_args or []),
+    )
     with DevStack(config) as running:
         yield running
 
@@ -119,6 +133,16 @@ def private_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack
     """A default stack of the module's own, for modules that kill or restart its processes, inject faults
     or reconfigure what the worker runs (they override `stack` with it)."""
     yield from default_stack(tmp_path_factory, "stack")
+
+
+@pytest.fixture(scope="module")
+def failover_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
+    """A default stack of the module's own whose workers fail over with FAST_FAILOVER's leader election,
+    for modules that SIGKILL the leader."""
+    args = [
+        arg for key, value in FAST_FAILOVER.items() for arg in (f"--leader-election-{key.replace('_', '-')}", value)
+    ]
+    yield from default_stack(tmp_path_factory, "stack", worker_args=args)
 
 
 @pytest.fixture(scope="module")

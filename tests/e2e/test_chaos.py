@@ -43,9 +43,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 
 @pytest.fixture(scope="module")
-def stack(private_stack: DevStack) -> DevStack:
-    """A stack of this module's own: its tests kill the worker and the Temporal server."""
-    return private_stack
+def stack(failover_stack: DevStack) -> DevStack:
+    """A stack of this module's own that fails over fast: its tests kill the worker and the Temporal server."""
+    return failover_stack
 
 
 HOLD = -1  # a Kubernetes fault that lasts until cleared

@@ -26,9 +26,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 
 @pytest.fixture(scope="module")
-def stack(private_stack: DevStack) -> DevStack:
-    """A stack of this module's own: its test kills the worker."""
-    return private_stack
+def stack(failover_stack: DevStack) -> DevStack:
+    """A stack of this module's own that fails over fast: its test kills the worker."""
+    return failover_stack
 
 
 def test_a_worker_killed_during_a_consolidation_leaks_doubles_and_strands_nothing(stack: DevStack) -> None:

@@ -1,7 +1,7 @@
 """Two worker replicas on one stack: one holds the leader-election Lease and runs the watchers; SIGKILL
-it and the other takes the Lease within the lease duration; the pods applied before the kill, right
-after it (while nobody leads) and once the other replica leads (only its watchers can see them) are all
-bound, with one NodeClaim and one instance per pod (nothing launched twice)."""
+it and the other takes the Lease within the lease duration (the stack's FAST_FAILOVER); the pods
+applied before the kill, right after it (while nobody leads) and once the other replica leads (only its
+watchers can see them) are all bound, with one NodeClaim and one instance per pod (nothing launched twice)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,16 @@ import pytest
 
 from devstack.stack import DevStack
 from kube import resources as r
-from tests.e2e.conftest import all_instances, assert_one_instance_per_claim, claim_tag, deployment, live_instances
+from tests.e2e.conftest import (
+    FAST_FAILOVER,
+    all_instances,
+    assert_one_instance_per_claim,
+    claim_tag,
+    deployment,
+    live_instances,
+)
 from tests.eventually import eventually
-from workers.leader_election import Timing
+from workers.settings import Settings
 
 pytestmark = pytest.mark.e2e
 
@@ -47,8 +54,8 @@ ONE_PER_NODE = """      nodeSelector: {karpenter.sh/nodepool: leader}
 
 
 @pytest.fixture(scope="module")
-def stack(private_stack: DevStack) -> DevStack:
-    return private_stack
+def stack(failover_stack: DevStack) -> DevStack:
+    return failover_stack
 
 
 def holder(stack: DevStack) -> str:
@@ -103,7 +110,9 @@ def test_the_other_replica_takes_over_within_the_lease_duration_and_nothing_is_l
         what=f"{follower} holding the Lease",
     )
     took = time.monotonic() - killed_at
-    timing = Timing()
+    timing = Settings(
+        **{f"leader_election_{key}": value for key, value in FAST_FAILOVER.items()}
+    ).leader_election_timing()
     assert took <= timing.lease_duration + timing.retry_period + 3.0, f"failover took {took:.1f}s"
     assert worker_of(str(new_holder)) == follower
 

@@ -6,6 +6,7 @@ import argparse
 
 import pytest
 
+from workers.leader_election import Timing
 from workers.settings import Settings, add_arguments
 
 
@@ -113,3 +114,28 @@ def test_the_lease_namespace_is_the_setting_else_the_pods_else_kube_system() -> 
     chosen = Settings.from_env({"NODEFLOW_LEADER_ELECTION_NAMESPACE": "ops"})
     assert chosen.lease_namespace({"POD_NAMESPACE": "nodeflow"}) == "ops"
     assert Settings.from_env({}).leader_election_name == "nodeflow-leader-election"
+
+
+def test_leader_election_timing_defaults_to_client_gos_and_takes_shorter_values() -> None:
+    assert Settings.from_env({}).leader_election_timing() == Timing(15.0, 10.0, 2.0)
+    env = {"NODEFLOW_LEADER_ELECTION_LEASE_DURATION": "6s", "NODEFLOW_LEADER_ELECTION_RENEW_DEADLINE": "4s"}
+    fast = Settings.from_env(env).with_args(parse("--leader-election-retry-period", "500ms"))
+    assert fast.leader_election_timing() == Timing(6.0, 4.0, 0.5)
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            {"NODEFLOW_LEADER_ELECTION_RENEW_DEADLINE": "20s"},
+            r"leader_election_lease_duration \(flag --leader-election-lease-duration, .*'15s', "
+            r"leader_election_renew_deadline .*'20s'.*longer than the renew deadline",
+        ),
+        ({"NODEFLOW_LEADER_ELECTION_RETRY_PERIOD": "9s"}, r"longer than 1.2 x the retry period"),
+        ({"NODEFLOW_LEADER_ELECTION_LEASE_DURATION": "Never"}, "--leader-election-lease-duration.*Never is not"),
+        ({"NODEFLOW_LEADER_ELECTION_LEASE_DURATION": "500ms"}, "leader_election_lease_duration.*at least 1s"),
+    ],
+)
+def test_a_leader_election_timing_out_of_order_or_too_short_is_refused(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Settings.from_env(env)
