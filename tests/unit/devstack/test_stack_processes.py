@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
+from devstack.stack import ports
 from devstack.stack.children import ChildProcess, stop_all
 from devstack.stack.ports import PortInUseError, check_free, free_port, resolve, wait_for
 from devstack.temporal import TemporalDevServer, TemporalPorts, TemporalStartError, server_args, start_failure_excerpt
@@ -129,8 +132,8 @@ def test_free_ports_are_picked_below_the_ephemeral_range() -> None:
     low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
     if low - 20000 < 1000:
         pytest.skip("the ephemeral range leaves no room below it")
-    ports = [free_port() for _ in range(10)]
-    assert all(20000 <= p < low for p in ports)
+    picked = [free_port() for _ in range(10)]
+    assert all(20000 <= p < low for p in picked)
 
 
 GO_PANIC_LOG = "\n".join(
@@ -163,3 +166,36 @@ def test_a_dev_server_that_exits_while_starting_says_so_and_why(tmp_path: Path) 
             server.restart(timeout=30, attempts=2)
     assert failure.value.exited
     assert (tmp_path / "temporal.log").read_text().count("address already in use") == 2  # tried twice
+
+
+def test_a_port_picked_by_another_process_is_not_picked_again_while_reserved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stacks started side by side pick ports before their servers bind them: a pick is shared through
+    the picks file, so two pickers never get the same port, and a pick expires after RESERVE_SECONDS."""
+    monkeypatch.setattr(ports, "PICKS_FILE", tmp_path / "picks.json")
+    monkeypatch.setattr(ports, "_ephemeral_low", lambda: ports.PICK_RANGE_LOW + 1000)  # 1,000 ports to pick from
+    picks: list[list[int]] = [[], []]
+
+    def pick(into: list[int]) -> None:
+        into.extend(free_port() for _ in range(200))
+
+    threads = [threading.Thread(target=pick, args=(into,)) for into in picks]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(picks[0]) | set(picks[1])) == 400  # without the file, 400 picks of 1,000 would repeat
+    recorded = json.loads((tmp_path / "picks.json").read_text())
+    assert {int(port) for port in recorded} == set(picks[0]) | set(picks[1])
+
+    monkeypatch.setattr(ports, "RESERVE_SECONDS", 0.0)
+    free_port()
+    assert len(json.loads((tmp_path / "picks.json").read_text())) == 1  # expired picks are dropped
+
+
+def test_an_unreadable_picks_file_counts_as_no_picks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "picks.json").write_text("not json")
+    monkeypatch.setattr(ports, "PICKS_FILE", tmp_path / "picks.json")
+    port = free_port()
+    assert json.loads((tmp_path / "picks.json").read_text()).keys() == {str(port)}

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
 import random
 import socket
+import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 HOST = "127.0.0.1"
 PICK_RANGE_LOW = 20000
+# Every pick is recorded here, under an exclusive lock, and no process of this user picks a port again
+# for RESERVE_SECONDS: long enough for the server it was picked for to bind it.
+PICKS_FILE = Path(tempfile.gettempdir()) / f"nodeflow-devstack-ports-{os.getuid()}.json"
+RESERVE_SECONDS = 120.0
 
 
 class PortInUseError(RuntimeError):
@@ -46,13 +55,25 @@ def free_port(host: str = HOST) -> int:
 
     Picked below the kernel's ephemeral range when possible: ports in that range are handed out to
     every outgoing connection (the stack makes many on loopback), so one picked there is often taken
-    by a client socket before the server binds it. Another process can still take the port first;
-    callers that pick ports this way retry on failure."""
+    by a client socket before the server binds it. A port another process of this user picked in the
+    last RESERVE_SECONDS is not picked again (PICKS_FILE): stacks started side by side, as the test
+    suite's workers start them, would otherwise pick the same port before either server binds it. A
+    process that picks ports some other way can still take it first; callers retry on failure."""
+    with _recent_picks() as picked:
+        port = _pick(host, avoid=picked.keys())
+        picked[port] = time.time()
+    return port
+
+
+def _pick(host: str, avoid: Iterable[int]) -> int:
     low, high = PICK_RANGE_LOW, min(_ephemeral_low(), 65536)
+    taken = set(avoid)
     if high - low >= 1000:
         rng = random.Random()
         for _ in range(50):
             port = rng.randrange(low, high)
+            if port in taken:
+                continue
             try:
                 check_free(port, "port", host)
             except PortInUseError:
@@ -62,6 +83,31 @@ def free_port(host: str = HOST) -> int:
         sock.bind((host, 0))
         picked: int = sock.getsockname()[1]
         return picked
+
+
+@contextmanager
+def _recent_picks() -> Iterator[dict[int, float]]:
+    """The ports picked in the last RESERVE_SECONDS (port -> time), held under an exclusive lock on
+    PICKS_FILE until the block ends, then written back. An unreadable file counts as no picks; one that
+    cannot be opened leaves the picks unshared."""
+    with ExitStack() as held:
+        try:
+            handle = held.enter_context(open(PICKS_FILE, "a+", encoding="utf-8"))
+        except OSError:
+            yield {}
+            return
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.seek(0)
+        now = time.time()
+        try:
+            recorded = {int(port): float(at) for port, at in json.loads(handle.read() or "{}").items()}
+        except (ValueError, TypeError, AttributeError):
+            recorded = {}
+        picks = {port: at for port, at in recorded.items() if 0 <= now - at < RESERVE_SECONDS}
+        yield picks
+        handle.seek(0)
+        handle.truncate()
+        handle.write(json.dumps(picks))
 
 
 def resolve(port: int, flag: str, host: str = HOST) -> int:
