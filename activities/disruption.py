@@ -41,7 +41,6 @@ from apis.meta import rfc3339, set_condition
 from apis.nodeclaim import CONSOLIDATABLE, NodeClaim
 from apis.nodepool import NodePool
 from cloudprovider.types import CloudProvider
-from kube.changes import Changes
 from kube.errors import KubeError
 from kube.types import Kube, Obj
 from kube.watch_cache import WatchCache
@@ -165,19 +164,17 @@ class DisruptionActivities:
         self,
         inp: DecideInput,
         memory: LookAhead | None,
-        changes: Changes | None = None,
         cache: WatchCache | None = None,
     ) -> tuple[DisruptionRound | None, LookAhead]:
         """`evaluate` without acting, for the leader's look ahead (workers.disruption_trigger), given what
         the previous looks found (`memory`); returns the decision and what this look found. The decision
         is None, with nothing decided or published, while the cluster is settled: it is the state the last
         passes over it found nothing in, and no time-driven change is due (scheduling.disruption.settled).
-        `changes`: the leader's watches' event count (kube.changes.Changes). While it has not moved since
-        the last full read, only what the watches do not see is read again (PDBs, DaemonSets, volumes,
-        RuntimeClasses, the catalog), not every pod and node. `cache`: the same watches' objects
-        (kube.watch_cache); a full read takes pods, Nodes, NodeClaims, NodePools and EC2NodeClasses from
-        it once it is synced, rather than listing them."""
-        mark = changes.count if changes is not None else None
+        `cache`: the leader's watch cache (kube.watch_cache). Once it is synced, a full read takes pods,
+        Nodes, NodeClaims, NodePools and EC2NodeClasses from it rather than listing them, and while its
+        event count has not moved since the last full read, only what the watches do not see is read
+        again (PDBs, DaemonSets, volumes, RuntimeClasses, the catalog), not every pod and node."""
+        mark = cache.changes if cache is not None and cache.synced else None
         settlement = memory.settlement if memory is not None else None
         if settlement is not None and mark is not None and memory is not None and mark == memory.mark:
             # The watched part of the key is the settled one's: only the side part can have changed.

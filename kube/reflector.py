@@ -13,7 +13,7 @@ leader's watch cache), else one of the reflector's own. A relist hands over what
 listed object as ADDED, and a DELETED for each object the store holds that the list no longer does
 (deleted while no watch was open), carrying the object as last seen, so consumers see every deletion.
 After each LIST the store is marked synced and `synced` is called: every object that exists has been
-handed over. `changes`, when given, counts every event handed over.
+handed over.
 
 Not thread-safe: one thread calls `run`. `handle` runs on that thread; an exception from it is logged
 with the object's name and the reflector goes on with the next event (one object a consumer cannot
@@ -26,7 +26,6 @@ import threading
 from collections.abc import Callable
 
 from kube import resources as r
-from kube.changes import Changes
 from kube.client import GoneError
 from kube.types import Kube, Obj
 from kube.watch_cache import Store, object_key
@@ -54,7 +53,6 @@ class Reflector:
         synced: Callable[[], None] | None = None,
         watch_seconds: int = WATCH_SECONDS,
         retry_pause: float = RETRY_PAUSE_SECONDS,
-        changes: Changes | None = None,
         store: Store | None = None,
     ) -> None:
         self.kube = kube
@@ -63,7 +61,6 @@ class Reflector:
         self.synced = synced
         self.watch_seconds = watch_seconds
         self.retry_pause = retry_pause
-        self.changes = changes  # bumped before each event is handed over
         self.store = store if store is not None else Store(resource)  # kept before each event is handed over
         self.lists = 0  # LISTs made: the first, then one per Gone or failure
 
@@ -115,8 +112,6 @@ class Reflector:
 
     def _hand_over(self, event_type: str, obj: Obj) -> None:
         self.store.apply(event_type, obj)
-        if self.changes is not None:
-            self.changes.bump()
         try:
             self.handle(event_type, obj)
         except Exception:

@@ -46,7 +46,6 @@ from activities import ownership
 from activities.node_directory import NodeDirectory
 from apis import labels
 from kube import resources as r
-from kube.changes import Changes
 from kube.errors import KubeError, NotFoundError
 from kube.reflector import Reflector
 from kube.types import Kube, Obj
@@ -74,7 +73,6 @@ class _Watcher:
         self.kube = kube
         self.starter = starter
         self.loop = loop
-        self.changes: Changes | None = None  # counts the events of every watch, when set (see _reflect)
         self.cache: WatchCache | None = None  # keeps the full objects of every watch, when set (see _reflect)
 
     def _call(self, coro: Coroutine[Any, Any, Any]) -> Any:
@@ -88,9 +86,9 @@ class _Watcher:
         synced: Callable[[], None] | None = None,
     ) -> None:
         """List and watch `resource` until `stop` (kube.reflector.Reflector): `synced` after each LIST;
-        each event counted in `self.changes` and kept in `self.cache` when set."""
+        each event kept in `self.cache` when set."""
         store = self.cache.store(resource) if self.cache is not None else None
-        Reflector(self.kube, resource, handle, synced, changes=self.changes, store=store).run(stop)
+        Reflector(self.kube, resource, handle, synced, store=store).run(stop)
 
 
 class PodWatcher(_Watcher):

@@ -33,7 +33,6 @@ from cloudprovider.aws.provider import AWSCloudProvider
 from cloudprovider.types import CloudProvider
 from cloudprovider.unavailable import UnavailableOfferings
 from kube import resources as r
-from kube.changes import Changes
 from kube.client import KubeClient
 from kube.events import EventRecorder
 from kube.leases import LeaseClient
@@ -122,20 +121,19 @@ async def _lead(
     await start_disruption_controller(client, settings.task_queue, disruption_settings)
     loop = asyncio.get_running_loop()
     watch_stop = threading.Event()
-    changes = Changes()  # the watches' events, so a settled disruption look ahead need not read them again
-    cache = WatchCache(WATCHED)  # the watches' objects, for the readers of the whole cluster below
+    cache = WatchCache(WATCHED)  # the watches' objects and their count, for the readers of the whole cluster below
     watches: list[PodWatcher | DeletionWatcher | DriftTrigger] = [
         PodWatcher(kube, starter, loop),
         DeletionWatcher(kube, starter, loop, nodes),
         DriftTrigger(kube, starter, loop),
     ]
     for watch in watches:
-        watch.changes, watch.cache = changes, cache
+        watch.cache = cache
     watchers: list[LeaderLoop] = [
         *watches,
         ClaimSweep(kube, cloud, starter, loop, interval=settings.seconds("claim_sweep_interval"), cache=cache),
         ClusterStateMetrics(cache, metrics, cloud),
-        _disruption_trigger(client, settings.task_queue, loop, disruption, disruption_settings, changes, cache),
+        _disruption_trigger(client, settings.task_queue, loop, disruption, disruption_settings, cache),
         _status_refresh(cache, starter, provisioning),
     ]
     watchers += [extra for extra in loops if extra is not None]
@@ -154,12 +152,11 @@ def _disruption_trigger(
     loop: asyncio.AbstractEventLoop,
     disruption: DisruptionActivities,
     settings: DisruptionSettings,
-    changes: Changes,
     cache: WatchCache,
 ) -> DisruptionTrigger:
     """The leader's look ahead (workers.disruption_trigger), deciding with `disruption` under `settings`
     and waking the controller (started again on `task_queue` should it have been terminated) through
-    `client` on `loop`; `changes` counts the leader's watch events and `cache` keeps their objects."""
+    `client` on `loop`; `cache` keeps the leader's watched objects and counts their events."""
 
     def wake() -> None:
         coro = wake_disruption_controller(client, task_queue, settings)
@@ -170,7 +167,7 @@ def _disruption_trigger(
     )
 
     def look(decide: DecideInput, memory: LookAhead | None) -> tuple[DisruptionRound | None, LookAhead]:
-        return disruption.look_ahead(decide, memory, changes, cache)
+        return disruption.look_ahead(decide, memory, cache)
 
     return DisruptionTrigger(look, wake, inp, interval=POLL.total_seconds())
 

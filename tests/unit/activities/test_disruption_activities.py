@@ -15,8 +15,8 @@ from activities.provisioning_models import ProvisionRound
 from apis.meta import now_rfc3339
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
-from kube.changes import Changes
 from kube.errors import ConflictError, ServerError
+from kube.resources import Resource
 from kube.watch_cache import WatchCache
 from scheduling.disruption import CandidateRef, Command
 from scheduling.types import PlannedNodeClaim
@@ -139,30 +139,58 @@ def test_a_look_ahead_skips_a_settled_cluster_until_something_changes(kube: MemK
 def test_while_the_watches_saw_no_change_a_settled_look_reads_no_pod_or_node(kube: MemKube, events: Events) -> None:
     acts = DisruptionActivities(kube, FakeCloudProvider(), events)  # type: ignore[arg-type]
     kube.patch(r.NODEPOOL, POOL["metadata"]["name"], {"spec": {"disruption": {"consolidateAfter": "Never"}}})
-    changes = Changes()
-    writing = kube.patch
+    cache = watch_cache_of(kube)
+    writing, listing = kube.patch, cache.list
 
-    def watched_write(*args: Any, **kwargs: Any) -> Any:
-        changes.bump()  # what the leader's watches do when they see the write
-        return writing(*args, **kwargs)
+    def watched_write(resource: Resource, *args: Any, **kwargs: Any) -> Any:
+        written = writing(resource, *args, **kwargs)
+        store = cache.store(resource)
+        if store is not None:
+            store.apply("MODIFIED", written)  # what the leader's watch of the kind does when it sees the write
+        return written
+
+    cached: list[str] = []
+
+    def cached_list(resource: Resource) -> Any:
+        cached.append(resource.plural)
+        return listing(resource)
 
     kube.patch = watched_write  # type: ignore[method-assign]
+    cache.list = cached_list  # type: ignore[method-assign]
     memory = None
     for _ in range(3):  # decide, decide over what the first wrote, settled
-        _, memory = acts.look_ahead(DecideInput(), memory, changes)
+        _, memory = acts.look_ahead(DecideInput(), memory, cache)
     assert memory is not None and memory.settlement is not None
     read = count_lists(kube)
-    quiet, memory = acts.look_ahead(DecideInput(), memory, changes)
+    cached.clear()
+    quiet, memory = acts.look_ahead(DecideInput(), memory, cache)
     assert quiet is None
-    assert not {"pods", "nodes", "nodeclaims", "nodepools", "ec2nodeclasses"} & set(read), read
+    watched = {"pods", "nodes", "nodeclaims", "nodepools", "ec2nodeclasses"}
+    assert not watched & set(read + cached), (read, cached)
     assert "poddisruptionbudgets" in read, "what no watch sees is read every time"
-    changes.bump()  # a watch saw something: the whole cluster is read again
-    read.clear()
-    again, memory = acts.look_ahead(DecideInput(), memory, changes)
-    assert again is None and "pods" in read, "read again, and still the same state: settled"
+    node_pool = cache.store(r.NODEPOOL)
+    assert node_pool is not None
+    node_pool.apply("ADDED", kube.get(r.NODEPOOL, POOL["metadata"]["name"]))  # a relist: the count moves
+    again, memory = acts.look_ahead(DecideInput(), memory, cache)
+    assert again is None and "pods" in cached, "read again, and still the same state: settled"
+    assert not watched & set(read), "the full read is the cache's"
     kube.create(r.PDB, {"metadata": {"name": "web", "namespace": "default"}, "spec": {}})
-    decided, memory = acts.look_ahead(DecideInput(), memory, changes)  # a PDB is no watched kind
+    decided, memory = acts.look_ahead(DecideInput(), memory, cache)  # a PDB is no watched kind
     assert decided is not None
+
+
+def test_a_look_before_the_watches_listed_reads_everything_every_time(kube: MemKube, events: Events) -> None:
+    """A new leader's watches may not all have listed: their count says nothing yet."""
+    acts = DisruptionActivities(kube, FakeCloudProvider(), events)  # type: ignore[arg-type]
+    kube.patch(r.NODEPOOL, POOL["metadata"]["name"], {"spec": {"disruption": {"consolidateAfter": "Never"}}})
+    cache = watch_cache_of(kube, listed=(r.NODE, r.NODECLAIM, r.NODEPOOL, r.EC2NODECLASS))  # pods not yet
+    memory = None
+    for _ in range(3):
+        _, memory = acts.look_ahead(DecideInput(), memory, cache)
+    assert memory is not None and memory.settlement is not None and memory.mark is None
+    read = count_lists(kube)
+    quiet, _ = acts.look_ahead(DecideInput(), memory, cache)
+    assert quiet is None and "pods" in read and "nodes" in read
 
 
 def test_a_look_over_the_watch_cache_lists_no_watched_kind_decides_the_same_and_changes_nothing_cached(
@@ -176,13 +204,13 @@ def test_a_look_over_the_watch_cache_lists_no_watched_kind_decides_the_same_and_
     cache = watch_cache_of(kube)
     before = copy.deepcopy([cache.list(resource) for resource in WATCHED])
     read = count_lists(kube)
-    looked, _ = acts.look_ahead(DecideInput(), None, Changes(), cache)
+    looked, _ = acts.look_ahead(DecideInput(), None, cache)
     assert looked is not None and looked.summary() == listed.summary()
     assert not {"pods", "nodes", "nodeclaims", "nodepools", "ec2nodeclasses"} & set(read), read
     assert [cache.list(resource) for resource in WATCHED] == before, "cached objects are the watches': unchanged"
     unsynced = WatchCache(WATCHED)  # a new leader's watches have not listed yet: the API is read
     read.clear()
-    acts.look_ahead(DecideInput(), None, Changes(), unsynced)
+    acts.look_ahead(DecideInput(), None, unsynced)
     assert "pods" in read
 
 

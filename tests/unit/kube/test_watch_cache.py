@@ -1,5 +1,6 @@
 """kube.watch_cache: a store follows the events handed to it, refuses reads before its first LIST, keeps
-objects without managedFields, and a cache is synced only when every store is."""
+objects without managedFields, and a cache is synced only when every store is and counts every event its
+stores took."""
 
 from __future__ import annotations
 
@@ -63,6 +64,23 @@ def test_a_cache_is_synced_when_every_store_is() -> None:
     assert cache.list(r.NODE) == []
     with pytest.raises(KeyError):
         cache.list(r.NODEPOOL)
+
+
+def test_a_cache_counts_the_events_its_stores_took_and_nothing_else() -> None:
+    cache = WatchCache((r.POD, r.NODE))
+    pods, nodes = cache.store(r.POD), cache.store(r.NODE)
+    assert pods is not None and nodes is not None
+    assert cache.changes == 0
+    pods.apply("ADDED", pod("a"))
+    pods.apply("ADDED", pod("a"))  # a relist hands over what the store already holds: still an event
+    nodes.apply("ADDED", pod("n-1", ""))
+    assert cache.changes == 3
+    pods.apply("BOOKMARK", pod("a"))
+    pods.mark_synced()
+    assert cache.changes == 3, "a bookmark or a sync is no event"
+    pods.apply("MODIFIED", {**pod("a"), "spec": {"nodeName": "n-1"}})
+    nodes.apply("DELETED", pod("n-1", ""))
+    assert (cache.changes, pods.changes, nodes.changes) == (5, 3, 2)
 
 
 def test_kept_objects_equal_the_handed_ones_and_share_their_keys_and_short_strings() -> None:
