@@ -33,7 +33,7 @@ from pydantic import BaseModel, Field, ValidationError
 from temporalio import activity
 
 from activities import kubeops, nodepool_status, ownership
-from activities.disruption_snapshot import read_disruption_input
+from activities.disruption_snapshot import read_disruption_input, with_watched
 from activities.heartbeat import heartbeating
 from activities.metric_labels import disruption_reason
 from activities.metrics import Metrics
@@ -176,13 +176,14 @@ class DisruptionActivities:
         again (PDBs, DaemonSets, volumes, RuntimeClasses, the catalog), not every pod and node."""
         mark = cache.changes if cache is not None and cache.synced else None
         settlement = memory.settlement if memory is not None else None
+        side = None
         if settlement is not None and mark is not None and memory is not None and mark == memory.mark:
             # The watched part of the key is the settled one's: only the side part can have changed.
             side = self.snapshot(inp, watched=False)
             if settlement.holds(StateKey(settlement.key.watched, side_key(side)), side.now):
                 self.metrics.disruption_settled_looks.inc()
                 return None, memory
-        snapshot = self.snapshot(inp, cache=cache)
+        snapshot = self.snapshot(inp, cache=cache) if side is None else with_watched(side, self.kube, cache)
         key = state_key(snapshot)
         if settlement is not None and settlement.holds(key, snapshot.now):
             self.metrics.disruption_settled_looks.inc()

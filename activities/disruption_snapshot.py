@@ -64,31 +64,44 @@ def read_disruption_input(
     Invalid NodeClaims, NodePools and EC2NodeClasses are left out (named in `skipped` when given).
     `watched` False leaves out what the leader watches (pods, Nodes, NodeClaims, NodePools,
     EC2NodeClasses: empty lists), for a look that only needs the rest (scheduling.disruption.settled
-    `side_key`). `cache`: the leader's watch cache (kube.watch_cache); once synced, those watched kinds
-    are read from it instead of being listed. Raises the Kube boundary's errors (kube.errors) when the API
-    cannot be read."""
-
-    def read(resource: r.Resource) -> list[Obj]:
-        return watch_cache.read(kube, resource, cache) if watched else []
-
-    cluster = SchedulingInput(
-        pods=[],
-        bound_pods=[p for p in read(r.POD) if is_bound(p)],
-        nodes=read(r.NODE),
-        node_claims=parse_all([c for c in read(r.NODECLAIM) if is_managed(c)], NodeClaim, skipped),
-        node_pools=parse_all([p for p in read(r.NODEPOOL) if is_managed(p)], NodePool, skipped),
-        node_classes=parse_all(read(r.EC2NODECLASS), EC2NodeClass, skipped),
-        instance_types=list(instance_types),
-        daemonsets=kube.list(r.DAEMONSET),
-        persistent_volume_claims=kube.list(r.PVC),
-        persistent_volumes=kube.list(r.PV),
-        storage_classes=kube.list(r.STORAGECLASS),
-        runtime_classes=kube.list(r.RUNTIMECLASS),
-    )
-    return DisruptionInput(
-        cluster=cluster,
+    `side_key`); `with_watched` adds them later. `cache`: the leader's watch cache (kube.watch_cache);
+    once synced, those watched kinds are read from it instead of being listed. Raises the Kube boundary's
+    errors (kube.errors) when the API cannot be read."""
+    side = DisruptionInput(
+        cluster=SchedulingInput(
+            instance_types=list(instance_types),
+            daemonsets=kube.list(r.DAEMONSET),
+            persistent_volume_claims=kube.list(r.PVC),
+            persistent_volumes=kube.list(r.PV),
+            storage_classes=kube.list(r.STORAGECLASS),
+            runtime_classes=kube.list(r.RUNTIMECLASS),
+        ),
         pod_disruption_budgets=kube.list(r.PDB),
         now=now or datetime.now(UTC),
         spot_to_spot_consolidation=spot_to_spot_consolidation,
         single_node_first=list(single_node_first),
     )
+    return with_watched(side, kube, cache, skipped) if watched else side
+
+
+def with_watched(
+    side: DisruptionInput, kube: Kube, cache: WatchCache | None = None, skipped: list[str] | None = None
+) -> DisruptionInput:
+    """`side`, a snapshot read with `watched` False, with what the leader watches read now (from `cache`
+    once it is synced, as read_disruption_input reads them), so a look that read the rest first need not
+    read it again. Invalid NodeClaims, NodePools and EC2NodeClasses are left out (named in `skipped`)."""
+
+    def read(resource: r.Resource) -> list[Obj]:
+        return watch_cache.read(kube, resource, cache)
+
+    cluster = SchedulingInput(
+        **{
+            **dict(side.cluster),
+            "bound_pods": [p for p in read(r.POD) if is_bound(p)],
+            "nodes": read(r.NODE),
+            "node_claims": parse_all([c for c in read(r.NODECLAIM) if is_managed(c)], NodeClaim, skipped),
+            "node_pools": parse_all([p for p in read(r.NODEPOOL) if is_managed(p)], NodePool, skipped),
+            "node_classes": parse_all(read(r.EC2NODECLASS), EC2NodeClass, skipped),
+        }
+    )
+    return side.model_copy(update={"cluster": cluster})

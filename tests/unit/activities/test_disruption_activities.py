@@ -175,8 +175,10 @@ def test_while_the_watches_saw_no_change_a_settled_look_reads_no_pod_or_node(kub
     assert again is None and "pods" in cached, "read again, and still the same state: settled"
     assert not watched & set(read), "the full read is the cache's"
     kube.create(r.PDB, {"metadata": {"name": "web", "namespace": "default"}, "spec": {}})
+    read.clear()
     decided, memory = acts.look_ahead(DecideInput(), memory, cache)  # a PDB is no watched kind
     assert decided is not None
+    assert read.count("poddisruptionbudgets") == 1, f"the side lists are read once, then the cache: {read}"
 
 
 def test_a_look_before_the_watches_listed_reads_everything_every_time(kube: MemKube, events: Events) -> None:
