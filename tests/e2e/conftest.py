@@ -4,7 +4,7 @@ emulator, simulated kubelet and pod binder) and the real worker as a child proce
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -148,3 +148,16 @@ def failover_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStac
 @pytest.fixture(scope="module")
 def stack(shared_stack: DevStack) -> DevStack:
     return shared_stack
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    """A failed test's report names the stack's processes that died under it (a worker that could not
+    start, a crashed service), with their logs: the failure itself is often only a timeout."""
+    outcome = yield
+    report = outcome.get_result()
+    stack = getattr(item, "funcargs", {}).get("stack")
+    if report.failed and isinstance(stack, DevStack):
+        dead = stack.dead_children()
+        if dead:
+            report.sections.append(("stack processes that died", "\n".join(dead)))
