@@ -135,8 +135,9 @@ class KubeApiServer:
             store=ObjectStore(history_limit=self._watch_history), request_log_limit=self._request_log_limit
         )
         async with emulator:
-            server = aiohttp.web.Server(emulator, handler_cancellation=True)
-            runner = aiohttp.web.ServerRunner(server, access_log=None)
+            # No access log: a low-level Server takes it (its request handlers do), not the runner.
+            server = aiohttp.web.Server(emulator, handler_cancellation=True, access_log=None)
+            runner = aiohttp.web.ServerRunner(server)
             await runner.setup()
             try:
                 site = aiohttp.web.TCPSite(runner, self._host, self._port, reuse_address=True)
