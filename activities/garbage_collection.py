@@ -36,8 +36,10 @@ from apis.meta import parse_rfc3339
 from cloudprovider.errors import CloudProviderError, InstanceNotFoundError
 from cloudprovider.types import TAG_NODEPOOL, CloudProvider, Instance, instance_id_of
 from kube import resources as r
+from kube import watch_cache
 from kube.events import EventRecorder
 from kube.types import Kube, Obj
+from kube.watch_cache import WatchCache
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +154,23 @@ def node_class_hashes(node_classes: list[Obj]) -> dict[str, str | None]:
     return hashes
 
 
+def is_orphaned(instance: Instance, claims: set[str], recorded: set[str]) -> bool:
+    """Whether a live instance belongs to no NodeClaim: tagged with one not in `claims` (the names that
+    exist), or launched by nodeflow (a `karpenter.sh/nodepool` tag) without a claim tag and not
+    `recorded` (the instance ids NodeClaims name as theirs). Untagged instances nodeflow did not launch
+    are never orphaned."""
+    claim = instance.node_claim
+    if claim:
+        return claim not in claims
+    return TAG_NODEPOOL in instance.tags and instance.id not in recorded
+
+
+def is_old_enough(instance: Instance, now: datetime, min_age: timedelta) -> bool:
+    """Whether the instance launched at least `min_age` before `now`; False without a known launch time."""
+    started = launched_at(instance)
+    return started is not None and now - started >= min_age
+
+
 def launched_at(instance: Instance) -> datetime | None:
     """The instance's launch time (UTC), or None when the cloud did not report a parseable one."""
     return parse_rfc3339(instance.launch_time)
@@ -185,10 +204,9 @@ class GarbageCollectionActivities:
         result = CollectResult(checked=len(instances))
         for instance in sorted(instances, key=lambda i: i.id):
             claim = instance.node_claim
-            if claim in claims or (not claim and (TAG_NODEPOOL not in instance.tags or instance.id in recorded)):
+            if not is_orphaned(instance, claims, recorded):
                 continue
-            started = launched_at(instance)
-            if started is None or now - started < min_age:
+            if not is_old_enough(instance, now, min_age):
                 result.too_young += 1
                 continue
             try:
@@ -221,6 +239,37 @@ class GarbageCollectionActivities:
         if result.deleted_launch_templates:
             log.info("deleted stale launch templates %s", result.deleted_launch_templates)
         return result
+
+    def survey(self, inp: CollectInput, cache: WatchCache | None = None) -> list[str]:
+        """What a `collect` round would act on now, one line each, acting on nothing: the leaked instances
+        it would terminate, the stranded NodeClaims it would delete, the NodeClaims whose Node vanished
+        and the stale launch templates. Reads the instances first, then NodeClaims, Nodes and
+        EC2NodeClasses from `cache` once it is synced (else LISTs them). For the leader, which asks the
+        collector for a round only when this is not empty; raises as `collect` does when a side cannot be
+        read."""
+        instances = self.cloud.list()
+        claim_objects = watch_cache.read(self.kube, r.NODECLAIM, cache)
+        claims = {obj["metadata"]["name"] for obj in claim_objects}
+        recorded = {instance_id_of(str((obj.get("status") or {}).get("providerID") or "")) for obj in claim_objects}
+        now, min_age = datetime.now(UTC), timedelta(seconds=inp.min_age_seconds)
+        found = [
+            f"instance {i.id}: leaked ({f'NodeClaim {i.node_claim} does not exist' if i.node_claim else 'untracked'})"
+            for i in sorted(instances, key=lambda i: i.id)
+            if is_orphaned(i, claims, recorded) and is_old_enough(i, now, min_age)
+        ]
+        launched = any((c.get("status") or {}).get("providerID") for c in claim_objects)
+        nodes = {n["metadata"]["name"]: n for n in watch_cache.read(self.kube, r.NODE, cache)} if launched else {}
+        live = {i.id for i in instances}
+        for claim in sorted(claim_objects, key=lambda c: str(c["metadata"]["name"])):
+            name = claim["metadata"]["name"]
+            if (claim.get("status") or {}).get("providerID") and is_stranded(claim, live, nodes, now, min_age):
+                found.append(f"NodeClaim {name}: its instance is gone")
+            elif node_name := lost_node(claim, nodes, now, min_age):
+                found.append(f"NodeClaim {name}: its Node {node_name} is gone")
+        hashes = node_class_hashes(watch_cache.read(self.kube, r.EC2NODECLASS, cache))
+        stale = self.cloud.stale_launch_templates(hashes, inp.min_age_seconds)
+        found += [f"launch template {name}: stale" for name in stale]
+        return found
 
     @staticmethod
     def _lost_claims(
@@ -272,6 +321,8 @@ __all__ = [
     "LeakedInstance",
     "LostClaim",
     "StrandedClaim",
+    "is_old_enough",
+    "is_orphaned",
     "is_stranded",
     "launched_at",
     "lost_node",

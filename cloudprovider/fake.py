@@ -79,6 +79,7 @@ class FakeCloudProvider:
         self.deleted: list[str] = []
         self.node_classes_cleaned: list[tuple[str, str | None]] = []
         self.stale_sweeps: list[dict[str, str | None]] = []
+        self.stale_templates: list[str] = []  # launch templates the fake deems stale: listed, then deleted
         self._ice: set[tuple[str, str, str]] = set()
         self._tokens: dict[str, str] = {}
         self._errors: dict[str, list[CloudProviderError]] = {}
@@ -235,12 +236,17 @@ class FakeCloudProvider:
         self.node_classes_cleaned.append((node_class_name, instance_profile))
         return NodeClassResources(instance_profile="" if instance_profile else f"{self.cluster_name}_fake")
 
+    def stale_launch_templates(self, current_hashes: dict[str, str | None], min_age_seconds: int) -> builtins.list[str]:
+        self._raise_injected("stale_launch_templates")
+        return list(self.stale_templates)
+
     def delete_stale_launch_templates(
         self, current_hashes: dict[str, str | None], min_age_seconds: int
     ) -> builtins.list[str]:
         self._raise_injected("delete_stale_launch_templates")
         self.stale_sweeps.append(dict(current_hashes))
-        return []
+        deleted, self.stale_templates = self.stale_templates, []
+        return deleted
 
     def _live(self, node_claim: str | None) -> builtins.list[Instance]:
         return sorted(

@@ -167,6 +167,11 @@ class CloudProvider(Protocol):
         deleted, nor is anything nodeflow did not create. Idempotent: what is already gone is skipped."""
         ...
 
+    def stale_launch_templates(self, current_hashes: dict[str, str | None], min_age_seconds: int) -> builtins.list[str]:
+        """The names of the launch templates `delete_stale_launch_templates` would delete now; deletes
+        nothing."""
+        ...
+
     def delete_stale_launch_templates(
         self, current_hashes: dict[str, str | None], min_age_seconds: int
     ) -> builtins.list[str]:

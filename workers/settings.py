@@ -58,9 +58,10 @@ ones past their expireAfter and to ask the ones whose drift changed without any 
 released behind an `@latest` alias) to check it; each look reads the NodeClaims, NodePools and
 EC2NodeClasses from the leader's watch cache. An expiry is acted on, at most, this long late.
 
-The garbage collector terminates, every `garbage_collection_interval`, the cluster's instances whose
-NodeClaim is gone and which launched at least `garbage_collection_min_age` ago. The last worker to start
-sets both for the one collector of the namespace.
+The garbage collector terminates the cluster's instances whose NodeClaim is gone and which launched at
+least `garbage_collection_min_age` ago; the leader looks for them every `garbage_collection_interval`
+(workers.garbage_survey) and asks the collector for a round only when it finds some. The last worker to
+start sets both for the one collector of the namespace.
 
 `interruption_queue`: the name of the SQS queue EventBridge fills with EC2 interruption events
 (conventionally the cluster's name, as Karpenter's `--interruption-queue`); the leader consumes it

@@ -44,6 +44,7 @@ from workers.claim_sweep import ClaimSweep
 from workers.cluster_metrics import ClusterStateMetrics
 from workers.disruption_trigger import DisruptionTrigger
 from workers.feature_gates import not_implemented
+from workers.garbage_survey import GarbageSurvey
 from workers.instance_status import InstanceStatusChecker
 from workers.interruption import ClaimDisrupter, InterruptionConsumer
 from workers.leader_election import Election, candidate_identity
@@ -67,7 +68,12 @@ from workflows.disruption import (
     start_disruption_controller,
     wake_disruption_controller,
 )
-from workflows.garbage_collection import GarbageCollectorSettings, GarbageCollectorWorkflow, start_garbage_collector
+from workflows.garbage_collection import (
+    GarbageCollectorSettings,
+    GarbageCollectorWorkflow,
+    request_collection,
+    start_garbage_collector,
+)
 from workflows.nodeclaim import NodeClaimWorkflow
 from workflows.provisioner import ProvisionerWorkflow
 
@@ -90,6 +96,7 @@ async def _lead(
     metrics: Metrics,
     disruption: DisruptionActivities,
     provisioning: ProvisioningActivities,
+    collector: GarbageCollectionActivities,
     loops: Sequence[LeaderLoop | None] = (),
     nodes: NodeDirectory | None = None,
 ) -> None:
@@ -98,22 +105,20 @@ async def _lead(
     (workers.reconcile), nudge the provisioner, start or reconfigure the garbage collector and the
     disruption controller (so the leader's settings win), then run the Kubernetes watchers (which keep
     a watch cache of their objects for this term), then, each reading the cluster from that cache, the
-    cluster-state metrics (workers.cluster_metrics), the disruption trigger (deciding with `disruption`)
-    and the status refresh (with `provisioning`), and the other `loops` given (the interruption queue's
+    cluster-state metrics (workers.cluster_metrics), the disruption trigger (deciding with `disruption`),
+    the status refresh (with `provisioning`) and the garbage survey (with `collector`), and the other
+    `loops` given (the interruption queue's
     consumer, the instance status checker, node repair), each in its thread. A new leader does all of it
     again: each step is idempotent."""
     await end_orphaned_workflows(client, kube, cloud)
     adopted = await adopt_node_claims(kube, starter)
     log.info("leading: %d NodeClaims adopted", adopted)
     await starter.signal_provisioner()
-    await start_garbage_collector(
-        client,
-        settings.task_queue,
-        GarbageCollectorSettings(
-            interval_seconds=settings.seconds("garbage_collection_interval"),
-            min_age_seconds=settings.seconds("garbage_collection_min_age"),
-        ),
+    collection = GarbageCollectorSettings(
+        interval_seconds=settings.seconds("garbage_collection_interval"),
+        min_age_seconds=settings.seconds("garbage_collection_min_age"),
     )
+    await start_garbage_collector(client, settings.task_queue, collection)
     disruption_settings = DisruptionSettings(
         executable_methods=settings.disruption_method_list(),
         spot_to_spot_consolidation=settings.feature_gate_values()["SpotToSpotConsolidation"],
@@ -135,6 +140,7 @@ async def _lead(
         ClusterStateMetrics(cache, metrics, cloud),
         _disruption_trigger(client, settings.task_queue, loop, disruption, disruption_settings, cache),
         _status_refresh(cache, starter, provisioning),
+        _garbage_survey(client, settings.task_queue, loop, collector, collection, cache),
     ]
     watchers += [extra for extra in loops if extra is not None]
     threads = [threading.Thread(target=w.run, args=(watch_stop,), name=type(w).__name__, daemon=True) for w in watchers]
@@ -144,6 +150,24 @@ async def _lead(
         await asyncio.Event().wait()  # until cancelled
     finally:
         watch_stop.set()  # each watcher acts no more; a watch blocked on the API ends at its next event
+
+
+def _garbage_survey(
+    client: Client,
+    task_queue: str,
+    loop: asyncio.AbstractEventLoop,
+    collector: GarbageCollectionActivities,
+    settings: GarbageCollectorSettings,
+    cache: WatchCache,
+) -> GarbageSurvey:
+    """The leader's look for garbage every `settings.interval_seconds` (workers.garbage_survey), asking
+    the collector on `task_queue` for a round through `client` on `loop` when it finds some."""
+
+    def request() -> None:
+        coro = request_collection(client, task_queue, settings)
+        asyncio.run_coroutine_threadsafe(coro, loop).result(timeout=30)
+
+    return GarbageSurvey(collector, request, settings.min_age_seconds, settings.interval_seconds, cache)
 
 
 def _disruption_trigger(
@@ -358,7 +382,9 @@ async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing |
             elector = LeaderElector(
                 leases,
                 Election(identity, settings.leader_election_timing()),
-                lambda: _lead(settings, client, kube, cloud, starter, metrics, disruption, provisioning, loops, nodes),
+                lambda: _lead(
+                    settings, client, kube, cloud, starter, metrics, disruption, provisioning, collector, loops, nodes
+                ),
             )
             metrics_server = MetricsServer(metrics.registry, settings.metrics_port)
             metrics_server.start()

@@ -1,24 +1,30 @@
 """The garbage collector: a singleton workflow (id "garbage-collector") that terminates leaked instances
 and deletes NodeClaims whose instance is gone.
 
-Every `interval_seconds` (durable timer; the `collect` signal starts a round at once) it runs the
-`collect_leaked_instances` activity, which terminates live instances of the cluster whose NodeClaim does
-not exist and which launched at least `min_age_seconds` ago, and deletes registered NodeClaims whose
-instance no longer exists and whose Node is not Ready (activities.garbage_collection). What it did is in
-the activity results in history (the audit log), in the `status` query (the most recent ones) and in the memo.
-The claims whose Node or NodeClaim vanished (the activity's `lost_claims`) get the `delete` signal
-here: the backstop of the worker's deletion watcher, since a running claim's workflow does not poll.
-A failed round is recorded and retried at the next one. Continue-as-new every `ROUNDS_PER_RUN` rounds
-(or when Temporal suggests it) carries the state, so history stays bounded however long it runs.
+A round runs the `collect_leaked_instances` activity, which terminates live instances of the cluster whose
+NodeClaim does not exist and which launched at least `min_age_seconds` ago, and deletes registered
+NodeClaims whose instance no longer exists and whose Node is not Ready (activities.garbage_collection).
+One runs when the workflow starts, when its settings change, and on the `collect` signal; between rounds
+it holds no timer. The leader looks every `interval_seconds` at what a round would act on
+(workers.garbage_survey, the same checks, acting on nothing) and signals `collect` only when there is
+something, so a cluster with nothing to collect costs the collector no Temporal action: the rounds of a
+timer every 2 minutes were 1,440 billable actions a day. What it did is in the activity results in
+history (the audit log), in the `status` query (the most recent ones) and in the memo. The claims whose
+Node or NodeClaim vanished (the activity's `lost_claims`) get the `delete` signal here: the backstop of
+the worker's deletion watcher, since a running claim's workflow does not poll. A failed round is recorded;
+the leader's next look asks again. Continue-as-new every `ROUNDS_PER_RUN` rounds (or when Temporal
+suggests it) carries the state, so history stays bounded however long it runs.
 
 Each worker starts it with signal-with-start of `configure` (its interval and min-age settings): the first
-worker starts it, later ones reconfigure the running one. A change of settings runs a round at once, from
-which the new interval counts.
+worker starts it, later ones reconfigure the running one. A change of settings runs a round at once.
+`request_collection` is the leader's signal-with-start of `collect`, which also starts a collector that
+was terminated.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from pydantic import BaseModel, Field
 from temporalio import workflow
@@ -52,7 +58,8 @@ COLLECT_RETRY = RetryPolicy(
 
 
 class GarbageCollectorSettings(BaseModel):
-    """How often a round runs, and how old an instance without a claim must be to count as leaked."""
+    """How often the leader looks for garbage (workers.garbage_survey), and how old an instance without a
+    claim must be to count as leaked."""
 
     interval_seconds: int = Field(default=DEFAULT_INTERVAL_SECONDS, gt=0)
     min_age_seconds: int = Field(default=DEFAULT_MIN_AGE_SECONDS, ge=0)
@@ -123,12 +130,7 @@ class GarbageCollectorWorkflow:
             workflow.upsert_memo({"summary": self.s.summary()})
             if workflow.info().is_continue_as_new_suggested():
                 break
-            try:
-                await workflow.wait_condition(
-                    lambda: self.collect_requested, timeout=timedelta(seconds=self.s.interval_seconds)
-                )
-            except TimeoutError:
-                pass
+            await workflow.wait_condition(lambda: self.collect_requested)
         await workflow.wait_condition(workflow.all_handlers_finished)
         workflow.continue_as_new(self.s)
 
@@ -165,13 +167,25 @@ async def start_garbage_collector(
     """Start the singleton with these settings, or (signal-with-start) give them to the running one,
     which keeps its rounds and counters."""
     settings = settings or GarbageCollectorSettings()
+    await _signal_with_start(client, task_queue, settings, SIGNAL_CONFIGURE, [settings])
+
+
+async def request_collection(client: Client, task_queue: str, settings: GarbageCollectorSettings) -> None:
+    """Ask the collector for a round now (signal-with-start of `collect`): the running one runs it; a
+    collector that is not running (terminated by hand) starts with `settings` and runs its first round."""
+    await _signal_with_start(client, task_queue, settings, SIGNAL_COLLECT, [])
+
+
+async def _signal_with_start(
+    client: Client, task_queue: str, settings: GarbageCollectorSettings, signal: str, args: list[Any]
+) -> None:
     await client.start_workflow(
         GarbageCollectorWorkflow.run,
         GarbageCollectorState(**settings.model_dump()),
         id=WORKFLOW_ID,
         task_queue=task_queue,
-        start_signal=SIGNAL_CONFIGURE,
-        start_signal_args=[settings],
+        start_signal=signal,
+        start_signal_args=args,
     )
 
 
@@ -180,5 +194,6 @@ __all__ = [
     "GarbageCollectorSettings",
     "GarbageCollectorState",
     "GarbageCollectorWorkflow",
+    "request_collection",
     "start_garbage_collector",
 ]

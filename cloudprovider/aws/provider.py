@@ -171,9 +171,18 @@ class AWSCloudProvider:
         deleted = profile != instance_profile and self._profiles.delete(profile, node_class_name)
         return NodeClassResources(launch_templates=templates, instance_profile=profile if deleted else "")
 
+    def stale_launch_templates(self, current_hashes: dict[str, str | None], min_age_seconds: int) -> builtins.list[str]:
+        stale = self._stale_templates(current_hashes, min_age_seconds)
+        return [str(t.get("LaunchTemplateName", t["LaunchTemplateId"])) for t in stale]
+
     def delete_stale_launch_templates(
         self, current_hashes: dict[str, str | None], min_age_seconds: int
     ) -> builtins.list[str]:
+        return self._templates.delete(self._stale_templates(current_hashes, min_age_seconds))
+
+    def _stale_templates(
+        self, current_hashes: dict[str, str | None], min_age_seconds: int
+    ) -> builtins.list[dict[str, Any]]:
         now, min_age = datetime.now(UTC), timedelta(seconds=min_age_seconds)
         owned = self._templates.owned(self._cluster_name)
-        return self._templates.delete([t for t in owned if is_stale(t, current_hashes, now, min_age)])
+        return [t for t in owned if is_stale(t, current_hashes, now, min_age)]

@@ -23,8 +23,7 @@ from tests.e2e.conftest import (
     live_instances,
     pods_of,
 )
-from tests.eventually import eventually, eventually_async
-from workflows import disruption
+from tests.eventually import eventually
 from workflows import garbage_collection as gc
 from workflows.nodeclaim import workflow_id
 
@@ -33,8 +32,8 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def stack(private_stack: DevStack) -> DevStack:
-    """A stack of this module's own: its tests inject faults, mark offerings unavailable and speed up the
-    garbage collector."""
+    """A stack of this module's own: its tests inject faults, mark offerings unavailable and restart the
+    worker with a faster garbage collection."""
     return private_stack
 
 
@@ -166,33 +165,32 @@ def test_kubernetes_api_conflicts_throttling_server_errors_and_dropped_watches(s
     assert_never_two_instances_for_one_claim(stack)
 
 
-async def _collect_fast(address: str) -> None:
-    """Reconfigure the worker's collector to run every 2 s and spare only instances younger than 1 s (the
-    worker starts it with 2 minutes for both; the test cannot wait that long). After the leader's start-up
-    work has configured it: a later start by the worker would configure it back. The leader starts the
-    collector and then the disruption controller (workers.worker `_lead`), so the controller's existence
-    says the collector's configuration is done (the collector itself may exist earlier: the worker
-    records its namespace's owner in it before it campaigns for leadership)."""
+async def _collector_settings(address: str) -> tuple[int, int]:
+    """The garbage collector's (interval, min age), as the leader last configured it; (0, 0) before."""
     client = await Client.connect(address, data_converter=pydantic_data_converter)
-
-    async def led() -> bool:
-        try:
-            await client.get_workflow_handle(disruption.WORKFLOW_ID).describe()
-        except RPCError as err:
-            if err.status != RPCStatusCode.NOT_FOUND:
-                raise
-            return False
-        return True
-
-    await eventually_async(led, timeout=45, interval=0.2, what="the leader to start its singletons")
-    await gc.start_garbage_collector(
-        client, "nodeflow", gc.GarbageCollectorSettings(interval_seconds=2, min_age_seconds=1)
-    )
+    try:
+        state = await client.get_workflow_handle(gc.WORKFLOW_ID).query(gc.GarbageCollectorWorkflow.status)
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise
+        return 0, 0
+    return state.interval_seconds, state.min_age_seconds
 
 
 @pytest.fixture(scope="module")
 def fast_collector(stack: DevStack) -> None:
-    asyncio.run(_collect_fast(stack.temporal_address))
+    """Restart the worker so the leader looks for garbage every 2 s and spares only instances younger than
+    1 s (2 minutes for both by default; the tests cannot wait that long), and wait until it has configured
+    the collector with them. The module's later tests keep that worker."""
+    stack.config.worker_args += ["--garbage-collection-interval", "2s", "--garbage-collection-min-age", "1s"]
+    stack.stop_worker()
+    stack.start_worker()
+    eventually(
+        lambda: asyncio.run(_collector_settings(stack.temporal_address)) == (2, 1),
+        timeout=60,
+        interval=0.5,
+        what="the restarted leader to configure the garbage collector",
+    )
 
 
 @pytest.mark.usefixtures("fast_collector")

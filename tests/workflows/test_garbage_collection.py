@@ -38,6 +38,7 @@ from workflows.garbage_collection import (
     GarbageCollectorSettings,
     GarbageCollectorState,
     GarbageCollectorWorkflow,
+    request_collection,
     start_garbage_collector,
 )
 
@@ -105,23 +106,39 @@ async def status(handle: WorkflowHandle[Any, Any]) -> GarbageCollectorState:
     return result
 
 
-async def test_a_round_at_start_then_one_every_interval(
+async def test_a_round_at_start_then_one_per_collect_signal_and_none_in_between(
     time_env: WorkflowEnvironment, task_queue: str, script: Script
 ) -> None:
     script.results = [CollectResult(checked=2), CollectResult(checked=2, terminated=[leaked("i-1", "gone")])]
     await start_garbage_collector(time_env.client, task_queue)
     handle = time_env.client.get_workflow_handle(gc.WORKFLOW_ID)
+    await time_env.sleep(timedelta(hours=1))  # no timer: an hour without a signal is no round
+    assert (await status(handle)).rounds == 1
 
-    await time_env.sleep(timedelta(minutes=5))  # rounds at 0, 2 and 4 minutes
+    await request_collection(time_env.client, task_queue, GarbageCollectorSettings())  # the leader found garbage
+    await time_env.sleep(timedelta(seconds=1))
 
     state = await status(handle)
-    assert state.rounds == 3
+    assert state.rounds == 2
     assert state.terminated_total == 1
     assert [i.instance_id for i in state.recent] == ["i-1"]
-    assert [i.min_age_seconds for i in script.inputs] == [120, 120, 120]
+    assert [i.min_age_seconds for i in script.inputs] == [120, 120]
     memo = await (await handle.describe()).memo()
-    assert memo["summary"] == "3 rounds, 1 leaked instances terminated; last i-1 (NodeClaim gone)"
+    assert memo["summary"] == "2 rounds, 1 leaked instances terminated; last i-1 (NodeClaim gone)"
+    history = await handle.fetch_history()
+    assert not [e for e in history.events if e.HasField("timer_started_event_attributes")]
     await save_history(handle, "garbage-collector-rounds")
+    await handle.terminate()
+
+
+async def test_a_collection_request_starts_a_collector_that_is_not_running(
+    time_env: WorkflowEnvironment, task_queue: str, script: Script
+) -> None:
+    await request_collection(time_env.client, task_queue, GarbageCollectorSettings(min_age_seconds=30))
+    handle = time_env.client.get_workflow_handle(gc.WORKFLOW_ID)
+    await time_env.sleep(timedelta(seconds=1))
+    assert (await status(handle)).rounds == 1
+    assert [i.min_age_seconds for i in script.inputs] == [30]
     await handle.terminate()
 
 
@@ -147,8 +164,6 @@ async def test_starting_again_keeps_the_running_collector_and_adopts_new_setting
     assert (await handle.describe()).run_id == first
     assert (state.rounds, state.interval_seconds, state.min_age_seconds) == (2, 600, 30)
     assert [i.min_age_seconds for i in script.inputs] == [120, 30]
-    await time_env.sleep(timedelta(minutes=11))  # the next round comes 600 s after the reconfigured one
-    assert (await status(handle)).rounds == 3
     await save_history(handle, "garbage-collector-reconfigured")
     await handle.terminate()
 
@@ -165,7 +180,8 @@ async def test_a_failed_round_is_recorded_and_the_next_one_runs(
     assert (failed.rounds, failed.last_error) == (1, "the API server is down")
     assert "last round failed: the API server is down" in failed.summary()
 
-    await time_env.sleep(timedelta(minutes=2))
+    await handle.signal(GarbageCollectorWorkflow.collect)  # the leader's next look still finds the garbage
+    await time_env.sleep(timedelta(seconds=1))
     recovered = await status(handle)
     assert (recovered.rounds, recovered.last_error) == (2, "")
     await save_history(handle, "garbage-collector-failed-round")
@@ -195,29 +211,16 @@ async def test_claims_whose_node_or_claim_vanished_are_signalled_delete(
     await lost.terminate()
 
 
-async def test_the_collect_signal_runs_a_round_at_once(
-    time_env: WorkflowEnvironment, task_queue: str, script: Script
-) -> None:
-    await start_garbage_collector(time_env.client, task_queue, GarbageCollectorSettings(interval_seconds=3600))
-    handle = time_env.client.get_workflow_handle(gc.WORKFLOW_ID)
-    await time_env.sleep(timedelta(seconds=1))
-    assert (await status(handle)).rounds == 1
-
-    await handle.signal(GarbageCollectorWorkflow.collect)
-    await time_env.sleep(timedelta(seconds=1))
-    assert (await status(handle)).rounds == 2
-    await handle.terminate()
-
-
 async def test_continue_as_new_carries_the_state_and_keeps_history_bounded(
     time_env: WorkflowEnvironment, task_queue: str, script: Script
 ) -> None:
     script.results = [CollectResult(terminated=[leaked(f"i-{n}", f"c-{n}")]) for n in range(25)]
-    await start_garbage_collector(time_env.client, task_queue, GarbageCollectorSettings(interval_seconds=1))
+    await start_garbage_collector(time_env.client, task_queue)
     handle = time_env.client.get_workflow_handle(gc.WORKFLOW_ID)
     first_run = (await handle.describe()).run_id
-
-    await time_env.sleep(timedelta(seconds=gc.ROUNDS_PER_RUN + 5))
+    for _ in range(gc.ROUNDS_PER_RUN + 5):
+        await request_collection(time_env.client, task_queue, GarbageCollectorSettings())
+        await time_env.sleep(timedelta(seconds=1))
 
     state = await status(handle)
     assert (await handle.describe()).run_id != first_run

@@ -512,7 +512,10 @@ def test_stale_launch_templates_of_a_gone_node_class_are_deleted(provider: AWSCl
     current: dict[str, str | None] = {"default": None}  # this module's "default"s have many specs: keep them all
 
     assert provider.delete_stale_launch_templates(current, min_age_seconds=3600) == []  # too young
+    listed = provider.stale_launch_templates(current, min_age_seconds=0)
+    assert listed and sorted(_templates_of(ec2, "stale-class")) == sorted([*listed, "karpenter.k8s.aws/not-nodeflows"])
     deleted = provider.delete_stale_launch_templates(current, min_age_seconds=0)
+    assert sorted(deleted) == sorted(listed)  # what the survey names is what a round deletes
     assert deleted and all(n.startswith("karpenter.k8s.aws/") for n in deleted)
     assert _templates_of(ec2, "stale-class") == ["karpenter.k8s.aws/not-nodeflows"]
     assert sorted(_templates_of(ec2, "default")) == sorted(default_templates)

@@ -15,7 +15,7 @@ from cloudprovider.fake import FakeCloudProvider
 from cloudprovider.types import TAG_NODECLAIM, TAG_NODEPOOL, instance_id_of
 from kube import resources as r
 from tests.unit.activities.claimworld import NAME, NODE, as_admin_patch, uid
-from tests.unit.activities.memkube import Events, MemKube
+from tests.unit.activities.memkube import Events, MemKube, count_lists, watch_cache_of
 
 HOUR_AGO = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -172,3 +172,54 @@ def test_stale_launch_templates_are_swept_with_every_node_class_hash_and_a_failu
     result = collector.collect(CollectInput(min_age_seconds=120))
     assert "AccessDenied" in result.launch_template_error
     assert cloud.deleted == ["i-leaked"]  # the instance collection still ran, in the first round
+
+
+# -- the leader's survey (workers.garbage_survey) ---------------------------------------------------------
+
+
+def test_a_survey_names_what_a_round_would_act_on_acts_on_nothing_and_finds_nothing_after_the_round(
+    kube: MemKube, cloud: FakeCloudProvider
+) -> None:
+    instance(cloud, "i-own", NAME)
+    instance(cloud, "i-leaked", "default-gone")
+    instance(cloud, "i-young", "default-gone-too", launch_time=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    strand(kube)  # the fixture's claim says i-gone, which is not live
+    ready(kube, "Unknown")
+    cloud.stale_templates = ["karpenter.k8s.aws/old"]
+    collector, events = collector_with_events(kube, cloud)
+
+    found = collector.survey(CollectInput(min_age_seconds=120))
+
+    assert found == [
+        "instance i-leaked: leaked (NodeClaim default-gone does not exist)",
+        f"NodeClaim {NAME}: its instance is gone",
+        "launch template karpenter.k8s.aws/old: stale",
+    ]
+    assert (cloud.deleted, kube.deleted, events.recorded, cloud.stale_sweeps) == ([], [], [], [])
+    result = collector.collect(CollectInput(min_age_seconds=120))
+    assert (cloud.deleted, [c.node_claim for c in result.deleted_claims]) == (["i-leaked"], [NAME])
+    assert result.deleted_launch_templates == ["karpenter.k8s.aws/old"]
+    assert collector.survey(CollectInput(min_age_seconds=120)) == []
+
+
+def test_a_survey_names_a_claim_whose_node_vanished(kube: MemKube, cloud: FakeCloudProvider) -> None:
+    strand(kube, provider_id="aws:///us-west-2a/i-live")
+    instance(cloud, "i-live", NAME)
+    with kube.as_admin():
+        kube.patch(r.NODECLAIM, NAME, {"status": {"nodeName": "vanished"}})
+    assert GarbageCollectionActivities(kube, cloud).survey(CollectInput()) == [  # type: ignore[arg-type]
+        f"NodeClaim {NAME}: its Node vanished is gone"
+    ]
+
+
+def test_a_survey_reads_claims_nodes_and_node_classes_from_the_synced_watch_cache(
+    kube: MemKube, cloud: FakeCloudProvider
+) -> None:
+    strand(kube)
+    cache = watch_cache_of(kube)
+    read = count_lists(kube)
+    assert GarbageCollectionActivities(kube, cloud).survey(CollectInput(), cache)  # type: ignore[arg-type]
+    assert read == []
+    unsynced = watch_cache_of(kube, listed=())
+    GarbageCollectionActivities(kube, cloud).survey(CollectInput(), unsynced)  # type: ignore[arg-type]
+    assert {"nodeclaims", "nodes", "ec2nodeclasses"} <= set(read)
