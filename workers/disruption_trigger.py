@@ -20,8 +20,8 @@ command, with no time-driven change due (scheduling.disruption.settled). Otherwi
 The controller then decides again itself, validates and acts, and records the decision in its history;
 the trigger only says when. The wake is a signal-with-start, so a controller terminated by hand is started
 again. A wake that fails is retried at the next look (the summary is remembered only once sent). The
-first look after leadership is taken always wakes. Without a leader the controller still decides at its
-own backstop (workflows.disruption IDLE_BACKSTOP).
+first look after leadership is taken always wakes. Without a leader, or while the look keeps failing,
+the controller still decides at its own hourly backstop (workflows.disruption IDLE_BACKSTOP).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class DisruptionTrigger:
         try:
             decided, self.memory = self.decide(inp, self.memory)
         except Exception:
-            log.exception("disruption look ahead failed; the controller decides at its backstop, and this retries")
+            log.exception("disruption look ahead failed; the next look retries (the controller's backstop is hourly)")
             return False
         if decided is None:  # settled: what the last decisions found still holds
             return False

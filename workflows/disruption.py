@@ -34,9 +34,12 @@ When rounds come: after a round that acted or must look again (a command execute
 back; a manual replace; a failed decision) the next comes after POLL (Karpenter's polling period, 10 s).
 After a quiet round (no command, or a command of a method not executed) the controller waits for news
 instead: the `wake` signal, a manual replace, or IDLE_BACKSTOP should a wake be lost. The leader sends
-`wake` (workers.disruption_trigger): it decides every POLL itself, outside any workflow, and wakes the
-controller when that decision is news. So a change is acted on as soon as with a 10 s poll, and an idle
-cluster's controller costs a timer and an activity per IDLE_BACKSTOP, not per 10 s.
+`wake` (workers.disruption_trigger): it decides every POLL itself, outside any workflow, decides again at
+least every 5 minutes (Karpenter's interval) whatever it remembers, wakes the controller when that
+decision is news and retries a wake that failed at its next look. So a change is acted on as soon as with
+a 10 s poll, and an idle cluster's controller costs a timer and an activity per IDLE_BACKSTOP, not per
+10 s. The backstop is hourly, as nodeflow's other safety checks: it only covers a leader whose look
+ahead keeps failing, or no leader at all.
 
 Every decision, taken or abandoned, is an activity result in history; the memo holds the last one and the
 `status` query the recent ones. Continue-as-new every ROUNDS_PER_RUN rounds keeps history bounded.
@@ -69,7 +72,7 @@ from workflows import timing
 
 WORKFLOW_ID = "disruption"
 POLL = timedelta(seconds=10)
-IDLE_BACKSTOP = timedelta(minutes=5)
+IDLE_BACKSTOP = timedelta(hours=1)
 VALIDATION = timedelta(seconds=15)
 ROUNDS_PER_RUN = 60
 RECENT_LIMIT = 10
