@@ -24,10 +24,9 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from workers.settings import Settings, where
 from workers.temporal_errors import TemporalSettingError
-from workflows.garbage_collection import WORKFLOW_ID, GarbageCollectorState, GarbageCollectorWorkflow
+from workflows.garbage_collection import OWNER_MEMO, WORKFLOW_ID, GarbageCollectorState, GarbageCollectorWorkflow
 
 log = logging.getLogger(__name__)
-OWNER_MEMO = "cluster"
 
 
 async def namespace_owner(client: Client) -> tuple[bool, str | None]:

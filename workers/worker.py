@@ -118,7 +118,7 @@ async def _lead(
         interval_seconds=settings.seconds("garbage_collection_interval"),
         min_age_seconds=settings.seconds("garbage_collection_min_age"),
     )
-    await start_garbage_collector(client, settings.task_queue, collection)
+    await start_garbage_collector(client, settings.task_queue, collection, owner=settings.cluster_name)
     disruption_settings = DisruptionSettings(
         executable_methods=settings.disruption_method_list(),
         spot_to_spot_consolidation=settings.feature_gate_values()["SpotToSpotConsolidation"],
@@ -140,7 +140,7 @@ async def _lead(
         ClusterStateMetrics(cache, metrics, cloud),
         _disruption_trigger(client, settings.task_queue, loop, disruption, disruption_settings, cache),
         _status_refresh(cache, starter, provisioning),
-        _garbage_survey(client, settings.task_queue, loop, collector, collection, cache),
+        _garbage_survey(client, settings, loop, collector, collection, cache),
     ]
     watchers += [extra for extra in loops if extra is not None]
     threads = [threading.Thread(target=w.run, args=(watch_stop,), name=type(w).__name__, daemon=True) for w in watchers]
@@ -154,20 +154,21 @@ async def _lead(
 
 def _garbage_survey(
     client: Client,
-    task_queue: str,
+    settings: Settings,
     loop: asyncio.AbstractEventLoop,
     collector: GarbageCollectionActivities,
-    settings: GarbageCollectorSettings,
+    collection: GarbageCollectorSettings,
     cache: WatchCache,
 ) -> GarbageSurvey:
-    """The leader's look for garbage every `settings.interval_seconds` (workers.garbage_survey), asking
-    the collector on `task_queue` for a round through `client` on `loop` when it finds some."""
+    """The leader's look for garbage every `collection.interval_seconds` (workers.garbage_survey), asking
+    the collector on the settings' task queue for a round through `client` on `loop` when it finds some
+    (a collector it starts again records this cluster as the namespace's owner)."""
 
     def request() -> None:
-        coro = request_collection(client, task_queue, settings)
+        coro = request_collection(client, settings.task_queue, collection, owner=settings.cluster_name)
         asyncio.run_coroutine_threadsafe(coro, loop).result(timeout=30)
 
-    return GarbageSurvey(collector, request, settings.min_age_seconds, settings.interval_seconds, cache)
+    return GarbageSurvey(collector, request, collection.min_age_seconds, collection.interval_seconds, cache)
 
 
 def _disruption_trigger(

@@ -42,6 +42,7 @@ from activities.garbage_collection import (
 from workflows.nodeclaim_base import workflow_id as nodeclaim_workflow_id
 
 WORKFLOW_ID = "garbage-collector"
+OWNER_MEMO = "cluster"  # the memo key naming the cluster that owns the namespace (workers.namespace_owner)
 SIGNAL_COLLECT = "collect"
 SIGNAL_CONFIGURE = "configure"
 DEFAULT_INTERVAL_SECONDS = 120
@@ -162,22 +163,26 @@ class GarbageCollectorWorkflow:
 
 
 async def start_garbage_collector(
-    client: Client, task_queue: str, settings: GarbageCollectorSettings | None = None
+    client: Client, task_queue: str, settings: GarbageCollectorSettings | None = None, owner: str = ""
 ) -> None:
     """Start the singleton with these settings, or (signal-with-start) give them to the running one,
-    which keeps its rounds and counters."""
+    which keeps its rounds and counters. `owner`: the cluster recorded in the memo (OWNER_MEMO) of a
+    collector this starts (workers.namespace_owner)."""
     settings = settings or GarbageCollectorSettings()
-    await _signal_with_start(client, task_queue, settings, SIGNAL_CONFIGURE, [settings])
+    await _signal_with_start(client, task_queue, settings, owner, SIGNAL_CONFIGURE, [settings])
 
 
-async def request_collection(client: Client, task_queue: str, settings: GarbageCollectorSettings) -> None:
+async def request_collection(
+    client: Client, task_queue: str, settings: GarbageCollectorSettings, owner: str = ""
+) -> None:
     """Ask the collector for a round now (signal-with-start of `collect`): the running one runs it; a
-    collector that is not running (terminated by hand) starts with `settings` and runs its first round."""
-    await _signal_with_start(client, task_queue, settings, SIGNAL_COLLECT, [])
+    collector that is not running (terminated by hand) starts with `settings`, `owner` in its memo, and
+    runs its first round."""
+    await _signal_with_start(client, task_queue, settings, owner, SIGNAL_COLLECT, [])
 
 
 async def _signal_with_start(
-    client: Client, task_queue: str, settings: GarbageCollectorSettings, signal: str, args: list[Any]
+    client: Client, task_queue: str, settings: GarbageCollectorSettings, owner: str, signal: str, args: list[Any]
 ) -> None:
     await client.start_workflow(
         GarbageCollectorWorkflow.run,
@@ -186,10 +191,12 @@ async def _signal_with_start(
         task_queue=task_queue,
         start_signal=signal,
         start_signal_args=args,
+        memo={OWNER_MEMO: owner} if owner else None,
     )
 
 
 __all__ = [
+    "OWNER_MEMO",
     "WORKFLOW_ID",
     "GarbageCollectorSettings",
     "GarbageCollectorState",

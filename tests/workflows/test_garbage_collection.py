@@ -134,11 +134,14 @@ async def test_a_round_at_start_then_one_per_collect_signal_and_none_in_between(
 async def test_a_collection_request_starts_a_collector_that_is_not_running(
     time_env: WorkflowEnvironment, task_queue: str, script: Script
 ) -> None:
-    await request_collection(time_env.client, task_queue, GarbageCollectorSettings(min_age_seconds=30))
+    settings = GarbageCollectorSettings(min_age_seconds=30)
+    await request_collection(time_env.client, task_queue, settings, owner="nodeflow-dev")
     handle = time_env.client.get_workflow_handle(gc.WORKFLOW_ID)
     await time_env.sleep(timedelta(seconds=1))
     assert (await status(handle)).rounds == 1
     assert [i.min_age_seconds for i in script.inputs] == [30]
+    memo = await (await handle.describe()).memo()
+    assert memo[gc.OWNER_MEMO] == "nodeflow-dev", "the namespace's owner is recorded, as at a worker's start"
     await handle.terminate()
 
 
