@@ -8,7 +8,8 @@ launch templates), acting on nothing, with NodeClaims, Nodes and EC2NodeClasses 
 watch cache. When it finds anything, it asks the collector for a round (`request`), which reads everything
 again and acts; the survey is a trigger, never the judge. On a cluster with nothing to collect that costs
 one DescribeInstances and one DescribeLaunchTemplates per look, as the collector's timer-driven rounds
-did, and no Temporal action at all (they cost 1,440 billable actions a day at the default 2 minutes).
+did, and no Temporal action but the collector's hourly backstop round (the rounds cost 1,440 billable
+actions a day at the default 2 minutes).
 Anything found is collected within one interval, as before.
 """
 

@@ -1,24 +1,25 @@
-"""The garbage collector: a singleton workflow (id "garbage-collector") that terminates leaked instances
-and deletes NodeClaims whose instance is gone.
+"""The garbage collector: a singleton workflow (id "garbage-collector") that terminates leaked instances and
+deletes NodeClaims whose instance is gone.
 
-A round runs the `collect_leaked_instances` activity, which terminates live instances of the cluster whose
-NodeClaim does not exist and which launched at least `min_age_seconds` ago, and deletes registered
+A round runs the `collect_leaked_instances` activity, which terminates live instances of the cluster
+whose NodeClaim does not exist and which launched at least `min_age_seconds` ago, and deletes registered
 NodeClaims whose instance no longer exists and whose Node is not Ready (activities.garbage_collection).
-One runs when the workflow starts, when its settings change, and on the `collect` signal; between rounds
-it holds no timer. The leader looks every `interval_seconds` at what a round would act on
-(workers.garbage_survey, the same checks, acting on nothing) and signals `collect` only when there is
-something, so a cluster with nothing to collect costs the collector no Temporal action: the rounds of a
-timer every 2 minutes were 1,440 billable actions a day. What it did is in the activity results in
-history (the audit log), in the `status` query (the most recent ones) and in the memo. The claims whose
-Node or NodeClaim vanished (the activity's `lost_claims`) get the `delete` signal here: the backstop of
-the worker's deletion watcher, since a running claim's workflow does not poll. A failed round is recorded;
-the leader's next look asks again. Continue-as-new every `ROUNDS_PER_RUN` rounds (or when Temporal
-suggests it) carries the state, so history stays bounded however long it runs.
+One runs when the workflow starts, when its settings change, on the `collect` signal, and otherwise after
+BACKSTOP. The leader looks every `interval_seconds` at what a round would act on (workers.garbage_survey,
+the same checks, acting on nothing) and signals `collect` only when there is something, so a cluster with
+nothing to collect costs the collector a round an hour (48 billable actions a day) where a round every 2
+minutes cost 1,440. The hourly backstop is for workers that run while none of them leads (the Lease
+cannot be written): a leaked instance costs far more than the round. What it did is in the activity
+results in history (the audit log), in the `status` query (the most recent ones) and in the memo. The
+claims whose Node or NodeClaim vanished (the activity's `lost_claims`) get the `delete` signal here: the
+backstop of the worker's deletion watcher, since a running claim's workflow does not poll. A failed round
+is recorded; the leader's next look asks again. Continue-as-new every `ROUNDS_PER_RUN` rounds (or when
+Temporal suggests it) carries the state, so history stays bounded however long it runs.
 
-Each worker starts it with signal-with-start of `configure` (its interval and min-age settings): the first
-worker starts it, later ones reconfigure the running one. A change of settings runs a round at once.
-`request_collection` is the leader's signal-with-start of `collect`, which also starts a collector that
-was terminated.
+Each worker starts it with signal-with-start of `configure` (its interval and min-age settings): the
+first worker starts it, later ones reconfigure the running one. A change of settings runs a round at
+once. `request_collection` is the leader's signal-with-start of `collect`, which also starts a collector
+that was terminated.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ OWNER_MEMO = "cluster"  # the memo key naming the cluster that owns the namespac
 SIGNAL_COLLECT = "collect"
 SIGNAL_CONFIGURE = "configure"
 DEFAULT_INTERVAL_SECONDS = 120
+BACKSTOP = timedelta(hours=1)  # a round without being asked, should the leader's survey not run
 ROUNDS_PER_RUN = 100  # ~10 events per round: about 1,000 events per run
 RECENT_LIMIT = 20
 COLLECT_TIMEOUT = timedelta(minutes=2)
@@ -131,7 +133,10 @@ class GarbageCollectorWorkflow:
             workflow.upsert_memo({"summary": self.s.summary()})
             if workflow.info().is_continue_as_new_suggested():
                 break
-            await workflow.wait_condition(lambda: self.collect_requested)
+            try:
+                await workflow.wait_condition(lambda: self.collect_requested, timeout=BACKSTOP)
+            except TimeoutError:
+                pass
         await workflow.wait_condition(workflow.all_handlers_finished)
         workflow.continue_as_new(self.s)
 
