@@ -24,6 +24,7 @@ instance and NodeClaim collection.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, Field, ValidationError
@@ -171,6 +172,38 @@ def is_old_enough(instance: Instance, now: datetime, min_age: timedelta) -> bool
     return started is not None and now - started >= min_age
 
 
+@dataclass(frozen=True)
+class Garbage:
+    """What one reading of the instances, NodeClaims and Nodes holds for a round (`find_garbage`):
+    `leaked`, the orphaned instances old enough to terminate, in id order; `too_young`, how many orphaned
+    ones are not (or launched at an unknown time); `stranded`, the NodeClaims to delete (`is_stranded`),
+    and `lost`, each NodeClaim whose Node vanished with that Node's name (`lost_node`), in name order."""
+
+    leaked: list[Instance]
+    too_young: int
+    stranded: list[Obj]
+    lost: list[tuple[Obj, str]]
+
+
+def find_garbage(
+    instances: list[Instance], claims: list[Obj], nodes: dict[str, Obj], now: datetime, min_age: timedelta
+) -> Garbage:
+    """The garbage among the live `instances`, the NodeClaims `claims` and the Nodes `nodes` (by name) at
+    `now`, sparing what is younger than `min_age`: what `collect` acts on and `survey` names."""
+    names = {str(claim["metadata"]["name"]) for claim in claims}
+    recorded = {instance_id_of(str((claim.get("status") or {}).get("providerID") or "")) for claim in claims}
+    orphaned = [i for i in sorted(instances, key=lambda i: i.id) if is_orphaned(i, names, recorded)]
+    leaked = [i for i in orphaned if is_old_enough(i, now, min_age)]
+    live = {i.id for i in instances}
+    by_name = sorted(claims, key=lambda claim: str(claim["metadata"]["name"]))
+    return Garbage(
+        leaked=leaked,
+        too_young=len(orphaned) - len(leaked),
+        stranded=[claim for claim in by_name if is_stranded(claim, live, nodes, now, min_age)],
+        lost=[(claim, node_name) for claim in by_name if (node_name := lost_node(claim, nodes, now, min_age))],
+    )
+
+
 def launched_at(instance: Instance) -> datetime | None:
     """The instance's launch time (UTC), or None when the cloud did not report a parseable one."""
     return parse_rfc3339(instance.launch_time)
@@ -193,22 +226,12 @@ class GarbageCollectionActivities:
         a known launch time, and untagged ones nodeflow did not launch, are never touched.
         Idempotent; a failure to list either side raises (retried), it is never taken to mean "no
         claims" or "no instances"."""
-        # Instances first, claims second: every instance's claim was created before the instance, so a
-        # claim missing from the later list was deleted, not yet to be created.
-        instances = self.cloud.list()
-        claim_objects = self.kube.list(r.NODECLAIM)
-        claims = {obj["metadata"]["name"] for obj in claim_objects}
-        recorded = {instance_id_of(str((obj.get("status") or {}).get("providerID") or "")) for obj in claim_objects}
+        instances, claim_objects, nodes = self._read(None)
         now = datetime.now(UTC)
-        min_age = timedelta(seconds=inp.min_age_seconds)
-        result = CollectResult(checked=len(instances))
-        for instance in sorted(instances, key=lambda i: i.id):
+        garbage = find_garbage(instances, claim_objects, nodes, now, timedelta(seconds=inp.min_age_seconds))
+        result = CollectResult(checked=len(instances), too_young=garbage.too_young)
+        for instance in garbage.leaked:
             claim = instance.node_claim
-            if not is_orphaned(instance, claims, recorded):
-                continue
-            if not is_old_enough(instance, now, min_age):
-                result.too_young += 1
-                continue
             try:
                 self.cloud.delete(instance.id)
             except InstanceNotFoundError:
@@ -226,10 +249,8 @@ class GarbageCollectionActivities:
                     terminated_at=now.isoformat(),
                 )
             )
-        launched = any((c.get("status") or {}).get("providerID") for c in claim_objects)
-        nodes = {n["metadata"]["name"]: n for n in self.kube.list(r.NODE)} if launched else {}
-        result.deleted_claims = self._delete_stranded(claim_objects, {i.id for i in instances}, nodes, now, min_age)
-        result.lost_claims = self._lost_claims(claim_objects, nodes, result, now, min_age)
+        result.deleted_claims = self._delete_stranded(garbage.stranded, now)
+        result.lost_claims = self._lost_claims(garbage.lost, result)
         hashes = node_class_hashes(self.kube.list(r.EC2NODECLASS))
         try:
             result.deleted_launch_templates = self.cloud.delete_stale_launch_templates(hashes, inp.min_age_seconds)
@@ -243,58 +264,56 @@ class GarbageCollectionActivities:
     def survey(self, inp: CollectInput, cache: WatchCache | None = None) -> list[str]:
         """What a `collect` round would act on now, one line each, acting on nothing: the leaked instances
         it would terminate, the stranded NodeClaims it would delete, the NodeClaims whose Node vanished
-        and the stale launch templates. Reads the instances first, then NodeClaims, Nodes and
+        and the stale launch templates. Reads as `collect` does (`find_garbage`), NodeClaims, Nodes and
         EC2NodeClasses from `cache` once it is synced (else LISTs them). For the leader, which asks the
         collector for a round only when this is not empty; raises as `collect` does when a side cannot be
         read."""
-        instances = self.cloud.list()
-        claim_objects = watch_cache.read(self.kube, r.NODECLAIM, cache)
-        claims = {obj["metadata"]["name"] for obj in claim_objects}
-        recorded = {instance_id_of(str((obj.get("status") or {}).get("providerID") or "")) for obj in claim_objects}
-        now, min_age = datetime.now(UTC), timedelta(seconds=inp.min_age_seconds)
+        instances, claim_objects, nodes = self._read(cache)
+        garbage = find_garbage(
+            instances, claim_objects, nodes, datetime.now(UTC), timedelta(seconds=inp.min_age_seconds)
+        )
         found = [
             f"instance {i.id}: leaked ({f'NodeClaim {i.node_claim} does not exist' if i.node_claim else 'untracked'})"
-            for i in sorted(instances, key=lambda i: i.id)
-            if is_orphaned(i, claims, recorded) and is_old_enough(i, now, min_age)
+            for i in garbage.leaked
         ]
-        launched = any((c.get("status") or {}).get("providerID") for c in claim_objects)
-        nodes = {n["metadata"]["name"]: n for n in watch_cache.read(self.kube, r.NODE, cache)} if launched else {}
-        live = {i.id for i in instances}
-        for claim in sorted(claim_objects, key=lambda c: str(c["metadata"]["name"])):
-            name = claim["metadata"]["name"]
-            if (claim.get("status") or {}).get("providerID") and is_stranded(claim, live, nodes, now, min_age):
-                found.append(f"NodeClaim {name}: its instance is gone")
-            elif node_name := lost_node(claim, nodes, now, min_age):
-                found.append(f"NodeClaim {name}: its Node {node_name} is gone")
+        stranded = [str(claim["metadata"]["name"]) for claim in garbage.stranded]
+        found += [f"NodeClaim {name}: its instance is gone" for name in stranded]
+        found += [
+            f"NodeClaim {name}: its Node {node_name} is gone"
+            for claim, node_name in garbage.lost
+            if (name := str(claim["metadata"]["name"])) not in stranded
+        ]
         hashes = node_class_hashes(watch_cache.read(self.kube, r.EC2NODECLASS, cache))
         stale = self.cloud.stale_launch_templates(hashes, inp.min_age_seconds)
         found += [f"launch template {name}: stale" for name in stale]
         return found
 
-    @staticmethod
-    def _lost_claims(
-        claims: list[Obj], nodes: dict[str, Obj], result: CollectResult, now: datetime, min_age: timedelta
-    ) -> list[LostClaim]:
-        deleted = {c.node_claim for c in result.deleted_claims}  # their deletion is signalled by the watcher
-        lost = [LostClaim(node_claim=i.node_claim, reason=f"the NodeClaim {i.node_claim} no longer exists")
-                for i in result.terminated]  # fmt: skip
-        for claim in claims:
-            name = str(claim["metadata"]["name"])
-            node_name = lost_node(claim, nodes, now, min_age)
-            if node_name and name not in deleted:
-                lost.append(LostClaim(node_claim=name, reason=f"Node {node_name} no longer exists"))
-        return sorted(lost, key=lambda c: c.node_claim)
+    def _read(self, cache: WatchCache | None) -> tuple[list[Instance], list[Obj], dict[str, Obj]]:
+        """The cluster's live instances, its NodeClaims and, when any NodeClaim has launched, its Nodes by
+        name: NodeClaims and Nodes from `cache` once it is synced, else LISTed. Instances first, claims
+        second: every instance's claim was created before the instance, so a claim missing from the later
+        list was deleted, not yet to be created."""
+        instances = self.cloud.list()
+        claims = watch_cache.read(self.kube, r.NODECLAIM, cache)
+        launched = any((c.get("status") or {}).get("providerID") for c in claims)
+        nodes = {n["metadata"]["name"]: n for n in watch_cache.read(self.kube, r.NODE, cache)} if launched else {}
+        return instances, claims, nodes
 
-    def _delete_stranded(
-        self, claims: list[Obj], live_instance_ids: set[str], nodes: dict[str, Obj], now: datetime, min_age: timedelta
-    ) -> list[StrandedClaim]:
-        candidates = [c for c in claims if (c.get("status") or {}).get("providerID")]
-        if not candidates:
-            return []
+    @staticmethod
+    def _lost_claims(lost: list[tuple[Obj, str]], result: CollectResult) -> list[LostClaim]:
+        deleted = {c.node_claim for c in result.deleted_claims}  # their deletion is signalled by the watcher
+        found = [LostClaim(node_claim=i.node_claim, reason=f"the NodeClaim {i.node_claim} no longer exists")
+                 for i in result.terminated]  # fmt: skip
+        found += [
+            LostClaim(node_claim=name, reason=f"Node {node_name} no longer exists")
+            for claim, node_name in lost
+            if (name := str(claim["metadata"]["name"])) not in deleted
+        ]
+        return sorted(found, key=lambda c: c.node_claim)
+
+    def _delete_stranded(self, stranded: list[Obj], now: datetime) -> list[StrandedClaim]:
         deleted: list[StrandedClaim] = []
-        for claim in sorted(candidates, key=lambda c: str(c["metadata"]["name"])):
-            if not is_stranded(claim, live_instance_ids, nodes, now, min_age):
-                continue
+        for claim in stranded:
             name = str(claim["metadata"]["name"])
             instance_id = instance_id_of(str(claim["status"]["providerID"]))
             node_name = str(claim["status"].get("nodeName") or "")
@@ -317,10 +336,12 @@ class GarbageCollectionActivities:
 __all__ = [
     "CollectInput",
     "CollectResult",
+    "Garbage",
     "GarbageCollectionActivities",
     "LeakedInstance",
     "LostClaim",
     "StrandedClaim",
+    "find_garbage",
     "is_old_enough",
     "is_orphaned",
     "is_stranded",
