@@ -238,9 +238,7 @@ class Settings:
 
     def seconds(self, name: str) -> int:
         """A finite duration setting (FINITE_DURATIONS) in whole seconds."""
-        parsed = parse_duration(getattr(self, name))
-        assert parsed is not None, name  # __post_init__ refused Never
-        return int(parsed.total_seconds())
+        return int(self.exact_seconds(name))
 
     def exact_seconds(self, name: str) -> float:
         """A finite duration setting (FINITE_DURATIONS) in seconds, fractions kept."""
@@ -269,6 +267,11 @@ class Settings:
 
 
 _ENV = {"region": "AWS_REGION"}
+LEADER_ELECTION_DURATIONS = (
+    "leader_election_lease_duration",
+    "leader_election_renew_deadline",
+    "leader_election_retry_period",
+)
 DURATIONS = (
     "registration_ttl",
     "claim_sweep_interval",
@@ -277,14 +280,7 @@ DURATIONS = (
     "instance_status_interval",
     "on_demand_price_refresh_interval",
     "spot_price_refresh_interval",
-    "leader_election_lease_duration",
-    "leader_election_renew_deadline",
-    "leader_election_retry_period",
-)
-LEADER_ELECTION_DURATIONS = (
-    "leader_election_lease_duration",
-    "leader_election_renew_deadline",
-    "leader_election_retry_period",
+    *LEADER_ELECTION_DURATIONS,
 )
 FINITE_DURATIONS = (
     "claim_sweep_interval",
