@@ -335,10 +335,11 @@ def test_two_replicas_spread_over_zones_and_hosts_with_a_disruption_budget() -> 
 
 
 @pytest.mark.parametrize(
-    ("full", "mib"), [(False, 256 + 196), (True, 256 + 489)], ids=["default-values", "full-values"]
+    ("full", "mib"), [(False, 256 + 206), (True, 256 + 684)], ids=["default-values", "full-values"]
 )
-def test_memory_is_sized_from_the_cached_workflows(full: bool, mib: int) -> None:
-    """baseMemoryMiB + ceil(maxCachedWorkflows x 100 KiB / 1024), as request and limit (values.yaml)."""
+def test_memory_is_sized_from_the_cached_workflows_and_the_cluster_pods(full: bool, mib: int) -> None:
+    """baseMemoryMiB + ceil((maxCachedWorkflows x 100 KiB + clusterPods x 10 KiB) / 1024), as request and
+    limit (values.yaml): 2,000 slots and 1,000 pods by default, 5,000 and 20,000 in ci/full-values.yaml."""
     resources = container(render(full))["resources"]
     assert resources["requests"]["memory"] == resources["limits"]["memory"] == f"{mib}Mi"
 

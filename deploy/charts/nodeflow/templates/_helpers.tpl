@@ -46,12 +46,14 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
 {{/* The container's memory: resources.memory, else baseMemoryMiB + maxCachedWorkflows x
-memoryPerCachedWorkflowKiB (rounded up to whole MiB); see values.yaml. */}}
+memoryPerCachedWorkflowKiB + clusterPods x memoryPerPodKiB (rounded up to whole MiB); see values.yaml. */}}
 {{- define "nodeflow.memory" -}}
 {{- if .Values.resources.memory -}}
 {{- .Values.resources.memory -}}
 {{- else -}}
-{{- $kib := mul (int64 .Values.maxCachedWorkflows) (int64 .Values.resources.memoryPerCachedWorkflowKiB) -}}
+{{- $workflows := mul (int64 .Values.maxCachedWorkflows) (int64 .Values.resources.memoryPerCachedWorkflowKiB) -}}
+{{- $pods := mul (int64 .Values.resources.clusterPods) (int64 .Values.resources.memoryPerPodKiB) -}}
+{{- $kib := add $workflows $pods -}}
 {{- printf "%dMi" (add (int64 .Values.resources.baseMemoryMiB) (div (add $kib 1023) 1024)) -}}
 {{- end -}}
 {{- end -}}
