@@ -10,13 +10,12 @@ worker; the memo survives its continue-as-new.
 `claim_namespace` runs before the worker polls or touches any workflow: it starts the collector with
 this cluster's name in the memo when it is not running (id conflict policy USE_EXISTING, so of two
 workers racing, one wins), then reads the running collector's memo. Another cluster's name there is a
-TemporalSettingError. A collector started by a nodeflow that recorded no owner is accepted with a
-warning. The owner changes only once the collector is gone (terminated, or the namespace emptied).
+TemporalSettingError, and so is no name at all: every nodeflow start of the collector records one, so a
+collector without it was started some other way (by hand), and whose instances it would judge is unknown.
+The owner changes only once the collector is gone (terminated, or the namespace emptied).
 """
 
 from __future__ import annotations
-
-import logging
 
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.common import WorkflowIDConflictPolicy
@@ -25,8 +24,6 @@ from temporalio.service import RPCError, RPCStatusCode
 from workers.settings import Settings, where
 from workers.temporal_errors import TemporalSettingError
 from workflows.garbage_collection import OWNER_MEMO, WORKFLOW_ID, GarbageCollectorState, GarbageCollectorWorkflow
-
-log = logging.getLogger(__name__)
 
 
 async def namespace_owner(client: Client) -> tuple[bool, str | None]:
@@ -61,14 +58,12 @@ async def claim_namespace(client: Client, settings: Settings) -> None:
         )
         running, owner = await namespace_owner(client)
     if owner is None:
-        log.warning(
-            "namespace %r: the running %s workflow records no owning cluster (started by an older nodeflow); "
-            "assuming it is cluster %r",
-            settings.temporal_namespace,
-            WORKFLOW_ID,
-            settings.cluster_name,
+        raise TemporalSettingError(
+            f"{where('temporal_namespace')}: workflow {WORKFLOW_ID} in namespace {settings.temporal_namespace!r} "
+            f"at {settings.temporal_address} names no cluster in its memo ({OWNER_MEMO!r}), so it was not started "
+            f"by a nodeflow worker: terminate it (temporal workflow terminate --workflow-id {WORKFLOW_ID}) or "
+            "give this cluster its own namespace"
         )
-        return
     if owner != settings.cluster_name:
         raise TemporalSettingError(
             f"{where('temporal_namespace')}: namespace {settings.temporal_namespace!r} at "

@@ -118,7 +118,7 @@ async def _lead(
         interval_seconds=settings.seconds("garbage_collection_interval"),
         min_age_seconds=settings.seconds("garbage_collection_min_age"),
     )
-    await start_garbage_collector(client, settings.task_queue, collection, owner=settings.cluster_name)
+    await start_garbage_collector(client, settings.task_queue, settings.cluster_name, collection)
     disruption_settings = DisruptionSettings(
         executable_methods=settings.disruption_method_list(),
         spot_to_spot_consolidation=settings.feature_gate_values()["SpotToSpotConsolidation"],

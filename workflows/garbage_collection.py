@@ -168,7 +168,7 @@ class GarbageCollectorWorkflow:
 
 
 async def start_garbage_collector(
-    client: Client, task_queue: str, settings: GarbageCollectorSettings | None = None, owner: str = ""
+    client: Client, task_queue: str, owner: str, settings: GarbageCollectorSettings | None = None
 ) -> None:
     """Start the singleton with these settings, or (signal-with-start) give them to the running one,
     which keeps its rounds and counters. `owner`: the cluster recorded in the memo (OWNER_MEMO) of a
@@ -177,9 +177,7 @@ async def start_garbage_collector(
     await _signal_with_start(client, task_queue, settings, owner, SIGNAL_CONFIGURE, [settings])
 
 
-async def request_collection(
-    client: Client, task_queue: str, settings: GarbageCollectorSettings, owner: str = ""
-) -> None:
+async def request_collection(client: Client, task_queue: str, settings: GarbageCollectorSettings, owner: str) -> None:
     """Ask the collector for a round now (signal-with-start of `collect`): the running one runs it; a
     collector that is not running (terminated by hand) starts with `settings`, `owner` in its memo, and
     runs its first round."""
@@ -196,7 +194,7 @@ async def _signal_with_start(
         task_queue=task_queue,
         start_signal=signal,
         start_signal_args=args,
-        memo={OWNER_MEMO: owner} if owner else None,
+        memo={OWNER_MEMO: owner},
     )
 
 

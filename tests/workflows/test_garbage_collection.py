@@ -42,6 +42,7 @@ from workflows.garbage_collection import (
     start_garbage_collector,
 )
 
+OWNER = "nodeflow-dev"  # the cluster every start records (workers.namespace_owner)
 HISTORIES = Path(__file__).parent / "histories" / "garbage_collection"
 
 
@@ -110,12 +111,12 @@ async def test_a_round_at_start_then_one_per_collect_signal_and_one_an_hour_othe
     time_env: WorkflowEnvironment, task_queue: str, script: Script
 ) -> None:
     script.results = [CollectResult(checked=2), CollectResult(checked=2, terminated=[leaked("i-1", "gone")])]
-    await start_garbage_collector(time_env.client, task_queue)
+    await start_garbage_collector(time_env.client, task_queue, OWNER)
     handle = time_env.client.get_workflow_handle(gc.WORKFLOW_ID)
     await time_env.sleep(gc.BACKSTOP - timedelta(minutes=1))  # not every interval: nothing asked for a round
     assert (await status(handle)).rounds == 1
 
-    await request_collection(time_env.client, task_queue, GarbageCollectorSettings())  # the leader found garbage
+    await request_collection(time_env.client, task_queue, GarbageCollectorSettings(), OWNER)  # the leader found garbage
     await time_env.sleep(timedelta(seconds=1))
 
     state = await status(handle)
@@ -135,32 +136,32 @@ async def test_a_collection_request_starts_a_collector_that_is_not_running(
     time_env: WorkflowEnvironment, task_queue: str, script: Script
 ) -> None:
     settings = GarbageCollectorSettings(min_age_seconds=30)
-    await request_collection(time_env.client, task_queue, settings, owner="nodeflow-dev")
+    await request_collection(time_env.client, task_queue, settings, OWNER)
     handle = time_env.client.get_workflow_handle(gc.WORKFLOW_ID)
     await time_env.sleep(timedelta(seconds=1))
     assert (await status(handle)).rounds == 1
     assert [i.min_age_seconds for i in script.inputs] == [30]
     memo = await (await handle.describe()).memo()
-    assert memo[gc.OWNER_MEMO] == "nodeflow-dev", "the namespace's owner is recorded, as at a worker's start"
+    assert memo[gc.OWNER_MEMO] == OWNER, "the namespace's owner is recorded, as at a worker's start"
     await handle.terminate()
 
 
 async def test_starting_again_keeps_the_running_collector_and_adopts_new_settings(
     time_env: WorkflowEnvironment, task_queue: str, script: Script
 ) -> None:
-    await start_garbage_collector(time_env.client, task_queue)
+    await start_garbage_collector(time_env.client, task_queue, OWNER)
     handle = time_env.client.get_workflow_handle(gc.WORKFLOW_ID)
     first = (await handle.describe()).run_id
     await time_env.sleep(timedelta(seconds=1))
     assert (await status(handle)).rounds == 1
 
-    await start_garbage_collector(time_env.client, task_queue)  # the same settings: nothing happens
+    await start_garbage_collector(time_env.client, task_queue, OWNER)  # the same settings: nothing happens
     await time_env.sleep(timedelta(seconds=1))
     assert (await status(handle)).rounds == 1
 
     # another worker, with other settings: the running collector adopts them and runs a round at once
     await start_garbage_collector(
-        time_env.client, task_queue, GarbageCollectorSettings(interval_seconds=600, min_age_seconds=30)
+        time_env.client, task_queue, OWNER, GarbageCollectorSettings(interval_seconds=600, min_age_seconds=30)
     )
     await time_env.sleep(timedelta(seconds=1))
     state = await status(handle)
@@ -175,7 +176,7 @@ async def test_a_failed_round_is_recorded_and_the_next_one_runs(
     time_env: WorkflowEnvironment, task_queue: str, script: Script
 ) -> None:
     script.results = ["the API server is down", CollectResult(checked=1)]
-    await start_garbage_collector(time_env.client, task_queue)
+    await start_garbage_collector(time_env.client, task_queue, OWNER)
     handle = time_env.client.get_workflow_handle(gc.WORKFLOW_ID)
 
     await time_env.sleep(timedelta(minutes=1))
@@ -204,7 +205,7 @@ async def test_claims_whose_node_or_claim_vanished_are_signalled_delete(
             ]
         )
     ]
-    await start_garbage_collector(time_env.client, task_queue)
+    await start_garbage_collector(time_env.client, task_queue, OWNER)
     handle = time_env.client.get_workflow_handle(gc.WORKFLOW_ID)
     await time_env.sleep(timedelta(seconds=1))
 
@@ -218,11 +219,11 @@ async def test_continue_as_new_carries_the_state_and_keeps_history_bounded(
     time_env: WorkflowEnvironment, task_queue: str, script: Script
 ) -> None:
     script.results = [CollectResult(terminated=[leaked(f"i-{n}", f"c-{n}")]) for n in range(25)]
-    await start_garbage_collector(time_env.client, task_queue)
+    await start_garbage_collector(time_env.client, task_queue, OWNER)
     handle = time_env.client.get_workflow_handle(gc.WORKFLOW_ID)
     first_run = (await handle.describe()).run_id
     for _ in range(gc.ROUNDS_PER_RUN + 5):
-        await request_collection(time_env.client, task_queue, GarbageCollectorSettings())
+        await request_collection(time_env.client, task_queue, GarbageCollectorSettings(), OWNER)
         await time_env.sleep(timedelta(seconds=1))
 
     state = await status(handle)

@@ -20,14 +20,21 @@ from tests.workflows.conftest import dev_server
 from workers.namespace_owner import claim_namespace, namespace_owner
 from workers.settings import Settings
 from workers.temporal_client import TemporalSettingError, connect
-from workflows.garbage_collection import start_garbage_collector
+from workflows.garbage_collection import WORKFLOW_ID, GarbageCollectorState, GarbageCollectorWorkflow
 
 FAIL_WITHIN_SECONDS = 10.0
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def dev_address() -> Iterator[str]:
-    """A fresh in-memory dev server; yields its plain gRPC address."""
+    """An in-memory dev server the module's tests that only connect share; yields its plain gRPC address."""
+    with dev_server() as server:
+        yield server.address
+
+
+@pytest.fixture
+def fresh_dev_address() -> Iterator[str]:
+    """A dev server of the test's own, for tests that start workflows in its namespace."""
     with dev_server() as server:
         yield server.address
 
@@ -165,14 +172,14 @@ async def test_mutual_tls_with_a_certificate_of_another_ca_fails(dev_address: st
 # -- one cluster per namespace --------------------------------------------------------------------------
 
 
-async def test_a_namespace_serves_one_cluster(dev_address: str) -> None:
-    first = Settings(temporal_address=dev_address, cluster_name="blue")
+async def test_a_namespace_serves_one_cluster(fresh_dev_address: str) -> None:
+    first = Settings(temporal_address=fresh_dev_address, cluster_name="blue")
     client = await connect(first)
     await claim_namespace(client, first)
     assert await namespace_owner(client) == (True, "blue")
     await claim_namespace(client, first)  # a second worker of the same cluster is welcome
 
-    second = Settings(temporal_address=dev_address, cluster_name="green")
+    second = Settings(temporal_address=fresh_dev_address, cluster_name="green")
     with pytest.raises(TemporalSettingError) as err:
         await claim_namespace(client, second)
     message = str(err.value)
@@ -180,12 +187,17 @@ async def test_a_namespace_serves_one_cluster(dev_address: str) -> None:
     assert "cluster_name (flag --cluster-name, env NODEFLOW_CLUSTER_NAME) is 'green'" in message
 
 
-async def test_a_collector_that_records_no_owner_is_accepted(dev_address: str) -> None:
-    settings = Settings(temporal_address=dev_address, cluster_name="blue")
+async def test_a_collector_that_names_no_cluster_is_refused(fresh_dev_address: str) -> None:
+    settings = Settings(temporal_address=fresh_dev_address, cluster_name="blue")
     client = await connect(settings)
-    await start_garbage_collector(client, settings.task_queue)  # as a nodeflow before the owner memo did
-    await claim_namespace(client, settings)
-    assert await namespace_owner(client) == (True, None)
+    await client.start_workflow(  # as by hand, with the temporal CLI: no owner in the memo
+        GarbageCollectorWorkflow.run, GarbageCollectorState(), id=WORKFLOW_ID, task_queue=settings.task_queue
+    )
+    with pytest.raises(TemporalSettingError) as err:
+        await claim_namespace(client, settings)
+    message = str(err.value)
+    assert message.startswith("temporal_namespace") and "names no cluster" in message
+    assert f"temporal workflow terminate --workflow-id {WORKFLOW_ID}" in message
 
 
 # -- the commands ----------------------------------------------------------------------------------------
@@ -207,11 +219,10 @@ def assert_one_line_failure(result: subprocess.CompletedProcess[str], setting: s
     assert len(lines) == 1 and setting in lines[0], result.stderr
 
 
-def test_the_worker_refuses_a_wrong_namespace_in_one_line(tmp_path: Path) -> None:
-    with dev_server() as server:
-        # no Temporal metrics endpoint: its default port may be another process's on a shared machine
-        argv = ("--temporal-address", server.address, "--temporal-namespace", "nope", "--temporal-metrics-port", "0")
-        result = nodeflow("worker", *argv)
+def test_the_worker_refuses_a_wrong_namespace_in_one_line(dev_address: str) -> None:
+    # no Temporal metrics endpoint: its default port may be another process's on a shared machine
+    argv = ("--temporal-address", dev_address, "--temporal-namespace", "nope", "--temporal-metrics-port", "0")
+    result = nodeflow("worker", *argv)
     assert_one_line_failure(result, "temporal_namespace")
 
 
