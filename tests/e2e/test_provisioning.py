@@ -79,9 +79,19 @@ def test_should_list_nodeclaim_workflows_in_the_temporal_ui(stack: DevStack) -> 
 def test_should_drain_terminate_and_replace_a_nodeclaim_deleted_with_kubectl(stack: DevStack) -> None:
     stack.apply_text(deployment("victim", 2, cpu="500m", memory="512Mi"))
     assert stack.wait_settled(timeout=120)["settled"]
-    pod = pods_of(stack, "victim")[0]
-    node_name = pod["spec"]["nodeName"]
-    claim = next(c for c in stack.kube.list(r.NODECLAIM) if c["status"].get("nodeName") == node_name)
+
+    def bound_to_a_claim() -> tuple[str, dict[str, Any]] | None:
+        """A victim pod's node and its NodeClaim. The shared stack consolidates: a pod may have just been
+        moved, and its old node's claim be going, since the stack settled."""
+        claims = [c for c in stack.kube.list(r.NODECLAIM) if not c["metadata"].get("deletionTimestamp")]
+        for pod in pods_of(stack, "victim"):
+            node_name = pod["spec"].get("nodeName")
+            claim = next((c for c in claims if node_name and c.get("status", {}).get("nodeName") == node_name), None)
+            if claim is not None:
+                return node_name, claim
+        return None
+
+    node_name, claim = eventually(bound_to_a_claim, timeout=60, what="a victim pod on a NodeClaim's node")
     name, instance_id = claim["metadata"]["name"], claim["status"]["providerID"].rsplit("/", 1)[-1]
 
     kubectl = ["kubectl", "--kubeconfig", str(stack.kubeconfig)]
