@@ -165,16 +165,30 @@ def test_kubernetes_api_conflicts_throttling_server_errors_and_dropped_watches(s
     assert_never_two_instances_for_one_claim(stack)
 
 
-async def _collector_settings(address: str) -> tuple[int, int]:
-    """The garbage collector's (interval, min age), as the leader last configured it; (0, 0) before."""
+async def _collector_state(address: str) -> gc.GarbageCollectorState | None:
+    """The garbage collector's `status` query; None while no collector runs."""
     client = await Client.connect(address, data_converter=pydantic_data_converter)
     try:
-        state = await client.get_workflow_handle(gc.WORKFLOW_ID).query(gc.GarbageCollectorWorkflow.status)
+        state: gc.GarbageCollectorState = await client.get_workflow_handle(gc.WORKFLOW_ID).query(
+            gc.GarbageCollectorWorkflow.status
+        )
     except RPCError as err:
         if err.status != RPCStatusCode.NOT_FOUND:
             raise
-        return 0, 0
-    return state.interval_seconds, state.min_age_seconds
+        return None
+    return state
+
+
+def _collector_settings(address: str) -> tuple[int, int]:
+    """The collector's (interval, min age), as the leader last configured it; (0, 0) before."""
+    state = asyncio.run(_collector_state(address))
+    return (state.interval_seconds, state.min_age_seconds) if state else (0, 0)
+
+
+def _collected(address: str) -> list[str]:
+    """Instance ids the collector reports it terminated."""
+    state = asyncio.run(_collector_state(address))
+    return [i.instance_id for i in state.recent] if state else []
 
 
 @pytest.fixture(scope="module")
@@ -186,7 +200,7 @@ def fast_collector(stack: DevStack) -> None:
     stack.stop_worker()
     stack.start_worker()
     eventually(
-        lambda: asyncio.run(_collector_settings(stack.temporal_address)) == (2, 1),
+        lambda: _collector_settings(stack.temporal_address) == (2, 1),
         timeout=60,
         interval=0.5,
         what="the restarted leader to configure the garbage collector",
@@ -217,15 +231,8 @@ def test_an_instance_whose_nodeclaim_does_not_exist_is_terminated(stack: DevStac
 def reported_by_collector(stack: DevStack, instance_id: str) -> None:
     """Wait for the collector's `status` to list the instance: its round's result reaches the workflow a
     moment after the instance is already terminated."""
-    eventually(lambda: instance_id in asyncio.run(_collected(stack.temporal_address)), timeout=30,
+    eventually(lambda: instance_id in _collected(stack.temporal_address), timeout=30,
                what=f"the garbage collector to report {instance_id}")  # fmt: skip
-
-
-async def _collected(address: str) -> list[str]:
-    """Instance ids the garbage collector reports it terminated (its `status` query)."""
-    client = await Client.connect(address, data_converter=pydantic_data_converter)
-    state = await client.get_workflow_handle(gc.WORKFLOW_ID).query(gc.GarbageCollectorWorkflow.status)
-    return [i.instance_id for i in state.recent]
 
 
 async def _forget_workflow(address: str, claim: str) -> None:
