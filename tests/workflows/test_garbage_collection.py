@@ -231,6 +231,8 @@ async def test_continue_as_new_carries_the_state_and_keeps_history_bounded(
     assert state.rounds > gc.ROUNDS_PER_RUN
     assert state.terminated_total == 25
     assert [i.instance_id for i in state.recent] == [f"i-{n}" for n in range(5, 25)]  # the newest RECENT_LIMIT
+    memo = await (await handle.describe()).memo()
+    assert memo[gc.OWNER_MEMO] == OWNER, "the owner survives continue-as-new: a collector without one is refused"
     first_history = await time_env.client.get_workflow_handle(gc.WORKFLOW_ID, run_id=first_run).fetch_history()
     assert len(first_history.events) < 2000
     await handle.terminate()
