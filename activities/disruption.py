@@ -13,11 +13,13 @@ effort and idempotent: a failed write is logged and retried by the next decision
 
 Metrics (activities.metrics, Karpenter's names): each decision is timed
 (`karpenter_voluntary_disruption_decision_evaluation_duration_seconds`, method `all`: one pass tries every
-method), a command the controller executes counts in `karpenter_voluntary_disruption_decisions_total`, a
-pass out of time in `karpenter_voluntary_disruption_consolidation_timeouts_total`, and the gauges
+method), a pass out of time counts in `karpenter_voluntary_disruption_consolidation_timeouts_total`, and
+the gauges
 `karpenter_voluntary_disruption_eligible_nodes` (by reason) and `karpenter_nodepools_allowed_disruptions`
 (by pool and reason) show the latest decision's view. A look ahead skipped because the cluster is
-settled counts in `nodeflow_disruption_settled_looks_total`.
+settled counts in `nodeflow_disruption_settled_looks_total`. A command counts in
+`karpenter_voluntary_disruption_decisions_total` when it is executed, after its validation, as Karpenter
+counts it (activities.disruption_execution), not when decided.
 """
 
 from __future__ import annotations
@@ -51,9 +53,6 @@ from scheduling.disruption.settled import Settlement, StateKey, settle, side_key
 
 log = logging.getLogger(__name__)
 MAX_CONDITION_WRITES = 200
-# Karpenter's `consolidation_type` label of each consolidation method ('' for the others).
-CONSOLIDATION_TYPES = {"SingleNodeConsolidation": "single", "MultiNodeConsolidation": "multi",
-                       "SplitConsolidation": "split"}  # fmt: skip
 NOTICE_DEDUPE = timedelta(minutes=15)
 
 
@@ -153,12 +152,10 @@ class DisruptionActivities:
         with heartbeating():
             return self.evaluate(inp)
 
-    def evaluate(self, inp: DecideInput, *, acting: bool = True) -> DisruptionRound:
+    def evaluate(self, inp: DecideInput) -> DisruptionRound:
         """Decide on a fresh snapshot, publish what it found and record its metrics (see the module
-        docstring). `acting`: the controller acts on an executable command, so it counts in
-        `karpenter_voluntary_disruption_decisions_total`; False for a look ahead that only says whether
-        the controller has news to decide on (workers.disruption_trigger)."""
-        return self._evaluate_on(self.snapshot(inp), inp, acting)[0]
+        docstring)."""
+        return self._evaluate_on(self.snapshot(inp), inp)[0]
 
     def look_ahead(
         self,
@@ -188,14 +185,12 @@ class DisruptionActivities:
         if settlement is not None and settlement.holds(key, snapshot.now):
             self.metrics.disruption_settled_looks.inc()
             return None, LookAhead(settlement, mark)
-        decided, decision, written = self._evaluate_on(snapshot, inp, acting=False)
+        decided, decision, written = self._evaluate_on(snapshot, inp)
         # A write that failed is retried by the next decision: nothing is settled until it succeeds.
         settled = settle(settlement, key, snapshot, decision) if written else None
         return decided, LookAhead(settled, mark)
 
-    def _evaluate_on(
-        self, snapshot: DisruptionInput, inp: DecideInput, acting: bool
-    ) -> tuple[DisruptionRound, Decision, bool]:
+    def _evaluate_on(self, snapshot: DisruptionInput, inp: DecideInput) -> tuple[DisruptionRound, Decision, bool]:
         """`evaluate` on a snapshot already read; also returns the decision itself and whether everything
         it published was written."""
         with self.metrics.disruption_evaluation_duration.labels(method="all", consolidation_type="").time():
@@ -204,7 +199,7 @@ class DisruptionActivities:
         command = decision.command
         chosen = command.candidates if command else []
         executable = command is not None and command.method in inp.executable_methods
-        self.count(decision, executable and acting)
+        self.count(decision)
         decided = DisruptionRound(
             command=command,
             executable=executable,
@@ -215,16 +210,9 @@ class DisruptionActivities:
         )
         return decided, decision, written
 
-    def count(self, decision: Decision, executable: bool) -> None:
-        """The decision's metrics (see the module docstring); `executable`: its command is carried out."""
+    def count(self, decision: Decision) -> None:
+        """The decision's metrics (see the module docstring)."""
         m = self.metrics
-        command = decision.command
-        if command is not None and executable:
-            m.disruption_decisions.labels(
-                decision=command.action.lower(),
-                reason=disruption_reason(command.reason),
-                consolidation_type=CONSOLIDATION_TYPES.get(command.method, ""),
-            ).inc()
         if decision.timed_out:
             m.consolidation_timeouts.labels(consolidation_type="").inc()
         for reason, count in decision.eligible.items():

@@ -21,7 +21,7 @@ from temporalio import activity
 from activities import kubeops, ownership
 from activities.claim_base import setting_conditions
 from activities.claim_launcher import ClaimLauncher, WorkflowStarter
-from activities.metric_labels import disruption_reason, owner_labels
+from activities.metric_labels import CONSOLIDATION_TYPES, disruption_reason, owner_labels
 from activities.metrics import Metrics
 from activities.provisioning_models import ProvisionRound
 from apis import labels
@@ -90,7 +90,7 @@ def _initialized(claim: Obj) -> bool:
 
 class DisruptionExecution:
     """Constructed by the composition root with the boundaries and the workflow starter. `metrics` counts
-    the candidates disrupted and the replacements created, by the command's reason."""
+    the commands executed, the candidates disrupted and the replacements created, by the command's reason."""
 
     def __init__(
         self, kube: Kube, recorder: kubeops.Recorder, starter: ClaimSignaller, metrics: Metrics | None = None
@@ -139,27 +139,37 @@ class DisruptionExecution:
         """Taint each candidate's Node `karpenter.sh/disrupted:NoSchedule` and set `DisruptionReason` on its
         NodeClaim, with the event `DisruptionLaunching` (replacements to come) or `DisruptionTerminating`.
         Returns the NodeClaims it marked; a candidate whose NodeClaim or Node is gone, being deleted or not
-        the one decided on is left out. Idempotent."""
+        the one decided on is left out. The command counts in `karpenter_voluntary_disruption_decisions_total`
+        once, when it is executed (Karpenter counts it then, after validation). Idempotent."""
         command = inp.command
         message = f"{command.method}: {command.message}"
         event = "DisruptionLaunching" if command.action == "Replace" else "DisruptionTerminating"
 
-        def mark(candidate: CandidateRef) -> str | None:
+        def mark(candidate: CandidateRef) -> tuple[str, bool] | None:
+            """(the candidate's NodeClaim, whether this call marked it first), None when it is not marked."""
             found = self._owned(candidate)
             if found is None:
                 return None
             claim, owned_claim, owned_node = found
             if ownership.update(self.kube, owned_node, DISRUPTED_TAINT) is None:
                 return None
-            if self._set_reason(owned_claim, "True", command.reason, message):
+            first = self._set_reason(owned_claim, "True", command.reason, message)
+            if first:
                 owner = owner_labels(claim["metadata"].get("labels") or {})
                 self.metrics.nodeclaims_disrupted.labels(reason=disruption_reason(command.reason), **owner).inc()
             self.recorder.record(claim, "Normal", event, message)
-            return candidate.node_claim
+            return candidate.node_claim, first
 
         # Each candidate is a few API calls: an Emptiness command of hundreds of nodes marks them in parallel.
         with ThreadPoolExecutor(MARK_CONCURRENCY, thread_name_prefix="disruption-mark") as pool:
-            return [name for name in pool.map(mark, command.candidates) if name is not None]
+            marked = [found for found in pool.map(mark, command.candidates) if found is not None]
+        if any(first for _, first in marked):  # once per command: a retried step finds its candidates marked
+            self.metrics.disruption_decisions.labels(
+                decision=command.action.lower(),
+                reason=disruption_reason(command.reason),
+                consolidation_type=CONSOLIDATION_TYPES.get(command.method, ""),
+            ).inc()
+        return [name for name, _ in marked]
 
     @activity.defn(name="signal_disruption")
     def signal_disruption(self, inp: SignalInput) -> list[str]:

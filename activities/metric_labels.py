@@ -10,6 +10,9 @@ from apis import labels
 
 # The node's well-known labels on `karpenter_nodes_allocatable` and `karpenter_pods_state`, by label name.
 NODE_LABELS = ("instance_type", "capacity_type", "zone", "arch", "os")
+# Karpenter's `consolidation_type` label of each consolidation method ('' for the others).
+CONSOLIDATION_TYPES = {"SingleNodeConsolidation": "single", "MultiNodeConsolidation": "multi",
+                       "SplitConsolidation": "split"}  # fmt: skip
 
 
 def owner_labels(obj_labels: Mapping[str, str]) -> dict[str, str]:

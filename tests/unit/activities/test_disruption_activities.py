@@ -104,18 +104,18 @@ def test_an_empty_node_is_an_executable_emptiness_command(acts: DisruptionActivi
     assert decided.candidate_names() == ["default-abcde"]
 
 
-def test_a_look_ahead_decides_the_same_but_counts_no_executed_decision(kube: MemKube, events: Events) -> None:
+def test_a_decision_is_timed_but_counts_as_executed_only_when_executed(kube: MemKube, events: Events) -> None:
     metrics = Metrics()
     acts = DisruptionActivities(kube, FakeCloudProvider(), events, metrics)  # type: ignore[arg-type]
     executed = "karpenter_voluntary_disruption_decisions_total"
     labels = {"decision": "delete", "reason": "empty", "consolidation_type": ""}
     evaluated = "karpenter_voluntary_disruption_decision_evaluation_duration_seconds_count"
-    ahead = acts.evaluate(DecideInput(), acting=False)
+    ahead = acts.evaluate(DecideInput())
     assert ahead.executable and ahead.candidate_names() == ["default-abcde"]
-    assert metrics.registry.get_sample_value(executed, labels) is None
     assert metrics.registry.get_sample_value(evaluated, {"method": "all", "consolidation_type": ""}) == 1
-    assert acts.decide_disruption(DecideInput()).summary() == ahead.summary()
-    assert metrics.registry.get_sample_value(executed, labels) == 1
+    decided = acts.decide_disruption(DecideInput())  # the controller's decision, and its validation
+    assert acts.decide_disruption(DecideInput()).summary() == decided.summary() == ahead.summary()
+    assert metrics.registry.get_sample_value(executed, labels) is None, "start_disruption counts it, once"
 
 
 def test_a_look_ahead_skips_a_settled_cluster_until_something_changes(kube: MemKube, events: Events) -> None:
@@ -202,7 +202,7 @@ def test_a_look_over_the_watch_cache_lists_no_watched_kind_decides_the_same_and_
     kube.create(r.POD, {"metadata": {"name": "web", "namespace": "default"},
                         "spec": {"nodeName": "node-1", "containers": [{"name": "c", "resources": {
                             "requests": {"cpu": "100m"}}}]}, "status": {"phase": "Running"}})  # fmt: skip
-    listed = acts.evaluate(DecideInput(), acting=False)
+    listed = acts.evaluate(DecideInput())
     cache = watch_cache_of(kube)
     before = copy.deepcopy([cache.list(resource) for resource in WATCHED])
     read = count_lists(kube)

@@ -231,7 +231,7 @@ def test_a_replacement_counts_as_created_once_for_the_commands_reason(kube: MemK
     assert metrics.registry.get_sample_value("karpenter_nodeclaims_created_total", created) == 1
 
 
-def test_a_candidate_counts_as_disrupted_once_for_the_commands_reason(kube: MemKube) -> None:
+def test_a_candidate_counts_as_disrupted_and_its_command_as_executed_once(kube: MemKube) -> None:
     with kube.as_admin():
         kube.patch(r.NODECLAIM, NAME, {"status": {"providerID": "aws:///us-west-2a/i-1"}})
         kube.patch(r.NODE, NODE, {"spec": {"providerID": "aws:///us-west-2a/i-1"}})
@@ -243,6 +243,8 @@ def test_a_candidate_counts_as_disrupted_once_for_the_commands_reason(kube: MemK
     execution.start_disruption(StartInput(command=command))  # retried
     disrupted = {"reason": "underutilized", "nodepool": "default", "capacity_type": "on-demand"}
     assert metrics.registry.get_sample_value("karpenter_nodeclaims_disrupted_total", disrupted) == 1
+    executed = {"decision": "delete", "reason": "underutilized", "consolidation_type": "single"}
+    assert metrics.registry.get_sample_value("karpenter_voluntary_disruption_decisions_total", executed) == 1
 
 
 def test_an_expired_claim_counts_as_disrupted_and_a_finalized_one_as_terminated_once(kube: MemKube) -> None:
