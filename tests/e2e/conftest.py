@@ -4,6 +4,9 @@ emulator, simulated kubelet and pod binder) and the real worker as a child proce
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,16 @@ from tests.eventually import eventually
 from workers.dev_cmd import stack_config
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def nodeflow(stack: DevStack, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run the `nodeflow` CLI against the stack; fails the test on a non-zero exit."""
+    argv = [sys.executable, "-m", "workers.cli", *args, "--temporal-address", stack.temporal_address,
+            "--kubeconfig", str(stack.kubeconfig)]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env, cwd=REPO)
+    assert done.returncode == 0, f"nodeflow {' '.join(args)}: {done.stderr}"
+    return done
 
 
 def deployment(

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,7 +19,7 @@ from activities.replace import REPLACEMENT_OF_ANNOTATION
 from devstack.stack import DevStack
 from kube import resources as r
 from kube.errors import NotFoundError
-from tests.e2e.conftest import REPO, assert_one_instance_per_claim, claim_of_node, deployment, pods_of
+from tests.e2e.conftest import assert_one_instance_per_claim, claim_of_node, deployment, nodeflow, pods_of
 from tests.eventually import eventually
 from workers.dev_cmd import stack_config
 
@@ -60,16 +57,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
     )
     with DevStack(config) as running:
         yield running
-
-
-def nodeflow(stack: DevStack, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run the `nodeflow` CLI against the stack; fails the test on a non-zero exit."""
-    argv = [sys.executable, "-m", "workers.cli", *args, "--temporal-address", stack.temporal_address,
-            "--kubeconfig", str(stack.kubeconfig)]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env, cwd=REPO)
-    assert done.returncode == 0, f"nodeflow {' '.join(args)}: {done.stderr}"
-    return done
 
 
 def get_or_none(stack: DevStack, resource: r.Resource, name: str) -> dict[str, Any] | None:
