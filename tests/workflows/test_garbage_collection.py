@@ -19,13 +19,13 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
+from activities.garbage import lost_node
 from activities.garbage_collection import (
     CollectInput,
     CollectResult,
     GarbageCollectionActivities,
     LeakedInstance,
     LostClaim,
-    lost_node,
 )
 from cloudprovider.fake import FakeCloudProvider
 from cloudprovider.types import TAG_CLUSTER_PREFIX, TAG_NODECLAIM
