@@ -56,6 +56,7 @@ from kube import resources as r
 from kube.types import Kube, Obj
 from kube.watch_cache import WatchCache, read
 from scheduling.drift import find_drift
+from workers.periodic import every
 from workers.starter import TemporalStarter
 
 log = logging.getLogger(__name__)
@@ -140,11 +141,7 @@ class ClaimSweep:
 
     def run(self, stop: threading.Event) -> None:
         self._stop = stop
-        while not stop.wait(self.interval):
-            try:
-                self.sweep()
-            except Exception:
-                log.exception("claim sweep failed; retrying at the next one")
+        every(self.interval, stop, self.sweep, log, "claim sweep")
 
     def sweep(self) -> list[str]:
         """One round: signal `expire` to the claims past their expireAfter and `check_drift` to the running

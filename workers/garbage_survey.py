@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from activities.garbage_collection import CollectInput, GarbageCollectionActivities
 from kube.watch_cache import WatchCache
+from workers.periodic import every
 
 log = logging.getLogger(__name__)
 SHOWN = 5  # findings named in the log line of a look
@@ -46,11 +47,7 @@ class GarbageSurvey:
         self.cache = cache
 
     def run(self, stop: threading.Event) -> None:
-        while not stop.wait(self.interval):
-            try:
-                self.look()
-            except Exception:
-                log.exception("garbage survey failed; retrying at the next one")
+        every(self.interval, stop, self.look, log, "garbage survey")
 
     def look(self) -> list[str]:
         """One look: what a collector round would act on now; a round is requested when it is not empty."""
