@@ -25,9 +25,11 @@ from scheduling.types import PlannedNodeClaim
 class WorkflowStarter(Protocol):
     """Starts (or finds running) the NodeClaim workflow of a claim. Idempotent. `claim` is the NodeClaim
     as the API returned it (its metadata.uid set): the workflow's input is built from it, and the workflow
-    acts only on the NodeClaim with that uid."""
+    acts only on the NodeClaim with that uid. `waiter`, when set, is the id of a workflow waiting for this
+    claim (the disruption controller, for a replacement): the claim's workflow signals it
+    `replacement_ready` once the claim is Initialized, or once it ended without being so."""
 
-    def start_node_claim(self, claim: Obj) -> None: ...
+    def start_node_claim(self, claim: Obj, waiter: str = "") -> None: ...
 
 
 def node_claim_name(node_pool: str, run_id: str, round_: int, pods: list[str]) -> str:
@@ -48,10 +50,13 @@ class ClaimLauncher:
         self.starter = starter
         self.metrics = metrics or Metrics()
 
-    def launch(self, round_: ProvisionRound, planned_claims: Sequence[PlannedNodeClaim], reason: str) -> list[str]:
+    def launch(
+        self, round_: ProvisionRound, planned_claims: Sequence[PlannedNodeClaim], reason: str, waiter: str = ""
+    ) -> list[str]:
         """Create each planned claim (AlreadyExists is fine: a retried round) and start its workflow;
         returns the names of the claims that exist. A claim whose NodePool is gone is skipped. `reason` is
-        why they are created, as Karpenter labels it (`provisioned`, or the lowercase disruption reason)."""
+        why they are created, as Karpenter labels it (`provisioned`, or the lowercase disruption reason);
+        `waiter`: the workflow waiting for them (WorkflowStarter)."""
         created: list[str] = []
         pools: dict[str, NodePool] = {}
         for planned in planned_claims:
@@ -67,7 +72,7 @@ class ClaimLauncher:
                 continue
             if new:
                 self.metrics.nodeclaims_created.labels(reason=reason, nodepool=pool.name).inc()
-            self.starter.start_node_claim(claim)
+            self.starter.start_node_claim(claim, waiter=waiter)
             created.append(name)
         return created
 

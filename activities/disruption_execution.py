@@ -55,11 +55,13 @@ class StartInput(BaseModel):
 
 class LaunchReplacementsInput(BaseModel):
     """`round` names the replacement claims deterministically (a retried launch finds them); `reason` is the
-    command's (`Drifted`, `Underutilized`, ...), the reason they count as created for."""
+    command's (`Drifted`, `Underutilized`, ...), the reason they count as created for; `waiter`: the
+    workflow that waits for the replacements (activities.claim_launcher.WorkflowStarter)."""
 
     round: ProvisionRound
     replacements: list[PlannedNodeClaim]
     reason: str = ""
+    waiter: str = ""
 
 
 class ReplacementsState(BaseModel):
@@ -182,7 +184,8 @@ class DisruptionExecution:
     @activity.defn(name="launch_replacements")
     def launch_replacements(self, inp: LaunchReplacementsInput) -> list[str]:
         """Create the replacement NodeClaims and start their workflows (as provisioning does). Idempotent."""
-        return self.launcher.launch(inp.round, inp.replacements, disruption_reason(inp.reason or "disrupted"))
+        reason = disruption_reason(inp.reason or "disrupted")
+        return self.launcher.launch(inp.round, inp.replacements, reason, waiter=inp.waiter)
 
     @activity.defn(name="replacements_state")
     def replacements_state(self, names: list[str]) -> ReplacementsState:

@@ -48,10 +48,12 @@ class ManualPlan(BaseModel):
 
 class LaunchManualInput(BaseModel):
     """The NodeClaims to replace; `round` names their replacements deterministically (a retried launch
-    finds them)."""
+    finds them); `waiter`: the workflow that waits for the replacements (each one's NodeClaim workflow
+    tells it once the replacement is Initialized or gone, activities.claim_launcher.WorkflowStarter)."""
 
     round: ProvisionRound
     names: list[str]
+    waiter: str = ""
 
 
 def _being_disrupted(claim: Obj, node: Obj | None) -> bool:
@@ -128,7 +130,7 @@ class ManualReplacement:
             claim = self._create(original, replace.replacement_body(original, name, pool))
             if claim is None:
                 continue
-            self.starter.start_node_claim(claim)
+            self.starter.start_node_claim(claim, waiter=inp.waiter)
             launched.append(name)
         return launched
 

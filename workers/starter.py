@@ -26,7 +26,7 @@ START_TIMEOUT_SECONDS = 30.0
 
 
 class TemporalStarter:
-    """Implements activities.provisioning.WorkflowStarter over a Temporal client living on `loop`."""
+    """Implements activities.claim_launcher.WorkflowStarter over a Temporal client living on `loop`."""
 
     def __init__(
         self,
@@ -60,10 +60,13 @@ class TemporalStarter:
             memo={"summary": NodeClaimState(name=claim_input.name, node_pool=claim_input.node_pool).summary()},
         )
 
-    def start_node_claim(self, claim: Obj) -> None:
-        """activities.provisioning.WorkflowStarter: thread-safe, blocking, for activities running in the
+    def start_node_claim(self, claim: Obj, waiter: str = "") -> None:
+        """activities.claim_launcher.WorkflowStarter: thread-safe, blocking, for activities running in the
         worker's thread pool."""
-        coro = self.start_node_claim_async(self.claim_input(claim))
+        claim_input = self.claim_input(claim)
+        if waiter:
+            claim_input = claim_input.model_copy(update={"waiter": waiter})
+        coro = self.start_node_claim_async(claim_input)
         asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=START_TIMEOUT_SECONDS)
 
     async def signal_provisioner(self, pending_pods: int = 0) -> None:

@@ -10,9 +10,13 @@ arrived, a do-not-disrupt pod landed, a PDB or budget closed) abandons it. Actin
 1. `start_disruption`: taint the candidates `karpenter.sh/disrupted:NoSchedule`, condition
    `DisruptionReason`, event;
 2. for a Replace: `launch_replacements` (NodeClaims and their workflows, as provisioning launches them),
-   then `replacements_state` with backoff until every replacement is Initialized; a replacement that
-   fails (its claim is deleted) or is not up within REPLACEMENT_TIMEOUT aborts the command
-   (`abort_disruption`: untaint, delete the replacements), so pods are never left without a place;
+   then `replacements_state` until every replacement is Initialized; a replacement that fails (its claim
+   is deleted) or is not up within REPLACEMENT_TIMEOUT aborts the command (`abort_disruption`: untaint,
+   delete the replacements), so pods are never left without a place. Each replacement's NodeClaim
+   workflow signals `replacement_ready` once it is Initialized (or has ended without being so), and the
+   controller looks again at once; a poll with backoff (REPLACEMENT_POLL_FIRST to REPLACEMENT_POLL_MAX)
+   is the backstop. Karpenter requeues its check with backoff up to 10 s; a node that takes a minute to
+   initialize is acted on when it is, not up to a poll later;
 3. `signal_disruption`: a `delete` signal to each candidate's NodeClaim workflow, all at once, which
    drains (PDBs respected) and terminates.
 
@@ -86,6 +90,7 @@ REPLACEMENT_TIMEOUT = timedelta(minutes=15)
 SIGNAL_CONFIGURE = "configure"
 SIGNAL_REPLACE = "replace"
 SIGNAL_WAKE = "wake"
+SIGNAL_REPLACEMENT_READY = "replacement_ready"
 
 
 class DisruptionSettings(BaseModel):
@@ -111,6 +116,7 @@ class DisruptionControllerWorkflow:
         self._configured: DisruptionSettings | None = None  # from `configure` before run() (signal-with-start)
         self._replacing = ""  # the NodeClaim whose manual replace runs now
         self._woken = False  # a `wake` came since the current round began
+        self._replacement_news = False  # a `replacement_ready` came since the last look at the replacements
 
     @workflow.signal(name=SIGNAL_CONFIGURE)
     def configure(self, settings: DisruptionSettings) -> None:
@@ -130,6 +136,12 @@ class DisruptionControllerWorkflow:
     def wake(self) -> None:
         """News (workers.disruption_trigger): a quiet controller runs a round now instead of at its backstop."""
         self._woken = True
+
+    @workflow.signal(name=SIGNAL_REPLACEMENT_READY)
+    def replacement_ready(self, node_claim: str = "") -> None:
+        """A replacement's NodeClaim workflow: the claim `node_claim` is Initialized, or ended without being
+        so. A command waiting for its replacements looks again now rather than at its next poll."""
+        self._replacement_news = True
 
     @workflow.query(name="status")
     def status(self) -> DisruptionState:
@@ -224,12 +236,15 @@ class DisruptionControllerWorkflow:
         if command.action == "Replace" and marked:
             info = workflow.info()
             round_ = ProvisionRound(run_id=f"{info.workflow_id}-{info.run_id}", round=self.state.rounds)
+            waiter = info.workflow_id
             if command.method == MANUAL:
-                manual = LaunchManualInput(round=round_, names=marked)
+                manual = LaunchManualInput(round=round_, names=marked, waiter=waiter)
                 replacements = await self._step(ManualReplacement.launch_manual_replacements, manual)
                 wanted = len(marked)
             else:
-                launch = LaunchReplacementsInput(round=round_, replacements=command.replacements, reason=command.reason)
+                launch = LaunchReplacementsInput(
+                    round=round_, replacements=command.replacements, reason=command.reason, waiter=waiter
+                )
                 replacements = await self._step(DisruptionExecution.launch_replacements, launch)
                 wanted = len(command.replacements)
             failure = await self._wait_for_replacements(replacements, wanted)
@@ -249,12 +264,14 @@ class DisruptionControllerWorkflow:
         self._record(f"{decided.summary()}{launched}; signalled {', '.join(signalled) or 'none'}")
 
     async def _wait_for_replacements(self, names: list[str], wanted: int) -> str:
-        """'' once every replacement is Initialized; else why the command must be rolled back."""
+        """'' once every replacement is Initialized; else why the command must be rolled back. Looks after
+        each `replacement_ready`, and at the backstop poll."""
         if len(names) < wanted:
             return f"only {len(names)} of {wanted} replacements could be created (a NodePool or original is gone)"
         deadline = workflow.now() + REPLACEMENT_TIMEOUT
         interval = REPLACEMENT_POLL_FIRST
         while True:
+            self._replacement_news = False  # a signal from now on is news after this look
             state = await self._step(DisruptionExecution.replacements_state, names)
             if state.gone:
                 return f"replacement {', '.join(state.gone)} failed to launch"
@@ -262,7 +279,7 @@ class DisruptionControllerWorkflow:
                 return ""
             if workflow.now() >= deadline:
                 return f"replacement {', '.join(state.waiting)} not initialized within {REPLACEMENT_TIMEOUT}"
-            await workflow.sleep(interval)
+            await self._sleep_unless(lambda: self._replacement_news, interval)
             interval = min(interval * 2, REPLACEMENT_POLL_MAX)
 
     @staticmethod

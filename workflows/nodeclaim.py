@@ -12,8 +12,10 @@ each takes an optional reason string, so `temporal workflow signal --workflow-id
 drain` works as is), and `repair` (node repair: terminate without draining, even when a drain is under
 way). `replace` is not this workflow's to act on: it forwards the request to the disruption
 controller (workflows.disruption), which launches the replacement and, once it is Initialized, signals
-`delete` here. Query: `status` (the NodeClaimState: phase, instance, node, conditions, waiting_for,
-termination reason).
+`delete` here. A replacement's own workflow is started with that controller as its `waiter`: once the
+claim is Initialized (or has ended without being so) it signals the controller `replacement_ready`, so
+the old node is drained as soon as its replacement is up. Query: `status` (the NodeClaimState: phase,
+instance, node, conditions, waiting_for, termination reason).
 
 An idle node costs nothing: the running phase holds no timer and polls nothing. It waits for a signal:
 `delete` (the worker's deletion watcher, and the garbage collector's rounds for a Node or NodeClaim that
@@ -164,6 +166,8 @@ class NodeClaimWorkflow(NodeClaimTermination):
         while self.state.phase != DELETED:
             before = self.state.phase
             await phases[before]()
+            if self.input.waiter and self.state.phase in (RUNNING, DELETED):
+                await self._tell_waiter()
             if self._continue or self._history_too_long() or self._entered_running(before):
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(self._continued_input(), **self._continued_view())

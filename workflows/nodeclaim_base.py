@@ -1,6 +1,7 @@
 """What the NodeClaim workflow's phases share: its state, the claim's identity for activities, durable
 sleeps, drift bookkeeping, the replacement sub-flow of the running phase (`replace` signal), the
-provisioner kick and the fleet view (search attributes and memo). Deterministic."""
+provisioner kick, the signal to a disruption controller waiting for this claim, and the fleet view
+(search attributes and memo). Deterministic."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from activities.models import ClaimIdentity, ClaimRef
 from activities.running import DriftResult
 from workflows import search_attributes as sa
 from workflows import timing
+from workflows.disruption import SIGNAL_REPLACEMENT_READY as DISRUPTION_READY
 from workflows.nodeclaim_state import RUNNING, NodeClaimInput, NodeClaimState
 from workflows.provisioner import SIGNAL as PROVISIONER_SIGNAL
 from workflows.provisioner import WORKFLOW_ID as PROVISIONER_ID
@@ -111,6 +113,17 @@ class NodeClaimWorkflowBase:
             await workflow.wait_condition(wake, timeout=duration)
         except TimeoutError:
             pass
+
+    async def _tell_waiter(self) -> None:
+        """Signal the workflow waiting for this claim (NodeClaimInput.waiter: the disruption controller, for
+        a replacement) `replacement_ready`, once: the claim is Initialized, or ended without being so. The
+        waiter looks at the claim itself; should it be gone, its own poll stands in."""
+        waiter = self.input.waiter
+        self.input = self.input.model_copy(update={"waiter": ""})
+        try:
+            await workflow.get_external_workflow_handle(waiter).signal(DISRUPTION_READY, self.state.name)
+        except Exception:  # the waiter ended (its command rolled back, or it was terminated by hand)
+            workflow.logger.info("%s not told that %s is %s", waiter, self.state.name, self.state.phase)
 
     async def _kick_provisioner(self) -> None:
         """Pods of a failed or terminated claim are pending again: start a provisioning round."""

@@ -85,6 +85,10 @@ class NodeClaimInput(BaseModel):
     pending_termination: str = ""
     drift_check_requested: bool = False
     skip_drain: bool = False
+    # The workflow waiting for this claim (the disruption controller, for a replacement it launched): it
+    # is signalled `replacement_ready` once the claim is Initialized, or ended without being so; then the
+    # field is cleared, so the Running run's input does not carry it.
+    waiter: str = ""
 
     def settings(self) -> ClaimSettings:
         """The worker settings this run was started with (a replacement's workflow gets the same)."""

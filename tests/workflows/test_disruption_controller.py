@@ -5,6 +5,7 @@ a busy one it polls. Its stored histories replay against today's code."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +27,14 @@ from activities.disruption_execution import (
 from activities.manual_replacement import LaunchManualInput, ManualPlan, ManualRequest
 from scheduling.disruption import CandidateRef, Command
 from scheduling.types import PlannedNodeClaim
+from tests.eventually import eventually_async
 from tests.workflows.histories import save_history
 from tests.workflows.workers import worker_on_fresh_queue
+from workflows import disruption
 from workflows.disruption import (
     IDLE_BACKSTOP,
     POLL,
+    VALIDATION,
     WORKFLOW_ID,
     DisruptionControllerWorkflow,
     DisruptionSettings,
@@ -75,6 +79,8 @@ class Cluster:
         self.calls: list[str] = []
         self.polls = 0
         self.signalled: list[SignalInput] = []
+        self.waiters: list[str] = []  # the `waiter` of each launch
+        self.replacement_up: bool | None = None  # set: the replacement is Initialized exactly when True
 
     def activities(self) -> list[object]:
         cluster = self
@@ -95,6 +101,7 @@ class Cluster:
         @activity.defn(name="launch_replacements")
         def launch_replacements(inp: LaunchReplacementsInput) -> list[str]:
             cluster.calls.append("launch")
+            cluster.waiters.append(inp.waiter)
             return [f"default-r{inp.round.round}"]
 
         @activity.defn(name="replacements_state")
@@ -102,7 +109,7 @@ class Cluster:
             cluster.polls += 1
             if cluster.replacement_fails:
                 return ReplacementsState(gone=names)
-            if cluster.polls < 3:
+            if cluster.replacement_up is False or (cluster.replacement_up is None and cluster.polls < 3):
                 return ReplacementsState(waiting=names)
             cluster.calls.append("initialized")
             return ReplacementsState(initialized=names)
@@ -133,6 +140,7 @@ class Cluster:
         @activity.defn(name="launch_manual_replacements")
         def launch_manual_replacements(inp: LaunchManualInput) -> list[str]:
             cluster.calls.append("launch_manual")
+            cluster.waiters.append(inp.waiter)
             return [f"default-m{inp.round.round}-{name}" for name in inp.names]
 
         return [
@@ -270,6 +278,36 @@ async def test_a_replace_launches_then_waits_for_its_replacement_before_draining
     state = await run_rounds(env, cluster, 2, "disruption-replaced")
     assert cluster.calls == ["start", "launch", "initialized", "signal"]
     assert "replacements default-r0 initialized; signalled a" in state.recent[0]
+
+
+async def test_a_replacement_ready_signal_has_the_replacements_looked_at_again_at_once(
+    env: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replacement's NodeClaim workflow (started with the controller as its waiter) signals
+    `replacement_ready` once it is Initialized: the old node is drained then, not at the next poll."""
+    monkeypatch.setattr(disruption, "REPLACEMENT_POLL_FIRST", timedelta(hours=1))  # so only the signal ends the wait
+    cluster = Cluster([cheaper("a"), cheaper("a")])
+    cluster.replacement_up = False
+    async with worker_on_fresh_queue(env.client, [DisruptionControllerWorkflow], cluster.activities()) as queue:
+        handle = await env.client.start_workflow(
+            DisruptionControllerWorkflow.run, DisruptionState(), id=WORKFLOW_ID, task_queue=queue
+        )
+        await env.sleep(VALIDATION.total_seconds() + 1)
+        await eventually_async(lambda: _true(cluster.polls == 1), timeout=30, what="the first look, waiting")
+        assert cluster.waiters == [WORKFLOW_ID]
+        started = await env.get_current_time()
+        cluster.replacement_up = True
+        await handle.signal(DisruptionControllerWorkflow.replacement_ready, "default-r0")
+        await eventually_async(lambda: _true("signal" in cluster.calls), timeout=30, what="the old node signalled")
+        assert await env.get_current_time() - started < timedelta(minutes=1)
+        assert cluster.polls == 2 and cluster.calls == ["start", "launch", "initialized", "signal"]
+        await handle.terminate("test over")
+        await save_history(handle, "disruption-replacement-ready", HISTORIES)
+
+
+async def _true(condition: bool) -> bool:
+    assert condition
+    return True
 
 
 async def test_a_replacement_that_fails_rolls_the_command_back(env: WorkflowEnvironment) -> None:

@@ -17,6 +17,7 @@ from tests.workflows.fakes import World
 from tests.workflows.histories import save_history
 from tests.workflows.workers import worker_on_fresh_queue
 from workflows import timing
+from workflows.disruption import SIGNAL_REPLACEMENT_READY
 from workflows.disruption import WORKFLOW_ID as DISRUPTION_ID
 from workflows.nodeclaim import RUNNING_CHECKS_PER_RUN, NodeClaimWorkflow, workflow_id
 from workflows.nodeclaim_state import DELETED, INITIALIZING, RUNNING, NodeClaimInput, NodeClaimState
@@ -211,18 +212,28 @@ async def test_a_repair_signal_cuts_a_blocked_drain_short(
 
 @workflow.defn(name="DisruptionController", sandboxed=False)
 class ControllerStub:
-    """Stands in for the disruption controller: records the `replace` requests it is signalled."""
+    """Stands in for the disruption controller: records the `replace` requests and the
+    `replacement_ready` signals it is sent."""
 
     def __init__(self) -> None:
         self.requests: list[list[str]] = []
+        self.ready: list[str] = []
 
     @workflow.signal(name="replace")
     def replace(self, node_claim: str, reason: str = "") -> None:
         self.requests.append([node_claim, reason])
 
+    @workflow.signal(name=SIGNAL_REPLACEMENT_READY)
+    def replacement_ready(self, node_claim: str = "") -> None:
+        self.ready.append(node_claim)
+
     @workflow.query(name="requests")
     def requested(self) -> list[list[str]]:
         return self.requests
+
+    @workflow.query(name="ready")
+    def ready_claims(self) -> list[str]:
+        return self.ready
 
     @workflow.run
     async def run(self) -> None:
@@ -257,6 +268,53 @@ async def test_a_replace_signal_is_forwarded_to_the_disruption_controller(
         await save_history(handle, "nodeclaim-replace")
     assert final.phase == DELETED
     assert "launch" in world.calls and world.launched == 1  # no replacement launched by the claim itself
+
+
+async def test_a_replacement_tells_the_controller_waiting_for_it_once_it_is_initialized(
+    time_env: WorkflowEnvironment, worker: str, world: World
+) -> None:
+    """A replacement's workflow is started with the controller as its waiter: it signals
+    `replacement_ready` as it enters Running, once, and the Running run's input no longer carries it."""
+    async with worker_on_fresh_queue(time_env.client, [ControllerStub], []) as controller_queue:
+        controller = await time_env.client.start_workflow(
+            ControllerStub.run, id=DISRUPTION_ID, task_queue=controller_queue
+        )
+        handle = await start(time_env, worker, waiter=DISRUPTION_ID)
+        await wait_until(handle, time_env, lambda s: s.phase == RUNNING, "Running")
+
+        async def told() -> list[str]:
+            ready: list[str] = await controller.query(ControllerStub.ready_claims)
+            assert ready, "not told yet"
+            return ready
+
+        assert await eventually_async(told, timeout=30, what="replacement_ready") == ["default-abcde"]
+        running_run = await handle.fetch_history()
+        started = running_run.events[0].workflow_execution_started_event_attributes
+        assert b"waiter" not in started.input.payloads[0].data and b"Running" in started.input.payloads[0].data
+        await handle.signal(NodeClaimWorkflow.delete, "NodeClaim deleted")
+        assert (await handle.result()).phase == DELETED
+        await save_history(handle, "nodeclaim-replacement")
+        assert await controller.query(ControllerStub.ready_claims) == ["default-abcde"]  # once
+
+
+async def test_a_replacement_whose_launch_fails_tells_the_waiting_controller_it_ended(
+    time_env: WorkflowEnvironment, worker: str, world: World
+) -> None:
+    world.ice = True
+    async with worker_on_fresh_queue(time_env.client, [ControllerStub], []) as controller_queue:
+        controller = await time_env.client.start_workflow(
+            ControllerStub.run, id=DISRUPTION_ID, task_queue=controller_queue
+        )
+        handle = await start(time_env, worker, waiter=DISRUPTION_ID)
+        assert (await handle.result()).phase == DELETED
+        assert await controller.query(ControllerStub.ready_claims) == ["default-abcde"]
+
+
+async def test_a_replacement_whose_waiter_is_gone_runs_on(time_env: WorkflowEnvironment, worker: str) -> None:
+    handle = await start(time_env, worker, waiter="disruption-terminated-long-ago")
+    await wait_until(handle, time_env, lambda s: s.phase == RUNNING, "Running")
+    await handle.signal(NodeClaimWorkflow.delete, "NodeClaim deleted")
+    assert (await handle.result()).phase == DELETED
 
 
 async def test_a_replace_signal_without_a_controller_leaves_the_claim_running(

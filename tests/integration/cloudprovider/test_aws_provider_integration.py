@@ -395,7 +395,7 @@ def test_a_windows2022_node_class_resolves_to_the_seeded_ami_and_launches_with_p
 
 
 class _NoStarts:
-    def start_node_claim(self, claim: object) -> None:
+    def start_node_claim(self, claim: object, waiter: str = "") -> None:
         raise AssertionError("no NodeClaim is launched in these tests")
 
 

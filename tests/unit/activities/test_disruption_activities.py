@@ -73,10 +73,12 @@ def acts(kube: MemKube, events: Events) -> DisruptionActivities:
 class Starter:
     def __init__(self) -> None:
         self.started: list[str] = []
+        self.waiters: list[str] = []
         self.signals: list[tuple[str, str, str]] = []
 
-    def start_node_claim(self, claim: dict[str, Any]) -> None:
+    def start_node_claim(self, claim: dict[str, Any], waiter: str = "") -> None:
         self.started.append(claim["metadata"]["name"])
+        self.waiters.append(waiter)
 
     def signal_node_claims(self, names: list[str], signal: str, reason: str) -> list[str]:
         self.signals += [(name, signal, reason) for name in names]
@@ -389,7 +391,9 @@ def test_launching_replacements_creates_their_claims_and_starts_their_workflows_
         node_pool="default", instance_types=["c5.large"], requirements=[], pods=["default/web-1"], price=0.085
     )
     elsewhere = planned.model_copy(update={"node_pool": "gone"})  # its NodePool was deleted: skipped
-    inp = LaunchReplacementsInput(round=ProvisionRound(run_id="run-1", round=3), replacements=[planned, elsewhere])
+    inp = LaunchReplacementsInput(
+        round=ProvisionRound(run_id="run-1", round=3), replacements=[planned, elsewhere], waiter="disruption"
+    )
 
     (name,) = execution.launch_replacements(inp)
     claim = kube.get(r.NODECLAIM, name)
@@ -397,6 +401,7 @@ def test_launching_replacements_creates_their_claims_and_starts_their_workflows_
     assert execution.launch_replacements(inp) == [name]  # a retried activity finds the same claim
     assert len([c for c in kube.list(r.NODECLAIM) if c["metadata"]["name"] == name]) == 1
     assert execution.starter.started == [name, name]  # type: ignore[attr-defined]  # a retry starts again: the starter finds it running
+    assert execution.starter.waiters == ["disruption", "disruption"]  # type: ignore[attr-defined]  # told when it is up
 
 
 def test_a_decision_counts_each_pools_nodes_on_its_status_once(acts: DisruptionActivities, kube: MemKube) -> None:

@@ -59,7 +59,7 @@ def test_the_replacement_is_the_original_on_the_current_template_created_and_sta
     events: Events,  # noqa: F811
 ) -> None:
     kube.patch(r.NODEPOOL, "default", {"spec": {"template": {"spec": {"expireAfter": "168h"}}}})
-    inp = LaunchManualInput(round=ROUND, names=[NAME, "gone"])  # an original that is gone gets none
+    inp = LaunchManualInput(round=ROUND, names=[NAME, "gone"], waiter="disruption")  # "gone" gets none
 
     (name,) = manual.launch_manual_replacements(inp)
     created = kube.get(r.NODECLAIM, name)
@@ -74,6 +74,7 @@ def test_the_replacement_is_the_original_on_the_current_template_created_and_sta
     replacements = [c for c in kube.list(r.NODECLAIM) if REPLACEMENT_OF_ANNOTATION in c["metadata"]["annotations"]]
     assert len(replacements) == 1
     assert manual.starter.started == [name, name]  # type: ignore[attr-defined]  # the starter finds it running
+    assert manual.starter.waiters == ["disruption", "disruption"]  # type: ignore[attr-defined]  # told when it is up
 
 
 def test_the_replacement_of_a_claim_whose_nodepool_is_gone_copies_the_original(

@@ -211,7 +211,7 @@ def test_every_cloud_call_is_timed_and_its_errors_counted_by_type() -> None:
 
 
 class Starter:
-    def start_node_claim(self, claim: dict[str, object]) -> None:
+    def start_node_claim(self, claim: dict[str, object], waiter: str = "") -> None:
         pass
 
     def signal_node_claims(self, names: list[str], signal: str, reason: str) -> list[str]:

@@ -29,7 +29,7 @@ class Starter:
     def __init__(self) -> None:
         self.started: list[str] = []
 
-    def start_node_claim(self, claim: Obj) -> None:
+    def start_node_claim(self, claim: Obj, waiter: str = "") -> None:
         assert claim["metadata"]["uid"], "the workflow must be started with the claim's uid"
         self.started.append(claim["metadata"]["name"])
 

@@ -67,6 +67,25 @@ def test_adoption_and_the_provisioner_start_claims_with_the_same_input() -> None
     assert adopted == node_claim_input_from_object(kube.get(r.NODECLAIM, "default-abcde"), SETTINGS)
 
 
+def test_a_replacement_is_started_with_its_waiter_and_a_provisioned_claim_without() -> None:
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    starter = RecordingStarter(loop)
+    try:
+        starter.start_node_claim(claim_obj("default-rplcd"), waiter="disruption")
+        starter.start_node_claim(claim_obj("default-prvsd"))
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=5)
+        loop.close()
+    replacement, provisioned = starter.inputs
+    assert replacement == node_claim_input_from_object(claim_obj("default-rplcd"), SETTINGS).model_copy(
+        update={"waiter": "disruption"}
+    )
+    assert provisioned.waiter == ""
+
+
 @pytest.mark.parametrize("pods", [0, 3, 1200])
 def test_the_pod_watcher_sends_one_signal_with_the_count_of_distinct_pods(
     pods: int, monkeypatch: pytest.MonkeyPatch
