@@ -5,6 +5,9 @@
     python benchmarks/disruption.py --empty-nodes 200
         On the local stack: N empty nodes under a 100% budget, seconds from the last pod gone until every
         NodeClaim, Node and instance is gone (target <= 120 s). See benchmarks/disruption_stack.py.
+    python benchmarks/disruption.py --replace-wait 3 [--node-ready-delay 30]
+        On the local stack: 3 manual replaces, each one's seconds from its replacement Initialized until
+        the original NodeClaim is deleting (the wait for replacements; benchmarks/disruption_stack.py).
     python benchmarks/disruption.py --scale-down --pods 1000
         On the local stack: the scale-out workload of benchmarks/scale.py scaled to 10% and consolidated,
         then the fleet's price over the LP lower bound of what remains (target <= 1.15).
@@ -195,6 +198,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     mode.add_argument("--decision", action="store_true", help="the pure consolidation decision (the default)")
     mode.add_argument("--empty-nodes", type=int, metavar="N", help="on the local stack: N empty nodes deleted")
     mode.add_argument("--scale-down", action="store_true", help="on the local stack: price after scaling to 10%%")
+    mode.add_argument(
+        "--replace-wait", type=int, metavar="N", help="on the local stack: N replaces, replacement up -> original going"
+    )
+    parser.add_argument("--node-ready-delay", type=float, default=30.0, help="--replace-wait: seconds to Ready (30)")
     parser.add_argument("--nodes", type=int, default=1000, help="decision: number of nodes (default 1000)")
     parser.add_argument(
         "--pods", type=int, default=None, help="decision: bound pods (10000); --scale-down: scale-out pods (1000)"
@@ -204,6 +211,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.empty_nodes is not None and args.empty_nodes < 1:
         parser.error(f"--empty-nodes {args.empty_nodes}: give at least 1")
+    if args.replace_wait is not None and args.replace_wait < 1:
+        parser.error(f"--replace-wait {args.replace_wait}: give at least 1")
+    if args.node_ready_delay < 0:
+        parser.error(f"--node-ready-delay {args.node_ready_delay}: give 0 or more seconds")
     if args.scale_down:
         args.pods = 1000 if args.pods is None else args.pods
         if args.pods < 2 or args.pods % 2:
@@ -224,6 +235,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         result = run_empty(args.empty_nodes, args.timeout, args.state_dir)
         done = result.get("seconds_to_all_gone") is not None
+    elif args.replace_wait is not None:
+        from benchmarks.disruption_stack import run_replace_wait
+
+        result = run_replace_wait(args.replace_wait, args.node_ready_delay, args.timeout, args.state_dir)
+        done = result["seconds_initialized_to_original_deleting"]["count"] == args.replace_wait
     elif args.scale_down:
         from benchmarks.disruption_stack import run_scale_down
 

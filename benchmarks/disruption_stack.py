@@ -12,6 +12,12 @@ the two figures of `benchmarks/disruption.py` that need the real worker. See ben
   command: more than a validation's worth, so a command being validated is not missed. Then the fleet's
   hourly price (the remaining NodeClaims' instance types) over the LP lower bound of covering the
   remaining pods' cpu and memory requests with the NodePool's allowed instance types.
+- `run_replace_wait(nodes, ready_delay)`: how soon a replace command goes on once its replacement is up.
+  `nodes` one-pod nodes (consolidation off) on a stack whose kubelet turns a Node Ready `ready_delay`
+  seconds after it joins, as a real node takes tens of seconds to; then a manual replace of each node in
+  turn (the controller's `replace` signal, as `nodeflow replace` sends it). Per command, the seconds from
+  its replacement's Initialized condition until the original NodeClaim is deleting (the controller's
+  `delete` signal reached it), each mark seen by polling every REPLACE_POLL_SECONDS.
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ QUIET_DECISIONS = 6
 DECISIONS = "karpenter_voluntary_disruption_decision_evaluation_duration_seconds_count"
 SETTLED_LOOKS = "nodeflow_disruption_settled_looks_total"
 POLL_SECONDS = 0.5
+REPLACE_APP = "replace-bench"
+REPLACE_POLL_SECONDS = 0.1
 Obj = dict[str, Any]
 
 
@@ -331,3 +339,125 @@ def run_scale_down(pods: int, timeout: float = 900.0, state_dir: Path | None = N
             result.update(fleet_and_bound(stack), **watch.report())
         errors = stack.dead_children()
     return _judged(result, errors, "price_over_lower_bound", TARGET_PRICE_RATIO)
+
+
+# -- (d) a replace command's wait for its replacement --------------------------------------------------
+
+
+def replace_workload(nodes: int) -> str:
+    """The default NodePool with consolidation off (no other command interleaves) and a Deployment of
+    `nodes` small pods that each need a node of their own."""
+    return (
+        empty_workload(nodes)
+        .replace(EMPTY_APP, REPLACE_APP)
+        .replace(
+            """    budgets: [{nodes: "100%"}]
+    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 0s""",
+            """    budgets: [{nodes: "100%"}]
+    consolidateAfter: Never""",
+        )
+    )
+
+
+def _initialized(claim: Obj) -> bool:
+    conditions = (claim.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Initialized" and c.get("status") == "True" for c in conditions)
+
+
+def _replacement_looks(address: str) -> int:
+    """How many `replacements_state` activities the disruption controller's current run has scheduled."""
+    from temporalio.api.enums.v1 import EventType
+    from temporalio.client import Client
+
+    from workflows.disruption import WORKFLOW_ID
+
+    async def count() -> int:
+        client = await Client.connect(address)
+        history = await client.get_workflow_handle(WORKFLOW_ID).fetch_history()
+        return sum(
+            1
+            for e in history.events
+            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+            and e.activity_task_scheduled_event_attributes.activity_type.name == "replacements_state"
+        )
+
+    return asyncio.run(count())
+
+
+def _send_replace(address: str, claim: str) -> None:
+    from temporalio.client import Client
+
+    from workflows.disruption import SIGNAL_REPLACE, WORKFLOW_ID
+
+    async def send() -> None:
+        client = await Client.connect(address)
+        await client.get_workflow_handle(WORKFLOW_ID).signal(SIGNAL_REPLACE, args=[claim, "benchmark"])
+
+    asyncio.run(send())
+
+
+def run_replace_wait(
+    nodes: int, ready_delay: float, timeout: float = 900.0, state_dir: Path | None = None
+) -> dict[str, Any]:
+    """See the module docstring: per replace command, its replacement Initialized -> its original
+    deleting."""
+    from activities.replace import REPLACEMENT_OF_ANNOTATION
+    from kube import resources as r
+
+    result: dict[str, Any] = {"benchmark": "replace-wait", "nodes": nodes, "node_ready_delay": ready_delay}
+    with warm_stack(state_dir, node_ready_delay=ready_delay) as stack:
+        stack.apply_text(replace_workload(nodes), "replace-wait workload")
+        up = _wait(
+            lambda: (
+                _running(_pods(stack, REPLACE_APP)) >= nodes
+                and sum(1 for c in stack.kube.list(r.NODECLAIM) if _initialized(c)) >= nodes
+            ),
+            timeout,
+            stack,
+        )
+        originals = sorted(c["metadata"]["name"] for c in stack.kube.list(r.NODECLAIM)) if up else []
+        looks_before = _replacement_looks(stack.temporal_address) if up else 0
+        gaps: list[float] = []
+        commands: list[dict[str, Any]] = []
+        for original in originals:
+            sent = time.monotonic()
+            _send_replace(stack.temporal_address, original)
+            marks: dict[str, float] = {}
+
+            def original_deleting(name: str = original, marks: dict[str, float] = marks) -> bool:
+                now = time.monotonic()
+                for claim in stack.kube.list(r.NODECLAIM):
+                    meta = claim["metadata"]
+                    if (meta.get("annotations") or {}).get(REPLACEMENT_OF_ANNOTATION) == name and _initialized(claim):
+                        marks.setdefault("initialized", now)
+                    if meta["name"] == name and meta.get("deletionTimestamp"):
+                        marks.setdefault("deleting", now)
+                return "deleting" in marks
+
+            done = poll(lambda: bool(stack.dead_children()) or original_deleting(), timeout, REPLACE_POLL_SECONDS)
+            if not done or "initialized" not in marks:
+                break
+            gap = marks["deleting"] - marks["initialized"]
+            gaps.append(gap)
+            commands.append(
+                {
+                    "seconds_to_replacement_initialized": rounded(marks["initialized"] - sent),
+                    "seconds_initialized_to_original_deleting": rounded(gap),
+                }
+            )
+        result.update(
+            commands=commands,
+            seconds_initialized_to_original_deleting={
+                "count": len(gaps),
+                "mean": rounded(sum(gaps) / len(gaps)) if gaps else None,
+                "max": rounded(max(gaps)) if gaps else None,
+            },
+            replacement_looks_per_command=(
+                rounded((_replacement_looks(stack.temporal_address) - looks_before) / len(gaps)) if gaps else None
+            ),
+        )
+        errors = stack.dead_children()
+    if errors:
+        result["errors"] = errors
+    return result

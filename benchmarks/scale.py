@@ -383,16 +383,18 @@ def worker_warm(stack: Any) -> bool:
 
 @contextmanager
 def warm_stack(
-    state_dir: Path | None, persistent_temporal: bool = True, worker_args: Sequence[str] = ()
+    state_dir: Path | None, persistent_temporal: bool = True, worker_args: Sequence[str] = (), **settings: Any
 ) -> Iterator[Any]:
     """A fresh `DevStack` in `state_dir` (or a temporary directory), its worker given `worker_args` too,
-    yielded once the worker is warm (`worker_warm`); stopped on exit. Exits the program when the worker
-    does not warm up in 120 s."""
+    with `settings` (other DevStackConfig fields), yielded once the worker is warm (`worker_warm`);
+    stopped on exit. Exits the program when the worker does not warm up in 120 s."""
     from devstack.stack import DevStack
     from workers.dev_cmd import stack_config
 
     with state_directory(state_dir) as state:
-        config = stack_config(state_dir=state, persistent_temporal=persistent_temporal, worker_args=list(worker_args))
+        config = stack_config(
+            state_dir=state, persistent_temporal=persistent_temporal, worker_args=list(worker_args), **settings
+        )
         with DevStack(config) as stack:
             if not poll(lambda: worker_warm(stack), 120.0, 0.2):
                 raise SystemExit(f"the worker did not start and warm up in 120 s; see {config.logs_dir}")

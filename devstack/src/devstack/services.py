@@ -55,6 +55,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     kubelet.add_argument("--moto-url", required=True, help="the moto server's URL")
     kubelet.add_argument("--cluster-name", default="nodeflow-dev", help="tag value of the cluster's instances")
     kubelet.add_argument("--region", default=DEFAULT_REGION)
+    kubelet.add_argument("--ready-delay", type=float, default=1.0,
+                         help="seconds from a Node's registration until it turns Ready")  # fmt: skip
     for sub in (kube, moto, kubelet):
         sub.add_argument("--ready-file", type=Path, required=True, help="JSON written once the role serves")
     return parser.parse_args(argv)
@@ -135,8 +137,15 @@ class KubeletRole:
     sets `failed` and `stop_event`."""
 
     def __init__(
-        self, kube_url: str, moto_url: str, cluster_name: str, region: str, stop_event: threading.Event
+        self,
+        kube_url: str,
+        moto_url: str,
+        cluster_name: str,
+        region: str,
+        stop_event: threading.Event,
+        ready_delay: float = 1.0,
     ) -> None:
+        self._ready_delay = ready_delay
         self._kube_url = kube_url
         self._moto_url = moto_url
         self._cluster_name = cluster_name
@@ -152,7 +161,7 @@ class KubeletRole:
         from kube.client import KubeClient
 
         kubelet = SimulatedKubelet(KubeClient.for_url(self._kube_url), ec2_client(self._moto_url, self._region),
-                                   self._cluster_name)  # fmt: skip
+                                   self._cluster_name, ready_delay=self._ready_delay)  # fmt: skip
         binder = PodBinder(KubeClient.for_url(self._kube_url))
         self._spawn("kubelet", kubelet.run)
         self._spawn("binder", binder.run)
@@ -182,7 +191,7 @@ def build_role(args: argparse.Namespace, stop_event: threading.Event) -> Role:
         return KubeRole(args.port)
     if args.role == "moto":
         return MotoRole(args.port, args.cluster_name, args.region, args.cluster_endpoint, args.response_cache)
-    return KubeletRole(args.kube_url, args.moto_url, args.cluster_name, args.region, stop_event)
+    return KubeletRole(args.kube_url, args.moto_url, args.cluster_name, args.region, stop_event, args.ready_delay)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

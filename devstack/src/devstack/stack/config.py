@@ -49,6 +49,8 @@ class DevStackConfig:
       names it after the cluster (see `devstack.aws.interruption`).
     response_cache: where moto keeps its unchanging answers across stacks (DescribeInstanceTypes, 2 s of
       CPU each time; see `devstack.aws.response_cache`); None to serialise them every time.
+    node_ready_delay: seconds the simulated kubelet waits from first seeing a Node until it turns it Ready
+      (a real EC2 node takes tens of seconds from joining to Ready; 1 s keeps the local stack quick).
     """
 
     state_dir: Path = DEFAULT_STATE_DIR
@@ -69,6 +71,7 @@ class DevStackConfig:
     interruption_queue: str = ""
     response_cache: Path | None = field(default_factory=default_cache_dir)
     start_timeout: float = 60.0
+    node_ready_delay: float = 1.0
 
     def __post_init__(self) -> None:
         self.state_dir = Path(self.state_dir)
@@ -77,6 +80,8 @@ class DevStackConfig:
             raise ValueError(f"cluster_name {self.cluster_name!r} must be a non-empty name without spaces")
         if any(c.isspace() for c in self.interruption_queue):
             raise ValueError(f"interruption_queue {self.interruption_queue!r} must be a queue name without spaces")
+        if self.node_ready_delay < 0:
+            raise ValueError(f"node_ready_delay {self.node_ready_delay} must be 0 or more seconds")
         if self.start_worker and not self.worker_command:
             raise ValueError("start_worker needs worker_command (the command line that runs the worker)")
 

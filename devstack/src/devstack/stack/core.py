@@ -236,7 +236,8 @@ class DevStack:
 
         write_kubeconfig(self.kubeconfig, self.kube_url)
         self._launch("kubelet", ["kubelet", "--kube-url", self.kube_url, "--moto-url", self.moto_url,
-                                 "--cluster-name", cfg.cluster_name, "--region", cfg.region])  # fmt: skip
+                                 "--cluster-name", cfg.cluster_name, "--region", cfg.region,
+                                 "--ready-delay", str(cfg.node_ready_delay)])  # fmt: skip
         info = {"kubeUrl": self.kube_url, "motoUrl": self.moto_url, "clusterName": cfg.cluster_name,
                 "region": cfg.region, "pids": self.pids()}  # fmt: skip
         write_ready_file(cfg.ready_file, info)
