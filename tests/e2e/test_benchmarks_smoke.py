@@ -58,6 +58,9 @@ def run_scripts(*argvs: list[str], timeout: float = 120.0) -> list[dict[str, obj
         (["disruption", "--decision", "--empty-nodes", "2"], "not allowed with"),
         (["disruption", "--nodes", "0"], "at least 1"),
         (["disruption", "--empty-nodes", "2", "--timeout", "0"], "--timeout 0"),
+        (["disruption", "--replace-wait", "0"], "--replace-wait 0"),
+        (["disruption", "--replace-wait", "2", "--node-ready-delay", "-1"], "--node-ready-delay -1"),
+        (["disruption", "--replace-wait", "2", "--empty-nodes", "2"], "not allowed with"),
         (["idle", "--claims", "0"], "--claims 0"),
         (["idle", "--window", "0"], "--window 0"),
         (["idle", "--days", "30"], "--days 30"),
@@ -156,6 +159,13 @@ def test_empty_nodes_workload_gives_each_pod_its_own_node_under_a_full_budget() 
     text = disruption_stack.empty_workload(7)
     assert "replicas: 7" in text and "topologyKey: kubernetes.io/hostname" in text
     assert 'budgets: [{nodes: "100%"}]' in text and "consolidateAfter: 0s" in text
+
+
+def test_replace_wait_workload_gives_each_pod_its_own_node_with_consolidation_off() -> None:
+    text = disruption_stack.replace_workload(3)
+    assert "replicas: 3" in text and "topologyKey: kubernetes.io/hostname" in text
+    assert "consolidateAfter: Never" in text and "consolidateAfter: 0s" not in text
+    assert disruption_stack.EMPTY_APP not in text
 
 
 def test_only_executed_commands_count() -> None:
