@@ -110,6 +110,14 @@ def add_parser(subparsers: Any) -> None:
         default=c.DEFAULT_STATE_DIR,
         help="kubeconfig, Temporal db and logs/ (default .nodeflow)",
     )
+    p.add_argument(
+        "--node-ready-delay",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="how long a simulated node takes from joining to Ready (default 1; a real EC2 node takes tens of "
+        "seconds: set 30 to watch replacements and drains at that pace)",
+    )
     p.add_argument("--no-ui", action="store_true", help="run the Temporal server without its web UI")
     p.add_argument("--no-worker", action="store_true", help="start the stack without the nodeflow worker")
     p.add_argument(
@@ -172,6 +180,8 @@ def _check_args(args: argparse.Namespace) -> str | None:
             return f"--{flag.replace('_', '-')} {port} is not a port: use 1-65535, or 0 for a free one"
     if args.timeout <= 0:
         return f"--timeout {args.timeout} must be a positive number of seconds"
+    if args.node_ready_delay < 0:
+        return f"--node-ready-delay {args.node_ready_delay} must be 0 or more seconds"
     try:
         log_format(args.log_format)
     except ValueError as exc:
@@ -205,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
             state_dir=args.state_dir, temporal_port=args.temporal_port, ui_port=args.ui_port,
             kube_port=args.kube_port, moto_port=args.moto_port, cluster_name=args.cluster_name,
             ui=not args.no_ui, start_worker=not args.no_worker, interruption_queue=interruption_queue(args),
-            log_format=fmt,
+            node_ready_delay=args.node_ready_delay, log_format=fmt,
         )  # fmt: skip
     except (ManifestError, ValueError) as exc:
         print(f"nodeflow dev: {exc}", file=sys.stderr)

@@ -56,6 +56,12 @@ def test_an_unserved_kind_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "does not serve v1 Secret" in capsys.readouterr().err
 
 
+def test_a_negative_node_ready_delay_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["dev", "--state-dir", str(tmp_path), "--node-ready-delay", "-5"]) == 2
+    assert "--node-ready-delay -5.0 must be 0 or more seconds" in capsys.readouterr().err
+    assert cli.build_parser(["dev"]).parse_args(["dev"]).node_ready_delay == 1.0
+
+
 def test_a_bad_port_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["dev", "--state-dir", str(tmp_path), "--kube-port", "99999"]) == 2
     assert "--kube-port 99999 is not a port" in capsys.readouterr().err
