@@ -19,7 +19,9 @@ the gauges
 (by pool and reason) show the latest decision's view. A look ahead skipped because the cluster is
 settled counts in `nodeflow_disruption_settled_looks_total`. A command counts in
 `karpenter_voluntary_disruption_decisions_total` when it is executed, after its validation, as Karpenter
-counts it (activities.disruption_execution), not when decided.
+counts it (activities.disruption_execution), not when decided; one abandoned at its validation counts in
+`karpenter_voluntary_disruption_failed_validations_total`, and the latest decision's budgets also set
+`karpenter_nodepools_nodes_consuming_budgets` (the pool's nodes being disrupted, per reason).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from temporalio import activity
 from activities import kubeops, nodepool_status, ownership
 from activities.disruption_snapshot import read_disruption_input, with_watched
 from activities.heartbeat import heartbeating
-from activities.metric_labels import disruption_reason
+from activities.metric_labels import CONSOLIDATION_TYPES, disruption_reason
 from activities.metrics import Metrics
 from apis.meta import rfc3339, set_condition
 from apis.nodeclaim import CONSOLIDATABLE, NodeClaim
@@ -59,11 +61,13 @@ NOTICE_DEDUPE = timedelta(minutes=15)
 class DecideInput(BaseModel):
     """`executable_methods`: the methods whose commands the controller executes; a command of another
     method is returned with `executable=False` (recorded, not acted on). `single_node_first`: the previous
-    pass's skipped single-node candidates."""
+    pass's skipped single-node candidates. `validating`: the command this decision validates (decided a
+    validation period ago); one it does not confirm counts as a failed validation."""
 
     executable_methods: list[str] = Field(default_factory=lambda: ["Emptiness"])
     spot_to_spot_consolidation: bool = False
     single_node_first: list[str] = Field(default_factory=list)
+    validating: Command | None = None
 
 
 class DisruptionRound(BaseModel):
@@ -85,6 +89,19 @@ class DisruptionRound(BaseModel):
         verb = "executing" if self.executable else "decided, not executed (method not enabled)"
         names = ", ".join(self.candidate_names())
         return f"{self.command.method} {self.command.action} of {names}: {verb}; {self.command.message}"
+
+
+def confirms(command: Command, again: DisruptionRound) -> bool:
+    """Whether `again`, decided a validation period after `command`, confirms it: an executable command of
+    the same method and action, on the same candidates (Karpenter's validation: anything else abandons the
+    command). The controller acts on this, and a decision validating a command counts by it."""
+    repeat = again.command
+    return (
+        repeat is not None
+        and again.executable
+        and (command.method, command.action) == (repeat.method, repeat.action)
+        and sorted(c.node_claim for c in command.candidates) == sorted(c.node_claim for c in repeat.candidates)
+    )
 
 
 def setting_consolidatable(pool: NodePool, now: datetime) -> Callable[[Obj], bool]:
@@ -154,8 +171,13 @@ class DisruptionActivities:
 
     def evaluate(self, inp: DecideInput) -> DisruptionRound:
         """Decide on a fresh snapshot, publish what it found and record its metrics (see the module
-        docstring)."""
-        return self._evaluate_on(self.snapshot(inp), inp)[0]
+        docstring); a decision that does not confirm the command it validates counts in
+        `karpenter_voluntary_disruption_failed_validations_total`."""
+        decided = self._evaluate_on(self.snapshot(inp), inp)[0]
+        if inp.validating is not None and not confirms(inp.validating, decided):
+            kind = CONSOLIDATION_TYPES.get(inp.validating.method, "")
+            self.metrics.disruption_failed_validations.labels(consolidation_type=kind).inc()
+        return decided
 
     def look_ahead(
         self,
@@ -218,13 +240,17 @@ class DisruptionActivities:
         for reason, count in decision.eligible.items():
             m.disruption_eligible_nodes.labels(reason=disruption_reason(reason)).set(count)
         series = {
-            (b.node_pool, disruption_reason(lim.reason)): lim.allowed for b in decision.budgets for lim in b.limits
+            (b.node_pool, disruption_reason(lim.reason)): (lim.allowed, b.disrupting)
+            for b in decision.budgets
+            for lim in b.limits
         }
         with self._lock:
-            for (pool, reason), allowed in series.items():
+            for (pool, reason), (allowed, disrupting) in series.items():
                 m.nodepools_allowed_disruptions.labels(nodepool=pool, reason=reason).set(allowed)
+                m.nodepools_nodes_consuming_budgets.labels(nodepool=pool, reason=reason).set(disrupting)
             for gone in self._budget_series - series.keys():
                 m.nodepools_allowed_disruptions.remove(*gone)
+                m.nodepools_nodes_consuming_budgets.remove(*gone)
             self._budget_series = set(series)
 
     def publish(self, snapshot: DisruptionInput, decision: Decision) -> bool:

@@ -205,7 +205,9 @@ class DisruptionExecution:
     def abort_disruption(self, inp: AbortInput) -> None:
         """Undo a command whose replacements failed: untaint the candidates' Nodes, set `DisruptionReason`
         False with the reason (event `DisruptionBlocked`), and delete the replacement NodeClaims (their
-        workflows terminate what launched). Idempotent."""
+        workflows terminate what launched). Idempotent. The command counts in
+        `karpenter_voluntary_disruption_queue_failures_total` when this completes (a failed attempt, retried,
+        counts nothing)."""
         for candidate in inp.command.candidates:
             found = self._owned(candidate)
             if found is None:
@@ -216,3 +218,9 @@ class DisruptionExecution:
             self.recorder.record(claim, "Warning", "DisruptionBlocked", inp.reason)
         for name in inp.replacements:
             ownership.delete(self.kube, ownership.node_claim(name, ""))
+        command = inp.command
+        self.metrics.disruption_queue_failures.labels(
+            decision=command.action.lower(),
+            reason=disruption_reason(command.reason),
+            consolidation_type=CONSOLIDATION_TYPES.get(command.method, ""),
+        ).inc()

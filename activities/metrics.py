@@ -144,6 +144,13 @@ class Metrics(ClusterStateGauges):
             ["nodepool", "reason"],
             registry=reg,
         )
+        self.nodepools_nodes_consuming_budgets = Gauge(
+            "karpenter_nodepools_nodes_consuming_budgets",
+            "The number of nodes consuming the budget of a nodepool at a point in time. Labeled by nodepool and "
+            "reason.",
+            ["nodepool", "reason"],
+            registry=reg,
+        )
         self.pods_drained = Counter(
             "karpenter_pods_drained",
             "The total number of pods drained during node termination by nodeflow (evicted, or deleted once the "
@@ -239,6 +246,19 @@ class Metrics(ClusterStateGauges):
             "nodeflow_disruption_settled_looks",
             "Number of the leader's disruption look aheads that decided nothing because the cluster was settled: "
             "unchanged since passes that found no command, and no time-driven change due.",
+            registry=reg,
+        )
+        self.disruption_failed_validations = Counter(
+            "karpenter_voluntary_disruption_failed_validations",
+            "Number of disruption commands that were decided but failed validation. Labeled by consolidation type.",
+            ["consolidation_type"],
+            registry=reg,
+        )
+        self.disruption_queue_failures = Counter(
+            "karpenter_voluntary_disruption_queue_failures",
+            "The number of times that an executed disruption command failed (its replacements did not come up) and "
+            "was rolled back. Labeled by decision, reason and consolidation type.",
+            ["decision", "reason", "consolidation_type"],
             registry=reg,
         )
         self.consolidation_timeouts = Counter(

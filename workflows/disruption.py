@@ -60,7 +60,7 @@ from temporalio.client import Client
 from temporalio.common import RetryPolicy, WorkflowIDConflictPolicy
 from temporalio.exceptions import ActivityError
 
-from activities.disruption import DecideInput, DisruptionActivities, DisruptionRound
+from activities.disruption import DecideInput, DisruptionActivities, DisruptionRound, confirms
 from activities.disruption_execution import (
     AbortInput,
     DisruptionExecution,
@@ -167,7 +167,8 @@ class DisruptionControllerWorkflow:
         await workflow.wait_condition(workflow.all_handlers_finished)
         workflow.continue_as_new(self.state)
 
-    async def _decide(self) -> DisruptionRound | None:
+    async def _decide(self, validating: Command | None = None) -> DisruptionRound | None:
+        """A decision on a fresh snapshot (`validating`: the command it validates); None when it failed."""
         settings = self.state.settings
         try:
             return await workflow.execute_activity_method(
@@ -176,6 +177,7 @@ class DisruptionControllerWorkflow:
                     executable_methods=settings.executable_methods,
                     spot_to_spot_consolidation=settings.spot_to_spot_consolidation,
                     single_node_first=self.state.single_node_first,
+                    validating=validating,
                 ),
                 start_to_close_timeout=DECIDE_TIMEOUT,
                 heartbeat_timeout=timing.HEARTBEAT,
@@ -218,12 +220,13 @@ class DisruptionControllerWorkflow:
         if decided is None:
             return True
         self.state.single_node_first = decided.single_node_skipped
-        if decided.command is None or not decided.executable:
+        command = decided.command
+        if command is None or not decided.executable:
             self._record(decided.summary())
             return manual
         await workflow.sleep(VALIDATION)
-        again = await self._decide()
-        if again is None or again.command is None or not _same_command(decided, again):
+        again = await self._decide(validating=command)
+        if again is None or again.command is None or not confirms(command, again):
             now = again.summary() if again else "no decision"
             self._record(f"abandoned after validation: {decided.summary()} -> now {now}")
             return True
@@ -303,17 +306,6 @@ def _queued(queue: list[ManualRequest], requests: list[ManualRequest]) -> list[M
         if request.node_claim and all(q.node_claim != request.node_claim for q in merged):
             merged.append(ManualRequest(node_claim=request.node_claim, reason=request.reason or "manual replace"))
     return merged
-
-
-def _same_command(first: DisruptionRound, second: DisruptionRound) -> bool:
-    a, b = first.command, second.command
-    return (
-        a is not None
-        and b is not None
-        and second.executable
-        and (a.method, a.action) == (b.method, b.action)
-        and first.candidate_names() == second.candidate_names()
-    )
 
 
 async def start_disruption_controller(client: Client, task_queue: str, settings: DisruptionSettings) -> None:

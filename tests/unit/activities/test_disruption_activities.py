@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from activities.disruption import DecideInput, DisruptionActivities
+from activities.disruption import DecideInput, DisruptionActivities, confirms
 from activities.disruption_execution import DisruptionExecution, LaunchReplacementsInput, SignalInput, StartInput
 from activities.metrics import Metrics
 from activities.provisioning_models import ProvisionRound
@@ -118,6 +118,26 @@ def test_a_decision_is_timed_but_counts_as_executed_only_when_executed(kube: Mem
     decided = acts.decide_disruption(DecideInput())  # the controller's decision, and its validation
     assert acts.decide_disruption(DecideInput()).summary() == decided.summary() == ahead.summary()
     assert metrics.registry.get_sample_value(executed, labels) is None, "start_disruption counts it, once"
+
+
+def test_a_validation_that_does_not_confirm_its_command_counts_as_a_failed_validation(
+    kube: MemKube, events: Events
+) -> None:
+    metrics = Metrics()
+    acts = DisruptionActivities(kube, FakeCloudProvider(), events, metrics)  # type: ignore[arg-type]
+    failed = "karpenter_voluntary_disruption_failed_validations_total"
+    decided = acts.decide_disruption(DecideInput(executable_methods=["Emptiness"]))
+    assert decided.command is not None
+    confirmed = acts.decide_disruption(DecideInput(executable_methods=["Emptiness"], validating=decided.command))
+    assert confirms(decided.command, confirmed)
+    assert metrics.registry.get_sample_value(failed, {"consolidation_type": ""}) is None
+    other = decided.command.model_copy(update={"method": "SingleNodeConsolidation"})  # not what it decides now
+    abandoned = acts.decide_disruption(DecideInput(executable_methods=["Emptiness"], validating=other))
+    assert not confirms(other, abandoned)
+    assert metrics.registry.get_sample_value(failed, {"consolidation_type": "single"}) == 1
+    not_executable = acts.decide_disruption(DecideInput(executable_methods=[], validating=decided.command))
+    assert not confirms(decided.command, not_executable)  # a method no longer executed is not confirmed
+    assert metrics.registry.get_sample_value(failed, {"consolidation_type": ""}) == 1
 
 
 def test_a_look_ahead_skips_a_settled_cluster_until_something_changes(kube: MemKube, events: Events) -> None:

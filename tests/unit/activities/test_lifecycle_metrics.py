@@ -158,3 +158,8 @@ def test_a_decision_counts_timeouts_and_shows_eligible_nodes_and_budgets(
     allowed = "karpenter_nodepools_allowed_disruptions"
     assert value(metrics, allowed, nodepool="default", reason="drifted") == 0
     assert value(metrics, allowed, nodepool="gone", reason="drifted") is None  # its pool is gone
+    consuming = "karpenter_nodepools_nodes_consuming_budgets"
+    disruption.count(Decision(budgets=[budget("default", 1).model_copy(update={"disrupting": 2})]))
+    assert value(metrics, consuming, nodepool="default", reason="underutilized") == 2
+    disruption.count(Decision(budgets=[]))
+    assert value(metrics, consuming, nodepool="default", reason="underutilized") is None  # no pool: no series

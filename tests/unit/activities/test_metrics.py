@@ -9,7 +9,7 @@ import pytest
 from prometheus_client import Counter, Gauge, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from activities.disruption_execution import DisruptionExecution, LaunchReplacementsInput, StartInput
+from activities.disruption_execution import AbortInput, DisruptionExecution, LaunchReplacementsInput, StartInput
 from activities.metered_cloud import MeteredCloudProvider
 from activities.metrics import Metrics
 from activities.models import ClaimIdentity
@@ -70,6 +70,7 @@ EXPORTED = {
     "karpenter_nodepools_usage": ("gauge", {"nodepool", "resource_type"}),
     "karpenter_nodepools_limit": ("gauge", {"nodepool", "resource_type"}),
     "karpenter_nodepools_allowed_disruptions": ("gauge", {"nodepool", "reason"}),
+    "karpenter_nodepools_nodes_consuming_budgets": ("gauge", {"nodepool", "reason"}),
     "karpenter_pods_state": (
         "gauge",
         {"name", "namespace", "owner", "node", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase"},
@@ -98,6 +99,8 @@ EXPORTED = {
         {"method", "consolidation_type"},
     ),
     "karpenter_voluntary_disruption_consolidation_timeouts_total": ("counter", {"consolidation_type"}),
+    "karpenter_voluntary_disruption_failed_validations_total": ("counter", {"consolidation_type"}),
+    "karpenter_voluntary_disruption_queue_failures_total": ("counter", {"decision", "reason", "consolidation_type"}),
     "karpenter_interruption_received_messages_total": ("counter", {"message_type"}),
     "karpenter_interruption_deleted_messages_total": ("counter", set()),
     "karpenter_interruption_message_queue_duration_seconds": ("histogram", set()),
@@ -245,6 +248,20 @@ def test_a_candidate_counts_as_disrupted_and_its_command_as_executed_once(kube: 
     assert metrics.registry.get_sample_value("karpenter_nodeclaims_disrupted_total", disrupted) == 1
     executed = {"decision": "delete", "reason": "underutilized", "consolidation_type": "single"}
     assert metrics.registry.get_sample_value("karpenter_voluntary_disruption_decisions_total", executed) == 1
+
+
+def test_a_rolled_back_command_counts_as_a_queue_failure(kube: MemKube) -> None:
+    metrics = Metrics()
+    execution = DisruptionExecution(kube, Events(), Starter(), metrics)
+    candidate = CandidateRef(node=NODE, node_claim=NAME, node_pool="default")
+    command = Command(
+        method="SingleNodeConsolidation", reason="Underutilized", action="Replace", candidates=[candidate]
+    )
+    execution.abort_disruption(AbortInput(command=command, replacements=["default-rplcd"], reason="replacement failed"))
+    failed = {"decision": "replace", "reason": "underutilized", "consolidation_type": "single"}
+    assert metrics.registry.get_sample_value("karpenter_voluntary_disruption_queue_failures_total", failed) == 1
+    executed = "karpenter_voluntary_disruption_decisions_total"
+    assert metrics.registry.get_sample_value(executed, failed) is None  # start_disruption counts that
 
 
 def test_an_expired_claim_counts_as_disrupted_and_a_finalized_one_as_terminated_once(kube: MemKube) -> None:
