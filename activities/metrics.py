@@ -144,6 +144,13 @@ class Metrics(ClusterStateGauges):
             ["nodepool", "reason"],
             registry=reg,
         )
+        self.nodeclaims_unhealthy_disrupted = Counter(
+            "karpenter_nodeclaims_unhealthy_disrupted",
+            "Number of unhealthy nodeclaims disrupted in total by node repair. Labeled by the condition the node "
+            "was disrupted on, the owning nodepool, the capacity type and the image ID.",
+            ["condition", "nodepool", "capacity_type", "image_id"],
+            registry=reg,
+        )
         self.nodepools_nodes_consuming_budgets = Gauge(
             "karpenter_nodepools_nodes_consuming_budgets",
             "The number of nodes consuming the budget of a nodepool at a point in time. Labeled by nodepool and "

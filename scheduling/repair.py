@@ -33,12 +33,14 @@ MAX_UNHEALTHY_PERCENT = 20  # Karpenter repairs no node of a pool with more unhe
 
 @dataclass(frozen=True)
 class Repair:
-    """One Node to repair: its NodeClaim, NodePool, and why (for the termination reason and events)."""
+    """One Node to repair: its NodeClaim, NodePool, and why (for the termination reason and events), and the
+    Node condition that made it unhealthy."""
 
     node: str
     node_claim: str
     node_pool: str
     message: str
+    condition: str = READY
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ the instance is terminated without draining (workflows.nodeclaim). Events, as Ka
 
 A NodeClaim signalled is remembered (boundedly) and not signalled again; a failed list or signal is
 logged and tried at the next pass. The workflow's own `DisruptionTerminating` event says the reason too.
+Each repair its workflow accepted counts in `karpenter_nodeclaims_unhealthy_disrupted_total` (the
+condition, the NodeClaim's NodePool, capacity type and image ID), as Karpenter counts it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from activities.metric_labels import owner_labels
+from activities.metrics import Metrics
 from kube import resources as r
 from kube.errors import KubeError
 from kube.types import Kube, Obj
@@ -45,7 +49,9 @@ class NodeRepairer:
         recorder: Recorder,
         interval_seconds: float = REPAIR_CHECK_SECONDS,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        metrics: Metrics | None = None,
     ) -> None:
+        self.metrics = metrics or Metrics()
         self.kube = kube
         self.signal_repair = signal_repair
         self.recorder = recorder
@@ -94,6 +100,13 @@ class NodeRepairer:
                 log.info("node repair: NodeClaim %s's workflow is no longer running", repair.node_claim)
                 continue
             repaired += 1
+            owner = owner_labels(claim["metadata"].get("labels") or {})
+            self.metrics.nodeclaims_unhealthy_disrupted.labels(
+                condition=repair.condition,
+                nodepool=owner["nodepool"] or repair.node_pool,
+                capacity_type=owner["capacity_type"],
+                image_id=str((claim.get("status") or {}).get("imageID") or ""),
+            ).inc()
             log.info("node repair: NodeClaim %s (NodePool %s): %s", repair.node_claim, repair.node_pool, reason)
             for involved in (claim, nodes_by_name[repair.node]):
                 self.recorder.record(involved, "Warning", REPAIR_REASON, reason)

@@ -235,13 +235,13 @@ def _blocking_signal(starter: TemporalStarter, signal: str) -> Callable[[str, st
 
 
 def _node_repairer(
-    settings: Settings, kube: Kube, recorder: EventRecorder, starter: TemporalStarter
+    settings: Settings, kube: Kube, recorder: EventRecorder, starter: TemporalStarter, metrics: Metrics
 ) -> NodeRepairer | None:
     """Node repair (workers.node_repair) when the NodeRepair feature gate is on, else None."""
     if not settings.feature_gate_values()["NodeRepair"]:
         return None
     log.info("node repair on (feature gate NodeRepair)")
-    return NodeRepairer(kube, _blocking_signal(starter, "repair"), recorder)
+    return NodeRepairer(kube, _blocking_signal(starter, "repair"), recorder, metrics=metrics)
 
 
 def _interruption_consumer(
@@ -339,7 +339,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing |
     disrupter = _claim_disrupter(kube, aws.unavailable, recorder, starter, metrics)
     interruption = _interruption_consumer(settings, disrupter, tracing)
     status_checker = _instance_status_checker(settings, aws, disrupter)
-    repairer = _node_repairer(settings, kube, recorder, starter)
+    repairer = _node_repairer(settings, kube, recorder, starter, metrics)
     provisioning = ProvisioningActivities(kube, cloud, recorder, starter, metrics)
     collector = GarbageCollectionActivities(kube, cloud, recorder)
     disruption = DisruptionActivities(kube, cloud, recorder, metrics)

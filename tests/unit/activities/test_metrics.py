@@ -71,6 +71,10 @@ EXPORTED = {
     "karpenter_nodepools_limit": ("gauge", {"nodepool", "resource_type"}),
     "karpenter_nodepools_allowed_disruptions": ("gauge", {"nodepool", "reason"}),
     "karpenter_nodepools_nodes_consuming_budgets": ("gauge", {"nodepool", "reason"}),
+    "karpenter_nodeclaims_unhealthy_disrupted_total": (
+        "counter",
+        {"condition", "nodepool", "capacity_type", "image_id"},
+    ),
     "karpenter_pods_state": (
         "gauge",
         {"name", "namespace", "owner", "node", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase"},

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from activities.metrics import Metrics
 from kube import resources as r
 from kube.types import Obj
 from tests.unit.activities.memkube import MemKube
@@ -28,8 +29,12 @@ def add_node(kube: MemKube, name: str, pool: str, ready: str = "True", minutes_a
         r.NODECLAIM,
         {
             "kind": "NodeClaim",
-            "metadata": {"name": f"claim-{name}", "uid": f"uid-{name}"},
-            "status": {"nodeName": name},
+            "metadata": {
+                "name": f"claim-{name}",
+                "uid": f"uid-{name}",
+                "labels": {"karpenter.sh/nodepool": pool, "karpenter.sh/capacity-type": "spot"},
+            },
+            "status": {"nodeName": name, "imageID": "ami-0123"},
         },
     )
 
@@ -40,6 +45,7 @@ class Fakes:
         self.signalled: list[tuple[str, str]] = []
         self.fail = False
         self.events: list[tuple[str, str, str]] = []
+        self.metrics = Metrics()
 
     def signal(self, name: str, reason: str) -> bool:
         if self.fail:
@@ -51,7 +57,7 @@ class Fakes:
         self.events.append((f"{involved.get('kind')}/{involved['metadata']['name']}", event_type, reason))
 
     def repairer(self) -> NodeRepairer:
-        return NodeRepairer(self.kube, self.signal, self, clock=lambda: NOW)
+        return NodeRepairer(self.kube, self.signal, self, clock=lambda: NOW, metrics=self.metrics)
 
 
 def test_a_node_not_ready_for_30_minutes_is_repaired_once() -> None:
@@ -70,6 +76,8 @@ def test_a_node_not_ready_for_30_minutes_is_repaired_once() -> None:
         ("NodeClaim/claim-sick", "Warning", REPAIR_REASON),
     ]
     assert repairer.check() == 0 and len(fakes.signalled) == 1
+    counted = {"condition": "Ready", "nodepool": "default", "capacity_type": "spot", "image_id": "ami-0123"}
+    assert fakes.metrics.registry.get_sample_value("karpenter_nodeclaims_unhealthy_disrupted_total", counted) == 1
 
 
 def test_a_pool_with_too_many_unhealthy_nodes_is_blocked_with_an_event() -> None:
