@@ -41,6 +41,8 @@ disable_created_metrics()
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 # Requests per batch, from a lone launch to the CreateFleet batcher's cap (cloudprovider.aws.fleet_batcher).
 BATCH_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000)
+# Seconds a batch's window is open: from a lone launch (the 35 ms idle window) to the 1 s cap.
+BATCH_TIME_BUCKETS = (0.01, 0.025, 0.035, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5)
 # Seconds; from a launch in seconds to a drain held by a PodDisruptionBudget for an hour.
 LIFECYCLE_BUCKETS = (1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 45.0, 60.0, 90.0, 120.0, 180.0, 300.0, 600.0, 1800.0, 3600.0)
 # Seconds; a node's life, from minutes (consolidated) to weeks (expireAfter's default is 720h).
@@ -228,6 +230,14 @@ class Metrics(ClusterStateGauges):
             buckets=BATCH_SIZE_BUCKETS,
             registry=reg,
         )
+        self.batcher_batch_time = Histogram(
+            "karpenter_cloudprovider_batcher_batch_time_seconds",
+            "Duration of the batching window per batcher. Labeled by the batcher (create_fleet: from the first "
+            "launch of a CreateFleet batch until the batch closed).",
+            ["batcher"],
+            buckets=BATCH_TIME_BUCKETS,
+            registry=reg,
+        )
         self.disruption_decisions = Counter(
             "karpenter_voluntary_disruption_decisions",
             "Number of disruption decisions performed. Labeled by disruption decision, reason and consolidation type.",
@@ -295,9 +305,10 @@ class Metrics(ClusterStateGauges):
 
         self.conditions = {kind: ConditionMetrics(kind, reg) for kind in CONDITION_KINDS}
 
-    def fleet_batch(self, size: int) -> None:
-        """One CreateFleet batch of `size` launches was sent."""
+    def fleet_batch(self, size: int, window: float) -> None:
+        """One CreateFleet batch of `size` launches was sent, its window open `window` seconds."""
         self.batcher_batch_size.labels(batcher="create_fleet").observe(size)
+        self.batcher_batch_time.labels(batcher="create_fleet").observe(window)
 
     @contextmanager
     def scheduling(self, controller: str, pods: int) -> Iterator[None]:

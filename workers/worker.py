@@ -329,7 +329,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing |
         cluster=cluster,
         kubernetes_version=settings.kubernetes_version,
         reserved_capacity=settings.feature_gate_values()["ReservedCapacity"],
-        fleet_batch_sizes=metrics.fleet_batch,
+        observe_fleet_batch=metrics.fleet_batch,
         instrument=instrument,
         pricing_api=settings.optional_seconds("on_demand_price_refresh_interval") is not None,
     )

@@ -76,7 +76,7 @@ def new_aws_cloud_provider(
     max_attempts: int = 3,
     ec2_limiter: EC2RateLimiter | None = None,
     reserved_capacity: bool = True,
-    fleet_batch_sizes: Callable[[int], None] | None = None,
+    observe_fleet_batch: Callable[[int, float], None] | None = None,
     instrument: ClientHook | None = None,
     pricing_api: bool = True,
 ) -> AWSCloudProvider:
@@ -85,7 +85,7 @@ def new_aws_cloud_provider(
     `cluster` (from `resolve_eks_cluster`) is what the launched nodes need to join. Every EC2 call first
     takes a token from `ec2_limiter` (by default one with EC2's default bucket sizes, for this provider
     alone). `reserved_capacity`: Karpenter's ReservedCapacity feature gate (see AWSCloudProvider);
-    `fleet_batch_sizes` is told the size of each CreateFleet batch; `instrument` is called with each boto3
+    `observe_fleet_batch` is told the size and window of each CreateFleet batch; `instrument` is called with each boto3
     client built. `pricing_api` False: on-demand prices stay the shipped table's (Karpenter's isolated VPC);
     else the price book may ask the Pricing API at its endpoint for the region (no call until refreshed)."""
     client = _client_factory(region, endpoint_url, credentials, max_attempts, instrument)
@@ -101,7 +101,7 @@ def new_aws_cloud_provider(
         pricing=client("pricing", pricing_endpoint_region(region)) if pricing_api else None,
         clock=clock,
         reserved_capacity=reserved_capacity,
-        fleet_batch_sizes=fleet_batch_sizes,
+        observe_fleet_batch=observe_fleet_batch,
     )
 
 

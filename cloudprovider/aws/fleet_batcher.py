@@ -127,7 +127,8 @@ class _Batch:
 
 class FleetBatcher:
     """Thread-safe; see the module docstring. `create_fleet` and `create_tags` make the calls (with
-    `cloudprovider.aws.errors.call` around them); `observe` is told each batch's size once sent."""
+    `cloudprovider.aws.errors.call` around them); `observe` is told each batch's size, and how long its
+    window was open (from its first request until it closed), once sent."""
 
     def __init__(
         self,
@@ -138,7 +139,7 @@ class FleetBatcher:
         max_seconds: float = MAX_SECONDS,
         max_batch: int = MAX_BATCH,
         clock: Callable[[], float] = time.monotonic,
-        observe: Callable[[int], None] | None = None,
+        observe: Callable[[int, float], None] | None = None,
     ) -> None:
         if idle_seconds < 0 or max_seconds < 0 or max_batch < 1:
             raise ValueError(
@@ -193,15 +194,16 @@ class FleetBatcher:
                     self._close(key, batch)
                     break
                 self._cond.wait(remaining)
+            window = self._clock() - batch.window.opened
         try:
-            self._send(batch.entries)
+            self._send(batch.entries, window)
         finally:
             for entry in batch.entries:
                 if entry.response is None and entry.error is None:
                     entry.error = CloudProviderError("CreateFleet batch ended without an answer", retryable=True)
                 entry.done.set()
 
-    def _send(self, entries: list[_Entry]) -> None:
+    def _send(self, entries: list[_Entry], window: float) -> None:
         try:
             if len(entries) == 1:
                 entries[0].response = self._create_fleet(**entries[0].request)
@@ -215,7 +217,7 @@ class FleetBatcher:
             raise
         finally:
             if self._observe is not None:
-                self._observe(len(entries))
+                self._observe(len(entries), window)
         for entry, share in zip(entries, shares, strict=True):
             ids = [i for group in share["Instances"] for i in group["InstanceIds"]]
             tags = per_claim_tags(entry.request)

@@ -113,9 +113,9 @@ def one_reservation_type(reserved: list[Override]) -> list[Override]:
     return [ov for ov in reserved if ov.reservation_type == reserved[0].reservation_type] if reserved else []
 
 
-def new_fleet_batcher(ec2: EC2API, observe: Callable[[int], None] | None = None) -> FleetBatcher:
+def new_fleet_batcher(ec2: EC2API, observe: Callable[[int, float], None] | None = None) -> FleetBatcher:
     """A FleetBatcher (Karpenter's windows) sending its CreateFleet and CreateTags calls through `ec2`;
-    `observe` is told each batch's size."""
+    `observe` is told each batch's size and window (FleetBatcher)."""
     return FleetBatcher(
         lambda **kwargs: call("CreateFleet", ec2.create_fleet, **kwargs),
         lambda **kwargs: call("CreateTags", ec2.create_tags, **kwargs),

@@ -41,8 +41,8 @@ class AWSCloudProvider:
     `cloudprovider.aws.cluster.resolve_cluster_connection`); without it their user data carries only
     the name and `cluster_endpoint`. `reserved_capacity` is Karpenter's ReservedCapacity feature gate:
     when on, the capacity reservations an EC2NodeClass selects are resolved into its status and offered
-    as `reserved` capacity (cloudprovider.aws.capacityreservations). `fleet_batch_sizes` is told the size
-    of each CreateFleet batch (`cloudprovider.aws.fleet_batcher`).
+    as `reserved` capacity (cloudprovider.aws.capacityreservations). `observe_fleet_batch` is told the
+    size and window of each CreateFleet batch (`cloudprovider.aws.fleet_batcher`).
 
     `prices` (a PriceBook of `pricing`, a client of the Pricing API, starting from the table `prices`,
     by default the region's shipped one) holds the current on-demand and spot prices; whoever runs the
@@ -65,7 +65,7 @@ class AWSCloudProvider:
         clock: Callable[[], float] = time.monotonic,
         catalog_ttl_seconds: float = 3600.0,
         reserved_capacity: bool = True,
-        fleet_batch_sizes: Callable[[int], None] | None = None,
+        observe_fleet_batch: Callable[[int, float], None] | None = None,
     ) -> None:
         if not cluster_name:
             raise ValueError("AWSCloudProvider: cluster_name is required (the EKS cluster name, e.g. my-cluster)")
@@ -94,7 +94,7 @@ class AWSCloudProvider:
             self.unavailable,
             self.instance_types,
             reservations=self.reservations,
-            batcher=new_fleet_batcher(ec2, fleet_batch_sizes),
+            batcher=new_fleet_batcher(ec2, observe_fleet_batch),
         )
 
     def create(self, request: LaunchRequest) -> Instance:

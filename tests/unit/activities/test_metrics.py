@@ -89,6 +89,7 @@ EXPORTED = {
     "karpenter_cloudprovider_duration_seconds": ("histogram", {"controller", "method", "provider"}),
     "karpenter_cloudprovider_errors_total": ("counter", {"controller", "method", "provider", "error"}),
     "karpenter_cloudprovider_batcher_batch_size": ("histogram", {"batcher"}),
+    "karpenter_cloudprovider_batcher_batch_time_seconds": ("histogram", {"batcher"}),
     "karpenter_cloudprovider_instance_type_offering_available": ("gauge", {"instance_type", "capacity_type", "zone"}),
     "karpenter_cloudprovider_instance_type_offering_price_estimate": (
         "gauge",
@@ -182,10 +183,10 @@ def test_the_scheduling_queue_depth_shows_a_running_simulation() -> None:
     assert metrics.registry.get_sample_value("karpenter_scheduler_scheduling_duration_seconds_count", depth) == 1
 
 
-def test_fleet_batches_are_counted_by_size() -> None:
+def test_fleet_batches_are_counted_by_size_and_window() -> None:
     metrics = Metrics()
-    for size in (1, 20, 3):
-        metrics.fleet_batch(size)
+    for size, window in ((1, 0.035), (20, 1.0), (3, 0.2)):
+        metrics.fleet_batch(size, window)
     labels = {"batcher": "create_fleet"}
     assert metrics.registry.get_sample_value("karpenter_cloudprovider_batcher_batch_size_count", labels) == 3
     assert metrics.registry.get_sample_value("karpenter_cloudprovider_batcher_batch_size_sum", labels) == 24
@@ -193,6 +194,10 @@ def test_fleet_batches_are_counted_by_size() -> None:
         metrics.registry.get_sample_value("karpenter_cloudprovider_batcher_batch_size_bucket", {**labels, "le": "2.0"})
         == 1
     )
+    time = "karpenter_cloudprovider_batcher_batch_time_seconds"
+    assert metrics.registry.get_sample_value(f"{time}_count", labels) == 3
+    assert metrics.registry.get_sample_value(f"{time}_sum", labels) == pytest.approx(1.235)
+    assert metrics.registry.get_sample_value(f"{time}_bucket", {**labels, "le": "0.035"}) == 1
 
 
 def test_two_metrics_objects_count_apart() -> None:

@@ -139,9 +139,9 @@ def test_a_lone_request_goes_out_as_built() -> None:
 
 def test_concurrent_same_shape_requests_are_one_fleet_and_each_instance_is_tagged_for_its_claim() -> None:
     ec2 = FakeEC2()
-    sizes: list[int] = []
+    sizes: list[tuple[int, float]] = []
     batcher = FleetBatcher(ec2.create_fleet, ec2.create_tags, idle_seconds=30, max_seconds=30, max_batch=5,
-                           observe=sizes.append)  # fmt: skip
+                           observe=lambda size, window: sizes.append((size, window)))  # fmt: skip
     claims = [f"c{n}" for n in range(5)]
     responses = launch_all(batcher, [request(c) for c in claims])
     assert len(ec2.fleets) == 1  # the fifth join filled the batch: no waiting for the window
@@ -152,7 +152,8 @@ def test_concurrent_same_shape_requests_are_one_fleet_and_each_instance_is_tagge
     tagged = {t["Resources"][0]: t["Tags"][1]["Value"] for t in ec2.tags}
     assert {tagged[i] for i in ids} == set(claims)
     assert all(tagged[i] == c for i, c in zip(ids, claims, strict=True))
-    assert sizes == [5]
+    ((size, window),) = sizes
+    assert size == 5 and 0 <= window < 30  # the fifth join closed the window before it ran out
 
 
 def test_different_shapes_do_not_share_a_fleet() -> None:
