@@ -3,8 +3,9 @@ Karpenter does.
 
 Each round runs `decide_disruption` on a fresh snapshot. A command is validated as
 Karpenter does: wait VALIDATION (15 s, a durable timer), decide again on fresh state, and act only if the
-same command (same method, action and candidates) comes out; anything that changed in between (a pod
-arrived, a do-not-disrupt pod landed, a PDB or budget closed) abandons it. Acting, each step an activity
+same command (same method, action and candidates: activities.disruption.confirms) comes out; anything
+that changed in between (a pod arrived, a do-not-disrupt pod landed, a PDB or budget closed) abandons it,
+and the validating decision counts it as a failed validation. Acting, each step an activity
 (activities.disruption_execution):
 
 1. `start_disruption`: taint the candidates `karpenter.sh/disrupted:NoSchedule`, condition
