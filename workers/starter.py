@@ -40,10 +40,10 @@ class TemporalStarter:
         self.loop = loop
         self.settings = ClaimSettings(registration_ttl=registration_ttl)
 
-    def claim_input(self, claim: Obj) -> NodeClaimInput:
+    def claim_input(self, claim: Obj, waiter: str = "") -> NodeClaimInput:
         """The workflow input of this NodeClaim object (workflows.nodeclaim_state.node_claim_input) with
-        this worker's settings."""
-        return node_claim_input_from_object(claim, self.settings)
+        this worker's settings and `waiter`."""
+        return node_claim_input_from_object(claim, self.settings, waiter)
 
     async def start_node_claim_async(self, claim_input: NodeClaimInput) -> None:
         """Start the claim's workflow, or leave the running one alone (id conflict policy USE_EXISTING)."""
@@ -63,10 +63,7 @@ class TemporalStarter:
     def start_node_claim(self, claim: Obj, waiter: str = "") -> None:
         """activities.claim_launcher.WorkflowStarter: thread-safe, blocking, for activities running in the
         worker's thread pool."""
-        claim_input = self.claim_input(claim)
-        if waiter:
-            claim_input = claim_input.model_copy(update={"waiter": waiter})
-        coro = self.start_node_claim_async(claim_input)
+        coro = self.start_node_claim_async(self.claim_input(claim, waiter))
         asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=START_TIMEOUT_SECONDS)
 
     async def signal_provisioner(self, pending_pods: int = 0) -> None:

@@ -101,21 +101,24 @@ def node_claim_input(
     node_pool: str,
     termination_grace_period: str | None,
     settings: ClaimSettings,
+    waiter: str = "",
 ) -> NodeClaimInput:
     """The input of a new NodeClaim workflow, from the claim's name, metadata.uid, NodePool and
     spec.terminationGracePeriod, and the worker's settings (expireAfter is not the workflow's: the leader's
-    claim sweep signals `expire`, workers.claim_sweep). The one place such an
-    input is made: the provisioner's claims, replacements and adopted claims all start this way. Pure."""
+    claim sweep signals `expire`, workers.claim_sweep); `waiter`: the workflow waiting for the claim
+    (NodeClaimInput.waiter). The one place such an input is made: the provisioner's claims, replacements
+    and adopted claims all start this way. Pure."""
     return NodeClaimInput(
         name=name,
         claim_uid=uid,
         node_pool=node_pool,
         termination_grace_period=termination_grace_period,
         registration_ttl=settings.registration_ttl,
+        waiter=waiter,
     )
 
 
-def node_claim_input_from_object(claim: Mapping[str, Any], settings: ClaimSettings) -> NodeClaimInput:
+def node_claim_input_from_object(claim: Mapping[str, Any], settings: ClaimSettings, waiter: str = "") -> NodeClaimInput:
     """`node_claim_input` for a NodeClaim object as the API serves it (metadata.name and uid, the
     karpenter.sh/nodepool label and spec.terminationGracePeriod). Pure."""
     meta, spec = claim["metadata"], claim.get("spec") or {}
@@ -125,4 +128,5 @@ def node_claim_input_from_object(claim: Mapping[str, Any], settings: ClaimSettin
         (meta.get("labels") or {}).get(labels.NODEPOOL, ""),
         spec.get("terminationGracePeriod"),
         settings,
+        waiter,
     )
