@@ -39,7 +39,7 @@ from temporalio import activity
 from activities import kubeops, nodepool_status, ownership
 from activities.disruption_snapshot import read_disruption_input, with_watched
 from activities.heartbeat import heartbeating
-from activities.metric_labels import CONSOLIDATION_TYPES, disruption_reason
+from activities.metric_labels import consolidation_type, disruption_reason
 from activities.metrics import Metrics
 from apis.meta import rfc3339, set_condition
 from apis.nodeclaim import CONSOLIDATABLE, NodeClaim
@@ -175,7 +175,7 @@ class DisruptionActivities:
         `karpenter_voluntary_disruption_failed_validations_total`."""
         decided = self._evaluate_on(self.snapshot(inp), inp)[0]
         if inp.validating is not None and not confirms(inp.validating, decided):
-            kind = CONSOLIDATION_TYPES.get(inp.validating.method, "")
+            kind = consolidation_type(inp.validating.method)
             self.metrics.disruption_failed_validations.labels(consolidation_type=kind).inc()
         return decided
 

@@ -21,7 +21,7 @@ from temporalio import activity
 from activities import kubeops, ownership
 from activities.claim_base import setting_conditions
 from activities.claim_launcher import ClaimLauncher, WorkflowStarter
-from activities.metric_labels import CONSOLIDATION_TYPES, disruption_reason, owner_labels
+from activities.metric_labels import command_labels, disruption_reason, owner_labels
 from activities.metrics import Metrics
 from activities.provisioning_models import ProvisionRound
 from apis import labels
@@ -166,11 +166,7 @@ class DisruptionExecution:
         with ThreadPoolExecutor(MARK_CONCURRENCY, thread_name_prefix="disruption-mark") as pool:
             marked = [found for found in pool.map(mark, command.candidates) if found is not None]
         if any(first for _, first in marked):  # once per command: a retried step finds its candidates marked
-            self.metrics.disruption_decisions.labels(
-                decision=command.action.lower(),
-                reason=disruption_reason(command.reason),
-                consolidation_type=CONSOLIDATION_TYPES.get(command.method, ""),
-            ).inc()
+            self.metrics.disruption_decisions.labels(**command_labels(command)).inc()
         return [name for name, _ in marked]
 
     @activity.defn(name="signal_disruption")
@@ -218,9 +214,4 @@ class DisruptionExecution:
             self.recorder.record(claim, "Warning", "DisruptionBlocked", inp.reason)
         for name in inp.replacements:
             ownership.delete(self.kube, ownership.node_claim(name, ""))
-        command = inp.command
-        self.metrics.disruption_queue_failures.labels(
-            decision=command.action.lower(),
-            reason=disruption_reason(command.reason),
-            consolidation_type=CONSOLIDATION_TYPES.get(command.method, ""),
-        ).inc()
+        self.metrics.disruption_queue_failures.labels(**command_labels(inp.command)).inc()

@@ -1,5 +1,6 @@
 """Label values and ages the metrics (activities.metrics) take from Kubernetes objects: a NodeClaim's or
-Node's owner labels, a Node's well-known labels, seconds since a timestamp, a disruption reason."""
+Node's owner labels, a Node's well-known labels, seconds since a timestamp, a disruption reason,
+a disruption command's labels."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from apis import labels
+from scheduling.disruption import Command
 
 # The node's well-known labels on `karpenter_nodes_allocatable` and `karpenter_pods_state`, by label name.
 NODE_LABELS = ("instance_type", "capacity_type", "zone", "arch", "os")
@@ -46,3 +48,19 @@ def seconds_since(stamp: str | datetime | None, now: datetime | None = None) -> 
 def disruption_reason(reason: str) -> str:
     """A disruption reason as Karpenter's `reason` label has it: lowercase (`Underutilized` -> `underutilized`)."""
     return reason.lower()
+
+
+def consolidation_type(method: str) -> str:
+    """Karpenter's `consolidation_type` label of a disruption method ('' for a method that is not
+    consolidation)."""
+    return CONSOLIDATION_TYPES.get(method, "")
+
+
+def command_labels(command: Command) -> dict[str, str]:
+    """A disruption command's `decision`, `reason` and `consolidation_type` labels, as Karpenter's
+    disruption counters take them."""
+    return {
+        "decision": command.action.lower(),
+        "reason": disruption_reason(command.reason),
+        "consolidation_type": consolidation_type(command.method),
+    }
