@@ -100,7 +100,7 @@ def confirms(command: Command, again: DisruptionRound) -> bool:
         repeat is not None
         and again.executable
         and (command.method, command.action) == (repeat.method, repeat.action)
-        and sorted(c.node_claim for c in command.candidates) == sorted(c.node_claim for c in repeat.candidates)
+        and sorted(c.node_claim for c in command.candidates) == again.candidate_names()
     )
 
 
