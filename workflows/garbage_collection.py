@@ -40,6 +40,7 @@ from activities.garbage_collection import (
     LeakedInstance,
     StrandedClaim,
 )
+from workflows.external import signal_workflow
 from workflows.nodeclaim_base import workflow_id as nodeclaim_workflow_id
 
 WORKFLOW_ID = "garbage-collector"
@@ -159,11 +160,8 @@ class GarbageCollectorWorkflow:
         self.s.claims_deleted_total += len(result.deleted_claims)
         self.s.recent_claims = (self.s.recent_claims + result.deleted_claims)[-RECENT_LIMIT:]
         for lost in result.lost_claims:
-            try:
-                await workflow.get_external_workflow_handle(nodeclaim_workflow_id(lost.node_claim)).signal(
-                    "delete", lost.reason
-                )
-            except Exception:  # its workflow has ended (or never ran): nothing is left to stop
+            if not await signal_workflow(nodeclaim_workflow_id(lost.node_claim), "delete", lost.reason):
+                # its workflow has ended (or never ran): nothing is left to stop
                 workflow.logger.info("NodeClaim %s: no workflow to signal (%s)", lost.node_claim, lost.reason)
 
 

@@ -58,6 +58,7 @@ from apis.duration import parse_duration
 from workflows import timing
 from workflows.disruption import SIGNAL_REPLACE as DISRUPTION_REPLACE
 from workflows.disruption import WORKFLOW_ID as DISRUPTION_ID
+from workflows.external import signal_workflow
 from workflows.nodeclaim_base import workflow_id
 from workflows.nodeclaim_state import (
     DELETED,
@@ -124,11 +125,8 @@ class NodeClaimWorkflow(NodeClaimTermination):
         claim not running yet, or already being disrupted, is not replaced (the controller records why).
         When no controller runs, the request is dropped with a warning in the worker's log."""
         name = workflow.info().workflow_id.removeprefix(workflow_id(""))
-        try:
-            await workflow.get_external_workflow_handle(DISRUPTION_ID).signal(
-                DISRUPTION_REPLACE, args=[name, reason or "manual replace"]
-            )
-        except Exception:  # no controller (not started, or terminated): nothing else could act on it
+        if not await signal_workflow(DISRUPTION_ID, DISRUPTION_REPLACE, name, reason or "manual replace"):
+            # no controller (not started, or terminated): nothing else could act on it
             workflow.logger.warning("replace of %s not forwarded: the disruption controller is not running", name)
 
     @workflow.signal(name="check_drift")

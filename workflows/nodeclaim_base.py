@@ -19,6 +19,7 @@ from activities.running import DriftResult
 from workflows import search_attributes as sa
 from workflows import timing
 from workflows.disruption import SIGNAL_REPLACEMENT_READY as DISRUPTION_READY
+from workflows.external import signal_workflow
 from workflows.nodeclaim_state import RUNNING, NodeClaimInput, NodeClaimState
 from workflows.provisioner import SIGNAL as PROVISIONER_SIGNAL
 from workflows.provisioner import WORKFLOW_ID as PROVISIONER_ID
@@ -120,16 +121,14 @@ class NodeClaimWorkflowBase:
         waiter looks at the claim itself; should it be gone, its own poll stands in."""
         waiter = self.input.waiter
         self.input = self.input.model_copy(update={"waiter": ""})
-        try:
-            await workflow.get_external_workflow_handle(waiter).signal(DISRUPTION_READY, self.state.name)
-        except Exception:  # the waiter ended (its command rolled back, or it was terminated by hand)
+        if not await signal_workflow(waiter, DISRUPTION_READY, self.state.name):
+            # the waiter ended (its command rolled back, or it was terminated by hand)
             workflow.logger.info("%s not told that %s is %s", waiter, self.state.name, self.state.phase)
 
     async def _kick_provisioner(self) -> None:
         """Pods of a failed or terminated claim are pending again: start a provisioning round."""
-        try:
-            await workflow.get_external_workflow_handle(PROVISIONER_ID).signal(PROVISIONER_SIGNAL)
-        except Exception:  # the provisioner may not be running (e.g. tests); the pod watcher re-triggers
+        if not await signal_workflow(PROVISIONER_ID, PROVISIONER_SIGNAL):
+            # the provisioner may not be running (e.g. tests); the pod watcher re-triggers
             workflow.logger.info("provisioner not signalled")
 
     def _history_too_long(self) -> bool:
