@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.karpenter_examples import condition
 from benchmarks.scale import NAMESPACE, POD_SHAPES, count_by, instances, poll, rounded, warm_stack, workload
 from benchmarks.scheduling import lp_lower_bound
 
@@ -361,8 +362,7 @@ def replace_workload(nodes: int) -> str:
 
 
 def _initialized(claim: Obj) -> bool:
-    conditions = (claim.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Initialized" and c.get("status") == "True" for c in conditions)
+    return (condition(claim, "Initialized") or {}).get("status") == "True"
 
 
 def _replacement_looks(address: str) -> int:
