@@ -9,7 +9,8 @@ two workers in one process (the tests) keep separate counts.
 
 Label cardinality is Karpenter's: counters and histograms are labelled by NodePool, capacity type,
 reason, method, response code or error type, never by node, pod or NodeClaim; only the cluster-state gauges
-`karpenter_nodes_*` (per node) and `karpenter_pods_state` (per pod) name them, as Karpenter's do,
+`karpenter_nodes_*` (per node), `karpenter_pods_state` (per pod) and `karpenter_pods_unbound_time_seconds`
+and `_unstarted_time_seconds` (per waiting pod) name them, as Karpenter's do,
 and the offering gauges name each instance type, zone and capacity type. Counters count what this worker
 did since it started, so a fleet's total is the sum over replicas (Prometheus `sum by (nodepool)`); the
 cluster-state gauges are the leader's alone (workers.cluster_metrics), as are the disruption controller's
@@ -185,6 +186,18 @@ class Metrics(ClusterStateGauges):
             "karpenter_pods_bound_duration_seconds",
             "The time from pod creation until the pod is bound.",
             buckets=LIFECYCLE_BUCKETS,
+            registry=reg,
+        )
+        self.pods_unbound_time = Gauge(
+            "karpenter_pods_unbound_time_seconds",
+            "The time from pod creation until the pod is bound, for each Pending pod not bound yet.",
+            ["name", "namespace"],
+            registry=reg,
+        )
+        self.pods_unstarted_time = Gauge(
+            "karpenter_pods_unstarted_time_seconds",
+            "The time from pod creation until the pod is running, for each pod seen Pending and not Ready yet.",
+            ["name", "namespace"],
             registry=reg,
         )
         self.scheduling_duration = Histogram(

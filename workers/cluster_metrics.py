@@ -3,7 +3,8 @@
 `_system_overhead` and `_current_lifetime_seconds`; `karpenter_nodepools_usage` and
 `karpenter_nodepools_limit` per NodePool; `karpenter_cluster_utilization_percent`, each by resource type;
 `karpenter_cluster_state_node_count` and `_synced`; `karpenter_pods_state` per pod, with the pod start-up
-histograms; the status-condition metrics of NodeClaims, NodePools, nodeflow's Nodes and EC2NodeClasses
+histograms and the gauges of pods still waiting to be bound or to start; the status-condition metrics of
+NodeClaims, NodePools, nodeflow's Nodes and EC2NodeClasses
 (workers.condition_metrics); and the instance-type offering gauges.
 
 They describe the cluster, not what one worker did, so only the leader publishes them: `_lead`
@@ -25,6 +26,11 @@ Pods created after this publisher started are timed once each: `karpenter_pods_b
 from creation to scheduling (the PodScheduled condition's time) and `karpenter_pods_startup_duration_seconds`
 from creation to running (the Ready condition's time); the time the publisher saw it when the condition
 has none. Older pods are not: a new leader would time them again.
+
+As Karpenter's, `karpenter_pods_unbound_time_seconds` shows each Pending pod not bound yet, and
+`karpenter_pods_unstarted_time_seconds` each pod seen Pending and not Ready yet, by name and namespace, with
+the seconds since its creation (an alert on a pod stuck waiting reads them); a pod's series goes when it is
+bound, Ready, ended or deleted.
 
 Every OFFERINGS_REFRESH_SECONDS it reads the instance-type catalog (the cloud provider's cached one) and
 shows it to `karpenter_cloudprovider_instance_type_offering_available` and `_price_estimate` (by instance
@@ -62,6 +68,7 @@ OFFERINGS_REFRESH_SECONDS = 60.0
 Series = dict[tuple[str, ...], float]
 # node_series' requests and limits, each the name of a `Metrics` gauge after `nodes_total_`.
 _NODE_TOTALS = ("pod_requests", "pod_limits", "daemon_requests", "daemon_limits")
+_ENDED_PHASES = ("Succeeded", "Failed")
 
 
 def _labels(obj: Obj) -> dict[str, str]:
@@ -188,7 +195,8 @@ def utilization_series(allocatable: Series, pod_requests: Series) -> Series:
 
 def pod_series(pods: list[Obj], nodes: list[Obj]) -> Series:
     """`karpenter_pods_state` of these pods (value 1), by (name, namespace, owner, node, nodepool, zone, arch,
-    capacity type, instance type, phase): where the pod runs from its Node's labels ('' when unbound). Pure."""
+    capacity type, instance type, phase): the owner's self link (`owner_link`), where the pod runs from its
+    Node's labels ('' when unbound). Pure."""
     by_name = {str(n["metadata"].get("name", "")): _labels(n) for n in nodes}
     series: Series = {}
     for pod in pods:
@@ -199,7 +207,7 @@ def pod_series(pods: list[Obj], nodes: list[Obj]) -> Series:
         key = (
             str(meta.get("name", "")),
             str(meta.get("namespace", "")),
-            str(owners[0].get("name", "")) if owners else "",
+            owner_link(owners[0], str(meta.get("namespace", ""))) if owners else "",
             node,
             str(by_name.get(node, {}).get(labels.NODEPOOL, "")),
             where["zone"],
@@ -210,6 +218,41 @@ def pod_series(pods: list[Obj], nodes: list[Obj]) -> Series:
         )
         series[key] = 1.0
     return series
+
+
+def owner_link(owner: Obj, namespace: str) -> str:
+    """A pod's owner as Karpenter's `owner` label names it, the self link Kubernetes no longer serves:
+    `/apis/<apiVersion>/namespaces/<namespace>/<kind, lowercase>s/<name>`."""
+    kind = str(owner.get("kind", "")).lower()
+    return f"/apis/{owner.get('apiVersion', '')}/namespaces/{namespace}/{kind}s/{owner.get('name', '')}"
+
+
+def waiting_series(pods: list[Obj], now: datetime, seen_pending: set[str]) -> tuple[Series, Series, set[str]]:
+    """Karpenter's gauges of pods still waiting, each by (name, namespace), in seconds since the pod's creation:
+    `unbound`, each Pending pod whose PodScheduled condition is not True; `unstarted`, each Pending pod, and
+    each pod seen Pending before (`seen_pending`, uids) that has been neither Ready nor ended since. Returns
+    both with the uids to pass as `seen_pending` next time. A pod never seen Pending (running before the
+    leader started) is not timed. Pure."""
+    unbound: Series = {}
+    unstarted: Series = {}
+    still_pending: set[str] = set()
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        uid = str(meta.get("uid") or "")
+        age = seconds_since(meta.get("creationTimestamp"), now)
+        phase = (pod.get("status") or {}).get("phase")
+        if age is None or phase in _ENDED_PHASES or _condition_time(pod, "Ready") is not None:
+            continue
+        key = (str(meta.get("name", "")), str(meta.get("namespace", "")))
+        if phase == "Pending":
+            still_pending.add(uid)
+            unstarted[key] = age
+            if _condition_time(pod, "PodScheduled") is None:
+                unbound[key] = age
+        elif uid in seen_pending:
+            still_pending.add(uid)
+            unstarted[key] = age
+    return unbound, unstarted, still_pending
 
 
 def _condition_time(pod: Obj, type_: str) -> str | None:
@@ -252,6 +295,7 @@ class ClusterStateMetrics:
         self._offerings_read: float | None = None
         self._bound: set[str] = set()  # uids of the pods timed so far
         self._started: set[str] = set()
+        self._pending: set[str] = set()  # uids of the pods seen Pending and not started yet
         self._conditions: dict[str, dict[Key, Reading]] = {}  # by kind: the status conditions read last
 
     def run(self, stop: threading.Event) -> None:
@@ -294,6 +338,9 @@ class ClusterStateMetrics:
         self._publish("limit", m.nodepools_limit, limit)
         self._publish("pods", m.pods_state, pod_series(pods, nodes))
         self._time_pods(pods)
+        unbound, unstarted, self._pending = waiting_series(pods, datetime.now(UTC), self._pending)
+        self._publish("unbound", m.pods_unbound_time, unbound)
+        self._publish("unstarted", m.pods_unstarted_time, unstarted)
         due = self._offerings_read is None or time.monotonic() - self._offerings_read >= self.offerings_interval
         if self.cloud is not None and due:
             self._offerings_read = time.monotonic()
@@ -339,6 +386,8 @@ class ClusterStateMetrics:
             m.nodepools_usage,
             m.nodepools_limit,
             m.pods_state,
+            m.pods_unbound_time,
+            m.pods_unstarted_time,
         ):
             gauge.clear()
         m.catalog.clear()
@@ -349,6 +398,7 @@ class ClusterStateMetrics:
         m.cluster_state_synced.set(0)
         self._published.clear()
         self._conditions.clear()
+        self._pending.clear()
         self._offerings_read = None
 
     def _publish_conditions(self, kind: str, objects: list[Obj]) -> None:

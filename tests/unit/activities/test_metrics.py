@@ -83,6 +83,8 @@ EXPORTED = {
     "karpenter_pods_eviction_requests_total": ("counter", {"code"}),
     "karpenter_pods_startup_duration_seconds": ("histogram", set()),
     "karpenter_pods_bound_duration_seconds": ("histogram", set()),
+    "karpenter_pods_unbound_time_seconds": ("gauge", {"name", "namespace"}),
+    "karpenter_pods_unstarted_time_seconds": ("gauge", {"name", "namespace"}),
     "karpenter_scheduler_scheduling_duration_seconds": ("histogram", {"controller"}),
     "karpenter_scheduler_queue_depth": ("gauge", {"controller"}),
     "karpenter_scheduler_unschedulable_pods_count": ("gauge", {"controller"}),

@@ -9,7 +9,7 @@ import socket
 import threading
 import urllib.request
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from prometheus_client import generate_latest
@@ -147,10 +147,13 @@ def test_the_gauges_follow_the_cluster_and_are_cleared_when_leadership_ends() ->
     assert value("karpenter_nodepools_limit", {"nodepool": "default", "resource_type": "cpu"}) is None
 
 
+OWNER = "/apis/apps/v1/namespaces/default/replicasets/web-1"  # Karpenter's self link of the pods' ReplicaSet
+
+
 def pod_obj(name: str, uid: str, created: str, node_name: str = "", phase: str = "Pending", **conditions: str) -> Obj:
     return {
         "metadata": {"name": name, "namespace": "default", "uid": uid, "creationTimestamp": created,
-                     "ownerReferences": [{"kind": "ReplicaSet", "name": "web-1"}]},
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1"}]},
         "spec": {"nodeName": node_name} if node_name else {},
         "status": {"phase": phase, "conditions": [{"type": t, "status": "True", "lastTransitionTime": at}
                                                   for t, at in conditions.items()]},
@@ -174,10 +177,10 @@ def test_pods_state_names_each_pod_where_it_runs_and_new_pods_are_timed_once() -
     value = metrics.registry.get_sample_value
     refresh(publisher, kube)
     refresh(publisher, kube)  # seen again: not timed again
-    web = {"name": "web", "namespace": "default", "owner": "web-1", "node": "node-1", "nodepool": "default",
+    web = {"name": "web", "namespace": "default", "owner": OWNER, "node": "node-1", "nodepool": "default",
            "phase": "Running", **{k: v for k, v in NODE_LABELS.items() if k != "os"}}  # fmt: skip
     assert value("karpenter_pods_state", web) == 1
-    unbound = {"name": "waiting", "namespace": "default", "owner": "web-1", "node": "", "nodepool": "", "zone": "",
+    unbound = {"name": "waiting", "namespace": "default", "owner": OWNER, "node": "", "nodepool": "", "zone": "",
                "arch": "", "capacity_type": "", "instance_type": "", "phase": "Pending"}  # fmt: skip
     assert value("karpenter_pods_state", unbound) == 1
     # Only "web" is timed: "old" was there before the publisher started, "waiting" is neither bound nor running.
@@ -189,6 +192,43 @@ def test_pods_state_names_each_pod_where_it_runs_and_new_pods_are_timed_once() -
         kube.delete(r.POD, "web", "default")
     refresh(publisher, kube)
     assert value("karpenter_pods_state", web) is None
+
+
+def test_pods_waiting_to_be_bound_or_to_start_are_shown_until_they_are() -> None:
+    kube, metrics = MemKube(), Metrics()
+    now = datetime.now(UTC)
+    stamp = lambda seconds: (now - timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # noqa: E731
+    with kube.as_admin():
+        kube.create(r.NODE, node("node-1", "default"))
+        kube.create(r.POD, pod_obj("waiting", "u-wait", stamp(30)))
+        kube.create(r.POD, pod_obj("booting", "u-boot", stamp(20), "node-1", PodScheduled=stamp(5)))
+        kube.create(r.POD, pod_obj("old", "u-old", stamp(600), "node-1", "Running"))  # never seen Pending
+    publisher = ClusterStateMetrics(watch_cache_of(kube), metrics)
+    value = metrics.registry.get_sample_value
+    refresh(publisher, kube)
+    pod = lambda name: {"name": name, "namespace": "default"}  # noqa: E731
+    assert value("karpenter_pods_unbound_time_seconds", pod("waiting")) == pytest.approx(30, abs=5)
+    assert value("karpenter_pods_unbound_time_seconds", pod("booting")) is None  # bound
+    assert value("karpenter_pods_unstarted_time_seconds", pod("waiting")) == pytest.approx(30, abs=5)
+    assert value("karpenter_pods_unstarted_time_seconds", pod("booting")) == pytest.approx(20, abs=5)
+    assert value("karpenter_pods_unstarted_time_seconds", pod("old")) is None
+
+    with kube.as_admin():  # "booting" runs but is not Ready yet: still unstarted; "waiting" is bound
+        kube.delete(r.POD, "booting", "default")
+        kube.create(r.POD, pod_obj("booting", "u-boot", stamp(20), "node-1", "Running", PodScheduled=stamp(5)))
+        kube.delete(r.POD, "waiting", "default")
+        kube.create(r.POD, pod_obj("waiting", "u-wait", stamp(30), "node-1", PodScheduled=stamp(1)))
+    refresh(publisher, kube)
+    assert value("karpenter_pods_unbound_time_seconds", pod("waiting")) is None
+    assert value("karpenter_pods_unstarted_time_seconds", pod("booting")) == pytest.approx(20, abs=5)
+
+    with kube.as_admin():  # "booting" is Ready; "waiting" is deleted
+        kube.delete(r.POD, "booting", "default")
+        kube.create(r.POD, pod_obj("booting", "u-boot", stamp(20), "node-1", "Running", Ready=stamp(1)))
+        kube.delete(r.POD, "waiting", "default")
+    refresh(publisher, kube)
+    assert value("karpenter_pods_unstarted_time_seconds", pod("booting")) is None
+    assert value("karpenter_pods_unstarted_time_seconds", pod("waiting")) is None
 
 
 def test_offerings_are_published_from_the_catalog_and_dropped_when_gone() -> None:
