@@ -23,25 +23,51 @@ DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
-def _node_target(node: Obj) -> NodeTarget:
+def _node_target(node: Obj, startup_taints: Mapping[str, tuple[TaintSpec, ...]]) -> NodeTarget:
     meta = node.get("metadata") or {}
     spec = node.get("spec") or {}
     status = node.get("status") or {}
     name = str(meta.get("name", ""))
     labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
     labels.setdefault(L.HOSTNAME, name)
-    taints = tuple(t for t in parse_taints(spec.get("taints") or []) if t.key not in EPHEMERAL_TAINT_KEYS)
+    taints = parse_taints(spec.get("taints") or [])
+    if _starting(labels):
+        starting = startup_taints.get(name, ())
+        taints = tuple(t for t in taints if t.key not in EPHEMERAL_TAINT_KEYS and not _matches_any(t, starting))
     if spec.get("unschedulable") or meta.get("deletionTimestamp"):
         taints = (*taints, UNSCHEDULABLE_TAINT)
     allocatable = to_resource_list(status.get("allocatable") or status.get("capacity") or {})
     return NodeTarget(name, labels, taints, allocatable)
 
 
+def _starting(labels: Mapping[str, str]) -> bool:
+    """A node of a NodePool not initialized yet: its taints that only last while a node starts are assumed
+    to go, as Karpenter's cluster state assumes. An initialized node, or one no NodePool made, is taken
+    with every taint it has: `node.kubernetes.io/unreachable` on a node that stopped answering keeps
+    pods off it, so they get a new node."""
+    return L.NODEPOOL in labels and labels.get(L.INITIALIZED) != "true"
+
+
+def _matches_any(taint: TaintSpec, among: tuple[TaintSpec, ...]) -> bool:
+    """`taint` has the key and effect of one of `among` (Kubernetes' MatchTaint: the value is not compared)."""
+    return any(taint.key == other.key and taint.effect == other.effect for other in among)
+
+
+def startup_taints_by_node(inp: SchedulingInput) -> dict[str, tuple[TaintSpec, ...]]:
+    """Each registered NodeClaim's `spec.startupTaints`, by its Node's name."""
+    return {
+        claim.status.node_name: parse_taints(t.to_kube() for t in claim.spec.startup_taints)
+        for claim in inp.node_claims
+        if claim.status.node_name and claim.spec.startup_taints
+    }
+
+
 def cluster_targets(
     inp: SchedulingInput,
 ) -> tuple[list[NodeTarget], dict[str, ResourceList], list[tuple[NodeTarget, Obj]]]:
     """(existing nodes sorted by name, capacity of those nodes per NodePool, bound pods with their node)."""
-    targets = sorted((_node_target(n) for n in inp.nodes), key=lambda t: t.name)
+    startup = startup_taints_by_node(inp)
+    targets = sorted((_node_target(n, startup) for n in inp.nodes), key=lambda t: t.name)
     by_name = {t.name: t for t in targets}
     capacity: dict[str, ResourceList] = {}
     for node in inp.nodes:

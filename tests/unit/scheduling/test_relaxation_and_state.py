@@ -7,7 +7,7 @@ from typing import Any
 from apis.nodeclaim import NodeClaim
 from scheduling.pods import parse_pod
 from scheduling.requirements import Requirements
-from tests.unit.scheduling.builders import node_pool, placement, pod, reason, schedule
+from tests.unit.scheduling.builders import node, node_pool, placement, pod, reason, schedule
 
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
@@ -79,6 +79,41 @@ def test_in_flight_claims_are_filled_before_new_ones() -> None:
     assert plan.existing_nodes[0].name == "default-abc" and plan.existing_nodes[0].node_claim
     assert placement(plan)["default/a"] == "default-abc"
     assert placement(plan)["default/b"] == "claim-0"
+
+
+def _registered_claim(node_name: str, startup_taints: list[dict[str, str]]) -> NodeClaim:
+    return NodeClaim.model_validate(
+        {
+            "metadata": {"name": f"claim-of-{node_name}", "labels": {"karpenter.sh/nodepool": "default"}},
+            "spec": {
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                "startupTaints": startup_taints,
+            },
+            "status": {"nodeName": node_name},
+        }
+    )
+
+
+def test_a_starting_node_is_filled_as_if_its_startup_and_ephemeral_taints_were_gone() -> None:
+    agent = {"key": "node.cilium.io/agent-not-ready", "value": "true", "effect": "NoSchedule"}
+    not_ready = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+    booting = node("n1", labels={"karpenter.sh/nodepool": "default"}, taints=[agent, not_ready])
+    claim = _registered_claim("n1", [agent])
+    assert placement(schedule([pod("p")], nodes=[booting], node_claims=[claim]))["default/p"] == "n1"
+    # Not its startup taint: a taint the NodeClaim did not say goes away keeps pods off.
+    other = node("n1", labels={"karpenter.sh/nodepool": "default"}, taints=[agent])
+    assert placement(schedule([pod("p")], nodes=[other], node_claims=[_registered_claim("n1", [])]))["default/p"] == (
+        "claim-0"
+    )
+
+
+def test_an_initialized_or_unmanaged_node_that_stopped_answering_gets_no_pods() -> None:
+    unreachable = {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"}
+    gone = node("n1", labels={"karpenter.sh/nodepool": "default", "karpenter.sh/initialized": "true"},
+                taints=[unreachable])  # fmt: skip
+    assert placement(schedule([pod("p")], nodes=[gone]))["default/p"] == "claim-0"
+    unmanaged = node("n2", taints=[unreachable])  # a node of a managed node group
+    assert placement(schedule([pod("p")], nodes=[unmanaged]))["default/p"] == "claim-0"
 
 
 def test_static_pools_do_not_launch_for_pods() -> None:
