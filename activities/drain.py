@@ -12,7 +12,11 @@ deleted at `deadline - its spec.terminationGracePeriodSeconds` (30 s when unset)
 or do-not-disrupt say, so it still gets its whole grace period before the node goes (`delete_time`,
 `expiring`). A pod deleted late (a drain step runs every few seconds, or the deadline has passed) gets its
 grace period cut to what is left until the deadline (`clamped_grace_seconds`), as Karpenter does. Pods
-already terminating (deletionTimestamp set) are only waited for.
+already terminating (deletionTimestamp set) are only waited for, and, as Karpenter's drain, no longer
+once they are stuck (`is_stuck_terminating`): a pod still there a minute after its deletionTimestamp (the
+moment its grace period ended) is on a kubelet that is not stopping it, such as a node that stopped
+answering, and waiting for it would hold the node forever when its NodePool sets no
+terminationGracePeriod.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from scheduling.provisionable import pod_key
 CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 DEFAULT_TERMINATION_GRACE_SECONDS = 30  # Kubernetes' default spec.terminationGracePeriodSeconds
+STUCK_TERMINATING_AFTER = timedelta(minutes=1)  # past a pod's deletionTimestamp, as Karpenter's drain
 
 
 def is_daemonset_pod(pod: dict[str, Any]) -> bool:
@@ -46,6 +51,19 @@ def is_terminal(pod: dict[str, Any]) -> bool:
 
 def is_terminating(pod: dict[str, Any]) -> bool:
     return bool(pod.get("metadata", {}).get("deletionTimestamp"))
+
+
+def is_stuck_terminating(pod: dict[str, Any], now: datetime) -> bool:
+    """The pod is still there more than STUCK_TERMINATING_AFTER past its deletionTimestamp. `now` must be
+    timezone-aware."""
+    stamp = pod.get("metadata", {}).get("deletionTimestamp")
+    if not stamp:
+        return False
+    try:
+        deleted = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return now - deleted > STUCK_TERMINATING_AFTER
 
 
 def is_critical(pod: dict[str, Any]) -> bool:
@@ -68,13 +86,14 @@ def tolerates_disrupted_taint(pod: dict[str, Any]) -> bool:
     return False
 
 
-def drainable(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def drainable(pods: list[dict[str, Any]], now: datetime | None = None) -> list[dict[str, Any]]:
     """Pods the drain must see gone: not DaemonSet pods, not static pods, not finished, not tolerating
-    the disrupted taint."""
+    the disrupted taint, and, given `now` (timezone-aware), not stuck terminating."""
     return [
         p
         for p in pods
         if not (is_daemonset_pod(p) or is_static_pod(p) or is_terminal(p) or tolerates_disrupted_taint(p))
+        and not (now is not None and is_stuck_terminating(p, now))
     ]
 
 
@@ -146,7 +165,7 @@ def plan_step(
         if now is None:
             raise ValueError("plan_step: a deadline needs now")
         due = {pod_key(p) for p in expiring(pods, deadline, now)}
-    remaining = len(drainable(pods))
+    remaining = len(drainable(pods, now))
     waves = eviction_order(pods)
     wave = waves[0] if waves else []
     if force:

@@ -130,7 +130,8 @@ class TerminationActivities(ClaimActivities):
         evicted, refused = self._evict_pods(plan.evict)
         if evicted or deleted:
             self.metrics.pods_drained.labels(reason=self._drain_reason(inp)).inc(evicted + deleted)
-        remaining = len(drain.drainable(self.kube.list(r.POD, field_selector=f"spec.nodeName={inp.node_name}")))
+        left = self.kube.list(r.POD, field_selector=f"spec.nodeName={inp.node_name}")
+        remaining = len(drain.drainable(left, datetime.now(UTC)))
         held = len(plan.held)
         message = f"{remaining} pods remaining, {refused} refused by disruption budgets, {held} held by do-not-disrupt"
         if deleted:

@@ -97,6 +97,17 @@ def test_drainable_skips_only_what_karpenter_skips() -> None:
     assert names(drainable(pods)) == ["default/a", "default/c", "default/n"]
 
 
+def test_a_pod_stuck_terminating_is_no_longer_waited_for() -> None:
+    deleting = pod("deleting")
+    deleting["metadata"]["deletionTimestamp"] = "2026-01-01T11:59:30Z"  # its grace period ended 30 s ago
+    stuck = pod("stuck")
+    stuck["metadata"]["deletionTimestamp"] = "2026-01-01T11:58:59Z"  # a minute and a second ago
+    assert names(drainable([deleting, stuck], NOW)) == ["default/deleting"]
+    assert names(drainable([deleting, stuck])) == ["default/deleting", "default/stuck"]  # no clock: waited for
+    plan = plan_step([stuck], False, deadline=None, now=NOW)
+    assert plan.remaining == 0 and not plan.evict and not plan.delete
+
+
 def in_seconds(seconds: float) -> datetime:
     return NOW + timedelta(seconds=seconds)
 
