@@ -96,6 +96,9 @@ def tag_filters(tags: dict[str, str]) -> Filters:
 
 
 # amiFamily values nodeflow can bootstrap (user data, AMI aliases).
+# The owners an amiSelectorTerms `name` term searches when it names none: public images of other accounts
+# are found only when the term names their owner.
+DEFAULT_NAME_OWNERS = ("self", "amazon")
 SUPPORTED_AMI_FAMILIES = ("AL2023", "AL2", "Bottlerocket", "Windows2019", "Windows2022", "Windows2025", "Custom")
 
 
@@ -280,7 +283,8 @@ class NodeClassResolver:
         image_id: str | None, name: str | None, owner: str | None, tags: dict[str, str] | None
     ) -> dict[str, Any]:
         """DescribeImages arguments for one id/name/owner/tags term: the id alone, else tag and name
-        filters and the owner."""
+        filters and the owner. A name without an owner asks for the account's own and Amazon's images
+        only (DEFAULT_NAME_OWNERS), as Karpenter does: any account can make a public image of any name."""
         if image_id:
             return {"ImageIds": [image_id]}
         query: dict[str, Any] = {"Filters": tag_filters(tags or {})}
@@ -288,6 +292,8 @@ class NodeClassResolver:
             query["Filters"].append({"Name": "name", "Values": [name]})
         if owner:
             query["Owners"] = [owner]
+        elif name:
+            query["Owners"] = list(DEFAULT_NAME_OWNERS)
         return query
 
     def _images(self, **kwargs: Any) -> list[ResolvedAMI]:

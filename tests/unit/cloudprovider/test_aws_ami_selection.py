@@ -151,3 +151,11 @@ def test_nothing_matching_is_still_not_ready() -> None:
     nc_resolver, _ = resolver([])
     with pytest.raises(NodeClassNotReadyError, match="amiSelectorTerms"):
         nc_resolver.amis(custom({"name": "team-ami"}))
+
+
+def test_a_name_without_an_owner_searches_only_this_account_and_amazon() -> None:
+    nc_resolver, ec2 = resolver([image("ami-current", "team-ami", "2025-01-01T00:00:00.000Z")])
+    nc_resolver.amis(custom({"name": "team-ami"}))
+    nc_resolver.amis(custom({"name": "team-ami", "owner": "123456789012"}))
+    nc_resolver.amis(custom({"tags": {"team": "a"}}))
+    assert [call.get("Owners") for call in ec2.calls] == [["self", "amazon"], ["123456789012"], None]
