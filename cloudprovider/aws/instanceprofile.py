@@ -42,20 +42,25 @@ def is_owned(profile: Mapping[str, Any], cluster_name: str, node_class_name: str
 
 
 class InstanceProfiles:
-    """Ensures `name` exists and holds `role`. Remembers profiles it has ensured in this process."""
+    """Ensures `name` exists and holds `role`. Remembers the role each profile it has ensured in this process
+    holds."""
 
     def __init__(self, iam: IAMAPI, cluster_name: str, region: str) -> None:
         self._iam = iam
         self._cluster = cluster_name
         self._region = region
-        self._known: set[str] = set()
+        self._known: dict[str, str | None] = {}  # profile name -> the role ensured in it (None: the user's)
         self._lock = threading.Lock()
 
     def ensure(self, name: str, role: str | None, node_class_name: str) -> str:
         """Returns `name`. With `role` None the profile must already exist (spec.instanceProfile); otherwise
-        it is created, tagged for `node_class_name` (see the module docstring), when missing."""
+        it is created, tagged for `node_class_name` (see the module docstring), when missing, and made to
+        hold `role`. A profile holds one role, so when `spec.role` changed, the one a profile nodeflow made
+        holds is replaced by the new one, as Karpenter does (new nodes boot with the new role; the node
+        class's hash changed too, so the nodes running drift). A profile nodeflow did not make that holds
+        another role is left alone: NodeClassNotReadyError names both roles."""
         with self._lock:
-            if name in self._known:
+            if name in self._known and self._known[name] == role:
                 return name
         profile = self._get(name)
         if profile is None:
@@ -74,27 +79,52 @@ class InstanceProfiles:
                 if not has_code(error, "EntityAlreadyExists"):
                     raise
             profile = self._get(name) or {"Roles": []}
-        if role is not None and not any(r.get("RoleName") == role for r in profile.get("Roles", [])):
+        if role is not None:
+            self._hold(profile, name, role, node_class_name)
+        with self._lock:
+            self._known[name] = role
+        return name
+
+    def _hold(self, profile: Mapping[str, Any], name: str, role: str, node_class_name: str) -> None:
+        """Make the profile `name` (as GetInstanceProfile returned it) hold `role` and no other."""
+        held = [str(r.get("RoleName")) for r in profile.get("Roles") or []]
+        if role in held:
+            return
+        for other in held:
+            if not is_owned(profile, self._cluster, node_class_name):
+                raise NodeClassNotReadyError(
+                    f'instance profile "{name}" holds role "{other}", not spec.role "{role}", and nodeflow did not '
+                    "create it; remove that role from it or delete the profile"
+                )
             try:
                 call(
-                    "AddRoleToInstanceProfile",
-                    self._iam.add_role_to_instance_profile,
+                    "RemoveRoleFromInstanceProfile",
+                    self._iam.remove_role_from_instance_profile,
                     InstanceProfileName=name,
-                    RoleName=role,
+                    RoleName=other,
                 )
             except CloudProviderError as error:
-                if not has_code(error, "LimitExceeded", "EntityAlreadyExists"):
-                    raise NodeClassNotReadyError(f'spec.role "{role}": {error}') from error
-        with self._lock:
-            self._known.add(name)
-        return name
+                if not has_code(error, "NoSuchEntity"):  # removed meanwhile by another worker
+                    raise
+        try:
+            call("AddRoleToInstanceProfile", self._iam.add_role_to_instance_profile, InstanceProfileName=name,
+                 RoleName=role)  # fmt: skip
+        except CloudProviderError as error:
+            if has_code(error, "EntityAlreadyExists"):
+                return
+            if has_code(error, "LimitExceeded"):  # another worker gave it a role since the read: which one?
+                now = self._get(name) or {}
+                if any(r.get("RoleName") == role for r in now.get("Roles") or []):
+                    return
+                raise NodeClassNotReadyError(f'instance profile "{name}" got another role meanwhile') from error
+            raise NodeClassNotReadyError(f'spec.role "{role}": {error}') from error
 
     def delete(self, name: str, node_class_name: str) -> bool:
         """Delete the profile `name` if nodeflow created it for this node class (`is_owned`): its roles
         removed first, as IAM requires. True when it was deleted; False when it does not exist or is not
         nodeflow's (then nothing is changed). Forgets `name`, so ensuring it again creates it."""
         with self._lock:
-            self._known.discard(name)
+            self._known.pop(name, None)
         profile = self._get(name)
         if profile is None or not is_owned(profile, self._cluster, node_class_name):
             return False

@@ -168,6 +168,33 @@ def test_create_launches_the_cheapest_override_with_the_claim_tags(provider: AWS
     assert [r["RoleName"] for r in roles] == [f"KarpenterNodeRole-{CLUSTER}"]
 
 
+def test_a_changed_spec_role_replaces_the_role_in_the_node_class_profile(
+    aws: MotoServer, provider: AWSCloudProvider
+) -> None:
+    from cloudprovider.aws.nodeclass import generated_profile_name
+
+    iam = boto3.client(
+        "iam", endpoint_url=aws.url, region_name=REGION, aws_access_key_id="t", aws_secret_access_key="t"
+    )
+    trust = '{"Version": "2012-10-17", "Statement": []}'
+    iam.create_role(RoleName="NewNodeRole", AssumeRolePolicyDocument=trust)
+    first = make_node_class()
+    first.metadata.name = "role-change"
+    provider.resolve_node_class(first)
+    profile = generated_profile_name(CLUSTER, REGION, "role-change")
+
+    def roles() -> list[str]:
+        return [
+            r["RoleName"] for r in iam.get_instance_profile(InstanceProfileName=profile)["InstanceProfile"]["Roles"]
+        ]
+
+    assert roles() == [f"KarpenterNodeRole-{CLUSTER}"]
+    changed = first.model_copy(deep=True)
+    changed.spec.role = "NewNodeRole"
+    provider.resolve_node_class(changed)
+    assert roles() == ["NewNodeRole"]
+
+
 def test_create_prefers_the_cheapest_spot_offering_when_spot_is_allowed(provider: AWSCloudProvider) -> None:
     request = make_request(["m5.large", "c5.large"], ["spot", "on-demand"])
     catalog = {it.name: it for it in provider.instance_types(request.node_class)}
