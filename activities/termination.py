@@ -27,6 +27,7 @@ from kube.errors import KubeError, NotFoundError, TooManyRequestsError
 from kube.types import Obj
 
 log = logging.getLogger(__name__)
+EXCLUDED_BY = "karpenter"  # the exclude-from-external-load-balancers label's value, Karpenter's
 EXPIRED_REASON = "expired"  # karpenter_nodeclaims_disrupted_total's reason for an expired NodeClaim
 # karpenter_pods_drained_total's reason for pods of a claim with no disruption reason (Karpenter's words)
 FORCEFUL_TERMINATION = "Forceful Termination"
@@ -218,8 +219,20 @@ class TerminationActivities(ClaimActivities):
             self.recorder.record(node, "Warning", "TerminationGracePeriodExpiring", message)
 
     def _taint_disrupted(self, owned: ownership.Owned) -> Obj | None:
-        """Taint the Node `karpenter.sh/disrupted:NoSchedule`; None when it is gone or not ours."""
-        return ownership.update(self.kube, owned, kubeops.adding_taint(labels.DISRUPTED_TAINT_KEY, "NoSchedule"))
+        """Taint the Node `karpenter.sh/disrupted:NoSchedule` and label it
+        `node.kubernetes.io/exclude-from-external-load-balancers=karpenter`, as Karpenter's termination does,
+        so that cloud load balancers stop sending it traffic before its pods go; None when it is gone or not
+        ours."""
+        taint = kubeops.adding_taint(labels.DISRUPTED_TAINT_KEY, "NoSchedule")
+
+        def mutate(node: Obj) -> bool:
+            node_labels = node.setdefault("metadata", {}).setdefault("labels", {})
+            labelled = labels.EXCLUDE_FROM_EXTERNAL_LOAD_BALANCERS not in node_labels
+            if labelled:
+                node_labels[labels.EXCLUDE_FROM_EXTERNAL_LOAD_BALANCERS] = EXCLUDED_BY
+            return taint(node) or labelled
+
+        return ownership.update(self.kube, owned, mutate)
 
     @activity.defn(name="terminate_instance")
     def terminate_instance(self, inp: TerminateInput) -> TerminateResult:

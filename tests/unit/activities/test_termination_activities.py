@@ -40,6 +40,7 @@ def test_a_drain_step_evicts_waits_on_pdbs_and_holds_do_not_disrupt(
     assert "1 refused by disruption budgets, 1 held by do-not-disrupt" in progress.message
     node = kube.get(r.NODE, NODE)
     assert {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"} in node["spec"]["taints"]
+    assert node["metadata"]["labels"]["node.kubernetes.io/exclude-from-external-load-balancers"] == "karpenter"
     drained = condition(kube, "Drained")
     assert drained and drained["status"] == "False"
 
