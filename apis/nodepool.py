@@ -19,7 +19,12 @@ from apis.cel import CelRule, RuleTable, not_empty
 from apis.duration import BudgetDuration, Duration, FiniteDuration
 from apis.ec2nodeclass import GROUP as EC2NODECLASS_GROUP
 from apis.ec2nodeclass import KIND as EC2NODECLASS_KIND
-from apis.labels import NODEPOOL_HASH_ANNOTATION, NODEPOOL_HASH_VERSION_ANNOTATION, nodepool_label_reason
+from apis.labels import (
+    NODEPOOL_HASH_ANNOTATION,
+    NODEPOOL_HASH_VERSION_ANNOTATION,
+    nodepool_label_reason,
+    normalize_label,
+)
 from apis.meta import Condition, ObjectMeta
 from apis.quantity import Quantity
 from apis.requirements import (
@@ -113,10 +118,13 @@ def _nodepool_label_key(key: str) -> str:
 
 
 def _nodepool_requirement(requirement: NodeSelectorRequirement) -> NodeSelectorRequirement:
-    reason = nodepool_label_reason(requirement.key)
+    """Checked as Karpenter checks it: a deprecated key (`beta.kubernetes.io/arch`) as its stable one; the
+    requirement is kept as written (the scheduler reads both keys alike)."""
+    checked = requirement.model_copy(update={"key": normalize_label(requirement.key)})
+    reason = nodepool_label_reason(checked.key)
     if reason:
         raise field_error("key", reason)
-    problem = requirement_problem(requirement)
+    problem = requirement_problem(checked)
     if problem:
         raise field_error(*problem)
     return requirement

@@ -266,6 +266,8 @@ VALID_NODEPOOLS: list[tuple[str, str, Any]] = [
         [{"key": "a", "effect": "NoSchedule"}, {"key": "a", "effect": "NoExecute"}],
     ),
     ("a known capacity type among others", f"{REQ}.0", requirement("karpenter.sh/capacity-type", "In", ["spot", "x"])),
+    ("deprecated arch key", f"{REQ}.0", requirement("beta.kubernetes.io/arch", "In", ["arm64"])),
+    ("deprecated zone key", f"{REQ}.0", requirement("failure-domain.beta.kubernetes.io/zone", "In", ["us-west-2a"])),
 ]
 
 
