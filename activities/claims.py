@@ -125,11 +125,18 @@ def launched_labels(
 
 def sync_node(node: dict[str, Any], claim: NodeClaim) -> bool:
     """Registration: make the Node carry the claim's labels, annotations and taints, our termination
-    finalizer and the registered label, and drop the unregistered taint. Returns whether anything changed."""
+    finalizer and the registered label, and drop the unregistered taint. The claim's startupTaints are
+    added too when the Node is first registered (not labelled registered yet), as Karpenter's registration
+    adds them, so a node whose bootstrap did not set them (a Custom AMI's) still waits for the agent that
+    removes them; a later sync does not put back one already removed. A Node labelled
+    `karpenter.sh/do-not-sync-taints=true` gets neither: its taints are left as they are, the unregistered
+    one apart. Returns whether anything changed."""
     meta = node.setdefault("metadata", {})
     before = repr((meta.get("labels"), meta.get("annotations"), meta.get("finalizers"), node.get("spec")))
     node_labels = meta.setdefault("labels", {}) or {}
     meta["labels"] = node_labels
+    first_registration = node_labels.get(labels.REGISTERED) != "true"
+    sync_taints = node_labels.get(labels.DO_NOT_SYNC_TAINTS) != "true"
     node_labels.update(single_value_labels(claim))
     node_labels[labels.REGISTERED] = "true"
     annotations = meta.get("annotations") or {}
@@ -141,7 +148,8 @@ def sync_node(node: dict[str, Any], claim: NodeClaim) -> bool:
     meta["finalizers"] = finalizers
     spec = node.setdefault("spec", {})
     taints = [t for t in spec.get("taints") or [] if t.get("key") != labels.UNREGISTERED_TAINT_KEY]
-    for taint in claim.spec.taints:
+    wanted = [*claim.spec.taints, *(claim.spec.startup_taints if first_registration else [])] if sync_taints else []
+    for taint in wanted:
         if not any(t.get("key") == taint.key and t.get("effect") == taint.effect for t in taints):
             taints.append(taint.to_kube())
     spec["taints"] = taints

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from activities.claims import sync_node
 from activities.models import ClaimIdentity
 from activities.node_directory import NodeDirectory
 from activities.registration import FindNodeInput, RegistrationActivities
+from apis.nodeclaim import NodeClaim
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
 from tests.unit.activities.claimworld import NAME, NODE, as_admin_patch, claim, condition, uid
@@ -69,6 +71,43 @@ def test_register_node_syncs_the_claim_onto_its_node(registration: RegistrationA
     registered = condition(kube, "Registered")
     assert registered and registered["status"] == "True"
     assert claim(kube)["status"]["nodeName"] == NODE
+
+
+def _claim_with_taints() -> NodeClaim:
+    return NodeClaim.model_validate(
+        {
+            "metadata": {"name": NAME},
+            "spec": {
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                "taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}],
+                "startupTaints": [{"key": "node.cilium.io/agent-not-ready", "value": "true", "effect": "NoSchedule"}],
+            },
+        }
+    )
+
+
+def _taint_keys(node: dict[str, object]) -> list[str]:
+    return [t["key"] for t in node["spec"]["taints"]]  # type: ignore[index]
+
+
+def test_the_first_registration_adds_the_claims_taints_and_startup_taints_and_later_ones_only_its_taints() -> None:
+    unregistered = {"key": "karpenter.sh/unregistered", "effect": "NoExecute"}
+    node: dict[str, object] = {"metadata": {"name": NODE}, "spec": {"taints": [unregistered]}}
+    assert sync_node(node, _claim_with_taints())
+    assert _taint_keys(node) == ["dedicated", "node.cilium.io/agent-not-ready"]
+    node["spec"]["taints"] = [t for t in node["spec"]["taints"] if t["key"] == "dedicated"]  # type: ignore[index]
+    sync_node(node, _claim_with_taints())  # the agent removed its taint; a retried registration does not put it back
+    assert _taint_keys(node) == ["dedicated"]
+
+
+def test_a_node_labelled_do_not_sync_taints_keeps_its_own_taints() -> None:
+    unregistered = {"key": "karpenter.sh/unregistered", "effect": "NoExecute"}
+    node: dict[str, object] = {
+        "metadata": {"name": NODE, "labels": {"karpenter.sh/do-not-sync-taints": "true"}},
+        "spec": {"taints": [unregistered, {"key": "own", "effect": "NoSchedule"}]},
+    }
+    sync_node(node, _claim_with_taints())
+    assert _taint_keys(node) == ["own"]
 
 
 def test_register_node_leaves_a_node_with_another_provider_id_alone(
