@@ -1,8 +1,10 @@
 """Which pods a drain evicts, and in what order (as Karpenter v1's termination controller drains a node:
 waves by priority, PodDisruptionBudgets through the Eviction API, terminationGracePeriod). Pure.
 
-A drain step sees the pods on the node and decides (`plan_step`): evict the current wave (non-critical
-pods first, system-critical ones once those are gone; DaemonSet, static and finished pods never), hold back
+A drain step sees the pods on the node and decides (`plan_step`): evict the current wave (Karpenter's four,
+each once the one before is gone: non-critical pods, then non-critical DaemonSet pods, then
+system-critical pods, then system-critical DaemonSet pods, so that a node's agents, a log shipper say,
+outlive the workloads they serve and still stop gracefully; static and finished pods never), hold back
 `karpenter.sh/do-not-disrupt` pods, and once terminationGracePeriod has passed (`force`) delete whatever is
 left of the wave instead, do-not-disrupt included. A PDB refusal (429) is the caller's normal outcome:
 the pod stays and the next step tries again.
@@ -87,29 +89,31 @@ def tolerates_disrupted_taint(pod: dict[str, Any]) -> bool:
 
 
 def drainable(pods: list[dict[str, Any]], now: datetime | None = None) -> list[dict[str, Any]]:
-    """Pods the drain must see gone: not DaemonSet pods, not static pods, not finished, not tolerating
-    the disrupted taint, and, given `now` (timezone-aware), not stuck terminating."""
+    """Pods the drain must see gone: not static pods, not finished, not tolerating the disrupted taint
+    (a DaemonSet that tolerates every taint would only put its pod back), and, given `now`
+    (timezone-aware), not stuck terminating."""
     return [
         p
         for p in pods
-        if not (is_daemonset_pod(p) or is_static_pod(p) or is_terminal(p) or tolerates_disrupted_taint(p))
+        if not (is_static_pod(p) or is_terminal(p) or tolerates_disrupted_taint(p))
         and not (now is not None and is_stuck_terminating(p, now))
     ]
 
 
 def eviction_order(pods: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """Waves to evict: non-critical pods first, then system-critical ones once the first wave is gone.
-    Pods already terminating are waited for, not evicted again. Each wave is sorted by namespace/name."""
+    """Waves to evict, each once the one before is gone (see the module docstring): non-critical pods,
+    non-critical DaemonSet pods, system-critical pods, system-critical DaemonSet pods. Pods already
+    terminating are waited for, not evicted again. Each wave is sorted by namespace/name."""
     live = [p for p in drainable(pods) if not is_terminating(p)]
 
     def key(pod: dict[str, Any]) -> tuple[str, str]:
         return (pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
 
-    waves = [
-        sorted((p for p in live if not is_critical(p)), key=key),
-        sorted((p for p in live if is_critical(p)), key=key),
-    ]
-    return [wave for wave in waves if wave]
+    def wave(critical: bool, daemon: bool) -> list[dict[str, Any]]:
+        return sorted((p for p in live if is_critical(p) == critical and is_daemonset_pod(p) == daemon), key=key)
+
+    waves = [wave(False, False), wave(False, True), wave(True, False), wave(True, True)]
+    return [w for w in waves if w]
 
 
 def grace_seconds(pod: dict[str, Any]) -> int:

@@ -57,8 +57,11 @@ def names(pods: list[dict[str, Any]]) -> list[str]:
         ([pod("b"), pod("a"), pod("c", critical=True)], False, ["a", "b"], [], [], 3),
         # once only critical pods are left they go
         ([pod("c", critical=True)], False, ["c"], [], [], 1),
-        # DaemonSet, static and finished pods are never drained
-        ([pod("d", daemonset=True), pod("s", static=True), pod("f", done=True)], False, [], [], [], 0),
+        # static and finished pods are never drained; a DaemonSet pod is, in a wave after the other pods
+        ([pod("d", daemonset=True), pod("s", static=True), pod("f", done=True)], False, ["d"], [], [], 1),
+        ([pod("d", daemonset=True), pod("a"), pod("c", critical=True)], False, ["a"], [], [], 3),
+        # a DaemonSet whose pods tolerate every taint would only put its pod back: left alone
+        ([pod("d", daemonset=True, tolerates_all=True)], False, [], [], [], 0),
         # pods tolerating the disrupted taint would come right back: left alone
         ([pod("t", tolerates=True), pod("u", tolerates_all=True)], False, [], [], [], 0),
         # do-not-disrupt pods are held until the grace period forces deletion
@@ -87,14 +90,17 @@ def test_plan_step(
 
 def test_waves_do_not_depend_on_input_order() -> None:
     pods = [pod("z"), pod("c", critical=True), pod("a"), pod("b", critical=True)]
+    pods += [pod("dc", critical=True, daemonset=True), pod("d", daemonset=True)]
     forward = [names(w) for w in eviction_order(pods)]
     backward = [names(w) for w in eviction_order(list(reversed(pods)))]
-    assert forward == backward == [["default/a", "default/z"], ["default/b", "default/c"]]
+    expected = [["default/a", "default/z"], ["default/d"], ["default/b", "default/c"], ["default/dc"]]
+    assert forward == backward == expected
 
 
 def test_drainable_skips_only_what_karpenter_skips() -> None:
     pods = [pod("a"), pod("c", critical=True), pod("n", do_not_disrupt=True), pod("d", daemonset=True)]
-    assert names(drainable(pods)) == ["default/a", "default/c", "default/n"]
+    pods += [pod("s", static=True), pod("f", done=True), pod("t", tolerates=True)]
+    assert names(drainable(pods)) == ["default/a", "default/c", "default/n", "default/d"]
 
 
 def test_a_pod_stuck_terminating_is_no_longer_waited_for() -> None:
@@ -127,8 +133,8 @@ def in_seconds(seconds: float) -> datetime:
         ([pod("a"), pod("c", critical=True, grace=120)], False, in_seconds(60), ["a"], ["c"], []),
         # pods already terminating are not deleted again, however late
         ([pod("t", terminating=True, grace=600), pod("b")], False, in_seconds(60), ["b"], [], []),
-        # DaemonSet and static pods are not the drain's, deadline or not
-        ([pod("d", daemonset=True, grace=600), pod("s", static=True, grace=600)], False, in_seconds(1), [], [], []),
+        # static pods are not the drain's, deadline or not; a DaemonSet pod's deadline comes like any other's
+        ([pod("d", daemonset=True, grace=600), pod("s", static=True, grace=600)], False, in_seconds(1), [], ["d"], []),
         # the deadline passed: everything left goes, every wave, in wave order
         (
             [pod("c", critical=True), pod("n", do_not_disrupt=True), pod("a")],
