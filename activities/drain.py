@@ -5,8 +5,9 @@ A drain step sees the pods on the node and decides (`plan_step`): evict the curr
 each once the one before is gone: non-critical pods, then non-critical DaemonSet pods, then
 system-critical pods, then system-critical DaemonSet pods, so that a node's agents, a log shipper say,
 outlive the workloads they serve and still stop gracefully; static and finished pods never), hold back
-`karpenter.sh/do-not-disrupt` pods, and once terminationGracePeriod has passed (`force`) delete whatever is
-left of the wave instead, do-not-disrupt included. A PDB refusal (429) is the caller's normal outcome:
+`karpenter.sh/do-not-disrupt` pods ("true", or a duration since the pod started not yet over), and once
+terminationGracePeriod has passed (`force`) delete whatever is left of the wave instead, do-not-disrupt
+included. A PDB refusal (429) is the caller's normal outcome:
 the pod stays and the next step tries again.
 
 With the node's termination deadline (drain start + the NodePool's terminationGracePeriod) each pod is
@@ -29,6 +30,7 @@ from typing import Any
 
 from apis import labels
 from apis.meta import rfc3339
+from scheduling.disruption.candidates import do_not_disrupt_until
 from scheduling.provisionable import pod_key
 
 CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
@@ -72,9 +74,12 @@ def is_critical(pod: dict[str, Any]) -> bool:
     return pod.get("spec", {}).get("priorityClassName") in CRITICAL_PRIORITY_CLASSES
 
 
-def blocks_voluntary_disruption(pod: dict[str, Any]) -> bool:
-    """`karpenter.sh/do-not-disrupt: "true"` on the pod."""
-    return (pod.get("metadata", {}).get("annotations") or {}).get(labels.DO_NOT_DISRUPT_ANNOTATION) == "true"
+def blocks_voluntary_disruption(pod: dict[str, Any], now: datetime | None = None) -> bool:
+    """The pod's `karpenter.sh/do-not-disrupt` is in force: "true", or a duration ("30m") not yet over since
+    the pod started (scheduling.disruption.candidates.do_not_disrupt_until, as Karpenter reads it), at
+    `now` (timezone-aware; without it a duration counts as in force)."""
+    forever, until = do_not_disrupt_until(pod)
+    return forever or (until is not None and (now is None or now < until))
 
 
 def tolerates_disrupted_taint(pod: dict[str, Any]) -> bool:
@@ -176,8 +181,8 @@ def plan_step(
         due |= {pod_key(p) for p in wave}
     delete = [p for w in waves for p in w if pod_key(p) in due]
     rest = [p for p in wave if pod_key(p) not in due]
-    held = [p for p in rest if blocks_voluntary_disruption(p)]
-    evict = [p for p in rest if not blocks_voluntary_disruption(p)]
+    held = [p for p in rest if blocks_voluntary_disruption(p, now)]
+    evict = [p for p in rest if not blocks_voluntary_disruption(p, now)]
     return StepPlan(evict=evict, delete=delete, held=held, remaining=remaining)
 
 

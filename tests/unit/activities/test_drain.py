@@ -103,6 +103,21 @@ def test_drainable_skips_only_what_karpenter_skips() -> None:
     assert names(drainable(pods)) == ["default/a", "default/c", "default/n", "default/d"]
 
 
+def test_a_do_not_disrupt_duration_holds_the_pod_until_it_is_over() -> None:
+    def started(name: str, value: str, at: str) -> dict[str, Any]:
+        held = pod(name)
+        held["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"] = value
+        held["status"]["startTime"] = at
+        return held
+
+    young = started("young", "30m", "2026-01-01T11:45:00Z")  # 15 minutes into its 30
+    old = started("old", "30m", "2026-01-01T11:00:00Z")  # an hour
+    invalid = started("invalid", "soon", "2026-01-01T11:45:00Z")  # not a duration: ignored
+    plan = plan_step([young, old, invalid], False, deadline=None, now=NOW)
+    assert names(plan.held) == ["default/young"]
+    assert names(plan.evict) == ["default/invalid", "default/old"]
+
+
 def test_a_pod_stuck_terminating_is_no_longer_waited_for() -> None:
     deleting = pod("deleting")
     deleting["metadata"]["deletionTimestamp"] = "2026-01-01T11:59:30Z"  # its grace period ended 30 s ago
