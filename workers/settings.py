@@ -47,7 +47,7 @@
 `eks:DescribeCluster` once at start (cloudprovider.aws.cluster), and does not start without it.
 
 `disruption_methods`: the disruption methods whose commands the controller executes (comma-separated,
-from Drift,Emptiness,MultiNodeConsolidation,SingleNodeConsolidation,SplitConsolidation;
+from Emptiness,Drift,MultiNodeConsolidation,SingleNodeConsolidation,SplitConsolidation;
 "" = none). The others are still decided and recorded in the controller's history, so `nodeflow explain`
 and the Temporal UI show what they would do. The last worker to start sets them. SplitConsolidation
 is nodeflow's own (one underused node replaced by several smaller ones costing at least 25% less);

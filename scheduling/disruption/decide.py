@@ -1,16 +1,17 @@
 """The disruption decision: one command per pass, from the first method that finds one. Pure.
 
-Methods run in Karpenter v1's order (its disruption controller tries drift, then emptiness, then
-multi-node and single-node consolidation; see https://karpenter.sh/docs/concepts/disruption/), then one
-method of nodeflow's own, and the first that yields a command ends the pass:
+Methods run in the order of Karpenter's current disruption controller (emptiness, then drift, then
+multi-node and single-node consolidation; the first v1 releases tried drift before emptiness; deleting an
+empty node moves no pod, so it goes first), then one method of nodeflow's own, and the first that yields
+a command ends the pass:
 
-1. Drift: replace a node whose NodeClaim has `Drifted=True`. Empty drifted nodes go first, all at once;
+1. Emptiness: delete empty consolidatable nodes (no reschedulable pods), as many as the pools' `Empty`
+   budgets allow, in one command.
+2. Drift: replace a node whose NodeClaim has `Drifted=True`. Empty drifted nodes go first, all at once;
    otherwise the earliest drifted node whose pods all schedule is replaced by whatever new nodes they
    need (drift does not ask for a cheaper replacement). With `terminationGracePeriod` set on the
    NodeClaim, pods with do-not-disrupt or a blocking PDB do not stop drift (the drain waits for them
    until the grace period ends).
-2. Emptiness: delete empty consolidatable nodes (no reschedulable pods), as many as the pools' `Empty`
-   budgets allow, in one command.
 3. Multi-node consolidation: among consolidation candidates sorted by disruption cost (at most
    `Limits.multi_node_candidates`, within the `Underutilized` budgets), binary-search the largest prefix
    that can be deleted, or replaced by one node cheaper than the prefix's total price. A replacement

@@ -24,8 +24,8 @@ Method = Literal[
 REASONS: tuple[Reason, ...] = ("Empty", "Drifted", "Underutilized")
 # The automatic methods in the order a decision tries them (scheduling.disruption.decide).
 METHOD_ORDER: tuple[Method, ...] = (
-    "Drift",
     "Emptiness",
+    "Drift",
     "MultiNodeConsolidation",
     "SingleNodeConsolidation",
     "SplitConsolidation",

@@ -134,13 +134,13 @@ def test_drift_is_chosen_before_consolidation() -> None:
     assert (command.method, command.reason, [c.node for c in command.candidates]) == ("Drift", "Drifted", ["old"])
 
 
-def test_drift_is_chosen_before_emptiness() -> None:
-    """Karpenter v1's controller tries drift first, then emptiness."""
+def test_emptiness_is_chosen_before_drift() -> None:
+    """Karpenter's controller tries emptiness first (it moves no pod), then drift."""
     machines = [karpenter_node("old", "m5.xlarge", drifted=True), karpenter_node("idle", "m5.xlarge")]
     decision = run(machines, [bound("a", "old", cpu="3")], pools=[budget_pool()])
     command = decision.command
     assert command is not None
-    assert (command.method, [c.node for c in command.candidates]) == ("Drift", ["old"])
+    assert (command.method, [c.node for c in command.candidates]) == ("Emptiness", ["idle"])
 
 
 def test_drift_replaces_even_when_not_cheaper_and_ignores_consolidate_after() -> None:
