@@ -147,11 +147,12 @@ class AWSCloudProvider:
         return types
 
     def _bootable(self, types: builtins.list[InstanceType], node_class: EC2NodeClass) -> builtins.list[InstanceType]:
-        """The types an AMI the node class selects can boot: of an architecture one of them has, as Karpenter
-        offers only the instance types compatible with a node class's AMIs. A class that selects only x86_64
-        images (an id, or a name) is then never planned onto arm64 types, which no launch could use (each
-        would fail for want of an AMI, and the next round plan the same). All of them while the AMIs cannot
-        be read: the class is not ready then and says why."""
+        """The types an AMI the node class selects can boot: of an architecture one of them has. A class
+        that selects only x86_64 images (an id, or a name) is then never planned onto arm64 types, which no
+        launch could use (each would fail for want of an AMI, and the next round plan the same). Karpenter
+        does not filter so yet: it fails such a launch ("no instance types satisfy requirements of amis"),
+        and its issue aws/karpenter-provider-aws#7893 asks for this filter. All of them while the AMIs
+        cannot be read: the class is not ready then and says why."""
         try:
             archs = {ami.arch for ami in self._launch_reads.amis(node_class)}
         except (NodeClassNotReadyError, CloudProviderError):
