@@ -42,6 +42,8 @@ TENANCY_DEFAULT = "default"  # EC2's shared-hardware tenancy, the only one nodef
 RESOURCE_NVIDIA_GPU = "nvidia.com/gpu"
 RESOURCE_AMD_GPU = "amd.com/gpu"
 RESOURCE_NEURON = "aws.amazon.com/neuron"
+RESOURCE_NEURON_CORE = "aws.amazon.com/neuroncore"
+RESOURCE_GAUDI = "habana.ai/gaudi"
 RESOURCE_EFA = "vpc.amazonaws.com/efa"
 
 ARCHITECTURES = {"x86_64": "amd64", "arm64": "arm64"}

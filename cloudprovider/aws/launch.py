@@ -6,8 +6,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from apis.instancetype import InstanceType
-from apis.labels import ARCH, INSTANCE_TYPE, NODECLASS, ZONE
+from apis.instancetype import InstanceType, Offering
+from apis.labels import ARCH, INSTANCE_SIZE, INSTANCE_TYPE, NODECLASS, ZONE
 from cloudprovider.aws.amis import variant_for
 from cloudprovider.aws.capacityreservations import CAPACITY_BLOCK, CapacityReservations
 from cloudprovider.aws.cluster import ClusterConnection
@@ -16,7 +16,13 @@ from cloudprovider.aws.fleet_batcher import FleetBatcher
 from cloudprovider.aws.fleet_overrides import limit_overrides
 from cloudprovider.aws.instanceprofile import InstanceProfiles
 from cloudprovider.aws.instances import InstanceQueries, to_instance
-from cloudprovider.aws.instancetypes import RESOURCE_NEURON, RESOURCE_NVIDIA_GPU
+from cloudprovider.aws.instancetypes import (
+    RESOURCE_AMD_GPU,
+    RESOURCE_GAUDI,
+    RESOURCE_NEURON,
+    RESOURCE_NEURON_CORE,
+    RESOURCE_NVIDIA_GPU,
+)
 from cloudprovider.aws.launch_reads import LaunchReads
 from cloudprovider.aws.launchtemplate import LaunchTemplates, LaunchTemplateSpec
 from cloudprovider.aws.nodeclass import ResolvedAMI, ami_family, instance_profile_name
@@ -94,6 +100,24 @@ def pick_ami(instance_type: InstanceType, amis: list[ResolvedAMI]) -> ResolvedAM
     preferred = [a for a in matching if a.variant == wanted]
     candidates = preferred or matching
     return candidates[0] if candidates else None
+
+
+# Accelerator resources whose instance types a launch avoids when others fit (`prefer_generic`).
+EXOTIC_RESOURCES = (RESOURCE_NVIDIA_GPU, RESOURCE_AMD_GPU, RESOURCE_NEURON, RESOURCE_NEURON_CORE, RESOURCE_GAUDI)
+
+
+def prefer_generic(types: list[InstanceType]) -> list[InstanceType]:
+    """The types that are neither bare metal (a size containing "metal") nor carry an accelerator
+    (EXOTIC_RESOURCES), when there are any; else all of them. Karpenter's AWS provider narrows every
+    launch so: a claim any type can serve (a NodePool that does not restrict categories) gets a general
+    purpose node rather than a GPU or .metal one that happens to be among the cheapest fitting, while a
+    claim for GPU pods, whose types all have GPUs, keeps them."""
+    generic = [
+        it
+        for it in types
+        if "metal" not in it.labels.get(INSTANCE_SIZE, "") and not any(it.capacity.get(r) for r in EXOTIC_RESOURCES)
+    ]
+    return generic or types
 
 
 def spot_cheaper_than_on_demand(candidates: Mapping[str, list[Override]]) -> list[Override]:
@@ -285,18 +309,19 @@ class Launcher:
             ):
                 subnet_by_zone.setdefault(s["zone"], s["id"])
         catalog = {it.name: it for it in self._catalog(request.node_class)}
+        allowed = request.capacity_types or ["on-demand"]
+
+        def usable(o: Offering) -> bool:
+            return o.available and o.zone in subnet_by_zone and o.capacity_type in allowed
+
+        requested = [it for it in (catalog.get(name) for name in request.instance_types) if it is not None]
+        ami_of = {it.name: ami for it in requested if (ami := pick_ami(it, amis)) is not None}
+        launchable = [it for it in requested if it.name in ami_of and any(usable(o) for o in it.offerings)]
         out: dict[str, list[Override]] = {}
-        for name in request.instance_types:
-            it = catalog.get(name)
-            ami = pick_ami(it, amis) if it else None
-            if it is None or ami is None:
-                continue
+        for it in prefer_generic(launchable):
+            name, ami = it.name, ami_of[it.name]
             for o in it.offerings:
-                if (
-                    o.available
-                    and o.zone in subnet_by_zone
-                    and o.capacity_type in (request.capacity_types or ["on-demand"])
-                ):
+                if usable(o):
                     out.setdefault(o.capacity_type, []).append(
                         Override(
                             name,

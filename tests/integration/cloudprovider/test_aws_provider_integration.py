@@ -205,6 +205,14 @@ def test_a_changed_spec_role_replaces_the_role_in_the_node_class_profile(
     assert roles() == ["NewNodeRole"]
 
 
+def test_a_launch_prefers_a_general_purpose_type_to_a_cheaper_accelerated_one_and_takes_it_when_it_is_all(
+    provider: AWSCloudProvider,
+) -> None:
+    # inf1.xlarge (Inferentia, $0.228 an hour on demand) is cheaper than c5.2xlarge ($0.34)
+    assert provider.create(make_request(["inf1.xlarge", "c5.2xlarge"])).instance_type == "c5.2xlarge"
+    assert provider.create(make_request(["inf1.xlarge"])).instance_type == "inf1.xlarge"
+
+
 def test_create_prefers_the_cheapest_spot_offering_when_spot_is_allowed(provider: AWSCloudProvider) -> None:
     request = make_request(["m5.large", "c5.large"], ["spot", "on-demand"])
     catalog = {it.name: it for it in provider.instance_types(request.node_class)}

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from apis.instancetype import InstanceType
 from apis.storage import ephemeral_storage_bytes
-from cloudprovider.aws.launch import Override, choose_capacity_type, pick_ami, spot_cheaper_than_on_demand
+from cloudprovider.aws.launch import (
+    Override,
+    choose_capacity_type,
+    pick_ami,
+    prefer_generic,
+    spot_cheaper_than_on_demand,
+)
 from cloudprovider.aws.launchtemplate import LaunchTemplateSpec
 from cloudprovider.aws.nodeclass import ResolvedAMI, instance_profile_name, tag_filters
 from tests.unit.cloudprovider.builders import node_class
@@ -87,3 +93,18 @@ def test_spot_pricier_than_the_cheapest_on_demand_is_dropped() -> None:
     candidates = {"spot": [cheap_spot, dear_spot], "on-demand": [on_demand]}
     assert spot_cheaper_than_on_demand(candidates) == [cheap_spot]
     assert spot_cheaper_than_on_demand({"spot": [dear_spot]}) == [dear_spot]
+
+
+def test_a_launch_prefers_types_without_accelerators_or_bare_metal_when_there_are_any() -> None:
+    def typed(name: str, size: str, **extra: str) -> InstanceType:
+        labels = {"kubernetes.io/arch": "amd64", "karpenter.k8s.aws/instance-size": size}
+        return InstanceType(name=name, capacity={"cpu": "4", "memory": "16Gi", **extra}, labels=labels)
+
+    general = typed("m5.xlarge", "xlarge")
+    metal = typed("m5.metal", "metal")
+    metal_24 = typed("c7i.metal-24xl", "metal-24xl")
+    nvidia = typed("g4dn.xlarge", "xlarge", **{"nvidia.com/gpu": "1"})
+    amd = typed("g4ad.xlarge", "xlarge", **{"amd.com/gpu": "1"})
+    neuron = typed("inf1.xlarge", "xlarge", **{"aws.amazon.com/neuron": "1"})
+    assert prefer_generic([nvidia, metal, general, amd, neuron, metal_24]) == [general]
+    assert prefer_generic([nvidia, amd]) == [nvidia, amd]  # a claim for GPU pods keeps its GPUs
