@@ -33,9 +33,11 @@ def is_owned_by_daemonset(pod: dict[str, Any]) -> bool:
 
 
 def is_provisionable(pod: dict[str, Any]) -> bool:
-    """Pending, not bound, not terminating, marked unschedulable, and not a DaemonSet pod (those follow
-    nodes rather than cause them)."""
-    if pod.get("spec", {}).get("nodeName"):
+    """Pending, not bound, not terminating, marked unschedulable, not a DaemonSet pod (those follow
+    nodes rather than cause them), and not preempting: a pod the kube-scheduler has nominated a node for
+    (`status.nominatedNodeName`) will run there once the pods it evicts are gone, so it needs no new node,
+    as Karpenter's IsProvisionable says."""
+    if pod.get("spec", {}).get("nodeName") or pod.get("status", {}).get("nominatedNodeName"):
         return False
     if pod.get("metadata", {}).get("deletionTimestamp"):
         return False

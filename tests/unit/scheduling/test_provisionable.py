@@ -11,13 +11,15 @@ from scheduling.provisionable import is_provisionable, pod_key
 
 def make_pod(
     *, node: str | None = None, unschedulable: bool = True, deleting: bool = False, phase: str = "Pending",
-    owner_kind: str | None = None,
+    owner_kind: str | None = None, nominated: str | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     pod: dict[str, Any] = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {}, "status": {"phase": phase}}
     if node:
         pod["spec"]["nodeName"] = node
     if unschedulable:
         pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]
+    if nominated:
+        pod["status"]["nominatedNodeName"] = nominated
     if deleting:
         pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     if owner_kind:
@@ -35,8 +37,18 @@ def make_pod(
         (make_pod(deleting=True), False),
         (make_pod(phase="Succeeded"), False),
         (make_pod(owner_kind="DaemonSet"), False),
+        (make_pod(nominated="n1"), False),
     ],
-    ids=["pending-unschedulable", "replicaset-pod", "bound", "not-yet-marked", "deleting", "finished", "daemonset"],
+    ids=[
+        "pending-unschedulable",
+        "replicaset-pod",
+        "bound",
+        "not-yet-marked",
+        "deleting",
+        "finished",
+        "daemonset",
+        "preempting",
+    ],
 )
 def test_is_provisionable(pod: dict[str, Any], expected: bool) -> None:
     assert is_provisionable(pod) is expected
