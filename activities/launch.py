@@ -33,6 +33,9 @@ from kube.errors import NotFoundError
 from kube.types import Obj
 from scheduling.catalog import node_class_os
 
+# A launch failure's Event reason where Karpenter's differs from the failure (the Launched condition's reason).
+EVENT_REASONS = {"InsufficientCapacity": "InsufficientCapacityError"}
+
 
 class LaunchOutcome(BaseModel):
     """Result of a launch attempt. `failure` is set (and `instance_id` empty) when the claim cannot launch:
@@ -195,7 +198,8 @@ class LaunchActivities(ClaimActivities):
             return  # the name is another claim's now: its instance and object are not ours to touch
         claim_obj = self._claim_obj(inp)
         if claim_obj is not None:
-            self.recorder.record(claim_obj, "Warning", inp.failure, inp.message)
+            reason = EVENT_REASONS.get(inp.failure, inp.failure)
+            self.recorder.record(claim_obj, "Warning", reason, inp.message)
             self._set_conditions(inp, (LAUNCHED, "False", inp.failure, inp.message))
         leftover = self.cloud.find_by_node_claim(inp.name)
         if leftover is not None:

@@ -103,9 +103,9 @@ def test_an_offering_refused_for_capacity_sends_the_pods_to_the_next_pool_and_st
     events = [
         e
         for e in stack.kube.list(r.EVENT)
-        if e["reason"] == "InsufficientCapacity" and e["involvedObject"]["kind"] == "NodeClaim"
+        if e["reason"] == "InsufficientCapacityError" and e["involvedObject"]["kind"] == "NodeClaim"
     ]
-    assert events, "no InsufficientCapacity event on the refused NodeClaim"
+    assert events, "no InsufficientCapacityError event on the refused NodeClaim"
     refused_claims = {e["involvedObject"]["name"] for e in events}
     assert not refused_claims & {c["metadata"]["name"] for c in stack.kube.list(r.NODECLAIM)}
 

@@ -118,7 +118,7 @@ def test_launch_failed_says_why_terminates_any_instance_and_deletes_the_claim(
 ) -> None:
     leftover = launching.launch(ClaimRef(name=NAME))
     launching.launch_failed(LaunchFailedInput(name=NAME, failure="InsufficientCapacity", message="no m5.large"))
-    assert events.recorded == [("InsufficientCapacity", "no m5.large")]
+    assert events.recorded == [("InsufficientCapacityError", "no m5.large")]
     assert cloud.deleted == [leftover.instance_id]
     with pytest.raises(NotFoundError):
         kube.get(r.NODECLAIM, NAME)
