@@ -20,7 +20,7 @@ from activities.metric_labels import owner_labels, seconds_since
 from activities.models import ClaimIdentity, ClaimRef
 from apis import labels
 from apis.meta import as_utc, get_condition, is_true, rfc3339
-from apis.nodeclaim import DISRUPTION_REASON, DRAINED, EXPIRED, INSTANCE_TERMINATING, NodeClaim
+from apis.nodeclaim import DISRUPTION_REASON, DRAINED, EXPIRED, INSTANCE_TERMINATING, VOLUMES_DETACHED, NodeClaim
 from cloudprovider.errors import InstanceNotFoundError
 from kube import resources as r
 from kube.errors import KubeError, NotFoundError, TooManyRequestsError
@@ -144,11 +144,51 @@ class TerminationActivities(ClaimActivities):
                 pool = self._pool_of(claim)
                 self.metrics.nodes_drained.labels(nodepool=pool).inc()
                 claim_logger(log, inp, pool).info("drained node %s of NodeClaim %s", inp.node_name, inp.name)
-        else:
-            self._set_conditions(inp, (DRAINED, "False", "Draining", message))
+            return self._await_volume_detachment(inp, node, left, claim, evicted, deleted)
+        self._set_conditions(inp, (DRAINED, "False", "Draining", message))
         return DrainProgress(
             remaining=remaining, evicted=evicted, deleted=deleted, blocked_by_pdb=refused + held, message=message
         )
+
+    def _await_volume_detachment(
+        self, inp: DrainInput, node: Obj, left: list[Obj], claim: NodeClaim | None, evicted: int, deleted: int
+    ) -> DrainProgress:
+        """The drained node's volumes, as Karpenter's termination waits for them: while a VolumeAttachment
+        of a drained pod's volume is still on the node (`drain.awaited_attachments`), the claim's
+        VolumesDetached is False (AwaitingVolumeDetachment, with an Event on the Node when the wait
+        begins) and the step reports them remaining, so the drain goes on; terminating the instance first
+        would leave those volumes attached until EC2 detaches them, and the pods that moved would wait
+        for them. Once terminationGracePeriod has passed (`force`) they are waited for no more."""
+        attachments = self.kube.list(r.VOLUMEATTACHMENT)
+        claims = {(pvc["metadata"].get("namespace", ""), pvc["metadata"]["name"]): pvc for pvc in self._claims_of(left)}
+        waiting = drain.awaited_attachments(inp.node_name, attachments, left, claims, datetime.now(UTC))
+        if not waiting:
+            self._set_conditions(inp, (VOLUMES_DETACHED, "True", "VolumesDetached", ""))
+            return DrainProgress(remaining=0, evicted=evicted, deleted=deleted, message="drained")
+        names = ", ".join(sorted(waiting)[:5]) + (f" and {len(waiting) - 5} more" if len(waiting) > 5 else "")
+        if inp.force:
+            message = f"terminationGracePeriod is over: not waiting for VolumeAttachments {names}"
+            self._set_conditions(inp, (VOLUMES_DETACHED, "False", "TerminationGracePeriodElapsed", message))
+            return DrainProgress(remaining=0, evicted=evicted, deleted=deleted, message=message)
+        message = f"awaiting deletion of {len(waiting)} VolumeAttachments ({names})"
+        current = get_condition(claim.status.conditions, VOLUMES_DETACHED) if claim is not None else None
+        if current is None or current.reason != "AwaitingVolumeDetachment":
+            self.recorder.record(node, "Normal", "AwaitingVolumeDetachment", message)
+        self._set_conditions(inp, (VOLUMES_DETACHED, "False", "AwaitingVolumeDetachment", message))
+        return DrainProgress(remaining=len(waiting), evicted=evicted, deleted=deleted, message=message)
+
+    def _claims_of(self, pods: list[Obj]) -> list[Obj]:
+        """The PersistentVolumeClaims these pods mount (by namespace; a missing one is skipped)."""
+        wanted = {
+            (p["metadata"].get("namespace", ""), v["persistentVolumeClaim"]["claimName"])
+            for p in pods
+            for v in (p.get("spec") or {}).get("volumes") or []
+            if (v.get("persistentVolumeClaim") or {}).get("claimName")
+        }
+        found = []
+        for namespace in sorted({ns for ns, _ in wanted}):
+            found += [c for c in self.kube.list(r.PVC, namespace) if (namespace, c["metadata"]["name"]) in wanted]
+        return found
 
     def _evict_pods(self, pods: list[Obj]) -> tuple[int, int]:
         """Evict each pod through the Eviction API; returns (evicted, refused by a PDB). Gone is fine. Each

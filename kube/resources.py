@@ -42,6 +42,7 @@ DAEMONSET = Resource("apps", "v1", "daemonsets", "DaemonSet", True)
 STATEFULSET = Resource("apps", "v1", "statefulsets", "StatefulSet", True)
 PDB = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True)
 STORAGECLASS = Resource("storage.k8s.io", "v1", "storageclasses", "StorageClass", False)
+VOLUMEATTACHMENT = Resource("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False)
 RUNTIMECLASS = Resource("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False)
 NODEPOOL = Resource("karpenter.sh", "v1", "nodepools", "NodePool", False)
 NODECLAIM = Resource("karpenter.sh", "v1", "nodeclaims", "NodeClaim", False)
@@ -61,6 +62,7 @@ ALL: tuple[Resource, ...] = (
     STATEFULSET,
     PDB,
     STORAGECLASS,
+    VOLUMEATTACHMENT,
     RUNTIMECLASS,
     NODEPOOL,
     NODECLAIM,

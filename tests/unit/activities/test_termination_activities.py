@@ -55,6 +55,44 @@ def termination_timestamp(kube: MemKube) -> str | None:
     return annotations.get("karpenter.sh/nodeclaim-termination-timestamp")
 
 
+def attachment(name: str, volume: str, node: str = NODE) -> dict[str, object]:
+    return {
+        "metadata": {"name": name},
+        "spec": {"attacher": "ebs.csi.aws.com", "nodeName": node, "source": {"persistentVolumeName": volume}},
+    }
+
+
+def test_a_drained_node_waits_for_its_drained_pods_volumes_to_detach(
+    termination: TerminationActivities, kube: MemKube, events: Events
+) -> None:
+    with kube.as_admin():
+        kube.create(r.VOLUMEATTACHMENT, attachment("csi-data", "pv-data"))
+        kube.create(r.VOLUMEATTACHMENT, attachment("csi-other-node", "pv-x", node="another-node"))
+    progress = termination.drain_step(DrainInput(name=NAME, node_name=NODE))  # no pods: drained at once
+    assert progress.remaining == 1 and "csi-data" in progress.message
+    detached = condition(kube, "VolumesDetached")
+    assert detached and (detached["status"], detached["reason"]) == ("False", "AwaitingVolumeDetachment")
+    assert condition(kube, "Drained")["status"] == "True"  # type: ignore[index]
+    termination.drain_step(DrainInput(name=NAME, node_name=NODE))
+    assert [e for e in events.recorded if e[0] == "AwaitingVolumeDetachment"] == [
+        ("AwaitingVolumeDetachment", "awaiting deletion of 1 VolumeAttachments (csi-data)")
+    ], "one event when the wait begins"
+    with kube.as_admin():
+        kube.delete(r.VOLUMEATTACHMENT, "csi-data")
+    assert termination.drain_step(DrainInput(name=NAME, node_name=NODE)).remaining == 0
+    assert condition(kube, "VolumesDetached")["status"] == "True"  # type: ignore[index]
+
+
+def test_the_volume_wait_ends_with_the_termination_grace_period(
+    termination: TerminationActivities, kube: MemKube
+) -> None:
+    with kube.as_admin():
+        kube.create(r.VOLUMEATTACHMENT, attachment("csi-stuck", "pv-stuck"))
+    assert termination.drain_step(DrainInput(name=NAME, node_name=NODE, force=True)).remaining == 0
+    detached = condition(kube, "VolumesDetached")
+    assert detached and (detached["status"], detached["reason"]) == ("False", "TerminationGracePeriodElapsed")
+
+
 def test_a_drain_step_deletes_each_pod_at_the_deadline_minus_its_grace_period(
     termination: TerminationActivities, kube: MemKube, events: Events
 ) -> None:

@@ -84,6 +84,7 @@ DAEMONSET = _from(kr.DAEMONSET, ("ds",), _ALL, ("status",))
 STATEFULSET = _from(kr.STATEFULSET, ("sts",), _ALL, ("status", "scale"))
 PDB = _from(kr.PDB, ("pdb",), (), ("status",))
 STORAGECLASS = _from(kr.STORAGECLASS, ("sc",))
+VOLUMEATTACHMENT = _from(kr.VOLUMEATTACHMENT, (), (), ("status",))
 RUNTIMECLASS = _from(kr.RUNTIMECLASS)
 NODEPOOL = _from(kr.NODEPOOL, (), _KARPENTER, ("status",), builtin=False)
 NODECLAIM = _from(kr.NODECLAIM, (), _KARPENTER, ("status",), builtin=False)
@@ -115,6 +116,7 @@ SERVED: tuple[ServedResource, ...] = (
     STATEFULSET,
     PDB,
     STORAGECLASS,
+    VOLUMEATTACHMENT,
     RUNTIMECLASS,
     NODEPOOL,
     NODECLAIM,
