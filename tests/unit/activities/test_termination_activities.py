@@ -12,7 +12,7 @@ from activities.termination import BeginTerminationInput, DrainInput, TerminateI
 from cloudprovider.fake import FakeCloudProvider
 from cloudprovider.types import TAG_NODECLAIM, Instance
 from kube import resources as r
-from kube.errors import NotFoundError
+from kube.errors import ForbiddenError, NotFoundError
 from tests.unit.activities.claimworld import NAME, NODE, claim, condition, pod
 from tests.unit.activities.memkube import Events, MemKube
 
@@ -81,6 +81,20 @@ def test_a_drained_node_waits_for_its_drained_pods_volumes_to_detach(
         kube.delete(r.VOLUMEATTACHMENT, "csi-data")
     assert termination.drain_step(DrainInput(name=NAME, node_name=NODE)).remaining == 0
     assert condition(kube, "VolumesDetached")["status"] == "True"  # type: ignore[index]
+
+
+def test_a_worker_not_allowed_to_list_volume_attachments_still_terminates(
+    termination: TerminationActivities, kube: MemKube, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_list = kube.list
+
+    def forbidden(resource: r.Resource, *args: object, **kwargs: object) -> object:
+        if resource is r.VOLUMEATTACHMENT:
+            raise ForbiddenError("volumeattachments is forbidden")
+        return real_list(resource, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(kube, "list", forbidden)
+    assert termination.drain_step(DrainInput(name=NAME, node_name=NODE)).remaining == 0
 
 
 def test_the_volume_wait_ends_with_the_termination_grace_period(
