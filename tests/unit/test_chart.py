@@ -366,6 +366,30 @@ def test_an_unknown_feature_gate_fails_the_render_naming_the_key() -> None:
         )
 
 
+def test_karpenters_settings_block_is_accepted_and_what_nodeflow_ignores_is_named() -> None:
+    karpenter_values = {
+        "settings": {
+            "clusterName": "prod",
+            "clusterEndpoint": "https://prod.eks.amazonaws.com",
+            "interruptionQueue": "prod-interruptions",
+            "featureGates": {"spotToSpotConsolidation": True},
+            "batchMaxDuration": "10s",
+        },
+        "clusterName": "ignored-for-settings",
+        "featureGates": {"nodeRepair": False},
+    }
+    files = helm_python.Chart.load(str(CHART)).render(karpenter_values, name=RELEASE, namespace=NAMESPACE)
+    docs = tuple(d for p, t in files.items() if p.endswith(".yaml") for d in yaml.safe_load_all(t) if d)
+    values = env(docs)
+    assert values["NODEFLOW_CLUSTER_NAME"] == "prod"
+    assert values["NODEFLOW_CLUSTER_ENDPOINT"] == "https://prod.eks.amazonaws.com"
+    assert values["NODEFLOW_INTERRUPTION_QUEUE"] == "prod-interruptions"
+    assert values["NODEFLOW_FEATURE_GATES"] == "NodeRepair=false,SpotToSpotConsolidation=true"
+    [notes] = [t for p, t in files.items() if p.endswith("NOTES.txt")]
+    assert "settings.batchMaxDuration: Karpenter's, and not acted on by nodeflow" in notes
+    assert "clusterName is not set" not in notes
+
+
 def test_full_values_reach_the_worker_as_its_settings() -> None:
     docs = render(True)
     values = env(docs)

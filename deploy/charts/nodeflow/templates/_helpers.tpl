@@ -64,8 +64,9 @@ is set (not null, not ""), then the Temporal API key from its Secret, then extra
 {{- $tls := .Values.temporal.tls -}}
 {{- $dir := include "nodeflow.tlsDir" . -}}
 {{- $known := list "NodeRepair" "ReservedCapacity" "SpotToSpotConsolidation" "NodeOverlay" "StaticCapacity" "CapacityBuffer" -}}
+{{- $settings := include "nodeflow.karpenterSettings" . | fromYaml -}}
 {{- $gates := list -}}
-{{- range $key, $on := .Values.featureGates -}}
+{{- range $key, $on := merge (dict) ($settings.featureGates | default dict) (.Values.featureGates | default dict) -}}
 {{- $name := title $key -}}
 {{- if not (has $name $known) -}}
 {{- fail (printf "featureGates.%s: unknown feature gate; the gates are %s (as camelCase keys)" $key (join ", " $known)) -}}
@@ -76,9 +77,9 @@ is set (not null, not ""), then the Temporal API key from its Secret, then extra
 {{- end -}}
 {{- $gate := join "," $gates -}}
 {{- $pairs := list
-  (list "NODEFLOW_CLUSTER_NAME" .Values.clusterName)
-  (list "NODEFLOW_CLUSTER_ENDPOINT" .Values.clusterEndpoint)
-  (list "NODEFLOW_INTERRUPTION_QUEUE" .Values.interruptionQueue)
+  (list "NODEFLOW_CLUSTER_NAME" (include "nodeflow.clusterName" .))
+  (list "NODEFLOW_CLUSTER_ENDPOINT" (coalesce $settings.clusterEndpoint .Values.clusterEndpoint ""))
+  (list "NODEFLOW_INTERRUPTION_QUEUE" (coalesce $settings.interruptionQueue .Values.interruptionQueue ""))
   (list "AWS_REGION" .Values.awsRegion)
   (list "NODEFLOW_KUBERNETES_VERSION" .Values.kubernetesVersion)
   (list "NODEFLOW_TEMPORAL_ADDRESS" .Values.temporal.address)
@@ -121,3 +122,28 @@ is set (not null, not ""), then the Temporal API key from its Secret, then extra
 {{- end -}}
 
 {{- define "nodeflow.tlsDir" -}}/etc/nodeflow/temporal-tls{{- end -}}
+
+
+{{/* Karpenter's chart puts the controller's settings under `settings` (settings.clusterName,
+settings.clusterEndpoint, settings.interruptionQueue, settings.featureGates.*): a values file written for
+it works here too, each of those winning over the top-level key of the same name. As YAML: the `settings`
+map, or {} when unset. */}}
+{{- define "nodeflow.karpenterSettings" -}}
+{{- toYaml (.Values.settings | default dict) -}}
+{{- end -}}
+
+{{/* The cluster's name: settings.clusterName (Karpenter's key), else clusterName. */}}
+{{- define "nodeflow.clusterName" -}}
+{{- $settings := include "nodeflow.karpenterSettings" . | fromYaml -}}
+{{- with coalesce $settings.clusterName .Values.clusterName -}}{{ . }}{{- end -}}
+{{- end -}}
+
+{{/* The keys under `settings` nodeflow acts on; NOTES.txt names any other as not acted on. */}}
+{{- define "nodeflow.ignoredSettings" -}}
+{{- $used := list "clusterName" "clusterEndpoint" "interruptionQueue" "featureGates" -}}
+{{- $ignored := list -}}
+{{- range $key, $_ := (.Values.settings | default dict) -}}
+{{- if not (has $key $used) -}}{{- $ignored = append $ignored (printf "settings.%s" $key) -}}{{- end -}}
+{{- end -}}
+{{- join ", " $ignored -}}
+{{- end -}}
