@@ -65,6 +65,16 @@ def block_devices(node_class: EC2NodeClass, family: str) -> list[BlockDeviceMapp
     return list(node_class.spec.block_device_mappings or default_block_devices(family))
 
 
+def launch_block_devices(node_class: EC2NodeClass, family: str) -> list[BlockDeviceMapping]:
+    """The mappings a launch sets: the node class's, else the family's defaults; none for a Custom AMI
+    whose node class sets none, as Karpenter leaves it to the AMI's own mappings (its root may well be on
+    `/dev/sda1`, and a default `/dev/xvda` volume would be an extra, unused disk). Its ephemeral storage
+    is still counted as a default root (`volume_bytes`), as Karpenter counts it."""
+    if not node_class.spec.block_device_mappings and family == CUSTOM:
+        return []
+    return block_devices(node_class, family)
+
+
 def kubelet_device_name(family: str) -> str:
     """The device the family's AMI gives the kubelet when no mapping is marked `rootVolume`."""
     if family in WINDOWS:

@@ -26,7 +26,7 @@ from typing import Any
 from apis.ec2nodeclass import EBS, EC2NodeClass, NetworkInterface
 from apis.labels import NODECLASS
 from apis.quantity import to_units
-from apis.storage import block_devices
+from apis.storage import launch_block_devices
 from cloudprovider.aws.errors import call, has_code
 from cloudprovider.aws.sdk import EC2API
 from cloudprovider.errors import CloudProviderError
@@ -88,13 +88,14 @@ class LaunchTemplateSpec:
                 "HttpPutResponseHopLimit": metadata.http_put_response_hop_limit,
                 "HttpTokens": metadata.http_tokens,
             },
-            "BlockDeviceMappings": [
-                {"DeviceName": d.device_name or "/dev/xvda", "Ebs": _ebs(d.ebs or EBS())}
-                for d in block_devices(self.node_class, self.family)
-            ],
             "Monitoring": {"Enabled": bool(spec.detailed_monitoring)},
             "TagSpecifications": [{"ResourceType": "network-interface", "Tags": _tags(self.tags)}],
         }
+        devices = launch_block_devices(self.node_class, self.family)
+        if devices:
+            data["BlockDeviceMappings"] = [
+                {"DeviceName": d.device_name or "/dev/xvda", "Ebs": _ebs(d.ebs or EBS())} for d in devices
+            ]
         interfaces = network_interfaces(self.node_class, list(self.security_group_ids))
         if interfaces:
             data["NetworkInterfaces"] = interfaces

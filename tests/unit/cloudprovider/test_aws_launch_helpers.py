@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from apis.instancetype import InstanceType
 from apis.storage import ephemeral_storage_bytes
 from cloudprovider.aws.launch import (
@@ -75,6 +77,17 @@ def test_launch_template_name_is_a_content_hash() -> None:
         "VolumeType": "gp3",
         "Encrypted": True,
     }
+
+
+def test_a_custom_ami_without_mappings_keeps_its_own_and_still_counts_a_default_root() -> None:
+    def template(family: str, **spec: Any) -> dict[str, Any]:
+        return LaunchTemplateSpec("ami-1", "ud", ("sg-1",), "profile", node_class(**spec), family, ()).data()
+
+    assert "BlockDeviceMappings" not in template("Custom")
+    assert ephemeral_storage_bytes(node_class(), "Custom") == 20 * 2**30
+    mapped = template("Custom", blockDeviceMappings=[{"deviceName": "/dev/sda1", "ebs": {"volumeSize": "50Gi"}}])
+    assert [d["DeviceName"] for d in mapped["BlockDeviceMappings"]] == ["/dev/sda1"]
+    assert [d["DeviceName"] for d in template("AL2023")["BlockDeviceMappings"]] == ["/dev/xvda"]
 
 
 def test_selectors_and_profile_names() -> None:
