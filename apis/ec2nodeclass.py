@@ -2,8 +2,9 @@
 kubelet settings, storage, metadata options).
 
 Validation follows the CRD's patterns, ranges and CEL rules (messages say which field and how to fix it).
-One deliberate leniency: `amiSelectorTerms` may be omitted when `amiFamily` is set (the family's default
-AMIs are used); the CRD requires at least one term.
+One deliberate leniency, in the models and in nodeflow's CRD: `amiSelectorTerms` may be omitted when
+`amiFamily` is set, and the family's latest AMIs are used (the alias `<family>@latest`; a Custom family has
+none, so such a node class is not ready and says so). Karpenter's v1 CRD requires at least one term.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from apis.ec2nodeclass import EC2NodeClass
+from apis.ec2nodeclass import AMISelectorTerm, EC2NodeClass
 from apis.meta import parse_rfc3339
 from cloudprovider.aws.amis import ALIAS_FAMILIES, alias_parameters, parse_alias
 from cloudprovider.aws.errors import call, has_code
@@ -235,11 +235,10 @@ class NodeClassResolver:
         deprecated AMI named by id anyway) and marked, then ranked after every non-deprecated one: a
         deprecated AMI is used only when nothing else serves the same requirements, e.g. when pinned by
         id. Raises NodeClassNotReadyError when nothing matches."""
-        if not node_class.spec.ami_selector_terms:
-            raise self._not_ready(node_class, "amiSelectorTerms", "AMI")
-        ami_family(node_class)
+        family = ami_family(node_class)
+        terms = node_class.spec.ami_selector_terms or self._family_default_terms(node_class, family)
         candidates: list[ResolvedAMI] = []
-        for index, term in enumerate(node_class.spec.ami_selector_terms):
+        for index, term in enumerate(terms):
             if term.alias:
                 candidates += self._alias_amis(node_class, index, term.alias)
             elif term.ssm_parameter:
@@ -251,6 +250,17 @@ class NodeClassResolver:
         if not chosen:
             raise self._not_ready(node_class, "amiSelectorTerms", "AMI")
         return chosen
+
+    def _family_default_terms(self, node_class: EC2NodeClass, family: str) -> list[AMISelectorTerm]:
+        """A node class with `amiFamily` and no `amiSelectorTerms` runs the family's latest AMIs (the alias
+        `<family>@latest`); a Custom family has none and is not ready, naming the field."""
+        alias = next((name for name, known in ALIAS_FAMILIES.items() if known == family), None)
+        if alias is None:
+            raise NodeClassNotReadyError(
+                f"EC2NodeClass {node_class.name}: spec.amiSelectorTerms is empty and amiFamily {family} has no "
+                "default AMIs; select the AMIs with an id, name, tags or ssmParameter term"
+            )
+        return [AMISelectorTerm(alias=f"{alias}@latest")]
 
     def _alias_amis(self, node_class: EC2NodeClass, index: int, alias: str) -> list[ResolvedAMI]:
         """The AMIs the alias's SSM parameters name, each with the (arch, variant) of its parameter. Raises

@@ -142,6 +142,18 @@ def test_a_node_class_offers_only_the_instance_types_its_amis_can_boot(provider:
     assert types and {t.labels["kubernetes.io/arch"] for t in types} == {"amd64"}
 
 
+def test_a_node_class_without_ami_terms_runs_its_familys_latest_amis(provider: AWSCloudProvider) -> None:
+    family_only = make_node_class(amiFamily="AL2023", amiSelectorTerms=[])
+    family_only.metadata.name = "family-only"
+    resolved = provider.resolve_node_class(family_only)
+    latest = provider.resolve_node_class(make_node_class("al2023@latest"))
+    assert resolved.amis == latest.amis
+    custom = make_node_class(amiFamily="Custom", amiSelectorTerms=[])
+    custom.metadata.name = "custom-without-terms"
+    with pytest.raises(NodeClassNotReadyError, match="amiSelectorTerms is empty and amiFamily Custom"):
+        provider.resolve_node_class(custom)
+
+
 def test_node_class_with_no_matching_subnet_is_not_ready(provider: AWSCloudProvider) -> None:
     with pytest.raises(NodeClassNotReadyError, match="subnetSelectorTerms"):
         provider.resolve_node_class(make_node_class(discovery="nobody"))
