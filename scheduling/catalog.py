@@ -210,13 +210,14 @@ def build_options(
     extended (the caller keeps one per set of arguments, over objects nobody changes: OptionCache)."""
     os_name, windows_build = os_labels
     reservations = {c.id for c in node_class.status.capacity_reservations} if node_class is not None else None
+    archs = bootable_archs(node_class) if node_class is not None else frozenset()
     out: list[Option] = []
     for it in instance_types:
         known = memo.get(id(it)) if memo is not None else None
         if known is not None and known[0] is it:
             option = known[1]
         else:
-            option = _option(it, kubelet, zones, os_name, windows_build, node_class, zone_ids, reservations)
+            option = _option(it, kubelet, zones, os_name, windows_build, node_class, zone_ids, reservations, archs)
             if memo is not None:
                 memo[id(it)] = (it, option)
         if option is not None:
@@ -234,6 +235,7 @@ def _option(
     node_class: EC2NodeClass | None,
     zone_ids: Mapping[str, str] | None,
     reservations: set[str] | None,
+    archs: frozenset[str] = frozenset(),
 ) -> Option | None:
     """One type as build_options makes it; None when it is dropped."""
     capacity, overhead = kubelet_capacity_and_overhead(it, kubelet)
@@ -251,6 +253,8 @@ def _option(
         key=lambda o: (o.price, o.zone, o.capacity_type),
     )
     labels = derived_labels(it, capacity)
+    if archs and labels.get(L.ARCH) not in archs:
+        return None
     if os_name == "windows":
         if labels.get(L.ARCH) != "amd64":
             return None
@@ -258,6 +262,22 @@ def _option(
         if windows_build:
             labels[L.WINDOWS_BUILD] = windows_build
     return Option(it.name, labels, capacity, allocatable, tuple(offers)) if offers else None
+
+
+def bootable_archs(node_class: EC2NodeClass) -> frozenset[str]:
+    """The architectures (`kubernetes.io/arch` values) of the AMIs in the node class's status; empty when
+    it names none (not resolved yet: no filter). A type of another architecture could not boot, so a
+    NodePool of this class is never planned onto it: a class that selects only x86_64 images by id or name
+    gets no arm64 claims, each of whose launches would fail for want of an AMI and the next round plan the
+    same. Karpenter does not filter so yet (it fails such a launch; its issue
+    aws/karpenter-provider-aws#7893 asks for this)."""
+    return frozenset(
+        str(value)
+        for ami in node_class.status.amis
+        for requirement in ami.requirements
+        if requirement.get("key") == L.ARCH and requirement.get("operator") == "In"
+        for value in requirement.get("values") or []  # type: ignore[attr-defined]
+    )
 
 
 class OptionCache:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from apis import labels as L
 from apis.quantity import format_resource_list, format_units
 from scheduling.pools import Pool
 from scheduling.requirements import Requirements
@@ -29,6 +30,13 @@ def no_type_reason(pool: Pool, reqs: Requirements) -> str:
             mismatches[key] = mismatches.get(key, 0) + 1
     worst = sorted(mismatches.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
     detail = ", ".join(f"{key} excludes {count}" for key, count in worst)
+    arch = reqs.get(L.ARCH)
+    if pool.ami_archs and arch is not None and not any(arch.allows(a) for a in pool.ami_archs):
+        archs = ", ".join(sorted(pool.ami_archs))
+        wanted = " or ".join(arch.finite() or ["another architecture"])
+        detail += (
+            f"; EC2NodeClass {pool.node_class} selects AMIs for {archs} only: add an amiSelectorTerms term for {wanted}"
+        )
     return f"no instance type satisfies the requirements ({detail})"
 
 

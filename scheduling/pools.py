@@ -13,7 +13,7 @@ from apis.instancetype import InstanceType
 from apis.meta import Condition
 from apis.nodepool import NodePool
 from apis.quantity import ResourceList, add, to_resource_list
-from scheduling.catalog import Option, OptionCache, build_options, node_class_os
+from scheduling.catalog import Option, OptionCache, bootable_archs, build_options, node_class_os
 from scheduling.limits import FloatArray, by_size, capacities, option_sizes
 from scheduling.packing import IntArray, OptionMatrix
 from scheduling.requirements import Req, Requirements, from_api, from_labels, parse_expressions, undefined_key_default
@@ -40,6 +40,7 @@ class Pool:
     used: ResourceList = field(default_factory=dict)  # existing capacity + reservations of new claims
     problem: str = ""
     type_keys: frozenset[str] = frozenset()  # keys instance types decide (others come from the pool)
+    ami_archs: frozenset[str] = frozenset()  # the architectures its node class's AMIs boot (empty: any)
     matrix: OptionMatrix = field(default_factory=lambda: OptionMatrix([]))
     sizes: FloatArray = field(default_factory=lambda: option_sizes(OptionMatrix([]), {}))  # per matrix row
 
@@ -206,6 +207,7 @@ def build_pools(
         pool.used = dict(existing_capacity.get(np.name, {}))
         pool.ds_overhead, pool.ds_ports = daemonset_overhead(pool, daemonsets)
         pool.problem = problem
+        pool.ami_archs = bootable_archs(nc) if nc is not None else frozenset()
         catalog_keys = {key for option in options for key in option.labels}
         pool_keys = {L.NODEPOOL, L.NODECLASS, *np.spec.template.metadata.labels}
         pool.type_keys = frozenset((set(L.WELL_KNOWN_LABELS) | catalog_keys) - pool_keys)

@@ -14,7 +14,6 @@ from typing import Any
 
 from apis.ec2nodeclass import EC2NodeClass
 from apis.instancetype import InstanceType
-from apis.labels import ARCH
 from apis.storage import volume_bytes
 from cloudprovider.aws.capacityreservations import CapacityReservations, with_reserved_offerings
 from cloudprovider.aws.cluster import ClusterConnection
@@ -22,7 +21,7 @@ from cloudprovider.aws.errors import call
 from cloudprovider.aws.instanceprofile import InstanceProfiles
 from cloudprovider.aws.instances import InstanceQueries
 from cloudprovider.aws.instancetypes import InstanceTypeSettings
-from cloudprovider.aws.launch import EC2_ARCH, ClusterInfo, Launcher, new_fleet_batcher
+from cloudprovider.aws.launch import ClusterInfo, Launcher, new_fleet_batcher
 from cloudprovider.aws.launch_reads import LaunchReads
 from cloudprovider.aws.launchtemplate import LaunchTemplates, is_stale
 from cloudprovider.aws.nodeclass import NodeClassResolver, ami_family, generated_profile_name
@@ -30,7 +29,7 @@ from cloudprovider.aws.offerings import InstanceTypeCatalog
 from cloudprovider.aws.pricebook import PriceBook
 from cloudprovider.aws.pricing import PriceTable
 from cloudprovider.aws.sdk import EC2API, IAMAPI, SSMAPI, PricingAPI
-from cloudprovider.errors import CloudProviderError, InstanceNotFoundError, NodeClassNotReadyError
+from cloudprovider.errors import InstanceNotFoundError, NodeClassNotReadyError
 from cloudprovider.types import Instance, LaunchRequest, NodeClassResources, ResolvedNodeClass
 from cloudprovider.unavailable import UnavailableOfferings
 
@@ -141,23 +140,10 @@ class AWSCloudProvider:
             instance_store_raid0=node_class.spec.instance_store_policy == "RAID0",
         )
         zones = sorted({s["zone"] for s in self._launch_reads.subnets(node_class)})
-        types = self._bootable(self.catalog.instance_types(settings, zones), node_class)
+        types = self.catalog.instance_types(settings, zones)
         if self._reserved_capacity:
             types = with_reserved_offerings(types, self.reservations.selected(node_class))
         return types
-
-    def _bootable(self, types: builtins.list[InstanceType], node_class: EC2NodeClass) -> builtins.list[InstanceType]:
-        """The types an AMI the node class selects can boot: of an architecture one of them has. A class
-        that selects only x86_64 images (an id, or a name) is then never planned onto arm64 types, which no
-        launch could use (each would fail for want of an AMI, and the next round plan the same). Karpenter
-        does not filter so yet: it fails such a launch ("no instance types satisfy requirements of amis"),
-        and its issue aws/karpenter-provider-aws#7893 asks for this filter. All of them while the AMIs
-        cannot be read: the class is not ready then and says why."""
-        try:
-            archs = {ami.arch for ami in self._launch_reads.amis(node_class)}
-        except (NodeClassNotReadyError, CloudProviderError):
-            return types
-        return [t for t in types if EC2_ARCH.get(t.labels.get(ARCH, "amd64"), "x86_64") in archs]
 
     def resolve_node_class(self, node_class: EC2NodeClass) -> ResolvedNodeClass:
         """The selectors resolved, then the instance profile ensured (created for `spec.role`, as

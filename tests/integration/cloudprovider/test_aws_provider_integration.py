@@ -132,16 +132,6 @@ def test_node_class_resolves_alias_to_an_ami_per_architecture(provider: AWSCloud
     assert provider.resolve_node_class(make_node_class("bottlerocket@latest")).amis
 
 
-def test_a_node_class_offers_only_the_instance_types_its_amis_can_boot(provider: AWSCloudProvider) -> None:
-    both = provider.instance_types(make_node_class())
-    assert {t.labels["kubernetes.io/arch"] for t in both} == {"amd64", "arm64"}
-    x86 = "amazon-eks-node-al2023-x86_64-standard-1.32-v20250715"
-    only_x86 = make_node_class(amiFamily="AL2023", amiSelectorTerms=[{"name": x86}])
-    only_x86.metadata.name = "only-x86"
-    types = provider.instance_types(only_x86)
-    assert types and {t.labels["kubernetes.io/arch"] for t in types} == {"amd64"}
-
-
 def test_a_node_class_without_ami_terms_runs_its_familys_latest_amis(provider: AWSCloudProvider) -> None:
     family_only = make_node_class(amiFamily="AL2023", amiSelectorTerms=[])
     family_only.metadata.name = "family-only"

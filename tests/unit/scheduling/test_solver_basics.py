@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from apis.ec2nodeclass import EC2NodeClass
 from tests.unit.scheduling.builders import (
     catalog,
     instance_type,
@@ -292,3 +293,17 @@ def test_the_plan_does_not_depend_on_input_order() -> None:
         rng.shuffle(shuffled_nodes)
         rng.shuffle(shuffled_pools)
         assert schedule(shuffled, shuffled_pools, nodes=shuffled_nodes).model_dump_json() == expected
+
+
+def test_a_node_class_whose_amis_are_all_x86_is_planned_only_onto_amd64_types() -> None:
+    x86_only = [{"id": "ami-x86", "requirements": [{"key": ARCH, "operator": "In", "values": ["amd64"]}]}]
+    nc = EC2NodeClass.model_validate({**node_class().to_kube(), "status": {"amis": x86_only}})
+    arch_of = {it.name: it.labels.get(ARCH, "amd64") for it in catalog()}
+    assert "arm64" in arch_of.values()  # the catalog has both
+    plan = schedule([pod("p")], node_classes=[nc])
+    assert plan.node_claims and {arch_of[t] for t in plan.node_claims[0].instance_types} == {"amd64"}
+    arm = schedule([pod("arm", nodeSelector={ARCH: "arm64"})], node_classes=[nc])
+    assert not arm.node_claims
+    assert "EC2NodeClass default selects AMIs for amd64 only: add an amiSelectorTerms term for arm64" in reason(
+        arm, "default/arm"
+    )
