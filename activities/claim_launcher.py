@@ -66,7 +66,7 @@ class ClaimLauncher:
                 if pool_obj is None:
                     continue
                 pool = pools[planned.node_pool] = NodePool.model_validate(pool_obj)
-            name = node_claim_name(planned.node_pool, round_.run_id, round_.round, planned.pods)
+            name = self.claim_name(round_, planned)
             claim, new = self._create_claim(name, planned, pool)
             if claim is None:
                 continue
@@ -75,6 +75,11 @@ class ClaimLauncher:
             self.starter.start_node_claim(claim, waiter=waiter)
             created.append(name)
         return created
+
+    @staticmethod
+    def claim_name(round_: ProvisionRound, planned: PlannedNodeClaim) -> str:
+        """The name `launch` gives the claim planned in this round."""
+        return node_claim_name(planned.node_pool, round_.run_id, round_.round, planned.pods)
 
     def _create_claim(self, name: str, planned: PlannedNodeClaim, pool: NodePool) -> tuple[Obj | None, bool]:
         """Create the claim (or find it from an earlier try of this round): (the claim as the API returns

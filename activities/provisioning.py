@@ -24,14 +24,15 @@ from apis.nodeclaim import NodeClaim
 from apis.nodepool import is_managed
 from cloudprovider.types import CloudProvider
 from kube import resources as r
-from kube.types import Kube
-from scheduling.provisionable import is_bound, is_provisionable
+from kube.types import Kube, Obj
+from scheduling.provisionable import is_bound, is_provisionable, pod_key
 from scheduling.types import SchedulingInput
 
 log = logging.getLogger(__name__)
 
 
 PROVISIONER = "provisioner"  # the `controller` label of the scheduling metrics
+POD_EVENTS_PER_ROUND = 200  # FailedScheduling and Nominated Events a round records, each
 
 
 class ProvisioningActivities:
@@ -91,12 +92,14 @@ class ProvisioningActivities:
             plan = scheduling.solve(inp)
         self.metrics.unschedulable_pods.labels(controller=PROVISIONER).set(len(plan.unschedulable))
         placed = sum(len(p.pods) for p in plan.existing_nodes)
+        on_claims = {key for claim in plan.node_claims for key in claim.pods}
         return ProvisionPlan(
             node_claims=plan.node_claims,
             unschedulable=plan.unschedulable,
             invalid=invalid,
             pending_pods=len(pending),
             placed_on_existing=placed,
+            pod_uids={key: uid for p in pending if (key := pod_key(p)) in on_claims and (uid := _uid(p))},
         )
 
     def _node_claims(self) -> list[NodeClaim]:
@@ -144,9 +147,34 @@ class ProvisioningActivities:
         created = self.launcher.launch(inp.round, inp.plan.node_claims, PROVISIONED)
         pools = [obj["metadata"]["name"] for obj in self.kube.list(r.NODEPOOL) if is_managed(obj)]
         nodepool_status.sync_all_counts(self.kube, pools)
-        for pod in inp.plan.unschedulable[:200]:
+        for pod in inp.plan.unschedulable[:POD_EVENTS_PER_ROUND]:
             namespace, _, name = pod.pod.partition("/")
             pod_obj = kubeops.get_or_none(self.kube, r.POD, name, namespace)
             if pod_obj is not None:
                 self.recorder.record(pod_obj, "Warning", "FailedScheduling", f"Failed to schedule pod, {pod.reason}")
+        self._nominate(inp, set(created))
         return ApplyPlanResult(created=created)
+
+    def _nominate(self, inp: ApplyPlanInput, created: set[str]) -> None:
+        """Karpenter's `Nominated` Event on each pod a new claim of this round is for ("Pod should schedule
+        on: nodeclaim/<name>"), so `kubectl describe pod` says which node is coming for it; at most
+        POD_EVENTS_PER_ROUND a round, as Karpenter rate-limits nominations too."""
+        budget = POD_EVENTS_PER_ROUND
+        for planned in inp.plan.node_claims:
+            name = self.launcher.claim_name(inp.round, planned)
+            if name not in created:
+                continue
+            for key in planned.pods[:budget]:
+                uid = inp.plan.pod_uids.get(key)
+                if uid:
+                    namespace, _, pod_name = key.partition("/")
+                    pod = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": pod_name, "namespace": namespace,
+                                                                          "uid": uid}}  # fmt: skip
+                    self.recorder.record(pod, "Normal", "Nominated", f"Pod should schedule on: nodeclaim/{name}")
+            budget -= min(budget, len(planned.pods))
+            if budget == 0:
+                return
+
+
+def _uid(pod: Obj) -> str:
+    return str((pod.get("metadata") or {}).get("uid") or "")

@@ -37,6 +37,7 @@ class ProvisionPlan(BaseModel):
     invalid: list[InvalidObject] = Field(default_factory=list)
     pending_pods: int = 0
     placed_on_existing: int = 0
+    pod_uids: dict[str, str] = Field(default_factory=dict)  # "namespace/name" -> uid, of the claims' pods
 
 
 class ApplyPlanInput(BaseModel):

@@ -188,6 +188,8 @@ class Events:
 
     def __init__(self) -> None:
         self.recorded: list[tuple[str, str]] = []
+        self.involved: list[Obj] = []  # the object of each recorded event, in the same order
 
     def record(self, involved: Obj, event_type: str, reason: str, message: str) -> None:
         self.recorded.append((reason, message))
+        self.involved.append(involved)

@@ -221,6 +221,21 @@ def test_apply_marks_the_node_pools_of_an_unready_node_class_as_karpenter_does()
     assert [e for e in world.events.recorded[before:] if e[0] != "FailedScheduling"] == []
 
 
+def test_each_pod_a_new_claim_is_for_is_nominated_to_it_with_its_uid() -> None:
+    world = windows_and_general_purpose()
+    plan = world.solve()
+    world.apply(plan)
+    nominated = [(m, o) for (reason, m), o in zip(world.events.recorded, world.events.involved, strict=True)
+                 if reason == "Nominated"]  # fmt: skip
+    claims = {key: name for claim in plan.node_claims for key in claim.pods
+              if (name := world.activities.launcher.claim_name(ROUND, claim))}  # fmt: skip
+    assert len(nominated) == len(claims) > 0
+    for message, pod in nominated:
+        key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+        assert message == f"Pod should schedule on: nodeclaim/{claims[key]}"
+        assert pod["metadata"]["uid"] == world.kube.get(r.POD, pod["metadata"]["name"], "default")["metadata"]["uid"]
+
+
 def test_node_pool_conditions_follow_a_fix_made_while_no_pod_is_pending() -> None:
     world = World([node_pool("late", "late")])  # its EC2NodeClass is not applied yet
     assert [i.name for i in world.solve().invalid] == ["late"]
