@@ -50,13 +50,17 @@ def _error(code: str) -> Exception:
     return ClientError({"Error": {"Code": code, "Message": code}}, "op")
 
 
+def profiles_of(iam: FakeIAM) -> InstanceProfiles:
+    return InstanceProfiles(iam, "c", "us-west-2")  # type: ignore[arg-type]
+
+
 def _roles(iam: FakeIAM, name: str) -> list[str]:
     return [r["RoleName"] for r in iam.profiles[name]["Roles"]]
 
 
 def test_a_profile_is_created_with_the_role_and_checked_once_per_role() -> None:
     iam = FakeIAM()
-    profiles = InstanceProfiles(iam, "c", "us-west-2")  # type: ignore[arg-type]
+    profiles = profiles_of(iam)
     profiles.ensure("c_1", "RoleA", "default")
     profiles.ensure("c_1", "RoleA", "default")
     assert _roles(iam, "c_1") == ["RoleA"]
@@ -65,7 +69,7 @@ def test_a_profile_is_created_with_the_role_and_checked_once_per_role() -> None:
 
 def test_a_changed_role_replaces_the_old_one_in_nodeflows_profile() -> None:
     iam = FakeIAM()
-    profiles = InstanceProfiles(iam, "c", "us-west-2")  # type: ignore[arg-type]
+    profiles = profiles_of(iam)
     profiles.ensure("c_1", "RoleA", "default")
     profiles.ensure("c_1", "RoleB", "default")
     assert _roles(iam, "c_1") == ["RoleB"]
@@ -74,7 +78,7 @@ def test_a_changed_role_replaces_the_old_one_in_nodeflows_profile() -> None:
 def test_a_profile_nodeflow_did_not_make_is_left_with_its_role_and_the_error_names_both() -> None:
     iam = FakeIAM()
     iam.profiles["c_1"] = {"InstanceProfileName": "c_1", "Roles": [{"RoleName": "TheirRole"}], "Tags": []}
-    profiles = InstanceProfiles(iam, "c", "us-west-2")  # type: ignore[arg-type]
+    profiles = profiles_of(iam)
     with pytest.raises(NodeClassNotReadyError, match=r'holds role "TheirRole", not spec\.role "RoleB"'):
         profiles.ensure("c_1", "RoleB", "default")
     assert _roles(iam, "c_1") == ["TheirRole"]
@@ -84,7 +88,7 @@ def test_a_role_another_worker_added_meanwhile_is_accepted_when_it_is_the_same()
     iam = FakeIAM()
     tags = [{"Key": k, "Value": v} for k, v in profile_tags("c", "us-west-2", "default").items()]
     iam.profiles["c_1"] = {"InstanceProfileName": "c_1", "Roles": [], "Tags": tags}
-    profiles = InstanceProfiles(iam, "c", "us-west-2")  # type: ignore[arg-type]
+    profiles = profiles_of(iam)
     real_get = iam.get_instance_profile
 
     def stale_get(InstanceProfileName: str) -> dict[str, Any]:
