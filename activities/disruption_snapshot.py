@@ -60,7 +60,7 @@ def read_disruption_input(
     cache: WatchCache | None = None,
 ) -> DisruptionInput:
     """Nodes, NodeClaims, bound pods, PodDisruptionBudgets, NodePools, EC2NodeClasses, DaemonSets and the
-    volume and runtime objects, read now, with the given catalog; `now` defaults to the current UTC time.
+    volume, runtime and Namespace objects, read now, with the given catalog; `now` defaults to the current UTC time.
     Invalid NodeClaims, NodePools and EC2NodeClasses are left out (named in `skipped` when given).
     `watched` False leaves out what the leader watches (pods, Nodes, NodeClaims, NodePools,
     EC2NodeClasses: empty lists), for a look that only needs the rest (scheduling.disruption.settled
@@ -75,6 +75,7 @@ def read_disruption_input(
             persistent_volumes=kube.list(r.PV),
             storage_classes=kube.list(r.STORAGECLASS),
             runtime_classes=kube.list(r.RUNTIMECLASS),
+            namespaces=kube.list(r.NAMESPACE),
         ),
         pod_disruption_budgets=kube.list(r.PDB),
         now=now or datetime.now(UTC),

@@ -87,6 +87,7 @@ class ProvisioningActivities:
             persistent_volumes=self.kube.list(r.PV),
             storage_classes=self.kube.list(r.STORAGECLASS),
             runtime_classes=self.kube.list(r.RUNTIMECLASS),
+            namespaces=self.kube.list(r.NAMESPACE),
         )
         with self.metrics.scheduling(PROVISIONER, len(pending)):
             plan = scheduling.solve(inp)

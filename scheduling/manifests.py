@@ -27,7 +27,7 @@ Obj = dict[str, Any]
 WORKLOADS = ("Deployment", "ReplicaSet", "StatefulSet", "Job")
 MAX_REPLICAS = 100_000
 IGNORED_KINDS = frozenset(
-    {"Namespace", "Service", "ConfigMap", "Secret", "ServiceAccount", "PodDisruptionBudget", "Ingress", "Role",
+    {"Service", "ConfigMap", "Secret", "ServiceAccount", "PodDisruptionBudget", "Ingress", "Role",
      "RoleBinding", "ClusterRole", "ClusterRoleBinding", "HorizontalPodAutoscaler", "NetworkPolicy",
      "PriorityClass", "CustomResourceDefinition", "CSINode", "CSIDriver"}
 )  # fmt: skip
@@ -38,6 +38,7 @@ LISTS = {
     "RuntimeClass": "runtime_classes",
     "DaemonSet": "daemonsets",
     "Node": "nodes",
+    "Namespace": "namespaces",
 }
 
 

@@ -19,7 +19,7 @@ from apis.quantity import ResourceList
 from scheduling.requirements import EMPTY, Requirements, from_labels, parse_expressions
 from scheduling.resources import HostPort, host_ports, pod_requests
 from scheduling.taints import Toleration, parse_tolerations
-from scheduling.topology import AFFINITY, ANTI, SPREAD, Term, parse_selector
+from scheduling.topology import AFFINITY, ANTI, SPREAD, NamespaceLabels, Term, parse_selector
 
 Obj = Mapping[str, Any]
 VolumeResolver = Callable[[str, Obj], Requirements]  # (namespace, pod spec) -> zonal requirements
@@ -80,8 +80,11 @@ def _node_terms(affinity: Obj, where: str) -> tuple[list[Requirements], list[tup
     return terms, preferred
 
 
-def pod_affinity_terms(affinity: Obj, kind: str, namespace: str, where: str) -> tuple[list[Term], list[Term]]:
-    """(required, preferred heaviest first) pod affinity or anti-affinity terms of `spec.affinity`."""
+def pod_affinity_terms(
+    affinity: Obj, kind: str, namespace: str, where: str, namespace_labels: NamespaceLabels | None = None
+) -> tuple[list[Term], list[Term]]:
+    """(required, preferred heaviest first) pod affinity or anti-affinity terms of `spec.affinity`; a
+    term's namespaceSelector selects among `namespace_labels` (topology.parse_selector)."""
     section = affinity.get("podAffinity" if kind == AFFINITY else "podAntiAffinity") or {}
 
     def term(raw: Obj, weight: int, path: str) -> Term:
@@ -89,8 +92,9 @@ def pod_affinity_terms(affinity: Obj, kind: str, namespace: str, where: str) -> 
         if not key:
             raise ValueError(f"{path}.topologyKey: required")
         selector = parse_selector(
-            raw.get("labelSelector"), namespace, path, raw.get("namespaces"), raw.get("namespaceSelector")
-        )
+            raw.get("labelSelector"), namespace, path, raw.get("namespaces"), raw.get("namespaceSelector"),
+            namespace_labels=namespace_labels,
+        )  # fmt: skip
         return Term(kind, str(key), selector, weight=weight)
 
     required = [
@@ -172,6 +176,7 @@ def parse_pod(
     spec: Obj,
     runtime_overhead: Mapping[str, Mapping[str, int]],
     volume_reqs: VolumeResolver,
+    namespace_labels: NamespaceLabels | None = None,
 ) -> ParsedPod:
     """Everything scheduling needs from one pod. Raises ValueError naming the field on invalid input."""
     overhead = runtime_overhead.get(str(spec.get("runtimeClassName") or ""))
@@ -182,8 +187,10 @@ def parse_pod(
     base = from_labels({str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()})
     base = base.intersect(volume_reqs(namespace, spec))
     required_terms, preferred_node = _node_terms(affinity, "spec.affinity")
-    req_aff, pref_aff = pod_affinity_terms(affinity, AFFINITY, namespace, "spec.affinity.podAffinity")
-    req_anti, pref_anti = pod_affinity_terms(affinity, ANTI, namespace, "spec.affinity.podAntiAffinity")
+    req_aff, pref_aff = pod_affinity_terms(affinity, AFFINITY, namespace, "spec.affinity.podAffinity", namespace_labels)
+    req_anti, pref_anti = pod_affinity_terms(
+        affinity, ANTI, namespace, "spec.affinity.podAntiAffinity", namespace_labels
+    )
     hard, soft = _spreads(spec, namespace, labels)
     relaxer = _Relaxer(base, required_terms, preferred_node, pref_aff, pref_anti, soft, [*hard, *req_aff, *req_anti])
     variants = [relaxer.variant("")]
@@ -215,6 +222,7 @@ def group_pods(
     runtime_overhead: Mapping[str, Mapping[str, int]],
     volume_reqs: VolumeResolver,
     extra_selector_keys: frozenset[str] = frozenset(),
+    namespace_labels: NamespaceLabels | None = None,
 ) -> list[PodClass]:
     """Pods into equivalence classes. Identical specs are parsed once; labels no selector looks at do not
     split classes. Classes come in first-fit-decreasing order: cpu, then memory, descending, then name."""
@@ -229,7 +237,7 @@ def group_pods(
         parsed = cache.get(cache_key)
         if parsed is None:
             try:
-                parsed = parse_pod(namespace, labels, spec, runtime_overhead, volume_reqs)
+                parsed = parse_pod(namespace, labels, spec, runtime_overhead, volume_reqs, namespace_labels)
             except (ValueError, TypeError, KeyError) as err:
                 parsed = invalid(f"invalid pod: {err}")
             cache[cache_key] = parsed

@@ -35,7 +35,7 @@ from scheduling.resources import ports_conflict
 from scheduling.state import bound_anti_terms, cluster_targets, in_flight_targets, runtime_overheads, volume_resolver
 from scheduling.taints import untolerated
 from scheduling.targets import Claim, NodeTarget, Target, fit_count
-from scheduling.topology import AFFINITY, Term, Topology
+from scheduling.topology import AFFINITY, Term, Topology, namespace_labels
 from scheduling.types import ExistingNodePlacement, Plan, SchedulingInput, UnschedulablePod
 
 INTERLEAVE_ROUNDS = 32
@@ -55,9 +55,12 @@ class Solver:
         self.targets.extend(in_flight_targets(inp, self.pools, {t.name for t in self.targets}))
         self.all: list[Target] = list(self.targets)
         self.claims: list[Claim] = []
-        bound_terms = [(target, pod, bound_anti_terms(pod)) for target, pod in bound]
+        ns_labels = namespace_labels(inp.namespaces)
+        bound_terms = [(target, pod, bound_anti_terms(pod, ns_labels)) for target, pod in bound]
         bound_keys = frozenset(k for _, _, terms in bound_terms for t in terms for k in t.selector.labels)
-        classes = group_pods(inp.pods, runtime_overheads(inp.runtime_classes), volume_resolver(inp), bound_keys)
+        classes = group_pods(
+            inp.pods, runtime_overheads(inp.runtime_classes), volume_resolver(inp), bound_keys, ns_labels
+        )
         for cls in classes:
             for term in (*(t for v in cls.parsed.variants for t in v.terms), *cls.parsed.owned_anti):
                 self.topology.group(term)

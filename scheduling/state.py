@@ -15,7 +15,7 @@ from scheduling.requirements import Req, Requirements, from_labels, parse_expres
 from scheduling.resources import host_ports, pod_requests
 from scheduling.taints import EPHEMERAL_TAINT_KEYS, TaintSpec, parse_taints
 from scheduling.targets import NodeTarget
-from scheduling.topology import ANTI, Term
+from scheduling.topology import ANTI, NamespaceLabels, Term
 from scheduling.types import SchedulingInput
 
 UNSCHEDULABLE_TAINT = TaintSpec("node.kubernetes.io/unschedulable", "", "NoSchedule")
@@ -147,13 +147,13 @@ def runtime_overheads(runtime_classes: Iterable[Obj]) -> dict[str, ResourceList]
     return out
 
 
-def bound_anti_terms(pod: Obj) -> list[Term]:
+def bound_anti_terms(pod: Obj, namespace_labels: NamespaceLabels | None = None) -> list[Term]:
     """The required anti-affinity terms of a running pod (pending pods matching them keep away)."""
     meta = pod.get("metadata") or {}
     affinity = (pod.get("spec") or {}).get("affinity") or {}
     try:
         required, _ = pod_affinity_terms(
-            affinity, ANTI, meta.get("namespace") or "default", "spec.affinity.podAntiAffinity"
+            affinity, ANTI, meta.get("namespace") or "default", "spec.affinity.podAntiAffinity", namespace_labels
         )
     except ValueError:
         return []

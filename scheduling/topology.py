@@ -16,7 +16,21 @@ from typing import Any
 from apis.labels import HOSTNAME
 from scheduling.requirements import Requirements, from_labels, parse_expressions
 
+METADATA_NAME = "kubernetes.io/metadata.name"
+
 SPREAD, AFFINITY, ANTI = "spread", "affinity", "anti"
+NamespaceLabels = Mapping[str, Mapping[str, str]]  # each Namespace's labels, by its name
+
+
+def namespace_labels(namespaces: list[Any]) -> dict[str, dict[str, str]]:
+    """Each Namespace object's labels by its name, with the `kubernetes.io/metadata.name` label the API
+    server sets on every namespace."""
+    out: dict[str, dict[str, str]] = {}
+    for ns in namespaces:
+        meta = ns.get("metadata") or {}
+        name = str(meta.get("name", ""))
+        out[name] = {**{str(k): str(v) for k, v in (meta.get("labels") or {}).items()}, METADATA_NAME: name}
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,9 +87,12 @@ def parse_selector(
     namespaces: list[str] | None = None,
     namespace_selector: Mapping[str, Any] | None = None,
     extra: Mapping[str, str] | None = None,
+    namespace_labels: NamespaceLabels | None = None,
 ) -> Selector:
-    """A labelSelector (matchLabels and matchExpressions) plus the namespaces it looks in: the listed
-    ones, every namespace for an empty namespaceSelector, else the pod's own."""
+    """A labelSelector (matchLabels and matchExpressions) plus the namespaces it looks in, as Kubernetes
+    reads a pod (anti-)affinity term: every namespace for an empty namespaceSelector; else the listed
+    ones and those whose labels (`namespace_labels`, by namespace name) a namespaceSelector selects; the
+    pod's own when neither is given. Without `namespace_labels` a namespaceSelector selects none."""
     nothing = selector is None
     selector = selector or {}
     reqs = from_labels(selector.get("matchLabels") or {}).intersect(
@@ -86,6 +103,12 @@ def parse_selector(
     scope: frozenset[str] | None
     if namespace_selector is not None and not namespace_selector:
         scope = None
+    elif namespace_selector:
+        chosen = from_labels(namespace_selector.get("matchLabels") or {}).intersect(
+            parse_expressions(namespace_selector.get("matchExpressions") or [], f"{where}.namespaceSelector")
+        )
+        selected = {name for name, labels in (namespace_labels or {}).items() if chosen.matches_labels(labels)}
+        scope = frozenset(namespaces or ()) | selected
     else:
         scope = frozenset(namespaces) if namespaces else frozenset([namespace])
     return Selector(reqs, scope, nothing)

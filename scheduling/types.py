@@ -51,6 +51,7 @@ class SchedulingInput(_Model):
     persistent_volumes: list[Obj] = Field(default_factory=list)
     storage_classes: list[Obj] = Field(default_factory=list)
     runtime_classes: list[Obj] = Field(default_factory=list)
+    namespaces: list[Obj] = Field(default_factory=list)  # for pod (anti-)affinity namespaceSelectors
 
 
 class PlannedNodeClaim(_Model):

@@ -190,3 +190,30 @@ def test_a_spread_without_selector_counts_no_pods() -> None:
     no_selector = [{"maxSkew": 1, "topologyKey": HOST, "whenUnsatisfiable": "DoNotSchedule"}]
     plan = schedule(pods("web", 4, labels=APP, topologySpreadConstraints=no_selector))
     assert len(plan.node_claims) == 1
+
+
+def namespace(name: str, **labels: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+def test_anti_affinity_to_the_namespaces_a_namespace_selector_picks() -> None:
+    """A running pod in a namespace the term's namespaceSelector picks keeps the new pod off its node; one
+    in a namespace it does not pick does not (before, the selector was read as the pod's own namespace)."""
+    term = {"topologyKey": HOST, "labelSelector": SELECTOR, "namespaceSelector": {"matchLabels": {"team": "a"}}}
+    new = pod("new", affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}})
+    namespaces = [namespace("default"), namespace("team-a", team="a"), namespace("team-b", team="b")]
+    in_a = pod("web", namespace="team-a", labels=APP, node_name="n1")
+    plan = schedule([new], nodes=[node("n1")], bound_pods=[in_a], namespaces=namespaces)
+    assert placement(plan)["default/new"] == "claim-0"
+    in_b = pod("web", namespace="team-b", labels=APP, node_name="n1")
+    plan = schedule([new], nodes=[node("n1")], bound_pods=[in_b], namespaces=namespaces)
+    assert placement(plan)["default/new"] == "n1"
+
+
+def test_affinity_by_the_namespace_name_label_finds_pods_in_another_namespace() -> None:
+    name_label = {"matchLabels": {"kubernetes.io/metadata.name": "data"}}
+    term = {"topologyKey": HOST, "labelSelector": SELECTOR, "namespaceSelector": name_label}
+    client = pod("client", affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}})
+    db = pod("db", namespace="data", labels=APP, node_name="n1")
+    plan = schedule([client], nodes=[node("n1")], bound_pods=[db], namespaces=[namespace("data")])
+    assert placement(plan)["default/client"] == "n1"
