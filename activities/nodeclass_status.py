@@ -1,12 +1,15 @@
-"""EC2NodeClass status as Karpenter writes it: what the selector terms resolve to, and Ready. Pure."""
+"""EC2NodeClass status as Karpenter writes it: what the selector terms resolve to, the readiness of each
+part, and Ready. Pure."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from apis import labels
-from apis.ec2nodeclass import EC2NodeClassStatus
+from apis.ec2nodeclass import PART_CONDITIONS, EC2NodeClassStatus
 from apis.meta import Condition, set_condition
+from cloudprovider.errors import PartReadiness
 from cloudprovider.types import CapacityReservation, ResolvedNodeClass
 
 ARCH = {"x86_64": "amd64", "arm64": "arm64"}
@@ -50,12 +53,15 @@ def desired_status(
     now: str,
     reason: str = "NodeClassNotReady",
     generation: int | None = None,
+    parts: Mapping[str, PartReadiness] | None = None,
 ) -> dict[str, Any]:
     """The status to write: resolution results (kept as they were when resolution failed) and a Ready
     condition, True or False with `reason` and the problem naming the field and the fix, that observed
     `generation` (the EC2NodeClass's metadata.generation): readers trust the resolution only when it
     is the current one (EC2NodeClass.status_resolves_spec). Capacity reservations are listed as
-    resolved; selecting none leaves the node class Ready, as in Karpenter."""
+    resolved; selecting none leaves the node class Ready, as in Karpenter. Karpenter's conditions of the
+    parts Ready depends on (SubnetsReady, SecurityGroupsReady, AMIsReady, InstanceProfileReady) are all
+    True once it resolved, else each as `parts` says it (a part not looked at is left as it was)."""
     merged = dict(current or {})
     if resolved is not None:
         merged.update(
@@ -72,8 +78,20 @@ def desired_status(
         )
     status = EC2NodeClassStatus.model_validate(merged)
     ready, why = ("False", reason) if problem else ("True", "Ready")
-    conditions: list[Condition] = set_condition(
-        status.conditions,
+    conditions: list[Condition] = status.conditions
+    wanted = {part: ("True", part, "") for part in PART_CONDITIONS} if resolved is not None else dict(parts or {})
+    for part, (state, part_reason, message) in sorted(wanted.items()):
+        conditions = set_condition(
+            conditions,
+            part,
+            state,  # type: ignore[arg-type]
+            part_reason,
+            message,
+            now,
+            observed_generation=generation,
+        )
+    conditions = set_condition(
+        conditions,
         "Ready",
         ready,  # type: ignore[arg-type]
         why,

@@ -21,7 +21,7 @@ from apis.ec2nodeclass import EC2NodeClass, EC2NodeClassStatus
 from apis.errors import describe_validation_error, format_problems
 from apis.meta import Condition, get_condition, now_rfc3339, set_condition
 from apis.nodepool import NodePool, is_managed
-from cloudprovider.errors import CloudProviderError, NodeClassNotReadyError
+from cloudprovider.errors import CloudProviderError, NodeClassNotReadyError, PartReadiness
 from cloudprovider.types import CloudProvider, ResolvedNodeClass
 from kube import resources as r
 from kube.errors import NotFoundError
@@ -91,8 +91,8 @@ class ProvisioningStatus:
             obj = self.termination.ensure_finalizer(listed)  # before resolving creates its instance profile
             if obj is None:
                 continue  # deleted meanwhile
-            node_class, resolved, problem, reason = self._resolve_node_class(obj)
-            desired = self._report_node_class(obj, resolved, problem, reason)
+            node_class, resolved, problem, reason, parts = self._resolve_node_class(obj)
+            desired = self._report_node_class(obj, resolved, problem, reason, parts)
             if node_class is None or resolved is None:
                 problems[name] = problem
                 invalid.append(InvalidObject(kind="EC2NodeClass", name=name, message=problem, reason=reason))
@@ -101,27 +101,38 @@ class ProvisioningStatus:
             ready.append(node_class.model_copy(update={"status": EC2NodeClassStatus.model_validate(desired)}))
         return ready, zones, problems
 
-    def _resolve_node_class(self, obj: Obj) -> tuple[EC2NodeClass | None, ResolvedNodeClass | None, str, str]:
-        """(model, resolution, problem, reason) of one EC2NodeClass; problem is '' when it is ready. Any
-        failure of this one object becomes its problem, except a retryable cloud error, which is raised."""
+    def _resolve_node_class(
+        self, obj: Obj
+    ) -> tuple[EC2NodeClass | None, ResolvedNodeClass | None, str, str, dict[str, PartReadiness]]:
+        """(model, resolution, problem, reason, the readiness of each part looked at) of one EC2NodeClass;
+        problem is '' when it is ready. Any failure of this one object becomes its problem, except a
+        retryable cloud error, which is raised."""
         name = obj.get("metadata", {}).get("name", "")
         try:
             node_class = EC2NodeClass.model_validate(obj)
         except ValidationError as err:
-            return None, None, _problems("EC2NodeClass", name, err), "ValidationFailed"
+            return None, None, _problems("EC2NodeClass", name, err), "ValidationFailed", {}
         try:
-            return node_class, self.cloud.resolve_node_class(node_class), "", ""
+            resolved = self.cloud.resolve_node_class(node_class)
+            return node_class, resolved, "", "", resolved.conditions
         except NodeClassNotReadyError as err:
-            return node_class, None, str(err), "NodeClassNotReady"
+            return node_class, None, str(err), "NodeClassNotReady", err.conditions
         except CloudProviderError as err:
             if err.retryable:
                 raise
-            return node_class, None, f"EC2NodeClass {name}: {err}", "NodeClassNotReady"
+            return node_class, None, f"EC2NodeClass {name}: {err}", "NodeClassNotReady", {}
         except Exception as err:  # a defect resolving one node class must not stop the others
             log.exception("resolving EC2NodeClass %s failed", name)
-            return node_class, None, f"EC2NodeClass {name}: cannot be resolved: {err}", "NodeClassNotReady"
+            return node_class, None, f"EC2NodeClass {name}: cannot be resolved: {err}", "NodeClassNotReady", {}
 
-    def _report_node_class(self, obj: Obj, resolved: ResolvedNodeClass | None, problem: str, reason: str) -> Obj:
+    def _report_node_class(
+        self,
+        obj: Obj,
+        resolved: ResolvedNodeClass | None,
+        problem: str,
+        reason: str,
+        parts: dict[str, PartReadiness] | None = None,
+    ) -> Obj:
         """Patch the EC2NodeClass status when it changed; a Warning Event when it turns not ready or its
         problem changes. Returns the status as it now should be."""
         current = obj.get("status") or {}
@@ -132,6 +143,7 @@ class ProvisioningStatus:
             now_rfc3339(),
             reason or "NodeClassNotReady",
             generation=obj["metadata"].get("generation"),
+            parts=parts,
         )
         if desired == current:
             return desired

@@ -56,6 +56,12 @@ _VOLUME_SIZE = re.compile(VOLUME_SIZE_PATTERN)
 # The version of `EC2NodeClass.static_hash`, stamped next to it on each NodeClaim. nodeflow's own algorithm,
 # not Karpenter's: a claim stamped under another version is re-stamped, not found drifted.
 STATIC_HASH_VERSION = "nodeflow-v1"
+# Karpenter's EC2NodeClass status conditions of the parts its Ready depends on.
+SUBNETS_READY = "SubnetsReady"
+SECURITY_GROUPS_READY = "SecurityGroupsReady"
+AMIS_READY = "AMIsReady"
+INSTANCE_PROFILE_READY = "InstanceProfileReady"
+PART_CONDITIONS = (AMIS_READY, SUBNETS_READY, SECURITY_GROUPS_READY, INSTANCE_PROFILE_READY)
 # Spec fields whose drift is judged by what they resolve to (AMIs, subnets, security groups, capacity
 # reservations, the placement group), not by their text; amiFamily is hashed as the family in effect.
 DYNAMIC_SPEC_FIELDS = frozenset(

@@ -42,10 +42,20 @@ class InsufficientCapacityError(CloudProviderError):
         self.offerings: list[UnavailableOffering] = offerings or []
 
 
+# An EC2NodeClass part's readiness as Karpenter's status conditions say it: (status, reason, message).
+PartReadiness = tuple[str, str, str]
+
+
 class NodeClassNotReadyError(CloudProviderError):
-    """The EC2NodeClass does not resolve (no subnets, security groups or AMIs match its selectors)."""
+    """The EC2NodeClass does not resolve (no subnets, security groups or AMIs match its selectors).
+    `conditions`: the readiness of each part that was looked at, by Karpenter's condition type
+    (SubnetsReady, SecurityGroupsReady, AMIsReady, InstanceProfileReady), the failing ones False."""
 
     retryable = False
+
+    def __init__(self, message: str, conditions: dict[str, PartReadiness] | None = None) -> None:
+        super().__init__(message)
+        self.conditions: dict[str, PartReadiness] = dict(conditions or {})
 
 
 class InstanceNotFoundError(CloudProviderError):

@@ -105,6 +105,9 @@ class ResolvedNodeClass(BaseModel):
     instance_profile: str = ""
     capacity_reservations: list[CapacityReservation] = Field(default_factory=list)
     placement_group_id: str = ""  # the group spec.placementGroupSelector names; "" when it names none
+    # each part's readiness (Karpenter's SubnetsReady, SecurityGroupsReady, AMIsReady,
+    # InstanceProfileReady): (status, reason, message)
+    conditions: dict[str, tuple[str, str, str]] = Field(default_factory=dict)
 
 
 class NodeClassResources(BaseModel):

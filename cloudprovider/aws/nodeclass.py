@@ -14,15 +14,15 @@ import datetime as dt
 import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from apis.ec2nodeclass import AMISelectorTerm, EC2NodeClass
+from apis.ec2nodeclass import AMIS_READY, SECURITY_GROUPS_READY, SUBNETS_READY, AMISelectorTerm, EC2NodeClass
 from apis.meta import parse_rfc3339
 from cloudprovider.aws.amis import ALIAS_FAMILIES, alias_parameters, parse_alias
 from cloudprovider.aws.errors import call, has_code
 from cloudprovider.aws.placementgroups import PlacementGroup, resolve_placement_group
 from cloudprovider.aws.sdk import EC2API, SSMAPI
-from cloudprovider.errors import CloudProviderError, NodeClassNotReadyError
+from cloudprovider.errors import CloudProviderError, NodeClassNotReadyError, PartReadiness
 from cloudprovider.types import ResolvedNodeClass
 
 Filters = list[dict[str, Any]]
@@ -96,6 +96,8 @@ def tag_filters(tags: dict[str, str]) -> Filters:
 
 
 # amiFamily values nodeflow can bootstrap (user data, AMI aliases).
+T = TypeVar("T")
+
 # The owners an amiSelectorTerms `name` term searches when it names none: public images of other accounts
 # are found only when the term names their owner.
 DEFAULT_NAME_OWNERS = ("self", "amazon")
@@ -176,15 +178,39 @@ class NodeClassResolver:
         self._k8s = kubernetes_version
 
     def resolve(self, node_class: EC2NodeClass) -> ResolvedNodeClass:
-        """Everything the launch needs. Raises NodeClassNotReadyError naming what matched nothing, or the
-        field nodeflow cannot support (checked first, before any call)."""
-        ami_family(node_class)
+        """Everything the launch needs. Raises NodeClassNotReadyError naming what matched nothing (the
+        first of subnets, security groups and AMIs; each is looked at, and the error's `conditions` say
+        which failed, as Karpenter's SubnetsReady, SecurityGroupsReady and AMIsReady do), or the field
+        nodeflow cannot support (checked first, before any call: AMIsReady)."""
+        try:
+            ami_family(node_class)
+        except NodeClassNotReadyError as error:
+            readiness = {AMIS_READY: ("False", "AMIFamilyNotSupported", str(error))}
+            raise NodeClassNotReadyError(str(error), readiness) from error
+        parts: dict[str, PartReadiness] = {}
+
+        def part(condition: str, reason: str, read: Callable[[], T]) -> T | None:
+            try:
+                found = read()
+            except NodeClassNotReadyError as error:
+                parts[condition] = ("False", reason, str(error))
+                return None
+            parts[condition] = ("True", condition, "")
+            return found
+
+        subnets = part(SUBNETS_READY, "SubnetsNotFound", lambda: self.subnets(node_class))
+        groups = part(SECURITY_GROUPS_READY, "SecurityGroupsNotFound", lambda: self.security_groups(node_class))
+        amis = part(AMIS_READY, "AMINotFound", lambda: self.amis(node_class))
+        if subnets is None or groups is None or amis is None:
+            first = next(message for status, _, message in parts.values() if status == "False")
+            raise NodeClassNotReadyError(first, parts)
         return ResolvedNodeClass(
-            subnets=self.subnets(node_class),
-            security_groups=self.security_groups(node_class),
-            amis=[ami.as_status() for ami in self.amis(node_class)],
+            subnets=subnets,
+            security_groups=groups,
+            amis=[ami.as_status() for ami in amis],
             instance_profile=instance_profile_name(self._cluster, self._region, node_class),
             placement_group_id=group.id if (group := self.placement_group(node_class)) else "",
+            conditions=parts,
         )
 
     def placement_group(self, node_class: EC2NodeClass) -> PlacementGroup | None:

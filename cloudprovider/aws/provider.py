@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from apis.ec2nodeclass import EC2NodeClass
+from apis.ec2nodeclass import INSTANCE_PROFILE_READY, EC2NodeClass
 from apis.instancetype import InstanceType
 from apis.storage import volume_bytes
 from cloudprovider.aws.capacityreservations import CapacityReservations, with_reserved_offerings
@@ -24,12 +24,12 @@ from cloudprovider.aws.instancetypes import InstanceTypeSettings
 from cloudprovider.aws.launch import ClusterInfo, Launcher, new_fleet_batcher
 from cloudprovider.aws.launch_reads import LaunchReads
 from cloudprovider.aws.launchtemplate import LaunchTemplates, is_stale
-from cloudprovider.aws.nodeclass import NodeClassResolver, ami_family, generated_profile_name
+from cloudprovider.aws.nodeclass import NodeClassResolver, ami_family, generated_profile_name, instance_profile_name
 from cloudprovider.aws.offerings import InstanceTypeCatalog
 from cloudprovider.aws.pricebook import PriceBook
 from cloudprovider.aws.pricing import PriceTable
 from cloudprovider.aws.sdk import EC2API, IAMAPI, SSMAPI, PricingAPI
-from cloudprovider.errors import InstanceNotFoundError, NodeClassNotReadyError
+from cloudprovider.errors import InstanceNotFoundError, NodeClassNotReadyError, PartReadiness
 from cloudprovider.types import Instance, LaunchRequest, NodeClassResources, ResolvedNodeClass
 from cloudprovider.unavailable import UnavailableOfferings
 
@@ -150,18 +150,31 @@ class AWSCloudProvider:
         Karpenter's node class controller does), so a role that does not exist makes the node class not
         ready rather than failing every launch. Profiles are ensured once per process. With the
         ReservedCapacity gate on, the capacity reservations it selects too (selecting none is fine)."""
-        resolved = self.resolver.resolve(node_class)
+        try:
+            resolved = self.resolver.resolve(node_class)
+        except NodeClassNotReadyError as error:  # the profile is still looked at, for InstanceProfileReady
+            conditions = {**error.conditions, INSTANCE_PROFILE_READY: self._profile_readiness(node_class)}
+            raise NodeClassNotReadyError(str(error), conditions) from error
         if self._reserved_capacity:
             resolved.capacity_reservations = self.reservations.selected(node_class)
+        status, _, message = resolved.conditions[INSTANCE_PROFILE_READY] = self._profile_readiness(node_class)
+        if status != "True":
+            raise NodeClassNotReadyError(message, resolved.conditions)
+        return resolved
+
+    def _profile_readiness(self, node_class: EC2NodeClass) -> PartReadiness:
+        """The node class's instance profile ensured (InstanceProfileReady): True, or False naming the role."""
+        profile = instance_profile_name(self._cluster_name, self._region, node_class)
         try:
-            self._profiles.ensure(resolved.instance_profile, node_class.spec.role, node_class.name)
+            self._profiles.ensure(profile, node_class.spec.role, node_class.name)
         except NodeClassNotReadyError as error:
-            raise NodeClassNotReadyError(
+            message = (
                 f"EC2NodeClass {node_class.name}: {error}; create the role or fix spec.role"
                 if node_class.spec.role
                 else f"EC2NodeClass {node_class.name}: {error}"
-            ) from error
-        return resolved
+            )
+            return ("False", "NodeRoleNotFound", message)
+        return ("True", INSTANCE_PROFILE_READY, "")
 
     def delete_node_class_resources(self, node_class_name: str, instance_profile: str | None) -> NodeClassResources:
         """Launch templates first, then the profile their launches would pass: a template never names a

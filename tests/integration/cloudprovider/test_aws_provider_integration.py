@@ -149,6 +149,26 @@ def test_node_class_with_no_matching_subnet_is_not_ready(provider: AWSCloudProvi
         provider.resolve_node_class(make_node_class(discovery="nobody"))
 
 
+def test_each_part_of_a_node_class_says_whether_it_resolved(provider: AWSCloudProvider) -> None:
+    broken = make_node_class(
+        securityGroupSelectorTerms=[{"tags": {"karpenter.sh/discovery": CLUSTER}}],
+        subnetSelectorTerms=[{"tags": {"karpenter.sh/discovery": "nobody"}}],
+        amiSelectorTerms=[{"name": "no-such-ami"}],
+        amiFamily="AL2023",
+    )
+    with pytest.raises(NodeClassNotReadyError, match="subnetSelectorTerms") as raised:
+        provider.resolve_node_class(broken)
+    parts = {condition: (status, reason) for condition, (status, reason, _) in raised.value.conditions.items()}
+    assert parts == {
+        "SubnetsReady": ("False", "SubnetsNotFound"),
+        "SecurityGroupsReady": ("True", "SecurityGroupsReady"),
+        "AMIsReady": ("False", "AMINotFound"),
+        "InstanceProfileReady": ("True", "InstanceProfileReady"),
+    }
+    resolved = provider.resolve_node_class(make_node_class())
+    assert {status for status, _, _ in resolved.conditions.values()} == {"True"} and len(resolved.conditions) == 4
+
+
 def test_create_launches_the_cheapest_override_with_the_claim_tags(provider: AWSCloudProvider, ec2) -> None:  # type: ignore[no-untyped-def]
     request = make_request(["m5.large", "c5.large", "t3.large"], tags={"team": "a"})
     instance = provider.create(request)

@@ -223,4 +223,5 @@ def test_status_lists_the_reservations_and_none_keeps_the_node_class_ready() -> 
     EC2NodeClassStatus.model_validate(status)
     empty = desired_status({}, resolved.model_copy(update={"capacity_reservations": []}), "", "now", generation=1)
     assert empty["capacityReservations"] == []
-    assert [(c["type"], c["status"]) for c in empty["conditions"]] == [("Ready", "True")]
+    assert {c["status"] for c in empty["conditions"]} == {"True"}
+    assert "Ready" in {c["type"] for c in empty["conditions"]}
