@@ -20,6 +20,8 @@
 | cluster_service_cidr | NODEFLOW_CLUSTER_SERVICE_CIDR | "" (from eks:DescribeCluster) |
 | kubernetes_version | NODEFLOW_KUBERNETES_VERSION | 1.32 |
 | registration_ttl | NODEFLOW_REGISTRATION_TTL | 15m |
+| batch_idle_duration | NODEFLOW_BATCH_IDLE_DURATION | 1s |
+| batch_max_duration | NODEFLOW_BATCH_MAX_DURATION | 10s |
 | claim_sweep_interval | NODEFLOW_CLAIM_SWEEP_INTERVAL | 1m |
 | garbage_collection_interval | NODEFLOW_GARBAGE_COLLECTION_INTERVAL | 2m |
 | garbage_collection_min_age | NODEFLOW_GARBAGE_COLLECTION_MIN_AGE | 2m |
@@ -52,6 +54,11 @@ from Emptiness,Drift,MultiNodeConsolidation,SingleNodeConsolidation,SplitConsoli
 and the Temporal UI show what they would do. The last worker to start sets them. SplitConsolidation
 is nodeflow's own (one underused node replaced by several smaller ones costing at least 25% less);
 leave it out for exactly Karpenter's behaviour.
+
+`batch_idle_duration`, `batch_max_duration`: Karpenter's batching of pending pods into one provisioning
+round: a round starts once no new pending pod has been seen for the idle duration, or the max duration
+after the first one (Karpenter's BATCH_IDLE_DURATION and BATCH_MAX_DURATION, same defaults). Every
+worker sends its window with the rounds it asks for, so the provisioner follows the last one asked.
 
 `claim_sweep_interval`: how often the leader looks at every NodeClaim (workers.claim_sweep) to expire the
 ones past their expireAfter and to ask the ones whose drift changed without any spec change (an AMI
@@ -152,6 +159,8 @@ class Settings:
     cluster_service_cidr: str = ""
     kubernetes_version: str = "1.32"
     registration_ttl: str = "15m"
+    batch_idle_duration: str = "1s"
+    batch_max_duration: str = "10s"
     claim_sweep_interval: str = "1m"
     garbage_collection_interval: str = "2m"
     garbage_collection_min_age: str = "2m"
@@ -198,6 +207,7 @@ class Settings:
                 f"{','.join(DISRUPTION_METHODS)}"
             )
         self.feature_gate_values()  # refuses a malformed value now, not when the leader starts
+        self.batch_window()
         self.leader_election_timing()
         if self.nonsticky_to_sticky_poll_ratio > 1:
             raise ValueError(
@@ -233,6 +243,17 @@ class Settings:
                 f"{JITTER_FACTOR} x the retry period (client-go's defaults are 15s, 10s, 2s)"
             ) from None
 
+    def batch_window(self) -> tuple[float, float]:
+        """(idle, max) seconds of the provisioning batch window; a ValueError naming both settings when
+        the idle duration is not shorter than the max, or either is zero."""
+        idle, longest = (self.exact_seconds(name) for name in BATCH_DURATIONS)
+        if not 0 < idle <= longest:
+            names = ", ".join(f"{where(n)} {getattr(self, n)!r}" for n in BATCH_DURATIONS)
+            raise ValueError(
+                f"{names}: give an idle duration above 0s and no longer than the max (Karpenter's: 1s, 10s)"
+            )
+        return idle, longest
+
     def disruption_method_list(self) -> list[str]:
         return [m.strip() for m in self.disruption_methods.split(",") if m.strip()]
 
@@ -267,6 +288,7 @@ class Settings:
 
 
 _ENV = {"region": "AWS_REGION"}
+BATCH_DURATIONS = ("batch_idle_duration", "batch_max_duration")
 LEADER_ELECTION_DURATIONS = (
     "leader_election_lease_duration",
     "leader_election_renew_deadline",
@@ -274,6 +296,8 @@ LEADER_ELECTION_DURATIONS = (
 )
 DURATIONS = (
     "registration_ttl",
+    "batch_idle_duration",
+    "batch_max_duration",
     "claim_sweep_interval",
     "garbage_collection_interval",
     "garbage_collection_min_age",
@@ -283,6 +307,8 @@ DURATIONS = (
     *LEADER_ELECTION_DURATIONS,
 )
 FINITE_DURATIONS = (
+    "batch_idle_duration",
+    "batch_max_duration",
     "claim_sweep_interval",
     "garbage_collection_interval",
     "garbage_collection_min_age",

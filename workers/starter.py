@@ -20,7 +20,7 @@ from workflows.nodeclaim_state import (
     NodeClaimState,
     node_claim_input_from_object,
 )
-from workflows.provisioner import SIGNAL, WORKFLOW_ID, ProvisionerState, ProvisionerWorkflow
+from workflows.provisioner import SIGNAL, WORKFLOW_ID, BatchWindow, ProvisionerState, ProvisionerWorkflow
 
 START_TIMEOUT_SECONDS = 30.0
 
@@ -34,11 +34,13 @@ class TemporalStarter:
         task_queue: str,
         loop: asyncio.AbstractEventLoop,
         registration_ttl: str,
+        batch_window: BatchWindow | None = None,
     ) -> None:
         self.client = client
         self.task_queue = task_queue
         self.loop = loop
         self.settings = ClaimSettings(registration_ttl=registration_ttl)
+        self.batch_window = batch_window or BatchWindow()
 
     def claim_input(self, claim: Obj, waiter: str = "") -> NodeClaimInput:
         """The workflow input of this NodeClaim object (workflows.nodeclaim_state.node_claim_input) with
@@ -68,7 +70,8 @@ class TemporalStarter:
 
     async def signal_provisioner(self, pending_pods: int = 0) -> None:
         """Ask the singleton provisioner for a round (signal-with-start: atomic, so concurrent callers never
-        race); `pending_pods` is how many pending pods the caller saw (0: unknown, just run a round)."""
+        race); `pending_pods` is how many pending pods the caller saw (0: unknown, just run a round). The
+        signal carries this worker's batch window, which the provisioner's rounds then follow."""
         await self.client.start_workflow(
             ProvisionerWorkflow.run,
             ProvisionerState(),
@@ -76,7 +79,7 @@ class TemporalStarter:
             task_queue=self.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             start_signal=SIGNAL,
-            start_signal_args=[pending_pods],
+            start_signal_args=[pending_pods, self.batch_window],
         )
 
     def signal_node_claims(self, names: list[str], signal: str, reason: str) -> list[str]:

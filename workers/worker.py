@@ -75,7 +75,7 @@ from workflows.garbage_collection import (
     start_garbage_collector,
 )
 from workflows.nodeclaim import NodeClaimWorkflow
-from workflows.provisioner import ProvisionerWorkflow
+from workflows.provisioner import BatchWindow, ProvisionerWorkflow
 
 log = logging.getLogger(__name__)
 ACTIVITY_THREADS = 32
@@ -335,7 +335,11 @@ async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing |
     )
     cloud = MeteredCloudProvider(aws, metrics)
     recorder = EventRecorder(kube)
-    starter = TemporalStarter(client, settings.task_queue, asyncio.get_running_loop(), settings.registration_ttl)
+    idle, longest = settings.batch_window()
+    window = BatchWindow(idle_seconds=idle, max_seconds=longest)
+    starter = TemporalStarter(
+        client, settings.task_queue, asyncio.get_running_loop(), settings.registration_ttl, batch_window=window
+    )
     disrupter = _claim_disrupter(kube, aws.unavailable, recorder, starter, metrics)
     interruption = _interruption_consumer(settings, disrupter, tracing)
     status_checker = _instance_status_checker(settings, aws, disrupter)

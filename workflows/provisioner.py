@@ -12,7 +12,7 @@ signals per execution).
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from pydantic import BaseModel
 from temporalio import workflow
@@ -25,13 +25,22 @@ WORKFLOW_ID = "provisioner"
 SIGNAL = "pods_pending"
 
 
+class BatchWindow(BaseModel):
+    """How a provisioning round batches pending pods: it starts once no signal came for `idle_seconds`,
+    or `max_seconds` after the window opened (Karpenter's BATCH_IDLE_DURATION and BATCH_MAX_DURATION)."""
+
+    idle_seconds: float = timing.BATCH_IDLE.total_seconds()
+    max_seconds: float = timing.BATCH_MAX.total_seconds()
+
+
 class ProvisionerState(BaseModel):
-    """What continue-as-new carries: the round count, and a round asked for but not run yet with the
-    pending pods its signals reported."""
+    """What continue-as-new carries: the round count, a round asked for but not run yet with the pending
+    pods its signals reported, and the batch window the last signal that gave one set."""
 
     round: int = 0
     requested: bool = False
     pending_pods: int = 0
+    window: BatchWindow | None = None
 
 
 class ProvisionerStatus(BaseModel):
@@ -51,11 +60,16 @@ class ProvisionerWorkflow:
         self.last_signal: datetime | None = None
         self.last_plan: ProvisionPlan | None = None
         self.last_plan_round = 0
+        self.window = BatchWindow()
+        self.window_signalled = False  # a signal of this run gave the window
 
     @workflow.signal(name=SIGNAL)
-    def pods_pending(self, count: int = 0) -> None:
+    def pods_pending(self, count: int = 0, window: BatchWindow | None = None) -> None:
         """Ask for a provisioning round; `count` is how many pending pods the sender saw (0 when it does not
-        know or just wants a round, e.g. a NodeClaim gone). Idempotent."""
+        know or just wants a round, e.g. a NodeClaim gone); `window`, the sender's batch window, which the
+        rounds follow from now on (none: keep the one in force). Idempotent."""
+        if window is not None:
+            self.window, self.window_signalled = window, True
         self.requested = True
         self.pending_pods += max(count, 0)
         self.signals += 1
@@ -73,6 +87,8 @@ class ProvisionerWorkflow:
         self.round = state.round
         self.requested = self.requested or state.requested
         self.pending_pods += state.pending_pods
+        if state.window is not None and not self.window_signalled:  # else a signal gave a newer one
+            self.window = state.window
         while True:
             await workflow.wait_condition(lambda: self.requested)
             await self._batch_window()
@@ -85,8 +101,11 @@ class ProvisionerWorkflow:
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 with signal_traces.untraced():  # no trace lasts the provisioner's whole life
                     workflow.continue_as_new(
-                        ProvisionerState(round=self.round, requested=self.requested, pending_pods=self.pending_pods)
-                    )
+                        ProvisionerState(
+                            round=self.round, requested=self.requested, pending_pods=self.pending_pods,
+                            window=self.window,
+                        )
+                    )  # fmt: skip
 
     async def _round(self, triggers: int) -> None:
         """Solve on a fresh snapshot, then apply the plan when it holds anything to act on."""
@@ -109,12 +128,14 @@ class ProvisionerWorkflow:
             )
 
     async def _batch_window(self) -> None:
-        """Wait until 1 s passes without a signal, or 10 s since the window opened."""
+        """Wait until the window's idle time (1 s by default) passes without a signal, or its max time (10 s)
+        since the window opened."""
         opened = workflow.now()
+        idle, longest = timedelta(seconds=self.window.idle_seconds), timedelta(seconds=self.window.max_seconds)
         while True:
             now = workflow.now()
             last = self.last_signal or opened
-            remaining = min(last + timing.BATCH_IDLE - now, opened + timing.BATCH_MAX - now)
+            remaining = min(last + idle - now, opened + longest - now)
             if remaining.total_seconds() <= 0:
                 return
             seen = self.signals

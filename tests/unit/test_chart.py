@@ -373,7 +373,8 @@ def test_karpenters_settings_block_is_accepted_and_what_nodeflow_ignores_is_name
             "clusterEndpoint": "https://prod.eks.amazonaws.com",
             "interruptionQueue": "prod-interruptions",
             "featureGates": {"spotToSpotConsolidation": True},
-            "batchMaxDuration": "10s",
+            "batchMaxDuration": "20s",
+            "vmMemoryOverheadPercent": 0.075,
         },
         "clusterName": "ignored-for-settings",
         "featureGates": {"nodeRepair": False},
@@ -386,7 +387,8 @@ def test_karpenters_settings_block_is_accepted_and_what_nodeflow_ignores_is_name
     assert values["NODEFLOW_INTERRUPTION_QUEUE"] == "prod-interruptions"
     assert values["NODEFLOW_FEATURE_GATES"] == "NodeRepair=false,SpotToSpotConsolidation=true"
     [notes] = [t for p, t in files.items() if p.endswith("NOTES.txt")]
-    assert "settings.batchMaxDuration: Karpenter's, and not acted on by nodeflow" in notes
+    assert values["NODEFLOW_BATCH_MAX_DURATION"] == "20s"
+    assert "settings.vmMemoryOverheadPercent: Karpenter's, and not acted on by nodeflow" in notes
     assert "clusterName is not set" not in notes
 
 

@@ -12,7 +12,7 @@ from tests.eventually import eventually_async
 from tests.workflows.fakes import World
 from tests.workflows.histories import save_history
 from workflows import timing
-from workflows.provisioner import ProvisionerState, ProvisionerStatus, ProvisionerWorkflow
+from workflows.provisioner import BatchWindow, ProvisionerState, ProvisionerStatus, ProvisionerWorkflow
 
 
 async def start(env: WorkflowEnvironment, task_queue: str) -> WorkflowHandle:
@@ -55,6 +55,19 @@ async def test_should_batch_signals_arriving_together_into_one_round(
     )
     await handle.terminate("test over")
     await save_history(handle, "provisioner-batch")
+
+
+async def test_a_signalled_batch_window_is_followed(time_env: WorkflowEnvironment, worker: str, world: World) -> None:
+    """A worker set to Karpenter's BATCH_IDLE_DURATION=30s sends that window with its signal: no round
+    starts while the default window (1 s idle) would have started one, and one does once 30 s pass."""
+    handle = await start(time_env, worker)
+    await handle.signal(ProvisionerWorkflow.pods_pending, args=[1, BatchWindow(idle_seconds=30, max_seconds=120)])
+    await time_env.sleep(timedelta(seconds=20))
+    assert world.solve_rounds == []
+    await wait_rounds(time_env, world, 1)
+    assert world.solve_rounds == [1]
+    await handle.terminate("test over")
+    await save_history(handle, "provisioner-batch-window")
 
 
 async def test_should_start_a_round_on_an_empty_kick(time_env: WorkflowEnvironment, worker: str, world: World) -> None:

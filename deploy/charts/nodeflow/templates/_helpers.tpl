@@ -80,6 +80,8 @@ is set (not null, not ""), then the Temporal API key from its Secret, then extra
   (list "NODEFLOW_CLUSTER_NAME" (include "nodeflow.clusterName" .))
   (list "NODEFLOW_CLUSTER_ENDPOINT" (coalesce $settings.clusterEndpoint .Values.clusterEndpoint ""))
   (list "NODEFLOW_INTERRUPTION_QUEUE" (coalesce $settings.interruptionQueue .Values.interruptionQueue ""))
+  (list "NODEFLOW_BATCH_IDLE_DURATION" (coalesce $settings.batchIdleDuration .Values.batchIdleDuration ""))
+  (list "NODEFLOW_BATCH_MAX_DURATION" (coalesce $settings.batchMaxDuration .Values.batchMaxDuration ""))
   (list "AWS_REGION" .Values.awsRegion)
   (list "NODEFLOW_KUBERNETES_VERSION" .Values.kubernetesVersion)
   (list "NODEFLOW_TEMPORAL_ADDRESS" .Values.temporal.address)
@@ -125,7 +127,8 @@ is set (not null, not ""), then the Temporal API key from its Secret, then extra
 
 
 {{/* Karpenter's chart puts the controller's settings under `settings` (settings.clusterName,
-settings.clusterEndpoint, settings.interruptionQueue, settings.featureGates.*): a values file written for
+settings.clusterEndpoint, settings.interruptionQueue, settings.featureGates.*, settings.batchIdleDuration,
+settings.batchMaxDuration): a values file written for
 it works here too, each of those winning over the top-level key of the same name. As YAML: the `settings`
 map, or {} when unset. */}}
 {{- define "nodeflow.karpenterSettings" -}}
@@ -140,7 +143,7 @@ map, or {} when unset. */}}
 
 {{/* The keys under `settings` nodeflow acts on; NOTES.txt names any other as not acted on. */}}
 {{- define "nodeflow.ignoredSettings" -}}
-{{- $used := list "clusterName" "clusterEndpoint" "interruptionQueue" "featureGates" -}}
+{{- $used := list "clusterName" "clusterEndpoint" "interruptionQueue" "featureGates" "batchIdleDuration" "batchMaxDuration" -}}
 {{- $ignored := list -}}
 {{- range $key, $_ := (.Values.settings | default dict) -}}
 {{- if not (has $key $used) -}}{{- $ignored = append $ignored (printf "settings.%s" $key) -}}{{- end -}}
