@@ -195,7 +195,8 @@ class ProvisioningStatus:
 
     def _report_node_pools(self, listed: list[Obj], invalid: list[InvalidObject]) -> None:
         """NodePool conditions as Karpenter sets them, with an Event when a problem appears or changes:
-        an invalid NodePool gets ValidationSucceeded=False and Ready=False (ValidationFailed); one whose
+        an invalid NodePool gets ValidationSucceeded=False (NodePoolValidationFailed, Karpenter's reason)
+        and Ready=False (ValidationFailed); one whose
         EC2NodeClass is not ready or missing gets NodeClassReady=False and Ready=False with that reason;
         the others get all three True."""
         problems = {i.name: i for i in invalid if i.kind == "NodePool"}
@@ -208,7 +209,7 @@ class ProvisioningStatus:
             message = problem.message if problem else ""
             reason = (problem.reason or "ValidationFailed") if problem else "Ready"
             if reason == "ValidationFailed":  # the node class is not looked at: NodeClassReady stays as it was
-                wanted = [("ValidationSucceeded", "False", reason, message)]
+                wanted = [("ValidationSucceeded", "False", VALIDATION_FAILED, message)]
             else:
                 wanted = [
                     ("ValidationSucceeded", "True", "Ready", ""),
@@ -222,6 +223,11 @@ class ProvisioningStatus:
             if message and not (current and current.status == "False" and current.message == message):
                 self.recorder.record(obj, "Warning", reason, message)
             kubeops.update(self.kube, r.NODEPOOL, name, _setting(wanted, stamp), subresource="status")
+
+
+# Karpenter's reason on a NodePool's ValidationSucceeded=False (its Ready keeps nodeflow's ValidationFailed,
+# with the message naming each field).
+VALIDATION_FAILED = "NodePoolValidationFailed"
 
 
 def _setting(wanted: list[tuple[str, str, str, str]], stamp: str) -> Callable[[Obj], bool]:

@@ -304,6 +304,8 @@ def test_an_absurd_quantity_is_reported_on_its_node_pool_and_the_others_plan() -
     assert [c.node_pool for c in plan.node_claims] == ["default"]
     ready = world.condition(r.NODEPOOL, "huge", "Ready")
     assert (ready["status"], ready["reason"]) == ("False", "ValidationFailed")
+    validation = world.condition(r.NODEPOOL, "huge", "ValidationSucceeded")
+    assert (validation["status"], validation["reason"]) == ("False", "NodePoolValidationFailed")
     assert "spec.limits.cpu" in ready["message"] and "out of range" in ready["message"]
 
 
