@@ -39,7 +39,8 @@ Statements, by Sid:
   `kubernetes.io/cluster/<cluster>=owned`, `karpenter.sh/managed-by=<cluster>`,
   `topology.kubernetes.io/region=<region>` and a `karpenter.k8s.aws/ec2nodeclass` tag, and no other keys.
 - `AllowScopedInstanceProfileActions`: `iam:AddRoleToInstanceProfile`, and
-  `iam:RemoveRoleFromInstanceProfile` with `iam:DeleteInstanceProfile` (an EC2NodeClass deleted), only
+  `iam:RemoveRoleFromInstanceProfile` (a changed `spec.role`, or an EC2NodeClass deleted) with
+  `iam:DeleteInstanceProfile` (an EC2NodeClass deleted), only
   on profiles carrying the cluster, managed-by and node class tags (the ones nodeflow created).
 - `AllowInstanceProfileReadActions`: `iam:GetInstanceProfile` on any profile: it asks before creating
   (a missing profile must answer NoSuchEntity, not AccessDenied) and reads a `spec.instanceProfile` the
