@@ -56,8 +56,9 @@ class InstanceProfiles:
         """Returns `name`. With `role` None the profile must already exist (spec.instanceProfile); otherwise
         it is created, tagged for `node_class_name` (see the module docstring), when missing, and made to
         hold `role`. A profile holds one role, so when `spec.role` changed, the one a profile nodeflow made
-        holds is replaced by the new one, as Karpenter does (new nodes boot with the new role; the node
-        class's hash changed too, so the nodes running drift). A profile nodeflow did not make that holds
+        holds is replaced by the new one, as Karpenter does (new nodes boot with the new role, and the
+        running ones, which share the profile, take it at their next credential refresh; the node class's
+        hash changed too, so they drift and are replaced). A profile nodeflow did not make that holds
         another role is left alone: NodeClassNotReadyError names both roles."""
         with self._lock:
             if name in self._known and self._known[name] == role:
