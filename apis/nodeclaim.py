@@ -8,7 +8,7 @@ from pydantic import AfterValidator, Field
 
 from apis.base import KubeModel
 from apis.cel import CelRule, RuleTable
-from apis.labels import normalize_label, restricted_label_reason
+from apis.labels import restricted_label_reason
 from apis.meta import Condition, ObjectMeta, is_true
 from apis.nodepool import NODE_CLASS_REF_RULES, Duration, FiniteDuration, NodeClassReference
 from apis.quantity import Quantity
@@ -16,10 +16,9 @@ from apis.requirements import (
     REQUIREMENT_LIST_RULES,
     NodeSelectorRequirement,
     Taint,
+    checked_requirement,
     label_key_rules,
-    requirement_problem,
 )
-from apis.syntax import field_error
 
 API_VERSION: Final = "karpenter.sh/v1"
 KIND: Final = "NodeClaim"
@@ -40,16 +39,9 @@ DISRUPTION_REASON = "DisruptionReason"
 
 
 def _nodeclaim_requirement(requirement: NodeSelectorRequirement) -> NodeSelectorRequirement:
-    """NodeClaims may carry karpenter.sh/nodepool, unlike NodePools; the other restrictions are the same,
-    a deprecated key checked as its stable one."""
-    checked = requirement.model_copy(update={"key": normalize_label(requirement.key)})
-    reason = restricted_label_reason(checked.key)
-    if reason:
-        raise field_error("key", reason)
-    problem = requirement_problem(checked)
-    if problem:
-        raise field_error(*problem)
-    return requirement
+    """`checked_requirement`: NodeClaims may carry karpenter.sh/nodepool, unlike NodePools; the other
+    restrictions are the same."""
+    return checked_requirement(requirement, restricted_label_reason)
 
 
 NodeClaimRequirement = Annotated[NodeSelectorRequirement, AfterValidator(_nodeclaim_requirement)]

@@ -23,7 +23,6 @@ from apis.labels import (
     NODEPOOL_HASH_ANNOTATION,
     NODEPOOL_HASH_VERSION_ANNOTATION,
     nodepool_label_reason,
-    normalize_label,
 )
 from apis.meta import Condition, ObjectMeta
 from apis.quantity import Quantity
@@ -32,9 +31,9 @@ from apis.requirements import (
     LabelValue,
     NodeSelectorRequirement,
     Taint,
+    checked_requirement,
     label_key_rules,
     label_map_rules,
-    requirement_problem,
     validate_label_key,
 )
 from apis.syntax import SchemaExtra, field_error
@@ -118,16 +117,8 @@ def _nodepool_label_key(key: str) -> str:
 
 
 def _nodepool_requirement(requirement: NodeSelectorRequirement) -> NodeSelectorRequirement:
-    """Checked as Karpenter checks it: a deprecated key (`beta.kubernetes.io/arch`) as its stable one; the
-    requirement is kept as written (the scheduler reads both keys alike)."""
-    checked = requirement.model_copy(update={"key": normalize_label(requirement.key)})
-    reason = nodepool_label_reason(checked.key)
-    if reason:
-        raise field_error("key", reason)
-    problem = requirement_problem(checked)
-    if problem:
-        raise field_error(*problem)
-    return requirement
+    """`checked_requirement` with the NodePool's key rules (karpenter.sh/nodepool refused too)."""
+    return checked_requirement(requirement, nodepool_label_reason)
 
 
 def _budget_nodes(value: str) -> str:

@@ -7,17 +7,27 @@ their restricted-key rules to the requirements they store.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Literal, get_args
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
 from apis.base import KubeModel
 from apis.cel import CelRule, cel_list
-from apis.labels import AWS_WELL_KNOWN_LABELS, CAPACITY_TYPE, CAPACITY_TYPES, HOSTNAME, NODEPOOL, label_domain
+from apis.labels import (
+    AWS_WELL_KNOWN_LABELS,
+    CAPACITY_TYPE,
+    CAPACITY_TYPES,
+    HOSTNAME,
+    NODEPOOL,
+    label_domain,
+    normalize_label,
+)
 from apis.syntax import (
     LABEL_VALUE_PATTERN,
     QUALIFIED_NAME_PATTERN,
     SchemaExtra,
+    field_error,
     label_value_problem,
     qualified_name_problem,
 )
@@ -103,6 +113,23 @@ class NodeSelectorRequirement(KubeModel):
     operator: Annotated[Operator, _one_of("operator", OPERATORS)]
     values: list[LabelValue] = Field(default_factory=list)
     min_values: int | None = Field(default=None, ge=1, le=50)
+
+
+def checked_requirement(
+    requirement: NodeSelectorRequirement, label_reason: Callable[[str], str | None]
+) -> NodeSelectorRequirement:
+    """The requirement as written, once it passes Karpenter's runtime checks on its key (`label_reason`:
+    why the key may not be used, None when it may) and `requirement_problem`; a deprecated key
+    (`beta.kubernetes.io/arch`) is checked as its stable one, as Karpenter checks it (the scheduler reads
+    both keys alike). Raises the field error of the first check it fails."""
+    checked = requirement.model_copy(update={"key": normalize_label(requirement.key)})
+    reason = label_reason(checked.key)
+    if reason:
+        raise field_error("key", reason)
+    problem = requirement_problem(checked)
+    if problem:
+        raise field_error(*problem)
+    return requirement
 
 
 def requirement_problem(requirement: NodeSelectorRequirement) -> tuple[str, str] | None:
