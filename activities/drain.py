@@ -24,7 +24,6 @@ terminationGracePeriod.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -104,41 +103,6 @@ def drainable(pods: list[dict[str, Any]], now: datetime | None = None) -> list[d
         if not (is_static_pod(p) or is_terminal(p) or tolerates_disrupted_taint(p))
         and not (now is not None and is_stuck_terminating(p, now))
     ]
-
-
-def awaited_attachments(
-    node_name: str,
-    attachments: list[dict[str, Any]],
-    pods: list[dict[str, Any]],
-    claims: Mapping[tuple[str, str], dict[str, Any]],
-    now: datetime,
-) -> list[str]:
-    """The names of the VolumeAttachments on `node_name` a drained node waits for, as Karpenter's
-    termination does: each of a persistent volume (`spec.source.persistentVolumeName`), except one a pod
-    that stays on the node mounts (a pod the drain does not evict, such as a static pod or one tolerating
-    the disrupted taint: its volume is not going to detach). `pods` are the node's pods, `claims` their
-    PersistentVolumeClaims by (namespace, name); `now` is timezone-aware."""
-    drained = {pod_key(p) for p in drainable(pods, now)}
-    staying = [p for p in pods if pod_key(p) not in drained and not is_terminal(p)]
-    staying_volumes = {volume for pod in staying for volume in _bound_volumes(pod, claims)}
-    return sorted(
-        str(a["metadata"]["name"])
-        for a in attachments
-        if (a.get("spec") or {}).get("nodeName") == node_name
-        and (pv := ((a.get("spec") or {}).get("source") or {}).get("persistentVolumeName"))
-        and pv not in staying_volumes
-    )
-
-
-def _bound_volumes(pod: dict[str, Any], claims: Mapping[tuple[str, str], dict[str, Any]]) -> list[str]:
-    """The PersistentVolumes the pod's PersistentVolumeClaims are bound to (`claims` by namespace, name)."""
-    namespace = pod["metadata"].get("namespace", "")
-    names = [
-        ((claims.get((namespace, source.get("claimName", ""))) or {}).get("spec") or {}).get("volumeName")
-        for volume in (pod.get("spec") or {}).get("volumes") or []
-        if (source := volume.get("persistentVolumeClaim"))
-    ]
-    return [str(name) for name in names if name]
 
 
 def eviction_order(pods: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 from temporalio import activity
 
-from activities import drain, kubeops, nodepool_status, ownership
+from activities import drain, kubeops, nodepool_status, ownership, volume_detachment
 from activities.claim_base import ClaimActivities, claim_logger
 from activities.heartbeat import heartbeating
 from activities.metric_labels import owner_labels, seconds_since
@@ -23,7 +23,7 @@ from apis.meta import as_utc, get_condition, is_true, rfc3339
 from apis.nodeclaim import DISRUPTION_REASON, DRAINED, EXPIRED, INSTANCE_TERMINATING, VOLUMES_DETACHED, NodeClaim
 from cloudprovider.errors import InstanceNotFoundError
 from kube import resources as r
-from kube.errors import ForbiddenError, KubeError, NotFoundError, TooManyRequestsError
+from kube.errors import KubeError, NotFoundError, TooManyRequestsError
 from kube.types import Obj
 
 log = logging.getLogger(__name__)
@@ -153,20 +153,11 @@ class TerminationActivities(ClaimActivities):
     def _await_volume_detachment(
         self, inp: DrainInput, node: Obj, left: list[Obj], claim: NodeClaim | None, evicted: int, deleted: int
     ) -> DrainProgress:
-        """The drained node's volumes, as Karpenter's termination waits for them: while a VolumeAttachment
-        of a drained pod's volume is still on the node (`drain.awaited_attachments`), the claim's
-        VolumesDetached is False (AwaitingVolumeDetachment, with an Event on the Node when the wait
-        begins) and the step reports them remaining, so the drain goes on; terminating the instance first
-        would leave those volumes attached until EC2 detaches them, and the pods that moved would wait
-        for them. Once terminationGracePeriod has passed (`force`) they are waited for no more."""
-        try:
-            attachments = self.kube.list(r.VOLUMEATTACHMENT)
-        except ForbiddenError as err:  # a ClusterRole from before this wait: terminate as before, and say so
-            log.warning("not waiting for volumes to detach from node %s: %s (allow list volumeattachments)",
-                        inp.node_name, err)  # fmt: skip
-            attachments = []
-        claims = {(pvc["metadata"].get("namespace", ""), pvc["metadata"]["name"]): pvc for pvc in self._claims_of(left)}
-        waiting = drain.awaited_attachments(inp.node_name, attachments, left, claims, datetime.now(UTC))
+        """The drained node's volumes (activities.volume_detachment): while one it waits for is still
+        attached, the claim's VolumesDetached is False (AwaitingVolumeDetachment, with an Event on the Node
+        when the wait begins) and the step reports them remaining, so the drain goes on. Once
+        terminationGracePeriod has passed (`force`) they are waited for no more."""
+        waiting = volume_detachment.read_awaited(self.kube, inp.node_name, left, datetime.now(UTC))
         if not waiting:
             self._set_conditions(inp, (VOLUMES_DETACHED, "True", "VolumesDetached", ""))
             return DrainProgress(remaining=0, evicted=evicted, deleted=deleted, message="drained")
@@ -181,19 +172,6 @@ class TerminationActivities(ClaimActivities):
             self.recorder.record(node, "Normal", "AwaitingVolumeDetachment", message)
         self._set_conditions(inp, (VOLUMES_DETACHED, "False", "AwaitingVolumeDetachment", message))
         return DrainProgress(remaining=len(waiting), evicted=evicted, deleted=deleted, message=message)
-
-    def _claims_of(self, pods: list[Obj]) -> list[Obj]:
-        """The PersistentVolumeClaims these pods mount (by namespace; a missing one is skipped)."""
-        wanted = {
-            (p["metadata"].get("namespace", ""), v["persistentVolumeClaim"]["claimName"])
-            for p in pods
-            for v in (p.get("spec") or {}).get("volumes") or []
-            if (v.get("persistentVolumeClaim") or {}).get("claimName")
-        }
-        found = []
-        for namespace in sorted({ns for ns, _ in wanted}):
-            found += [c for c in self.kube.list(r.PVC, namespace) if (namespace, c["metadata"]["name"]) in wanted]
-        return found
 
     def _evict_pods(self, pods: list[Obj]) -> tuple[int, int]:
         """Evict each pod through the Eviction API; returns (evicted, refused by a PDB). Gone is fine. Each

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from activities.drain import (
-    awaited_attachments,
     clamped_grace_seconds,
     delete_time,
     drainable,
@@ -206,23 +205,3 @@ def test_a_late_delete_cuts_the_grace_period_to_the_deadline(grace: int, left: i
 
 def test_no_deadline_keeps_the_pods_own_grace_period() -> None:
     assert clamped_grace_seconds(pod("a", grace=600), None, NOW) is None
-
-
-def test_a_drained_node_waits_only_for_the_volumes_of_pods_that_left() -> None:
-    def mounting(name: str, claim: str, **traits: Any) -> dict[str, Any]:
-        mounted = pod(name, **traits)
-        mounted["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
-        return mounted
-
-    def bound(claim: str, volume: str) -> tuple[tuple[str, str], dict[str, Any]]:
-        return ("default", claim), {"metadata": {"name": claim}, "spec": {"volumeName": volume}}
-
-    def on(node: str, name: str, volume: str | None) -> dict[str, Any]:
-        source = {"persistentVolumeName": volume} if volume else {"inlineVolumeSpec": {}}
-        return {"metadata": {"name": name}, "spec": {"nodeName": node, "source": source}}
-
-    staying = mounting("agent", "agent-data", tolerates_all=True)  # the drain leaves it: its volume stays too
-    claims = dict([bound("agent-data", "pv-agent"), bound("db-data", "pv-db")])
-    attachments = [on("n1", "va-db", "pv-db"), on("n1", "va-agent", "pv-agent"), on("n2", "va-elsewhere", "pv-x"),
-                   on("n1", "va-inline", None)]  # fmt: skip
-    assert awaited_attachments("n1", attachments, [staying], claims, NOW) == ["va-db"]
