@@ -29,7 +29,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from apis import labels
-from apis.meta import rfc3339
+from apis.meta import parse_rfc3339, rfc3339
 from scheduling.disruption.candidates import do_not_disrupt_until
 from scheduling.provisionable import pod_key
 
@@ -60,14 +60,8 @@ def is_terminating(pod: dict[str, Any]) -> bool:
 def is_stuck_terminating(pod: dict[str, Any], now: datetime) -> bool:
     """The pod is still there more than STUCK_TERMINATING_AFTER past its deletionTimestamp. `now` must be
     timezone-aware."""
-    stamp = pod.get("metadata", {}).get("deletionTimestamp")
-    if not stamp:
-        return False
-    try:
-        deleted = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    return now - deleted > STUCK_TERMINATING_AFTER
+    deleted = parse_rfc3339(pod.get("metadata", {}).get("deletionTimestamp"))
+    return deleted is not None and now - deleted > STUCK_TERMINATING_AFTER
 
 
 def is_critical(pod: dict[str, Any]) -> bool:
