@@ -95,12 +95,12 @@ def tag_filters(tags: dict[str, str]) -> Filters:
     ]
 
 
-# amiFamily values nodeflow can bootstrap (user data, AMI aliases).
 T = TypeVar("T")
 
 # The owners an amiSelectorTerms `name` term searches when it names none: public images of other accounts
 # are found only when the term names their owner.
 DEFAULT_NAME_OWNERS = ("self", "amazon")
+# amiFamily values nodeflow can bootstrap (user data, AMI aliases).
 SUPPORTED_AMI_FAMILIES = ("AL2023", "AL2", "Bottlerocket", "Windows2019", "Windows2022", "Windows2025", "Custom")
 
 

@@ -148,7 +148,7 @@ class AWSCloudProvider:
     def resolve_node_class(self, node_class: EC2NodeClass) -> ResolvedNodeClass:
         """The selectors resolved, then the instance profile ensured (created for `spec.role`, as
         Karpenter's node class controller does), so a role that does not exist makes the node class not
-        ready rather than failing every launch. Profiles are ensured once per process. With the
+        ready rather than failing every launch. Profiles are ensured once per process and role. With the
         ReservedCapacity gate on, the capacity reservations it selects too (selecting none is fine)."""
         try:
             resolved = self.resolver.resolve(node_class)
