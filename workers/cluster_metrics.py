@@ -68,7 +68,6 @@ OFFERINGS_REFRESH_SECONDS = 60.0
 Series = dict[tuple[str, ...], float]
 # node_series' requests and limits, each the name of a `Metrics` gauge after `nodes_total_`.
 _NODE_TOTALS = ("pod_requests", "pod_limits", "daemon_requests", "daemon_limits")
-_ENDED_PHASES = ("Succeeded", "Failed")
 
 
 def _labels(obj: Obj) -> dict[str, str]:
@@ -241,7 +240,7 @@ def waiting_series(pods: list[Obj], now: datetime, seen_pending: set[str]) -> tu
         uid = str(meta.get("uid") or "")
         age = seconds_since(meta.get("creationTimestamp"), now)
         phase = (pod.get("status") or {}).get("phase")
-        if age is None or phase in _ENDED_PHASES or _condition_time(pod, "Ready") is not None:
+        if age is None or drain.is_terminal(pod) or _condition_time(pod, "Ready") is not None:
             continue
         key = (str(meta.get("name", "")), str(meta.get("namespace", "")))
         if phase == "Pending":
