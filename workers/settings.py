@@ -245,7 +245,7 @@ class Settings:
 
     def batch_window(self) -> tuple[float, float]:
         """(idle, max) seconds of the provisioning batch window; a ValueError naming both settings when
-        the idle duration is not shorter than the max, or either is zero."""
+        the idle duration is zero or longer than the max."""
         idle, longest = (self.exact_seconds(name) for name in BATCH_DURATIONS)
         if not 0 < idle <= longest:
             names = ", ".join(f"{where(n)} {getattr(self, n)!r}" for n in BATCH_DURATIONS)
