@@ -64,7 +64,7 @@ is set (not null, not ""), then the Temporal API key from its Secret, then extra
 {{- $tls := .Values.temporal.tls -}}
 {{- $dir := include "nodeflow.tlsDir" . -}}
 {{- $known := list "NodeRepair" "ReservedCapacity" "SpotToSpotConsolidation" "NodeOverlay" "StaticCapacity" "CapacityBuffer" -}}
-{{- $settings := include "nodeflow.karpenterSettings" . | fromYaml -}}
+{{- $settings := .Values.settings | default dict -}}
 {{- $gates := list -}}
 {{- range $key, $on := merge (dict) ($settings.featureGates | default dict) (.Values.featureGates | default dict) -}}
 {{- $name := title $key -}}
@@ -128,17 +128,12 @@ is set (not null, not ""), then the Temporal API key from its Secret, then extra
 
 {{/* Karpenter's chart puts the controller's settings under `settings` (settings.clusterName,
 settings.clusterEndpoint, settings.interruptionQueue, settings.featureGates.*, settings.batchIdleDuration,
-settings.batchMaxDuration): a values file written for
-it works here too, each of those winning over the top-level key of the same name. As YAML: the `settings`
-map, or {} when unset. */}}
-{{- define "nodeflow.karpenterSettings" -}}
-{{- toYaml (.Values.settings | default dict) -}}
-{{- end -}}
+settings.batchMaxDuration): a values file written for it works here too, each of those winning over the
+top-level key of the same name (nodeflow.env, nodeflow.clusterName). */}}
 
 {{/* The cluster's name: settings.clusterName (Karpenter's key), else clusterName. */}}
 {{- define "nodeflow.clusterName" -}}
-{{- $settings := include "nodeflow.karpenterSettings" . | fromYaml -}}
-{{- with coalesce $settings.clusterName .Values.clusterName -}}{{ . }}{{- end -}}
+{{- with coalesce (.Values.settings | default dict).clusterName .Values.clusterName -}}{{ . }}{{- end -}}
 {{- end -}}
 
 {{/* The keys under `settings` nodeflow acts on; NOTES.txt names any other as not acted on. */}}
