@@ -81,20 +81,23 @@ def do_not_disrupt_until(pod: Obj) -> tuple[bool, datetime | None]:
     return False, started + length
 
 
+def eviction_cost(pod: Obj) -> float:
+    """Karpenter's eviction cost of one pod: 1 + pod-deletion-cost/2^27 + priority/2^25, clamped to
+    [-10, 10] (an unreadable deletion cost counts as 0)."""
+    cost = 1.0
+    annotation = ((pod.get("metadata") or {}).get("annotations") or {}).get(DELETION_COST_ANNOTATION)
+    try:
+        cost += float(annotation or 0) / 2**27
+    except ValueError:
+        pass
+    cost += float((pod.get("spec") or {}).get("priority") or 0) / 2**25
+    return min(10.0, max(-10.0, cost))
+
+
 def disruption_cost(pods: Sequence[Obj], claim: NodeClaim | None, created: datetime | None, now: datetime) -> float:
-    """Karpenter's eviction cost: per pod 1 + deletion-cost/2^27 + priority/2^25, clamped to [-10, 10],
-    summed, then scaled by the fraction of the node's expireAfter lifetime still ahead (cheaper to
-    disrupt a node that expires soon)."""
-    total = 0.0
-    for pod in pods:
-        cost = 1.0
-        annotation = ((pod.get("metadata") or {}).get("annotations") or {}).get(DELETION_COST_ANNOTATION)
-        try:
-            cost += float(annotation or 0) / 2**27
-        except ValueError:
-            pass
-        cost += float((pod.get("spec") or {}).get("priority") or 0) / 2**25
-        total += min(10.0, max(-10.0, cost))
+    """The pods' eviction costs summed, then scaled by the fraction of the node's expireAfter lifetime
+    still ahead (cheaper to disrupt a node that expires soon): Karpenter's candidate order."""
+    total = sum(eviction_cost(pod) for pod in pods)
     if claim is not None and created is not None:
         lifetime = parse_duration(claim.spec.expire_after)
         if lifetime:

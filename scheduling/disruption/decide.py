@@ -33,9 +33,14 @@ to a dearer on-demand node); replacing spot nodes with spot needs the `SpotToSpo
 gate, and, for a single node, at least 15 cheaper instance types (the replacement launches with the 15
 cheapest) so that it is not replaced again at once by the next cheapest.
 
-Not (yet) done as Karpenter does: the `Balanced` consolidation policy is treated as
-`WhenEmptyOrUnderutilized` (its savings-versus-disruption score is not computed); pending pods are not
-added to consolidation simulations; static NodePools' drift (StaticDrift) is left to a later change.
+A NodePool with `consolidationPolicy: Balanced` consolidates as WhenEmptyOrUnderutilized does, but each
+consolidation move (methods 3 to 5) is scored and made only when its savings are worth the pods it
+disrupts (scheduling.disruption.balanced); a rejected move is recorded with the code
+`ConsolidationRejected`, an approved one carries its scores (`Command.scores`).
+
+Not (yet) done as Karpenter does: pending pods are not added to consolidation simulations; static
+NodePools' drift (StaticDrift) is left to a later change; Balanced moves are tried in disruption-cost
+order, not ranked by score.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from collections.abc import Callable, Sequence
 
 from apis import labels as L
 from apis.meta import get_condition
+from scheduling.disruption.balanced import best_case, is_balanced, pool_totals, score_move
 from scheduling.disruption.budgets import pool_budget
 from scheduling.disruption.candidates import (
     NodeState,
@@ -76,6 +82,7 @@ from scheduling.provisionable import pod_key
 from scheduling.types import PlannedNodeClaim
 
 SPOT_TO_SPOT_MIN_TYPES = 15
+BALANCED_REJECTED = "ConsolidationRejected"
 PRICE_EPSILON = 1e-9  # $/h
 SPOT, ON_DEMAND = L.CAPACITY_TYPE_SPOT, L.CAPACITY_TYPE_ON_DEMAND
 
@@ -125,6 +132,7 @@ class _Pass:
             cluster.nodes, cluster.node_claims, cluster.node_pools, cluster.bound_pods, cluster.instance_types, self.now
         )
         self.catalog = {it.name: it for it in cluster.instance_types}
+        self.totals = pool_totals(self.states)
         self.budgets: dict[str, PoolBudget] = {
             p.name: pool_budget(p, cluster.nodes, self.now) for p in sorted(cluster.node_pools, key=lambda p: p.name)
         }
@@ -257,6 +265,8 @@ class _Pass:
                     self.reject(rest, "SingleNodeConsolidation", "NotEvaluated", f"not evaluated this pass: {why}")
                 self.single_node_skipped = [s.name for s in candidates[index:]]
                 return None
+            if self.not_worth_trying(state, "SingleNodeConsolidation"):
+                continue
             command, code, message = self.consolidate([state], "SingleNodeConsolidation")
             if command is not None:
                 return command
@@ -279,6 +289,8 @@ class _Pass:
         for state in candidates[: self.inp.limits.split_candidates]:
             if self.out_of_time():
                 return None
+            if self.not_worth_trying(state, "SplitConsolidation"):
+                continue
             assert state.price is not None
             floor = split_price_floor(state, self.simulator, per_unit)
             if not _cheaper(floor, state.price * (1 - SPLIT_MIN_SAVING)):
@@ -308,16 +320,22 @@ class _Pass:
                 )
                 self.reject(state, "SplitConsolidation", "SplitNotCheaper", why)
                 continue
-            return Command(
-                method="SplitConsolidation",
-                reason="Underutilized",
-                action="Replace",
-                candidates=[candidate_ref(state)],
-                replacements=found.replacements,
-                price=state.price,
-                replacement_price=found.price,
-                message=f"split {state.name} ({state.ref_price()}) into {found.describe()}",
+            command, code, why = self.scored(
+                Command(
+                    method="SplitConsolidation",
+                    reason="Underutilized",
+                    action="Replace",
+                    candidates=[candidate_ref(state)],
+                    replacements=found.replacements,
+                    price=state.price,
+                    replacement_price=found.price,
+                    message=f"split {state.name} ({state.ref_price()}) into {found.describe()}",
+                ),
+                [state],
             )
+            if command is not None:
+                return command
+            self.reject(state, "SplitConsolidation", code, why)
         return None
 
     def _quiet_budget(self, states: list[NodeState]) -> list[NodeState]:
@@ -334,7 +352,36 @@ class _Pass:
     # --- one consolidation ----------------------------------------------------------------------------
 
     def consolidate(self, states: Sequence[NodeState], method: Method) -> tuple[Command | None, str, str]:
-        """Delete or replace these nodes, or (None, code, why not)."""
+        """Delete or replace these nodes, or (None, code, why not); scored when a pool is Balanced."""
+        command, code, message = self.unscored(states, method)
+        return (command, code, message) if command is None else self.scored(command, states)
+
+    def scored(self, command: Command, states: Sequence[NodeState]) -> tuple[Command | None, str, str]:
+        """The command with its scores when any of its nodes' pools is Balanced, or (None, code, why not)
+        when one of those pools rejects it (scheduling.disruption.balanced)."""
+        if not any(is_balanced(s) for s in states):
+            return command, "", ""
+        if command.price is None:
+            why = "the price of the current node(s) is unknown: cannot score the move for consolidationPolicy Balanced"
+            return None, "UnknownPrice", why
+        scores = score_move(states, command.replacement_price or 0.0, self.totals)
+        rejected = next((s for s in scores if not s.approved), None)
+        if rejected is not None:
+            return None, BALANCED_REJECTED, _balanced_why(rejected.node_pool, rejected.describe())
+        return command.model_copy(update={"scores": scores}), "", ""
+
+    def not_worth_trying(self, state: NodeState, method: Method) -> bool:
+        """Whether the node's pool is Balanced and even deleting it outright would be rejected, so that no
+        move of it can pass; such a node is rejected without a simulation."""
+        best = best_case(state, self.totals) if is_balanced(state) else None
+        if best is None or best.approved:
+            return False
+        why = f"even deleting it with nothing in its place would not do: {best.describe()}"
+        self.reject(state, method, BALANCED_REJECTED, _balanced_why(best.node_pool, why))
+        return True
+
+    def unscored(self, states: Sequence[NodeState], method: Method) -> tuple[Command | None, str, str]:
+        """Delete or replace these nodes, whatever their pools' policy, or (None, code, why not)."""
         hopeless = self.simulator.hopeless(states)
         if hopeless:
             return None, "TooManyReplacements", f"more than one new node would be needed: {hopeless}"
@@ -419,6 +466,10 @@ def filter_out_same_type(options: list[tuple[float, str]], states: Sequence[Node
     if ceiling is None:
         return list(options)
     return [(price, name) for price, name in options if _cheaper(price, ceiling)]
+
+
+def _balanced_why(pool: str, why: str) -> str:
+    return f"NodePool {pool} has consolidationPolicy Balanced; the savings are not worth the disruption: {why}"
 
 
 def _cheaper(price: float, than: float) -> bool:

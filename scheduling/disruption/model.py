@@ -148,6 +148,31 @@ class CandidateRef(_Model):
     reschedulable_pods: list[str] = Field(default_factory=list)  # "namespace/name"
 
 
+class MoveScore(_Model):
+    """How the Balanced consolidation policy scored a move for one of its NodePools
+    (scheduling.disruption.balanced): the savings and the disruption as fractions of the pool's totals,
+    and their ratio, approved at `threshold` or more."""
+
+    node_pool: str
+    score: float
+    savings_fraction: float
+    disruption_fraction: float
+    threshold: float
+
+    @property
+    def approved(self) -> bool:
+        return self.score >= self.threshold
+
+    def describe(self) -> str:
+        """Karpenter's event text: "score 0.42 < threshold 0.50 (consolidationThreshold: 2.0, savings
+        4.2%, disruption 10.0%)"."""
+        sign = ">=" if self.approved else "<"
+        return (
+            f"score {self.score:.2f} {sign} threshold {self.threshold:.2f} (consolidationThreshold: "
+            f"{1 / self.threshold:.1f}, savings {self.savings_fraction:.1%}, disruption {self.disruption_fraction:.1%})"
+        )
+
+
 class Command(_Model):
     """One disruption: delete the candidates (after launching `replacements`, when any, and waiting for
     them to initialize). `price` is the candidates' total, `replacement_price` the replacements' cheapest."""
@@ -160,6 +185,7 @@ class Command(_Model):
     price: float | None = None
     replacement_price: float | None = None
     message: str = ""
+    scores: list[MoveScore] = Field(default_factory=list)  # one per Balanced NodePool among the candidates
 
 
 class Decision(_Model):

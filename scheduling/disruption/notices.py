@@ -16,6 +16,12 @@ Events, as Karpenter v1 emits them on both the Node and its NodeClaim (type Norm
   needed, unknown price, spot-to-spot rules), or its NodePool has consolidation off (`consolidateAfter:
   Never`). Waiting for `consolidateAfter` and the WhenEmpty policy are not reported (the condition says
   the first; the second is the user's choice, and Karpenter is silent on it too).
+- `ConsolidationRejected`: the node's NodePool has `consolidationPolicy: Balanced` and removing or
+  replacing the node would save too little for the pods it disrupts; the message gives Karpenter's
+  "score 0.42 < threshold 0.50 (...)". `ConsolidationApproved`, with the same text, on each node a
+  Balanced consolidation command takes. Karpenter records a multi-node move's score on the NodePool;
+  nodeflow records approved ones on each node and does not report the rejected prefixes the multi-node
+  search tries.
 - `DisruptionBlocked`: a PodDisruptionBudget allows no eviction of one of its pods (named with the PDB).
   Reported only for a node consolidation would otherwise take (Consolidatable and a policy that takes
   non-empty nodes), so a busy node is not reported for a PDB that does not matter yet. A pod's
@@ -55,6 +61,8 @@ UNCONSOLIDATABLE_CODES = frozenset(
     }
 )
 BLOCKED_CODES = frozenset({"PodDisruptionBudget"})
+CONSOLIDATION_REJECTED = "ConsolidationRejected"  # also the rejection code (scheduling.disruption.decide)
+CONSOLIDATION_APPROVED = "ConsolidationApproved"
 
 ConditionValue = tuple[ConditionStatus, str, str]  # (status, reason, message)
 
@@ -131,10 +139,19 @@ def notices(
         reason = ""
         if rejection.code in UNCONSOLIDATABLE_CODES and rejection.method in CONSOLIDATION_METHODS:
             reason = UNCONSOLIDATABLE
+        elif rejection.code == CONSOLIDATION_REJECTED:
+            reason = CONSOLIDATION_REJECTED
         elif rejection.code in BLOCKED_CODES and _consolidation_would_take(claim, pools, now):
             reason = DISRUPTION_BLOCKED
         if reason and (rejection.node, reason) not in out:
             out[(rejection.node, reason)] = Notice(rejection.node, claim.name, reason, rejection.message)
+    command = decision.command
+    scores = {score.node_pool: score for score in command.scores} if command else {}
+    for candidate in command.candidates if command else []:
+        score = scores.get(candidate.node_pool)
+        if score is not None and candidate.node_claim:
+            notice = Notice(candidate.node, candidate.node_claim, CONSOLIDATION_APPROVED, score.describe())
+            out[(candidate.node, CONSOLIDATION_APPROVED)] = notice
     return list(out.values())
 
 
