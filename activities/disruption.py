@@ -41,6 +41,7 @@ from activities.disruption_snapshot import read_disruption_input, with_watched
 from activities.heartbeat import heartbeating
 from activities.metric_labels import consolidation_type, disruption_reason
 from activities.metrics import Metrics
+from activities.stale_marks import clear_stale_marks
 from apis.meta import rfc3339, set_condition
 from apis.nodeclaim import CONSOLIDATABLE, NodeClaim
 from apis.nodepool import NodePool
@@ -68,6 +69,8 @@ class DecideInput(BaseModel):
     spot_to_spot_consolidation: bool = False
     single_node_first: list[str] = Field(default_factory=list)
     validating: Command | None = None
+    # The NodeClaims the controller signalled to delete lately: their disruption marks are in use.
+    handed_over: list[str] = Field(default_factory=list)
 
 
 class DisruptionRound(BaseModel):
@@ -165,15 +168,21 @@ class DisruptionActivities:
 
     @activity.defn(name="decide_disruption")
     def decide_disruption(self, inp: DecideInput) -> DisruptionRound:
-        """Decide on a fresh snapshot (`evaluate`), for the controller to act on. Heartbeats."""
+        """Decide on a fresh snapshot (`evaluate`), for the controller to act on, first clearing the
+        disruption marks nothing acts on (activities.stale_marks). Heartbeats."""
         with heartbeating():
-            return self.evaluate(inp)
+            return self.evaluate(inp, clear_stale=True)
 
-    def evaluate(self, inp: DecideInput) -> DisruptionRound:
+    def evaluate(self, inp: DecideInput, clear_stale: bool = False) -> DisruptionRound:
         """Decide on a fresh snapshot, publish what it found and record its metrics (see the module
         docstring); a decision that does not confirm the command it validates counts in
-        `karpenter_voluntary_disruption_failed_validations_total`."""
-        decided = self._evaluate_on(self.snapshot(inp), inp)[0]
+        `karpenter_voluntary_disruption_failed_validations_total`. `clear_stale`: clear the stale marks
+        first (only between commands: the controller's own decision); a cleared node is a candidate from
+        the next decision on."""
+        snapshot = self.snapshot(inp)
+        if clear_stale:
+            clear_stale_marks(self.kube, snapshot, snapshot.now, inp.handed_over)
+        decided = self._evaluate_on(snapshot, inp)[0]
         if inp.validating is not None and not confirms(inp.validating, decided):
             kind = consolidation_type(inp.validating.method)
             self.metrics.disruption_failed_validations.labels(consolidation_type=kind).inc()

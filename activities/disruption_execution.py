@@ -33,6 +33,7 @@ from scheduling.types import PlannedNodeClaim
 
 DISRUPTION_REASON = "DisruptionReason"
 DISRUPTED_TAINT = kubeops.adding_taint(labels.DISRUPTED_TAINT_KEY, "NoSchedule")
+NOT_DISRUPTED = kubeops.removing_taint(labels.DISRUPTED_TAINT_KEY, "NoSchedule")
 MARK_CONCURRENCY = 8  # candidates marked at once by start_disruption
 
 
@@ -74,15 +75,6 @@ class AbortInput(BaseModel):
     command: Command
     replacements: list[str] = Field(default_factory=list)
     reason: str = ""
-
-
-def _without_taint(node: Obj) -> bool:
-    taints = (node.get("spec") or {}).get("taints") or []
-    kept = kubeops.without_taint(taints, labels.DISRUPTED_TAINT_KEY, "NoSchedule")
-    if len(kept) == len(taints):
-        return False
-    node["spec"]["taints"] = kept
-    return True
 
 
 def _initialized(claim: Obj) -> bool:
@@ -209,7 +201,7 @@ class DisruptionExecution:
             if found is None:
                 continue
             claim, owned_claim, owned_node = found
-            ownership.update(self.kube, owned_node, _without_taint)
+            ownership.update(self.kube, owned_node, NOT_DISRUPTED)
             self._set_reason(owned_claim, "False", "Aborted", inp.reason)
             self.recorder.record(claim, "Warning", "DisruptionBlocked", inp.reason)
         for name in inp.replacements:

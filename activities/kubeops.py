@@ -109,6 +109,20 @@ def adding_taint(key: str, effect: str) -> Callable[[Obj], bool]:
     return mutate
 
 
+def removing_taint(key: str, effect: str) -> Callable[[Obj], bool]:
+    """A mutation for `update` that removes the taint `key:effect` (False when the object has none)."""
+
+    def mutate(obj: Obj) -> bool:
+        taints = (obj.get("spec") or {}).get("taints") or []
+        kept = without_taint(taints, key, effect)
+        if len(kept) == len(taints):
+            return False
+        obj["spec"]["taints"] = kept
+        return True
+
+    return mutate
+
+
 def remove_finalizer(kube: Kube, resource: Resource, name: str, finalizer: str) -> None:
     """Remove one finalizer (no-op when absent or the object is gone)."""
     update(kube, resource, name, dropping_finalizer(finalizer))

@@ -22,7 +22,12 @@ and the validating decision counts it as a failed validation. Acting, each step 
    drains (PDBs respected) and terminates.
 
 A worker killed at any line resumes the command where it was: the taint ends in the abort path or the
-drain, never left; replacement names derive from the run and round, so a retried launch finds them.
+drain, never left; replacement names derive from the run and round, so a retried launch finds them. A
+controller stopped for good mid-command (terminated by hand), or Karpenter uninstalled mid-command, does
+leave marks: each decision of the controller first clears the `karpenter.sh/disrupted` taints and
+`DisruptionReason` conditions nothing acts on, as Karpenter's controller does (activities.stale_marks).
+The NodeClaims it signalled to delete in the last HANDOVER go with the decision as in use (`handed_over`),
+since their workflows begin deleting them only after the signal.
 
 Manual replaces: the `replace` signal (NodeClaim name, reason; sent by `nodeflow replace` and forwarded by
 a NodeClaim workflow's own `replace` signal) queues a request, deduplicated by name, which wakes the poll.
@@ -53,7 +58,7 @@ Every decision, taken or abandoned, is an activity result in history; the memo h
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from pydantic import BaseModel, Field
 from temporalio import workflow
@@ -71,7 +76,7 @@ from activities.disruption_execution import (
 )
 from activities.manual_replacement import MANUAL, LaunchManualInput, ManualReplacement, ManualRequest
 from activities.provisioning_models import ProvisionRound
-from scheduling.disruption import Command
+from scheduling.disruption import Command, stale
 from scheduling.disruption.model import METHOD_ORDER
 from workflows import timing
 
@@ -88,6 +93,7 @@ STEP_RETRY = RetryPolicy(maximum_interval=timedelta(seconds=10))
 REPLACEMENT_POLL_FIRST = timedelta(seconds=2)
 REPLACEMENT_POLL_MAX = timedelta(seconds=15)
 REPLACEMENT_TIMEOUT = timedelta(minutes=15)
+HANDOVER = stale.RECENT
 SIGNAL_CONFIGURE = "configure"
 SIGNAL_REPLACE = "replace"
 SIGNAL_WAKE = "wake"
@@ -108,6 +114,7 @@ class DisruptionState(BaseModel):
     recent: list[str] = Field(default_factory=list)
     single_node_first: list[str] = Field(default_factory=list)
     manual: list[ManualRequest] = Field(default_factory=list)
+    handed_over: dict[str, datetime] = Field(default_factory=dict)  # NodeClaim -> when signalled to delete
 
 
 @workflow.defn(name="DisruptionController", sandboxed=False)
@@ -179,6 +186,7 @@ class DisruptionControllerWorkflow:
                     spot_to_spot_consolidation=settings.spot_to_spot_consolidation,
                     single_node_first=self.state.single_node_first,
                     validating=validating,
+                    handed_over=self._handed_over(),
                 ),
                 start_to_close_timeout=DECIDE_TIMEOUT,
                 heartbeat_timeout=timing.HEARTBEAT,
@@ -187,6 +195,14 @@ class DisruptionControllerWorkflow:
         except ActivityError as err:
             self._record(f"decision failed: {err.cause or err}")
             return None
+
+    def _handed_over(self) -> list[str]:
+        """The NodeClaims signalled to delete within HANDOVER (older entries are dropped): their
+        `karpenter.sh/disrupted` taints are in use while their workflows begin their termination, and the
+        decision's clearing of stale taints (activities.stale_marks) leaves them."""
+        since = workflow.now() - HANDOVER
+        self.state.handed_over = {name: at for name, at in self.state.handed_over.items() if at > since}
+        return sorted(self.state.handed_over)
 
     @staticmethod
     async def _sleep_unless(news: Callable[[], bool], duration: timedelta) -> None:
@@ -264,6 +280,7 @@ class DisruptionControllerWorkflow:
                 why = f"replaced by {', '.join(replacements)} ({command.message})"
             delete = SignalInput(names=marked, reason=why)
             signalled = await self._step(DisruptionExecution.signal_disruption, delete)
+            self.state.handed_over |= dict.fromkeys(signalled, workflow.now())
         launched = f"; replacements {', '.join(replacements)} initialized" if replacements else ""
         self._record(f"{decided.summary()}{launched}; signalled {', '.join(signalled) or 'none'}")
 

@@ -32,6 +32,7 @@ from tests.workflows.histories import save_history
 from tests.workflows.workers import worker_on_fresh_queue
 from workflows import disruption
 from workflows.disruption import (
+    HANDOVER,
     IDLE_BACKSTOP,
     POLL,
     VALIDATION,
@@ -75,6 +76,7 @@ class Cluster:
         self.replacement_fails = replacement_fails
         self.disrupting = disrupting  # claims plan_manual_replacement finds already being disrupted
         self.decided = 0
+        self.handed_over: list[list[str]] = []  # each decision's `handed_over`
         self.started: list[list[str]] = []
         self.calls: list[str] = []
         self.polls = 0
@@ -88,6 +90,7 @@ class Cluster:
         @activity.defn(name="decide_disruption")
         def decide_disruption(inp: DecideInput) -> DisruptionRound:
             cluster.decided += 1
+            cluster.handed_over.append(inp.handed_over)
             command = cluster.decisions.pop(0) if cluster.decisions else None
             return DisruptionRound(command=command, executable=command is not None)
 
@@ -243,6 +246,25 @@ async def test_after_a_round_that_acted_the_controller_polls(env: WorkflowEnviro
         assert await rounds_after(env, handle, POLL.total_seconds()) == 2  # no wake needed
         assert cluster.decided == 3
         await handle.terminate("test over")
+
+
+async def test_decisions_after_a_command_know_its_candidates_are_handed_over_for_a_while(
+    env: WorkflowEnvironment,
+) -> None:
+    cluster = Cluster([empty_node("a"), empty_node("a")])
+    async with worker_on_fresh_queue(env.client, [DisruptionControllerWorkflow], cluster.activities()) as queue:
+        handle = await env.client.start_workflow(
+            DisruptionControllerWorkflow.run, DisruptionState(), id=WORKFLOW_ID, task_queue=queue
+        )
+        assert await rounds_after(env, handle, 20) == 1  # decided, validated, executed: "a" signalled
+        assert await rounds_after(env, handle, POLL.total_seconds()) == 2
+        assert cluster.handed_over == [[], [], ["a"]], "its taint is in use while its workflow starts deleting"
+        await env.sleep(HANDOVER.total_seconds())
+        await handle.signal(DisruptionControllerWorkflow.wake)
+        assert await rounds_after(env, handle, 1) == 3
+        assert cluster.handed_over[-1] == [], "handed over long enough ago: a taint left now is stale"
+        await handle.terminate("test over")
+        await save_history(handle, "disruption-handed-over", HISTORIES)
 
 
 async def test_a_wake_restarts_a_controller_terminated_by_hand_with_the_leaders_settings(

@@ -434,3 +434,46 @@ def test_a_decision_counts_each_pools_nodes_on_its_status_once(acts: DisruptionA
     version = kube.get(r.NODEPOOL, POOL["metadata"]["name"])["metadata"]["resourceVersion"]
     acts.decide_disruption(DecideInput())  # nothing changed: no write
     assert kube.get(r.NODEPOOL, POOL["metadata"]["name"])["metadata"]["resourceVersion"] == version
+
+
+def guarded_patch(kube: MemKube, resource: Resource, name: str, patch: dict[str, Any]) -> None:
+    version = kube.get(resource, name)["metadata"]["resourceVersion"]
+    kube.patch(resource, name, {**patch, "metadata": {**patch.get("metadata", {}), "resourceVersion": version}})
+
+
+def mark_disrupted(kube: MemKube, since: str) -> None:
+    """The Node tainted karpenter.sh/disrupted and its NodeClaim's DisruptionReason True since `since`."""
+    taint = {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}
+    guarded_patch(kube, r.NODE, "node-1", {"spec": {"taints": [taint]}})
+    claim = kube.get(r.NODECLAIM, "default-abcde")
+    reason = {"type": "DisruptionReason", "status": "True", "reason": "Underutilized", "message": "",
+              "lastTransitionTime": since}  # fmt: skip
+    conditions = [c for c in claim["status"]["conditions"] if c["type"] != "DisruptionReason"] + [reason]
+    guarded_patch(kube, r.NODECLAIM, "default-abcde", {"status": {"conditions": conditions}})
+
+
+def reasons(kube: MemKube) -> list[str]:
+    return [c["type"] for c in kube.get(r.NODECLAIM, "default-abcde")["status"]["conditions"]]
+
+
+def test_the_controllers_decision_clears_a_disruption_mark_nothing_acts_on(
+    acts: DisruptionActivities, kube: MemKube
+) -> None:
+    mark_disrupted(kube, "2026-01-01T00:00:00Z")  # long ago, and the claim is not being deleted
+    assert acts.look_ahead(DecideInput(), None)[0] is not None
+    assert taints(kube), "the leader's look ahead runs while commands are under way: it clears nothing"
+    first = acts.decide_disruption(DecideInput())
+    assert first.command is None, "a node marked at the snapshot is being disrupted for this decision"
+    assert taints(kube) == [] and "DisruptionReason" not in reasons(kube)
+    again = acts.decide_disruption(DecideInput())
+    assert again.command is not None and again.command.method == "Emptiness", "a candidate again"
+
+
+def test_a_fresh_mark_or_a_deleting_claim_keeps_its_taint(acts: DisruptionActivities, kube: MemKube) -> None:
+    mark_disrupted(kube, now_rfc3339())  # just handed to the NodeClaim's workflow by the last command
+    acts.decide_disruption(DecideInput())
+    assert taints(kube) and "DisruptionReason" in reasons(kube)
+    guarded_patch(kube, r.NODECLAIM, "default-abcde", {"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}})
+    mark_disrupted(kube, "2026-01-01T00:00:00Z")
+    acts.decide_disruption(DecideInput())
+    assert taints(kube), "its termination drains it"
