@@ -35,6 +35,8 @@
 | nonsticky_to_sticky_poll_ratio | NODEFLOW_NONSTICKY_TO_STICKY_POLL_RATIO | 0.2 |
 | disruption_methods | NODEFLOW_DISRUPTION_METHODS | all five methods, in order (below) |
 | feature_gates | NODEFLOW_FEATURE_GATES | Karpenter's defaults (workers.feature_gates) |
+| vm_memory_overhead_percent | NODEFLOW_VM_MEMORY_OVERHEAD_PERCENT | 0.075 |
+| reserved_enis | NODEFLOW_RESERVED_ENIS | 0 |
 | health_probe_port | NODEFLOW_HEALTH_PROBE_PORT | 8081 (0 = no probe server) |
 | metrics_port | NODEFLOW_METRICS_PORT | 8080 (0 = no metrics endpoint) |
 | temporal_metrics_port | NODEFLOW_TEMPORAL_METRICS_PORT | 8082 (0 = no Temporal SDK metrics endpoint) |
@@ -104,6 +106,14 @@ an unknown gate or a value other than true/false is refused. Of Karpenter's gate
 `SpotToSpotConsolidation` and `NodeRepair` (workers.node_repair); the worker logs a warning at start for
 any other one turned on.
 
+Instance types (cloudprovider.aws.instancetypes), as Karpenter's `--vm-memory-overhead-percent` and
+`--reserved-enis`: `vm_memory_overhead_percent` is the share of each instance type's memory taken to be
+the hypervisor's, left out of its memory capacity (0.075, from 0 up to 1); `reserved_enis` is the number of
+each instance's network interfaces kept for something other than pods (a CNI's own, another
+controller's), left out of the ENI-limited pod count (ENIs x (IPv4 per ENI - 1) + 2) when the node
+class's kubelet sets no maxPods. Both change what a pod is planned to fit on, so they must match the
+nodes: memory planned that the kubelet will not report leaves pods pending on a node launched for them.
+
 Temporal connection: `temporal_tls` takes true/false (the flag alone, `--temporal-tls`, means true).
 TLS is on when it is true or when any `temporal_tls_*_file` or `temporal_api_key` is given; false
 with a TLS file is refused, false with an API key sends the key in plain text (a local proxy). The
@@ -137,6 +147,7 @@ from dataclasses import dataclass, fields
 from dataclasses import field as dataclass_field
 
 from apis.duration import parse_duration
+from cloudprovider.aws.instancetypes import DEFAULT_VM_MEMORY_OVERHEAD_PERCENT
 from scheduling.disruption.model import METHOD_ORDER
 from workers.feature_gates import parse_feature_gates
 from workers.leader_election import JITTER_FACTOR, Timing
@@ -174,6 +185,10 @@ class Settings:
     nonsticky_to_sticky_poll_ratio: float = 0.2
     disruption_methods: str = ",".join(DISRUPTION_METHODS)
     feature_gates: str = ""
+    # Karpenter's --vm-memory-overhead-percent and --reserved-enis: the share of an instance type's memory
+    # the hypervisor keeps, and the ENIs per instance left out of the pod (IP) limit.
+    vm_memory_overhead_percent: float = DEFAULT_VM_MEMORY_OVERHEAD_PERCENT
+    reserved_enis: int = 0
     temporal_tls: bool | None = None  # None: on exactly when a TLS file or an API key is given
     temporal_tls_ca_file: str | None = None
     temporal_tls_cert_file: str | None = None
@@ -194,6 +209,8 @@ class Settings:
         for field in fields(self):
             if field.name in PORTS:
                 object.__setattr__(self, field.name, _port(field.name, getattr(self, field.name)))
+            elif field.name in BOUNDED:
+                object.__setattr__(self, field.name, _bounded_number(field.name, getattr(self, field.name)))
             elif field.type in ("int", int):
                 object.__setattr__(self, field.name, int(_positive_number(field.name, getattr(self, field.name), int)))
             elif field.type in ("float", float):
@@ -369,6 +386,24 @@ def _check_temporal_tls(settings: Settings) -> None:
 
 
 PORTS = ("health_probe_port", "metrics_port", "temporal_metrics_port")  # 0 allowed: the server is off
+# Numbers that may be 0: name -> (kind, upper bound excluded or None, what to tell the user).
+BOUNDED: dict[str, tuple[type[int] | type[float], float | None, str]] = {
+    "vm_memory_overhead_percent": (float, 1.0, "give a fraction from 0 up to 1, such as 0.075 (Karpenter's default)"),
+    "reserved_enis": (int, None, "give a whole number of ENIs, 0 or more"),
+}
+
+
+def _bounded_number(name: str, value: object) -> float:
+    """`value` as the kind BOUNDED gives for `name`, at least 0 and below its bound; a ValueError naming
+    the setting otherwise."""
+    kind, bound, advice = BOUNDED[name]
+    try:
+        number: float = kind(str(value).strip())
+    except ValueError:
+        raise ValueError(f"{where(name)} is {value!r}: {advice}") from None
+    if number < 0 or (bound is not None and number >= bound):
+        raise ValueError(f"{where(name)} is {value!r}: {advice}")
+    return number
 
 
 def _positive_number(name: str, value: object, kind: type[int] | type[float]) -> float:

@@ -332,6 +332,8 @@ async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing |
         observe_fleet_batch=metrics.fleet_batch,
         instrument=instrument,
         pricing_api=settings.optional_seconds("on_demand_price_refresh_interval") is not None,
+        vm_memory_overhead_percent=settings.vm_memory_overhead_percent,
+        reserved_enis=settings.reserved_enis,
     )
     cloud = MeteredCloudProvider(aws, metrics)
     recorder = EventRecorder(kube)

@@ -12,6 +12,7 @@ import botocore.session
 from botocore.config import Config
 
 from cloudprovider.aws.cluster import ClusterConnection, resolve_cluster_connection
+from cloudprovider.aws.instancetypes import DEFAULT_VM_MEMORY_OVERHEAD_PERCENT
 from cloudprovider.aws.interruption_queue import InterruptionQueue
 from cloudprovider.aws.pricing import PriceTable
 from cloudprovider.aws.pricing_api import currency, fetch_on_demand_prices, pricing_endpoint_region
@@ -79,6 +80,8 @@ def new_aws_cloud_provider(
     observe_fleet_batch: Callable[[int, float], None] | None = None,
     instrument: ClientHook | None = None,
     pricing_api: bool = True,
+    vm_memory_overhead_percent: float = DEFAULT_VM_MEMORY_OVERHEAD_PERCENT,
+    reserved_enis: int = 0,
 ) -> AWSCloudProvider:
     """An AWSCloudProvider for `region`. `endpoint_url` points EC2, SSM, IAM and the Pricing API elsewhere
     (e.g. the local stack); `credentials` (access key id, secret) override the default credential chain;
@@ -87,7 +90,8 @@ def new_aws_cloud_provider(
     alone). `reserved_capacity`: Karpenter's ReservedCapacity feature gate (see AWSCloudProvider);
     `observe_fleet_batch` is told the size and window of each CreateFleet batch; `instrument` is called with each boto3
     client built. `pricing_api` False: on-demand prices stay the shipped table's (Karpenter's isolated VPC);
-    else the price book may ask the Pricing API at its endpoint for the region (no call until refreshed)."""
+    else the price book may ask the Pricing API at its endpoint for the region (no call until refreshed).
+    `vm_memory_overhead_percent` and `reserved_enis` shape every instance type (InstanceTypeSettings)."""
     client = _client_factory(region, endpoint_url, credentials, max_attempts, instrument)
     return AWSCloudProvider(
         rate_limited(client("ec2"), ec2_limiter or EC2RateLimiter()),
@@ -102,6 +106,8 @@ def new_aws_cloud_provider(
         clock=clock,
         reserved_capacity=reserved_capacity,
         observe_fleet_batch=observe_fleet_batch,
+        vm_memory_overhead_percent=vm_memory_overhead_percent,
+        reserved_enis=reserved_enis,
     )
 
 

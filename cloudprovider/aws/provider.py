@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,7 +21,7 @@ from cloudprovider.aws.cluster import ClusterConnection
 from cloudprovider.aws.errors import call
 from cloudprovider.aws.instanceprofile import InstanceProfiles
 from cloudprovider.aws.instances import InstanceQueries
-from cloudprovider.aws.instancetypes import InstanceTypeSettings
+from cloudprovider.aws.instancetypes import DEFAULT_VM_MEMORY_OVERHEAD_PERCENT, InstanceTypeSettings
 from cloudprovider.aws.launch import ClusterInfo, Launcher, new_fleet_batcher
 from cloudprovider.aws.launch_reads import LaunchReads
 from cloudprovider.aws.launchtemplate import LaunchTemplates, is_stale
@@ -66,6 +67,8 @@ class AWSCloudProvider:
         catalog_ttl_seconds: float = 3600.0,
         reserved_capacity: bool = True,
         observe_fleet_batch: Callable[[int, float], None] | None = None,
+        vm_memory_overhead_percent: float = DEFAULT_VM_MEMORY_OVERHEAD_PERCENT,
+        reserved_enis: int = 0,
     ) -> None:
         if not cluster_name:
             raise ValueError("AWSCloudProvider: cluster_name is required (the EKS cluster name, e.g. my-cluster)")
@@ -73,6 +76,9 @@ class AWSCloudProvider:
             raise ValueError(f"AWSCloudProvider: cluster {cluster.name!r} is not cluster_name {cluster_name!r}")
         self._ec2 = ec2
         self._cluster_name = cluster_name
+        self._type_defaults = InstanceTypeSettings(
+            vm_memory_overhead_percent=vm_memory_overhead_percent, reserved_enis=reserved_enis
+        )
         self._region = region
         self.unavailable = unavailable or UnavailableOfferings(clock=clock)
         self.resolver = NodeClassResolver(ec2, ssm, cluster_name, region, kubernetes_version)
@@ -129,12 +135,13 @@ class AWSCloudProvider:
 
     def instance_types(self, node_class: EC2NodeClass | None) -> builtins.list[InstanceType]:
         if node_class is None:
-            return self.catalog.instance_types(InstanceTypeSettings(), None)
+            return self.catalog.instance_types(self._type_defaults, None)
         try:
             family = ami_family(node_class)
         except NodeClassNotReadyError:
             family = "AL2023"
-        settings = InstanceTypeSettings(
+        settings = replace(
+            self._type_defaults,
             kubelet=node_class.spec.kubelet,
             root_volume_bytes=volume_bytes(node_class, family),
             instance_store_raid0=node_class.spec.instance_store_policy == "RAID0",

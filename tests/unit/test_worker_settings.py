@@ -54,6 +54,10 @@ def test_an_empty_variable_keeps_the_default() -> None:
         ({"NODEFLOW_INSTANCE_STATUS_INTERVAL": "5s"}, "--instance-status-interval.*at least 10s, or Never"),
         ({"NODEFLOW_MAX_CACHED_WORKFLOWS": "lots"}, "max_cached_workflows.*a positive whole number"),
         ({"NODEFLOW_NONSTICKY_TO_STICKY_POLL_RATIO": "2"}, "share between 0 and 1"),
+        ({"NODEFLOW_VM_MEMORY_OVERHEAD_PERCENT": "7.5"}, "--vm-memory-overhead-percent.*a fraction from 0 up to 1"),
+        ({"NODEFLOW_VM_MEMORY_OVERHEAD_PERCENT": "-0.1"}, "NODEFLOW_VM_MEMORY_OVERHEAD_PERCENT.*such as 0.075"),
+        ({"NODEFLOW_RESERVED_ENIS": "-1"}, "--reserved-enis.*0 or more"),
+        ({"NODEFLOW_RESERVED_ENIS": "one"}, "NODEFLOW_RESERVED_ENIS.*whole number of ENIs"),
     ],
 )
 def test_a_bad_setting_names_its_flag_and_variable(env: dict[str, str], message: str) -> None:
@@ -139,3 +143,11 @@ def test_leader_election_timing_defaults_to_client_gos_and_takes_shorter_values(
 def test_a_leader_election_timing_out_of_order_or_too_short_is_refused(env: dict[str, str], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Settings.from_env(env)
+
+
+def test_vm_memory_overhead_and_reserved_enis_default_to_karpenters_and_take_0() -> None:
+    assert (Settings.from_env({}).vm_memory_overhead_percent, Settings.from_env({}).reserved_enis) == (0.075, 0)
+    zero = Settings.from_env({"NODEFLOW_VM_MEMORY_OVERHEAD_PERCENT": "0", "NODEFLOW_RESERVED_ENIS": "0"})
+    assert (zero.vm_memory_overhead_percent, zero.reserved_enis) == (0.0, 0)
+    flags = Settings.from_env({}).with_args(parse("--vm-memory-overhead-percent", "0.1", "--reserved-enis", "2"))
+    assert (flags.vm_memory_overhead_percent, flags.reserved_enis) == (0.1, 2)

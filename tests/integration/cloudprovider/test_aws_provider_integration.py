@@ -799,3 +799,19 @@ def test_a_node_class_selecting_a_missing_placement_group_is_not_ready(provider:
             provider.resolve_node_class(node_class)
         with pytest.raises(NodeClassNotReadyError, match=r"spec\.placementGroupSelector"):
             provider.create(make_request(["m5.large"], node_class=node_class))
+
+
+def test_vm_memory_overhead_and_reserved_enis_shape_every_instance_type(
+    aws: MotoServer, provider: AWSCloudProvider
+) -> None:
+    tuned = new_aws_cloud_provider(
+        REGION, aws.url, cluster_name=CLUSTER, credentials=("testing", "testing"),
+        vm_memory_overhead_percent=0.0, reserved_enis=1,
+    )  # fmt: skip
+    node_class = make_node_class()
+    default = {it.name: it for it in provider.instance_types(node_class)}["m5.large"]
+    m5 = {it.name: it for it in tuned.instance_types(node_class)}["m5.large"]
+    # m5.large: 8192 MiB, 3 ENIs of 10 IPv4 addresses each
+    assert (default.capacity["memory"], m5.capacity["memory"]) == ("7577Mi", "8Gi")
+    assert (default.capacity["pods"], m5.capacity["pods"]) == ("29", "20")
+    assert {it.name for it in tuned.instance_types(None)} == {it.name for it in provider.instance_types(None)}

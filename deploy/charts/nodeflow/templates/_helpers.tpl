@@ -76,12 +76,17 @@ is set (not null, not ""), then the Temporal API key from its Secret, then extra
 {{- end -}}
 {{- end -}}
 {{- $gate := join "," $gates -}}
+{{- /* 0 is a value here (no VM overhead, no reserved ENI): a set settings.* key wins even when 0 */ -}}
+{{- $vmOverhead := ternary .Values.vmMemoryOverheadPercent $settings.vmMemoryOverheadPercent (kindIs "invalid" $settings.vmMemoryOverheadPercent) -}}
+{{- $reservedENIs := ternary .Values.reservedENIs $settings.reservedENIs (kindIs "invalid" $settings.reservedENIs) -}}
 {{- $pairs := list
   (list "NODEFLOW_CLUSTER_NAME" (include "nodeflow.clusterName" .))
   (list "NODEFLOW_CLUSTER_ENDPOINT" (coalesce $settings.clusterEndpoint .Values.clusterEndpoint ""))
   (list "NODEFLOW_INTERRUPTION_QUEUE" (coalesce $settings.interruptionQueue .Values.interruptionQueue ""))
   (list "NODEFLOW_BATCH_IDLE_DURATION" (coalesce $settings.batchIdleDuration .Values.batchIdleDuration ""))
   (list "NODEFLOW_BATCH_MAX_DURATION" (coalesce $settings.batchMaxDuration .Values.batchMaxDuration ""))
+  (list "NODEFLOW_VM_MEMORY_OVERHEAD_PERCENT" $vmOverhead)
+  (list "NODEFLOW_RESERVED_ENIS" $reservedENIs)
   (list "AWS_REGION" .Values.awsRegion)
   (list "NODEFLOW_KUBERNETES_VERSION" .Values.kubernetesVersion)
   (list "NODEFLOW_TEMPORAL_ADDRESS" .Values.temporal.address)
@@ -128,7 +133,7 @@ is set (not null, not ""), then the Temporal API key from its Secret, then extra
 
 {{/* Karpenter's chart puts the controller's settings under `settings` (settings.clusterName,
 settings.clusterEndpoint, settings.interruptionQueue, settings.featureGates.*, settings.batchIdleDuration,
-settings.batchMaxDuration): a values file written for it works here too, each of those winning over the
+settings.batchMaxDuration, settings.vmMemoryOverheadPercent, settings.reservedENIs): a values file written for it works here too, each of those winning over the
 top-level key of the same name (nodeflow.env, nodeflow.clusterName). */}}
 
 {{/* The cluster's name: settings.clusterName (Karpenter's key), else clusterName. */}}
@@ -138,7 +143,7 @@ top-level key of the same name (nodeflow.env, nodeflow.clusterName). */}}
 
 {{/* The keys under `settings` nodeflow acts on; NOTES.txt names any other as not acted on. */}}
 {{- define "nodeflow.ignoredSettings" -}}
-{{- $used := list "clusterName" "clusterEndpoint" "interruptionQueue" "featureGates" "batchIdleDuration" "batchMaxDuration" -}}
+{{- $used := list "clusterName" "clusterEndpoint" "interruptionQueue" "featureGates" "batchIdleDuration" "batchMaxDuration" "vmMemoryOverheadPercent" "reservedENIs" -}}
 {{- $ignored := list -}}
 {{- range $key, $_ := (.Values.settings | default dict) -}}
 {{- if not (has $key $used) -}}{{- $ignored = append $ignored (printf "settings.%s" $key) -}}{{- end -}}
