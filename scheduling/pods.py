@@ -5,7 +5,9 @@ first variant treats every preference as required (the first required node-affin
 preferred node-affinity term, preferred pod (anti-)affinity, ScheduleAnyway spreads, PreferNoSchedule
 taints); each next variant relaxes one step: drop the first of several required node-affinity terms,
 then a preferred pod-affinity term, then a preferred pod anti-affinity term, then the heaviest preferred
-node-affinity term, then a ScheduleAnyway spread, then tolerate PreferNoSchedule taints.
+node-affinity term, then a ScheduleAnyway spread, then tolerate PreferNoSchedule taints. Under Karpenter's
+preference policy Ignore, the preferences are dropped before the first variant; the required node
+affinity terms and PreferNoSchedule taints are relaxed as under Respect.
 """
 
 from __future__ import annotations
@@ -177,8 +179,11 @@ def parse_pod(
     runtime_overhead: Mapping[str, Mapping[str, int]],
     volume_reqs: VolumeResolver,
     namespace_labels: NamespaceLabels | None = None,
+    ignore_preferences: bool = False,
 ) -> ParsedPod:
-    """Everything scheduling needs from one pod. Raises ValueError naming the field on invalid input."""
+    """Everything scheduling needs from one pod; with `ignore_preferences` (Karpenter's preference policy
+    Ignore), without its preferred node affinity, preferred pod (anti-)affinity and ScheduleAnyway
+    spreads. Raises ValueError naming the field on invalid input."""
     overhead = runtime_overhead.get(str(spec.get("runtimeClassName") or ""))
     if spec.get("runtimeClassName") and overhead is None and spec["runtimeClassName"] not in runtime_overhead:
         raise ValueError(f'spec.runtimeClassName: RuntimeClass "{spec["runtimeClassName"]}" not found')
@@ -192,6 +197,8 @@ def parse_pod(
         affinity, ANTI, namespace, "spec.affinity.podAntiAffinity", namespace_labels
     )
     hard, soft = _spreads(spec, namespace, labels)
+    if ignore_preferences:
+        preferred_node, pref_aff, pref_anti, soft = [], [], [], []
     relaxer = _Relaxer(base, required_terms, preferred_node, pref_aff, pref_anti, soft, [*hard, *req_aff, *req_anti])
     variants = [relaxer.variant("")]
     while (relaxed := relaxer.relax()) is not None:
@@ -223,9 +230,11 @@ def group_pods(
     volume_reqs: VolumeResolver,
     extra_selector_keys: frozenset[str] = frozenset(),
     namespace_labels: NamespaceLabels | None = None,
+    ignore_preferences: bool = False,
 ) -> list[PodClass]:
-    """Pods into equivalence classes. Identical specs are parsed once; labels no selector looks at do not
-    split classes. Classes come in first-fit-decreasing order: cpu, then memory, descending, then name."""
+    """Pods into equivalence classes (`parse_pod`, `ignore_preferences` as there). Identical specs are
+    parsed once; labels no selector looks at do not split classes. Classes come in first-fit-decreasing
+    order: cpu, then memory, descending, then name."""
     cache: dict[str, ParsedPod] = {}
     parsed_pods: list[tuple[str, str, dict[str, str], ParsedPod]] = []
     for pod in pods:
@@ -237,7 +246,9 @@ def group_pods(
         parsed = cache.get(cache_key)
         if parsed is None:
             try:
-                parsed = parse_pod(namespace, labels, spec, runtime_overhead, volume_reqs, namespace_labels)
+                parsed = parse_pod(
+                    namespace, labels, spec, runtime_overhead, volume_reqs, namespace_labels, ignore_preferences
+                )
             except (ValueError, TypeError, KeyError) as err:
                 parsed = invalid(f"invalid pod: {err}")
             cache[cache_key] = parsed

@@ -59,7 +59,12 @@ class Solver:
         bound_terms = [(target, pod, bound_anti_terms(pod, ns_labels)) for target, pod in bound]
         bound_keys = frozenset(k for _, _, terms in bound_terms for t in terms for k in t.selector.labels)
         classes = group_pods(
-            inp.pods, runtime_overheads(inp.runtime_classes), volume_resolver(inp), bound_keys, ns_labels
+            inp.pods,
+            runtime_overheads(inp.runtime_classes),
+            volume_resolver(inp),
+            bound_keys,
+            ns_labels,
+            ignore_preferences=inp.preference_policy == "Ignore",
         )
         for cls in classes:
             for term in (*(t for v in cls.parsed.variants for t in v.terms), *cls.parsed.owned_anti):

@@ -6,7 +6,7 @@ for byte (`Plan.model_dump_json()`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -26,6 +26,9 @@ class _Model(BaseModel):
     )
 
 
+PreferencePolicy = Literal["Respect", "Ignore"]
+
+
 class SchedulingInput(_Model):
     """A snapshot of the cluster. Kubernetes objects are plain JSON dicts as the API serves them.
 
@@ -37,6 +40,9 @@ class SchedulingInput(_Model):
       status.allocatable, else the smallest instance type its requirements allow).
     - instance_types: the base catalog (default kubelet settings); the scheduler applies each
       EC2NodeClass's kubelet settings (maxPods, podsPerCore, reserved) itself.
+    - preference_policy: Karpenter's `--preference-policy`. "Respect" first treats the pods' preferences as
+      required, relaxing them one at a time when a pod does not fit; "Ignore" drops them up front
+      (preferred node affinity, preferred pod affinity and anti-affinity, ScheduleAnyway spreads).
     """
 
     pods: list[Obj] = Field(default_factory=list)
@@ -52,6 +58,7 @@ class SchedulingInput(_Model):
     storage_classes: list[Obj] = Field(default_factory=list)
     runtime_classes: list[Obj] = Field(default_factory=list)
     namespaces: list[Obj] = Field(default_factory=list)  # for pod (anti-)affinity namespaceSelectors
+    preference_policy: PreferencePolicy = "Respect"
 
 
 class PlannedNodeClaim(_Model):

@@ -37,6 +37,7 @@
 | feature_gates | NODEFLOW_FEATURE_GATES | Karpenter's defaults (workers.feature_gates) |
 | vm_memory_overhead_percent | NODEFLOW_VM_MEMORY_OVERHEAD_PERCENT | 0.075 |
 | reserved_enis | NODEFLOW_RESERVED_ENIS | 0 |
+| preference_policy | NODEFLOW_PREFERENCE_POLICY | Respect |
 | health_probe_port | NODEFLOW_HEALTH_PROBE_PORT | 8081 (0 = no probe server) |
 | metrics_port | NODEFLOW_METRICS_PORT | 8080 (0 = no metrics endpoint) |
 | temporal_metrics_port | NODEFLOW_TEMPORAL_METRICS_PORT | 8082 (0 = no Temporal SDK metrics endpoint) |
@@ -114,6 +115,12 @@ controller's), left out of the ENI-limited pod count (ENIs x (IPv4 per ENI - 1) 
 class's kubelet sets no maxPods. Both change what a pod is planned to fit on, so they must match the
 nodes: memory planned that the kubelet will not report leaves pods pending on a node launched for them.
 
+`preference_policy`: Karpenter's `--preference-policy`. Respect: provisioning and consolidation first
+treat each pod's preferences (preferred node affinity, preferred pod affinity and anti-affinity,
+ScheduleAnyway topology spreads) as required, and relax them one at a time when the pod fits nowhere.
+Ignore: they are dropped up front, so a round is planned in one pass with fewer constraints, and nodes
+are not launched to honour a preference.
+
 Temporal connection: `temporal_tls` takes true/false (the flag alone, `--temporal-tls`, means true).
 TLS is on when it is true or when any `temporal_tls_*_file` or `temporal_api_key` is given; false
 with a TLS file is refused, false with an API key sends the key in plain text (a local proxy). The
@@ -145,10 +152,12 @@ import argparse
 import os
 from dataclasses import dataclass, fields
 from dataclasses import field as dataclass_field
+from typing import get_args
 
 from apis.duration import parse_duration
 from cloudprovider.aws.instancetypes import DEFAULT_VM_MEMORY_OVERHEAD_PERCENT
 from scheduling.disruption.model import METHOD_ORDER
+from scheduling.types import PreferencePolicy
 from workers.feature_gates import parse_feature_gates
 from workers.leader_election import JITTER_FACTOR, Timing
 
@@ -189,6 +198,7 @@ class Settings:
     # the hypervisor keeps, and the ENIs per instance left out of the pod (IP) limit.
     vm_memory_overhead_percent: float = DEFAULT_VM_MEMORY_OVERHEAD_PERCENT
     reserved_enis: int = 0
+    preference_policy: PreferencePolicy = "Respect"
     temporal_tls: bool | None = None  # None: on exactly when a TLS file or an API key is given
     temporal_tls_ca_file: str | None = None
     temporal_tls_cert_file: str | None = None
@@ -224,6 +234,11 @@ class Settings:
                 f"{','.join(DISRUPTION_METHODS)}"
             )
         self.feature_gate_values()  # refuses a malformed value now, not when the leader starts
+        if self.preference_policy not in PREFERENCE_POLICIES:
+            raise ValueError(
+                f"{where('preference_policy')} is {self.preference_policy!r}: give one of "
+                f"{', '.join(PREFERENCE_POLICIES)} (Karpenter's --preference-policy)"
+            )
         self.batch_window()
         self.leader_election_timing()
         if self.nonsticky_to_sticky_poll_ratio > 1:
@@ -386,6 +401,7 @@ def _check_temporal_tls(settings: Settings) -> None:
 
 
 PORTS = ("health_probe_port", "metrics_port", "temporal_metrics_port")  # 0 allowed: the server is off
+PREFERENCE_POLICIES = get_args(PreferencePolicy)
 # Numbers that may be 0: name -> (kind, upper bound excluded or None, what to tell the user).
 BOUNDED: dict[str, tuple[type[int] | type[float], float | None, str]] = {
     "vm_memory_overhead_percent": (float, 1.0, "give a fraction from 0 up to 1, such as 0.075 (Karpenter's default)"),

@@ -376,6 +376,7 @@ def test_karpenters_settings_block_is_accepted_and_what_nodeflow_ignores_is_name
             "batchMaxDuration": "20s",
             "vmMemoryOverheadPercent": 0,
             "reservedENIs": "1",
+            "preferencePolicy": "Ignore",
             "isolatedVPC": True,
         },
         "clusterName": "ignored-for-settings",
@@ -392,10 +393,11 @@ def test_karpenters_settings_block_is_accepted_and_what_nodeflow_ignores_is_name
     assert values["NODEFLOW_BATCH_MAX_DURATION"] == "20s"
     assert values["NODEFLOW_VM_MEMORY_OVERHEAD_PERCENT"] == "0", "0 is a value, not an unset one"
     assert values["NODEFLOW_RESERVED_ENIS"] == "1"
+    assert values["NODEFLOW_PREFERENCE_POLICY"] == "Ignore"
     assert "settings.isolatedVPC: Karpenter's, and not acted on by nodeflow" in notes
     known = {f"NODEFLOW_{name.upper()}": name for name in Settings.__dataclass_fields__}
     worker = Settings(**{known[k]: v for k, v in values.items() if k in known})  # type: ignore[arg-type]
-    assert (worker.vm_memory_overhead_percent, worker.reserved_enis) == (0.0, 1)
+    assert (worker.vm_memory_overhead_percent, worker.reserved_enis, worker.preference_policy) == (0.0, 1, "Ignore")
     assert "clusterName is not set" not in notes
 
 

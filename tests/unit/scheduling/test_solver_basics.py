@@ -121,6 +121,23 @@ def test_preferred_node_affinity_is_honoured_then_relaxed_heaviest_first() -> No
     assert plan.node_claims[0].instance_types == ["r5.large", "r5.xlarge", "r5.2xlarge", "r5.4xlarge"]
 
 
+def test_the_ignore_preference_policy_drops_preferences_up_front() -> None:
+    family = "karpenter.k8s.aws/instance-family"
+    preferred = [
+        {"weight": 10, "preference": {"matchExpressions": [{"key": family, "operator": "In", "values": ["r5"]}]}}
+    ]
+    affinity = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred}}
+    spread = [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway",
+               "labelSelector": {"matchLabels": {"app": "web"}}}]  # fmt: skip
+    web = [pod(f"w{i}", labels={"app": "web"}, affinity=affinity, topologySpreadConstraints=spread) for i in range(3)]
+    respected = schedule(web, [node_pool(requirements=OD)])
+    assert len(respected.node_claims) == 3, "one node per zone, of the preferred family"
+    assert {c.instance_types[0] for c in respected.node_claims} == {"r5.large"}
+    ignored = schedule(web, [node_pool(requirements=OD)], preference_policy="Ignore")
+    [claim] = ignored.node_claims
+    assert len(claim.pods) == 3 and claim.instance_types[0] == "c5.large", "the cheapest node for all three"
+
+
 def test_prefer_no_schedule_is_avoided_until_relaxed() -> None:
     tainted = node_pool("tainted", weight=50, taints=[{"key": "soft", "effect": "PreferNoSchedule"}])
     other = node_pool("other", requirements=OD)
