@@ -71,7 +71,10 @@ class ClaimLauncher:
             if claim is None:
                 continue
             if new:
-                self.metrics.nodeclaims_created.labels(reason=reason, nodepool=pool.name).inc()
+                relaxed = str(planned.min_values_relaxed).lower()
+                self.metrics.nodeclaims_created.labels(
+                    reason=reason, nodepool=pool.name, min_values_relaxed=relaxed
+                ).inc()
             self.starter.start_node_claim(claim, waiter=waiter)
             created.append(name)
         return created
@@ -102,6 +105,8 @@ class ClaimLauncher:
                 annotations={
                     **template.metadata.annotations,
                     **pool.hash_annotations(),
+                    # Karpenter's: "true" when a minValues was lowered to plan it (min-values policy BestEffort)
+                    labels.NODECLAIM_MIN_VALUES_RELAXED_ANNOTATION: str(planned.min_values_relaxed).lower(),
                 },
                 finalizers=[labels.TERMINATION_FINALIZER],
                 owner_references=[

@@ -53,7 +53,7 @@ from scheduling.disruption import Command, Decision, DisruptionInput, decide
 from scheduling.disruption.candidates import node_claims_by_node
 from scheduling.disruption.notices import consolidatable_changes, consolidatable_condition, notices
 from scheduling.disruption.settled import Settlement, StateKey, settle, side_key, state_key
-from scheduling.types import PreferencePolicy
+from scheduling.types import SchedulingPolicies
 
 log = logging.getLogger(__name__)
 MAX_CONDITION_WRITES = 200
@@ -150,10 +150,10 @@ class DisruptionActivities:
         cloud: CloudProvider,
         recorder: kubeops.Recorder,
         metrics: Metrics | None = None,
-        preference_policy: PreferencePolicy = "Respect",
+        policies: SchedulingPolicies | None = None,
     ) -> None:
         self.kube = kube
-        self.preference_policy: PreferencePolicy = preference_policy
+        self.policies = policies or SchedulingPolicies()
         self.cloud = cloud
         self.recorder = recorder
         self.metrics = metrics or Metrics()
@@ -171,7 +171,7 @@ class DisruptionActivities:
             single_node_first=inp.single_node_first,
             watched=watched,
             cache=cache,
-            preference_policy=self.preference_policy,
+            policies=self.policies,
         )
 
     @activity.defn(name="decide_disruption")

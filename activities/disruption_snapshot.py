@@ -26,7 +26,7 @@ from kube.types import Kube, Obj
 from kube.watch_cache import WatchCache
 from scheduling.disruption import DisruptionInput
 from scheduling.provisionable import is_bound
-from scheduling.types import PreferencePolicy, SchedulingInput
+from scheduling.types import SchedulingInput, SchedulingPolicies
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def read_disruption_input(
     skipped: list[str] | None = None,
     watched: bool = True,
     cache: WatchCache | None = None,
-    preference_policy: PreferencePolicy = "Respect",
+    policies: SchedulingPolicies | None = None,
 ) -> DisruptionInput:
     """Nodes, NodeClaims, bound pods, PodDisruptionBudgets, NodePools, EC2NodeClasses, DaemonSets and the
     volume, runtime and Namespace objects, read now, with the given catalog; `now` defaults to the current UTC time.
@@ -67,8 +67,8 @@ def read_disruption_input(
     EC2NodeClasses: empty lists), for a look that only needs the rest (scheduling.disruption.settled
     `side_key`); `with_watched` adds them later. `cache`: the leader's watch cache (kube.watch_cache);
     once synced, those watched kinds are read from it instead of being listed. Raises the Kube boundary's
-    errors (kube.errors) when the API cannot be read. `preference_policy`: Karpenter's, as the simulations
-    of consolidation schedule with it (scheduling.types.SchedulingInput)."""
+    errors (kube.errors) when the API cannot be read. `policies`: Karpenter's scheduling settings, which
+    the simulations of consolidation schedule with (scheduling.types.SchedulingPolicies)."""
     side = DisruptionInput(
         cluster=SchedulingInput(
             instance_types=list(instance_types),
@@ -78,7 +78,7 @@ def read_disruption_input(
             storage_classes=kube.list(r.STORAGECLASS),
             runtime_classes=kube.list(r.RUNTIMECLASS),
             namespaces=kube.list(r.NAMESPACE),
-            preference_policy=preference_policy,
+            **(policies or SchedulingPolicies()).fields(),
         ),
         pod_disruption_budgets=kube.list(r.PDB),
         now=now or datetime.now(UTC),

@@ -140,7 +140,10 @@ class ManualReplacement:
         claim, created = kubeops.create_or_get(self.kube, r.NODECLAIM, body)
         if created:
             pool = str((body["metadata"].get("labels") or {}).get(labels.NODEPOOL, ""))
-            self.metrics.nodeclaims_created.labels(reason=disruption_reason(MANUAL), nodepool=pool).inc()
+            relaxed = (body["metadata"].get("annotations") or {}).get(labels.NODECLAIM_MIN_VALUES_RELAXED_ANNOTATION)
+            self.metrics.nodeclaims_created.labels(
+                reason=disruption_reason(MANUAL), nodepool=pool, min_values_relaxed=relaxed or "false"
+            ).inc()
             self.recorder.record(
                 original, "Normal", "Replacing", f"launching replacement NodeClaim {body['metadata']['name']}"
             )

@@ -62,9 +62,9 @@ class Metrics(ClusterStateGauges):
         # prometheus-client adds `_total` to a counter's name itself.
         self.nodeclaims_created = Counter(
             "karpenter_nodeclaims_created",
-            "Number of nodeclaims created in total by nodeflow. Labeled by reason the nodeclaim was created and "
-            "the owning nodepool.",
-            ["reason", "nodepool"],
+            "Number of nodeclaims created in total by nodeflow. Labeled by reason the nodeclaim was created, "
+            "the owning nodepool, and whether a minValues was relaxed to create it.",
+            ["reason", "nodepool", "min_values_relaxed"],
             registry=reg,
         )
         self.nodeclaims_terminated = Counter(

@@ -26,7 +26,7 @@ from cloudprovider.types import CloudProvider
 from kube import resources as r
 from kube.types import Kube, Obj
 from scheduling.provisionable import is_bound, is_provisionable, pod_key
-from scheduling.types import PreferencePolicy, SchedulingInput
+from scheduling.types import SchedulingInput, SchedulingPolicies
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +37,8 @@ POD_EVENTS_PER_ROUND = 200  # FailedScheduling and Nominated Events a round reco
 
 class ProvisioningActivities:
     """`solve` and `apply_plan`. `metrics` receives the scheduling duration and queue depth (controller
-    `provisioner`) and the NodeClaims created (reason `provisioned`); `preference_policy` is Karpenter's
-    (scheduling.types.SchedulingInput)."""
+    `provisioner`) and the NodeClaims created (reason `provisioned`); `policies` are Karpenter's
+    scheduling settings (scheduling.types.SchedulingPolicies)."""
 
     def __init__(
         self,
@@ -47,10 +47,10 @@ class ProvisioningActivities:
         recorder: kubeops.Recorder,
         starter: WorkflowStarter,
         metrics: Metrics | None = None,
-        preference_policy: PreferencePolicy = "Respect",
+        policies: SchedulingPolicies | None = None,
     ) -> None:
         self.kube = kube
-        self.preference_policy: PreferencePolicy = preference_policy
+        self.policies = policies or SchedulingPolicies()
         self.cloud = cloud
         self.recorder = recorder
         self.metrics = metrics or Metrics()
@@ -91,7 +91,7 @@ class ProvisioningActivities:
             storage_classes=self.kube.list(r.STORAGECLASS),
             runtime_classes=self.kube.list(r.RUNTIMECLASS),
             namespaces=self.kube.list(r.NAMESPACE),
-            preference_policy=self.preference_policy,
+            **self.policies.fields(),
         )
         with self.metrics.scheduling(PROVISIONER, len(pending)):
             plan = scheduling.solve(inp)

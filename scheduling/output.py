@@ -65,4 +65,5 @@ def planned_claim(claim: Claim, prices: list[float]) -> PlannedNodeClaim:
         labels=dict(sorted(labels.items())),
         taints=list(template.spec.taints),
         startup_taints=list(template.spec.startup_taints),
+        min_values_relaxed=claim.min_values_relaxed,
     )

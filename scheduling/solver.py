@@ -15,6 +15,7 @@ another such pod, so each class walks the target list about once.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -51,6 +52,7 @@ class Solver:
             inp.node_pools, inp.node_classes, inp.instance_types, inp.daemonsets, existing_capacity, options
         )
         self.ready_pools = [p for p in self.pools if not p.problem]
+        self.relax_min_values = inp.min_values_policy == "BestEffort"
         self.pool_problems = pool_problems(self.pools)
         self.targets.extend(in_flight_targets(inp, self.pools, {t.name for t in self.targets}))
         self.all: list[Target] = list(self.targets)
@@ -275,7 +277,10 @@ class Solver:
             return 0
         kept = rows[counts >= count]
         if any(r.min_values for r in merged.values()) and not self._min_values_ok(claim, merged, kept):
-            return 0
+            if not self.relax_min_values or claim.pods:  # BestEffort relaxes a new node, not a planned one
+                return 0
+            merged = self._relaxed_min_values(claim, merged, kept)
+            claim.min_values_relaxed = True
         claim.reqs = merged
         claim.rows = kept
         claim.used = claim.used + vector[0] * count
@@ -308,6 +313,17 @@ class Solver:
         return all(
             claim.distinct_values(key, options, reqs) >= req.min_values for key, req in reqs.items() if req.min_values
         )
+
+    def _relaxed_min_values(self, claim: Claim, reqs: Requirements, rows: IntArray) -> Requirements:
+        """`reqs` with each minValues the options `rows` fall short of lowered to the distinct values they
+        offer (Karpenter's BestEffort min-values policy)."""
+        options = [claim.pool.matrix.options[row] for row in rows.tolist()]
+        relaxed = dict(reqs.items())
+        for key, req in reqs.items():
+            have = claim.distinct_values(key, options, reqs) if req.min_values else 0
+            if req.min_values and have < req.min_values:
+                relaxed[key] = replace(req, min_values=have or None)
+        return Requirements(relaxed)
 
     def _vector(self, state: ClassState, pool: Pool) -> tuple[IntArray, list[tuple[int, int]]] | None:
         """The class's requests over the pool's resource columns, with its non-zero (column, value) pairs;

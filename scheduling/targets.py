@@ -69,6 +69,7 @@ class Claim:
     pods: list[str] = field(default_factory=list)
     reserved: ResourceList = field(default_factory=dict)  # counted against the pool's limits
     max_free: list[int] = field(default_factory=list)
+    min_values_relaxed: bool = False  # `reqs` has a minValues lowered to what `rows` offer (BestEffort)
 
     @property
     def hostname(self) -> str:

@@ -6,6 +6,7 @@ for byte (`Plan.model_dump_json()`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,6 +28,20 @@ class _Model(BaseModel):
 
 
 PreferencePolicy = Literal["Respect", "Ignore"]
+MinValuesPolicy = Literal["Strict", "BestEffort"]
+
+
+@dataclass(frozen=True)
+class SchedulingPolicies:
+    """Karpenter's scheduling settings (`--preference-policy`, `--min-values-policy`), which a worker
+    applies to every SchedulingInput it builds; see SchedulingInput."""
+
+    preference_policy: PreferencePolicy = "Respect"
+    min_values_policy: MinValuesPolicy = "Strict"
+
+    def fields(self) -> dict[str, str]:
+        """As SchedulingInput's fields."""
+        return {"preference_policy": self.preference_policy, "min_values_policy": self.min_values_policy}
 
 
 class SchedulingInput(_Model):
@@ -43,6 +58,10 @@ class SchedulingInput(_Model):
     - preference_policy: Karpenter's `--preference-policy`. "Respect" first treats the pods' preferences as
       required, relaxing them one at a time when a pod does not fit; "Ignore" drops them up front
       (preferred node affinity, preferred pod affinity and anti-affinity, ScheduleAnyway spreads).
+    - min_values_policy: Karpenter's `--min-values-policy`. "Strict": a new node whose instance types
+      cannot meet a requirement's minValues is not planned; "BestEffort": it is, with that minValues
+      lowered to what its instance types offer (`PlannedNodeClaim.min_values_relaxed`). A node with pods
+      already planned on it takes no pod that would make it fall short; the pod goes to another.
     """
 
     pods: list[Obj] = Field(default_factory=list)
@@ -59,6 +78,7 @@ class SchedulingInput(_Model):
     runtime_classes: list[Obj] = Field(default_factory=list)
     namespaces: list[Obj] = Field(default_factory=list)  # for pod (anti-)affinity namespaceSelectors
     preference_policy: PreferencePolicy = "Respect"
+    min_values_policy: MinValuesPolicy = "Strict"
 
 
 class PlannedNodeClaim(_Model):
@@ -76,6 +96,7 @@ class PlannedNodeClaim(_Model):
     labels: dict[str, str] = Field(default_factory=dict)
     taints: list[Taint] = Field(default_factory=list)
     startup_taints: list[Taint] = Field(default_factory=list)
+    min_values_relaxed: bool = False  # a minValues was lowered to plan it (min_values_policy BestEffort)
 
 
 class ExistingNodePlacement(_Model):

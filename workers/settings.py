@@ -38,6 +38,7 @@
 | vm_memory_overhead_percent | NODEFLOW_VM_MEMORY_OVERHEAD_PERCENT | 0.075 |
 | reserved_enis | NODEFLOW_RESERVED_ENIS | 0 |
 | preference_policy | NODEFLOW_PREFERENCE_POLICY | Respect |
+| min_values_policy | NODEFLOW_MIN_VALUES_POLICY | Strict |
 | health_probe_port | NODEFLOW_HEALTH_PROBE_PORT | 8081 (0 = no probe server) |
 | metrics_port | NODEFLOW_METRICS_PORT | 8080 (0 = no metrics endpoint) |
 | temporal_metrics_port | NODEFLOW_TEMPORAL_METRICS_PORT | 8082 (0 = no Temporal SDK metrics endpoint) |
@@ -121,6 +122,12 @@ ScheduleAnyway topology spreads) as required, and relax them one at a time when 
 Ignore: they are dropped up front, so a round is planned in one pass with fewer constraints, and nodes
 are not launched to honour a preference.
 
+`min_values_policy`: Karpenter's `--min-values-policy`. Strict: a pod whose new node's instance types
+cannot meet a NodePool requirement's `minValues` stays pending, with a reason naming it. BestEffort: the
+node is launched with that `minValues` lowered to what its instance types offer, and its NodeClaim is
+annotated `karpenter.sh/nodeclaim-min-values-relaxed: "true"` (every other NodeClaim: "false"; also the
+`min_values_relaxed` label of `karpenter_nodeclaims_created_total`).
+
 Temporal connection: `temporal_tls` takes true/false (the flag alone, `--temporal-tls`, means true).
 TLS is on when it is true or when any `temporal_tls_*_file` or `temporal_api_key` is given; false
 with a TLS file is refused, false with an API key sends the key in plain text (a local proxy). The
@@ -157,7 +164,7 @@ from typing import get_args
 from apis.duration import parse_duration
 from cloudprovider.aws.instancetypes import DEFAULT_VM_MEMORY_OVERHEAD_PERCENT
 from scheduling.disruption.model import METHOD_ORDER
-from scheduling.types import PreferencePolicy
+from scheduling.types import MinValuesPolicy, PreferencePolicy, SchedulingPolicies
 from workers.feature_gates import parse_feature_gates
 from workers.leader_election import JITTER_FACTOR, Timing
 
@@ -199,6 +206,7 @@ class Settings:
     vm_memory_overhead_percent: float = DEFAULT_VM_MEMORY_OVERHEAD_PERCENT
     reserved_enis: int = 0
     preference_policy: PreferencePolicy = "Respect"
+    min_values_policy: MinValuesPolicy = "Strict"
     temporal_tls: bool | None = None  # None: on exactly when a TLS file or an API key is given
     temporal_tls_ca_file: str | None = None
     temporal_tls_cert_file: str | None = None
@@ -234,11 +242,12 @@ class Settings:
                 f"{','.join(DISRUPTION_METHODS)}"
             )
         self.feature_gate_values()  # refuses a malformed value now, not when the leader starts
-        if self.preference_policy not in PREFERENCE_POLICIES:
-            raise ValueError(
-                f"{where('preference_policy')} is {self.preference_policy!r}: give one of "
-                f"{', '.join(PREFERENCE_POLICIES)} (Karpenter's --preference-policy)"
-            )
+        for name, allowed in POLICIES.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(
+                    f"{where(name)} is {getattr(self, name)!r}: give one of {', '.join(allowed)} (Karpenter's "
+                    f"--{name.replace('_', '-')})"
+                )
         self.batch_window()
         self.leader_election_timing()
         if self.nonsticky_to_sticky_poll_ratio > 1:
@@ -246,6 +255,9 @@ class Settings:
                 f"{where('nonsticky_to_sticky_poll_ratio')} is {self.nonsticky_to_sticky_poll_ratio}: give a share "
                 "between 0 and 1"
             )
+
+    def scheduling_policies(self) -> SchedulingPolicies:
+        return SchedulingPolicies(self.preference_policy, self.min_values_policy)
 
     def temporal_tls_enabled(self) -> bool:
         """Whether the Temporal connection uses TLS: as set, else on when a TLS file or an API key is given."""
@@ -401,7 +413,7 @@ def _check_temporal_tls(settings: Settings) -> None:
 
 
 PORTS = ("health_probe_port", "metrics_port", "temporal_metrics_port")  # 0 allowed: the server is off
-PREFERENCE_POLICIES = get_args(PreferencePolicy)
+POLICIES = {"preference_policy": get_args(PreferencePolicy), "min_values_policy": get_args(MinValuesPolicy)}
 # Numbers that may be 0: name -> (kind, upper bound excluded or None, what to tell the user).
 BOUNDED: dict[str, tuple[type[int] | type[float], float | None, str]] = {
     "vm_memory_overhead_percent": (float, 1.0, "give a fraction from 0 up to 1, such as 0.075 (Karpenter's default)"),

@@ -346,9 +346,9 @@ async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing |
     interruption = _interruption_consumer(settings, disrupter, tracing)
     status_checker = _instance_status_checker(settings, aws, disrupter)
     repairer = _node_repairer(settings, kube, recorder, starter, metrics)
-    provisioning = ProvisioningActivities(kube, cloud, recorder, starter, metrics, settings.preference_policy)
+    provisioning = ProvisioningActivities(kube, cloud, recorder, starter, metrics, settings.scheduling_policies())
     collector = GarbageCollectionActivities(kube, cloud, recorder)
-    disruption = DisruptionActivities(kube, cloud, recorder, metrics, settings.preference_policy)
+    disruption = DisruptionActivities(kube, cloud, recorder, metrics, settings.scheduling_policies())
     execution = DisruptionExecution(kube, recorder, starter, metrics)
     manual = ManualReplacement(kube, recorder, starter, metrics)
     nodes = NodeDirectory()  # the leader's Node watch keeps it; this worker's registrations read it

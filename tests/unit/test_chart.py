@@ -21,6 +21,7 @@ import yaml
 
 from apis.manifests import load_documents, parse_api_object
 from kube import resources as kube_resources
+from scheduling.types import SchedulingPolicies
 from tests.dashboard import DASHBOARD
 from workers.log_format import log_format
 from workers.settings import Settings
@@ -377,6 +378,7 @@ def test_karpenters_settings_block_is_accepted_and_what_nodeflow_ignores_is_name
             "vmMemoryOverheadPercent": 0,
             "reservedENIs": "1",
             "preferencePolicy": "Ignore",
+            "minValuesPolicy": "BestEffort",
             "isolatedVPC": True,
         },
         "clusterName": "ignored-for-settings",
@@ -393,11 +395,12 @@ def test_karpenters_settings_block_is_accepted_and_what_nodeflow_ignores_is_name
     assert values["NODEFLOW_BATCH_MAX_DURATION"] == "20s"
     assert values["NODEFLOW_VM_MEMORY_OVERHEAD_PERCENT"] == "0", "0 is a value, not an unset one"
     assert values["NODEFLOW_RESERVED_ENIS"] == "1"
-    assert values["NODEFLOW_PREFERENCE_POLICY"] == "Ignore"
+    assert (values["NODEFLOW_PREFERENCE_POLICY"], values["NODEFLOW_MIN_VALUES_POLICY"]) == ("Ignore", "BestEffort")
     assert "settings.isolatedVPC: Karpenter's, and not acted on by nodeflow" in notes
     known = {f"NODEFLOW_{name.upper()}": name for name in Settings.__dataclass_fields__}
     worker = Settings(**{known[k]: v for k, v in values.items() if k in known})  # type: ignore[arg-type]
-    assert (worker.vm_memory_overhead_percent, worker.reserved_enis, worker.preference_policy) == (0.0, 1, "Ignore")
+    assert worker.scheduling_policies() == SchedulingPolicies("Ignore", "BestEffort")
+    assert (worker.vm_memory_overhead_percent, worker.reserved_enis) == (0.0, 1)
     assert "clusterName is not set" not in notes
 
 

@@ -59,6 +59,7 @@ def test_an_empty_variable_keeps_the_default() -> None:
         ({"NODEFLOW_RESERVED_ENIS": "-1"}, "--reserved-enis.*0 or more"),
         ({"NODEFLOW_RESERVED_ENIS": "one"}, "NODEFLOW_RESERVED_ENIS.*whole number of ENIs"),
         ({"NODEFLOW_PREFERENCE_POLICY": "ignore"}, "--preference-policy.*'ignore': give one of Respect, Ignore"),
+        ({"NODEFLOW_MIN_VALUES_POLICY": "Lax"}, "NODEFLOW_MIN_VALUES_POLICY.*give one of Strict, BestEffort"),
     ],
 )
 def test_a_bad_setting_names_its_flag_and_variable(env: dict[str, str], message: str) -> None:

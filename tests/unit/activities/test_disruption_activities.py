@@ -424,6 +424,23 @@ def test_launching_replacements_creates_their_claims_and_starts_their_workflows_
     assert execution.starter.waiters == ["disruption", "disruption"]  # type: ignore[attr-defined]  # told when it is up
 
 
+def test_a_claim_planned_with_a_relaxed_min_values_says_so_as_karpenter_does(
+    execution: DisruptionExecution, kube: MemKube
+) -> None:
+    planned = PlannedNodeClaim(
+        node_pool="default", instance_types=["r5.large"], requirements=[], pods=["default/web-1"], price=0.126
+    )
+    relaxed = planned.model_copy(update={"pods": ["default/web-2"], "min_values_relaxed": True})
+    inp = LaunchReplacementsInput(round=ProvisionRound(run_id="run-1", round=4), replacements=[planned, relaxed])
+    names = execution.launch_replacements(inp)
+    annotation = "karpenter.sh/nodeclaim-min-values-relaxed"
+    assert [kube.get(r.NODECLAIM, n)["metadata"]["annotations"][annotation] for n in names] == ["false", "true"]
+    created = "karpenter_nodeclaims_created_total"
+    for value in ("false", "true"):
+        labels = {"reason": "disrupted", "nodepool": "default", "min_values_relaxed": value}
+        assert execution.metrics.registry.get_sample_value(created, labels) == 1
+
+
 def test_a_decision_counts_each_pools_nodes_on_its_status_once(acts: DisruptionActivities, kube: MemKube) -> None:
     """NodePool `status.resources` and `status.nodes` (the NODES column) come from the decision's snapshot,
     every round, rather than from a list per NodeClaim step (quadratic in the nodes)."""

@@ -37,7 +37,7 @@ NODE_RESOURCE_LABELS = {
 # The name (as scraped), type and labels of every metric nodeflow exports: Karpenter's where nodeflow means
 # the same thing, `nodeflow_` where Karpenter has none.
 EXPORTED = {
-    "karpenter_nodeclaims_created_total": ("counter", {"reason", "nodepool"}),
+    "karpenter_nodeclaims_created_total": ("counter", {"reason", "nodepool", "min_values_relaxed"}),
     "karpenter_nodeclaims_terminated_total": ("counter", {"nodepool", "capacity_type"}),
     "karpenter_nodeclaims_disrupted_total": ("counter", {"reason", "nodepool", "capacity_type"}),
     "karpenter_nodeclaims_termination_duration_seconds": ("histogram", {"nodepool"}),
@@ -241,7 +241,7 @@ def test_a_replacement_counts_as_created_once_for_the_commands_reason(kube: MemK
     inp = LaunchReplacementsInput(round=ProvisionRound(run_id="r", round=1), replacements=[planned], reason="Drifted")
     execution.launch_replacements(inp)
     execution.launch_replacements(inp)  # a retried activity finds its claim: not created again
-    created = {"reason": "drifted", "nodepool": "default"}
+    created = {"reason": "drifted", "nodepool": "default", "min_values_relaxed": "false"}
     assert metrics.registry.get_sample_value("karpenter_nodeclaims_created_total", created) == 1
 
 

@@ -267,6 +267,30 @@ def test_min_values_keeps_enough_distinct_families_or_explains() -> None:
     assert "minValues 9 for karpenter.k8s.aws/instance-family cannot be met" in reason(plan, "default/p")
 
 
+def test_best_effort_min_values_lowers_what_a_new_node_cannot_meet() -> None:
+    family = "karpenter.k8s.aws/instance-family"
+    too_many = node_pool(requirements=[{"key": family, "operator": "Exists", "minValues": 9}])
+    [claim] = schedule([pod("p")], [too_many], min_values_policy="BestEffort").node_claims
+    assert claim.min_values_relaxed
+    [req] = [r for r in claim.requirements if r.key == family]
+    assert req.min_values == len({name.split(".")[0] for name in claim.instance_types}) == 5
+    fine = node_pool(requirements=[{"key": family, "operator": "Exists", "minValues": 3}])
+    assert not schedule([pod("p")], [fine], min_values_policy="BestEffort").node_claims[0].min_values_relaxed
+
+
+def test_best_effort_min_values_keeps_a_planned_node_flexible() -> None:
+    family = "karpenter.k8s.aws/instance-family"
+    pool = node_pool(requirements=[{"key": family, "operator": "Exists", "minValues": 3}])
+    r5_only = {"nodeSelector": {family: "r5"}}
+    pending = [pod("any"), pod("r5", **r5_only)]
+    assert reason(schedule(pending, [pool]), "default/r5").count("minValues 3") == 1, "Strict: it stays pending"
+    flexible, relaxed = sorted(schedule(pending, [pool], min_values_policy="BestEffort").node_claims,
+                               key=lambda c: c.min_values_relaxed)  # fmt: skip
+    assert (flexible.pods, flexible.min_values_relaxed) == (["default/any"], False)
+    assert (relaxed.pods, relaxed.min_values_relaxed) == (["default/r5"], True)
+    assert {name.split(".")[0] for name in relaxed.instance_types} == {"r5"}
+
+
 def test_startup_taints_are_ignored_by_the_simulation() -> None:
     pool = node_pool(startupTaints=[{"key": "agent-not-ready", "effect": "NoSchedule"}])
     plan = schedule([pod("p")], [pool])

@@ -75,7 +75,7 @@ def pool(name: str, limits: dict[str, str]) -> Obj:
 
 def test_metrics_are_served_at_slash_metrics_and_parse_back() -> None:
     metrics = Metrics()
-    metrics.nodeclaims_created.labels(reason="provisioned", nodepool="default").inc(2)
+    metrics.nodeclaims_created.labels(reason="provisioned", nodepool="default", min_values_relaxed="false").inc(2)
     server = MetricsServer(metrics.registry, free_port(), host="127.0.0.1")
     server.start()
     try:
@@ -87,7 +87,7 @@ def test_metrics_are_served_at_slash_metrics_and_parse_back() -> None:
     [sample] = families["karpenter_nodeclaims_created"].samples
     assert (sample.name, sample.labels, sample.value) == (
         "karpenter_nodeclaims_created_total",
-        {"reason": "provisioned", "nodepool": "default"},
+        {"reason": "provisioned", "nodepool": "default", "min_values_relaxed": "false"},
         2,
     )
     assert "process_resident_memory_bytes" in {s.name for f in families.values() for s in f.samples}

@@ -88,6 +88,7 @@ is set (not null, not ""), then the Temporal API key from its Secret, then extra
   (list "NODEFLOW_VM_MEMORY_OVERHEAD_PERCENT" $vmOverhead)
   (list "NODEFLOW_RESERVED_ENIS" $reservedENIs)
   (list "NODEFLOW_PREFERENCE_POLICY" (coalesce $settings.preferencePolicy .Values.preferencePolicy ""))
+  (list "NODEFLOW_MIN_VALUES_POLICY" (coalesce $settings.minValuesPolicy .Values.minValuesPolicy ""))
   (list "AWS_REGION" .Values.awsRegion)
   (list "NODEFLOW_KUBERNETES_VERSION" .Values.kubernetesVersion)
   (list "NODEFLOW_TEMPORAL_ADDRESS" .Values.temporal.address)
@@ -135,7 +136,7 @@ is set (not null, not ""), then the Temporal API key from its Secret, then extra
 {{/* Karpenter's chart puts the controller's settings under `settings` (settings.clusterName,
 settings.clusterEndpoint, settings.interruptionQueue, settings.featureGates.*, settings.batchIdleDuration,
 settings.batchMaxDuration, settings.vmMemoryOverheadPercent, settings.reservedENIs,
-settings.preferencePolicy): a values file written for it works here too, each of those winning over the
+settings.preferencePolicy, settings.minValuesPolicy): a values file written for it works here too, each of those winning over the
 top-level key of the same name (nodeflow.env, nodeflow.clusterName). */}}
 
 {{/* The cluster's name: settings.clusterName (Karpenter's key), else clusterName. */}}
@@ -145,7 +146,7 @@ top-level key of the same name (nodeflow.env, nodeflow.clusterName). */}}
 
 {{/* The keys under `settings` nodeflow acts on; NOTES.txt names any other as not acted on. */}}
 {{- define "nodeflow.ignoredSettings" -}}
-{{- $used := list "clusterName" "clusterEndpoint" "interruptionQueue" "featureGates" "batchIdleDuration" "batchMaxDuration" "vmMemoryOverheadPercent" "reservedENIs" "preferencePolicy" -}}
+{{- $used := list "clusterName" "clusterEndpoint" "interruptionQueue" "featureGates" "batchIdleDuration" "batchMaxDuration" "vmMemoryOverheadPercent" "reservedENIs" "preferencePolicy" "minValuesPolicy" -}}
 {{- $ignored := list -}}
 {{- range $key, $_ := (.Values.settings | default dict) -}}
 {{- if not (has $key $used) -}}{{- $ignored = append $ignored (printf "settings.%s" $key) -}}{{- end -}}
