@@ -30,7 +30,7 @@ from apis.nodeclaim import LAUNCHED, NodeClaim
 from apis.nodepool import TEMPLATE_HASH_VERSION, NodePool
 from cloudprovider.errors import CloudProviderError, InstanceNotFoundError, NodeClassNotReadyError
 from cloudprovider.nodeclass_cache import RESOLVED_TTL_SECONDS, NodeClassCache
-from cloudprovider.types import CloudProvider, Instance, ResolvedNodeClass
+from cloudprovider.types import TAG_NAME, CloudProvider, Instance, ResolvedNodeClass
 from scheduling.drift import DriftFacts
 
 # Bump when what the check compares changes; the Drifted condition's message carries it, so a node marked
@@ -68,7 +68,8 @@ class InstanceNetworks:
     the worker's activity threads share. The listing is refreshed at most once per `ttl` seconds, by one
     thread while the others keep reading the previous one; an instance launched after the listing (not
     in it) is read on its own with `cloud.get`. A failed refresh keeps the previous listing (logged);
-    with none yet, the error is raised."""
+    with none yet, the error is raised. The listing also keeps each instance's `Name` tag (`name`), for the
+    claim sweep's naming of instances after their Nodes."""
 
     def __init__(
         self, cloud: CloudProvider, ttl: float = RESOLVED_TTL_SECONDS, clock: Callable[[], float] = time.monotonic
@@ -78,6 +79,7 @@ class InstanceNetworks:
         self.clock = clock
         self._refreshing = threading.Lock()
         self._listing: dict[str, Network] | None = None
+        self._names: dict[str, str] = {}
         self._listed_at = 0.0
 
     def get(self, instance_id: str) -> Network:
@@ -88,6 +90,15 @@ class InstanceNetworks:
             return instance_network(self.cloud.get(instance_id))
         except InstanceNotFoundError:
             return instance_network(None)
+
+    def name(self, instance_id: str) -> str | None:
+        """The instance's `Name` tag in the last listing ("" for none); None when it was not listed."""
+        return self._names.get(instance_id)
+
+    def named(self, instance_id: str, name: str) -> None:
+        """Record that the instance is now tagged `Name` = `name` (until the next listing says)."""
+        if instance_id in self._names:
+            self._names = {**self._names, instance_id: name}
 
     def _current(self) -> dict[str, Network]:
         listing = self._listing
@@ -101,13 +112,15 @@ class InstanceNetworks:
                 return self._listing  # another thread refreshed it while this one waited
             started = self.clock()
             try:
-                fresh = {i.id: instance_network(i) for i in self.cloud.list()}
+                instances = self.cloud.list()
+                fresh = {i.id: instance_network(i) for i in instances}
             except CloudProviderError as err:
                 if self._listing is None:
                     raise
                 log.warning("listing the cluster's instances for drift checks failed (keeping the last): %s", err)
                 return self._listing
             self._listing, self._listed_at = fresh, started
+            self._names = {i.id: i.tags.get(TAG_NAME, "") for i in instances}
             return fresh
         finally:
             self._refreshing.release()

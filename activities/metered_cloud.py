@@ -78,6 +78,9 @@ class MeteredCloudProvider:
     def delete(self, instance_id: str) -> None:
         self._call("delete", lambda: self._cloud.delete(instance_id))
 
+    def name_instance(self, instance_id: str, name: str) -> None:
+        self._call("name_instance", lambda: self._cloud.name_instance(instance_id, name))
+
     def instance_types(self, node_class: EC2NodeClass | None) -> builtins.list[InstanceType]:
         return self._call("instance_types", lambda: self._cloud.instance_types(node_class))
 

@@ -24,6 +24,7 @@ from cloudprovider.errors import (
 )
 from cloudprovider.types import (
     TAG_CLUSTER_PREFIX,
+    TAG_NAME,
     TAG_NODECLAIM,
     TAG_NODEPOOL,
     Instance,
@@ -207,6 +208,12 @@ class FakeCloudProvider:
             raise InstanceNotFoundError(f"instance {instance_id} is terminated")
         self.deleted.append(instance_id)
         self.instances[instance_id] = instance.model_copy(update={"state": "shutting-down"})
+
+    def name_instance(self, instance_id: str, name: str) -> None:
+        self._raise_injected("name_instance")
+        instance = self.instances.get(instance_id)
+        if instance is not None:
+            self.instances[instance_id] = instance.model_copy(update={"tags": {**instance.tags, TAG_NAME: name}})
 
     def instance_types(self, node_class: EC2NodeClass | None) -> builtins.list[InstanceType]:
         self._raise_injected("instance_types")

@@ -150,6 +150,11 @@ class CloudProvider(Protocol):
         unknown); callers call again until then, so delete is safe to repeat."""
         ...
 
+    def name_instance(self, instance_id: str, name: str) -> None:
+        """Set the instance's `Name` tag (the Node's name once it registered, as Karpenter's tagging
+        controller does). Idempotent; raises CloudProviderError."""
+        ...
+
     def instance_types(self, node_class: EC2NodeClass | None) -> builtins.list[InstanceType]:
         """The catalog: every instance type offered in the region with capacity, overhead (EKS formulas,
         the node class's kubelet settings applied), labels and offerings (zone x capacity type x price,

@@ -16,6 +16,11 @@ Running claims hold no timer and poll nothing (workflows.nodeclaim). Two things 
   differs from their Drifted condition; their workflow then runs the full check, which sets the
   condition. The sweep is a trigger, never the judge.
 
+- Naming: an instance is launched with `Name` the NodeClaim's name, unless the EC2NodeClass's `tags` set
+  one. Once the claim's Node registered, the sweep tags `Name` with the Node's name, as Karpenter's
+  tagging controller does (it sets only the tags an instance lacks, so a `Name` of the user's stays), so
+  the EC2 console shows the name `kubectl get nodes` does. At most NAMES_PER_SWEEP a round.
+
 Every `claim_sweep_interval` (workers.settings; SWEEP_SECONDS by default): an expiry is acted on within
 that, an AMI release within that plus the cache TTL (about 2 minutes by default). A claim still
 unsettled (its workflow has not acted yet, or its check saw the previous resolution) is signalled again
@@ -65,6 +70,7 @@ M = TypeVar("M", bound=BaseModel)
 SWEEP_SECONDS = 60.0
 RESIGNAL_SECONDS = 2 * RESOLVED_TTL_SECONDS + SWEEP_SECONDS
 SIGNALS_PER_SECOND = 100.0
+NAMES_PER_SWEEP = 50  # CreateTags calls a round; EC2 refills its mutating bucket at 5 a second
 EXPIRED = "expired"  # the finding of a claim past its expireAfter
 
 
@@ -152,7 +158,8 @@ class ClaimSweep:
         now, clock = self.clock(), self.monotonic()
         due: list[tuple[str, str, str]] = []  # (claim, finding, its expireAfter)
         seen: set[str] = set()
-        for claim in read(self.kube, r.NODECLAIM, self.cache):
+        claims = read(self.kube, r.NODECLAIM, self.cache)
+        for claim in claims:
             name = str(claim["metadata"]["name"])
             seen.add(name)
             found = self._finding(claim, pools, classes, now)
@@ -164,7 +171,35 @@ class ClaimSweep:
                 continue
             due.append((name, found, expire_after(claim)))
         self._signalled = {name: mark for name, mark in self._signalled.items() if name in seen}
-        return self._signal_all(due, clock)
+        signalled = self._signal_all(due, clock)
+        self._name_instances(claims)
+        return signalled
+
+    def _name_instances(self, claims: list[Obj]) -> list[str]:
+        """Tag `Name` = its Node's name on the instance of each registered claim not being deleted whose
+        `Name` is still the claim's own (the launch's, when the EC2NodeClass's tags set none), at most
+        NAMES_PER_SWEEP a round: CreateTags draws on the EC2 bucket launches use. Returns the instances
+        named. A claim whose instance the last listing did not have waits for the next listing."""
+        named: list[str] = []
+        for claim in claims:
+            if len(named) >= NAMES_PER_SWEEP or self._stop.is_set():
+                break
+            meta, status = claim["metadata"], claim.get("status") or {}
+            node, instance_id = str(status.get("nodeName") or ""), instance_id_of(str(status.get("providerID") or ""))
+            if not node or not instance_id or meta.get("deletionTimestamp"):
+                continue
+            if self.networks.name(instance_id) != meta["name"] or node == meta["name"]:
+                continue
+            try:
+                self.cloud.name_instance(instance_id, node)
+            except CloudProviderError as err:  # e.g. no permission: the next sweep tries again
+                log.warning("claim sweep: instance %s of %s not named %s: %s", instance_id, meta["name"], node, err)
+                break
+            self.networks.named(instance_id, node)
+            named.append(instance_id)
+        if named:
+            log.info("claim sweep: %d instances named after their Nodes", len(named))
+        return named
 
     def _finding(
         self, claim: Obj, pools: dict[str, NodePool], classes: dict[str, EC2NodeClass], now: datetime

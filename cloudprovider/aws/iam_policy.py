@@ -27,8 +27,9 @@ Statements, by Sid:
 - `AllowScopedInstanceClaimTagging`: `ec2:CreateTags` on an existing instance only when it already
   carries `kubernetes.io/cluster/<cluster>=owned` and a `karpenter.sh/nodepool` tag, and only with the
   keys `Name` and `karpenter.sh/nodeclaim`: launches batched into one CreateFleet share its tags, and
-  each claim's instance gets these two afterwards (`cloudprovider.aws.fleet_batcher`). Neither key is
-  one a launch, a template use or a termination is scoped by.
+  each claim's instance gets these two afterwards (`cloudprovider.aws.fleet_batcher`); the claim sweep
+  renames a registered instance after its Node (workers.claim_sweep). Neither key is one a launch, a
+  template use or a termination is scoped by.
 - `AllowScopedDeletion`: `ec2:TerminateInstances` and `ec2:DeleteLaunchTemplate` only on instances and
   launch templates tagged for this cluster and a NodePool (nodeflow deletes its templates when their
   EC2NodeClass is deleted, or when no EC2NodeClass's hash uses them any more).

@@ -285,16 +285,17 @@ class Launcher:
         ]
 
     def tags(self, request: LaunchRequest) -> dict[str, str]:
-        """spec.tags and request tags, then the static tags (which win, as in Karpenter)."""
+        """spec.tags and request tags, then the static tags (which win, as in Karpenter). `Name` is the
+        user's when spec.tags sets it, else the NodeClaim's name until its Node registers (the claim sweep
+        then names the instance after the Node, as Karpenter's tagging controller does)."""
         static = {
-            TAG_NAME: request.node_claim_name,
             TAG_NODECLAIM: request.node_claim_name,
             TAG_NODEPOOL: request.node_pool,
             TAG_CLUSTER_PREFIX + self._cluster.name: "owned",
             TAG_EKS_CLUSTER_NAME: self._cluster.name,
             NODECLASS: request.node_class.name,
         }
-        merged = {**(request.node_class.spec.tags or {}), **request.tags, **static}
+        merged = {TAG_NAME: request.node_claim_name, **(request.node_class.spec.tags or {}), **request.tags, **static}
         return {k: merged[k] for k in sorted(merged)}
 
     def _overrides(

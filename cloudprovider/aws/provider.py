@@ -31,7 +31,7 @@ from cloudprovider.aws.pricebook import PriceBook
 from cloudprovider.aws.pricing import PriceTable
 from cloudprovider.aws.sdk import EC2API, IAMAPI, SSMAPI, PricingAPI
 from cloudprovider.errors import InstanceNotFoundError, NodeClassNotReadyError, PartReadiness
-from cloudprovider.types import Instance, LaunchRequest, NodeClassResources, ResolvedNodeClass
+from cloudprovider.types import TAG_NAME, Instance, LaunchRequest, NodeClassResources, ResolvedNodeClass
 from cloudprovider.unavailable import UnavailableOfferings
 
 
@@ -132,6 +132,10 @@ class AWSCloudProvider:
         changes = response.get("TerminatingInstances", [])
         if not changes or changes[0].get("PreviousState", {}).get("Name") == "terminated":
             raise InstanceNotFoundError(f"instance {instance_id} is terminated")
+
+    def name_instance(self, instance_id: str, name: str) -> None:
+        # The controller's policy lets it tag this cluster's instances with Name and karpenter.sh/nodeclaim.
+        call("CreateTags", self._ec2.create_tags, Resources=[instance_id], Tags=[{"Key": TAG_NAME, "Value": name}])
 
     def instance_types(self, node_class: EC2NodeClass | None) -> builtins.list[InstanceType]:
         if node_class is None:

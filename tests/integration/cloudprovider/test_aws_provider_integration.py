@@ -815,3 +815,12 @@ def test_vm_memory_overhead_and_reserved_enis_shape_every_instance_type(
     assert (default.capacity["memory"], m5.capacity["memory"]) == ("7577Mi", "8Gi")
     assert (default.capacity["pods"], m5.capacity["pods"]) == ("29", "20")
     assert {it.name for it in tuned.instance_types(None)} == {it.name for it in provider.instance_types(None)}
+
+
+def test_an_instance_is_named_for_its_claim_or_the_users_tag_then_after_its_node(provider: AWSCloudProvider) -> None:
+    plain = provider.create(make_request(["m5.large"]))
+    assert plain.tags["Name"] == plain.tags["karpenter.sh/nodeclaim"], "the claim's name until its Node registers"
+    provider.name_instance(plain.id, "ip-10-0-1-23.us-west-2.compute.internal")
+    assert provider.get(plain.id).tags["Name"] == "ip-10-0-1-23.us-west-2.compute.internal"
+    custom = provider.create(make_request(["m5.large"], node_class=make_node_class(tags={"Name": "team-a-worker"})))
+    assert custom.tags["Name"] == "team-a-worker", "an EC2NodeClass's Name tag is the user's to set"

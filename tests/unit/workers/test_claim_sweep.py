@@ -154,3 +154,20 @@ def test_needs_check() -> None:
     assert needs_check("AMIDrift", "")
     assert needs_check("AMIDrift", "SubnetDrift")
     assert needs_check("NodePoolDrifted", "")
+
+
+def test_a_registered_claims_instance_is_named_after_its_node_unless_named_by_the_user(loop: Any) -> None:  # noqa: F811
+    kube = world()
+    cloud = FakeCloudProvider()
+    for name, instance_name in (("mine", "mine"), ("users", "team-a-worker"), ("going", "going")):
+        claim = running_claim(name, "ami-fake")
+        claim["status"] |= {"providerID": f"aws:///us-west-2a/i-{name}", "nodeName": f"ip-10-0-0-{len(name)}"}
+        kube.create(r.NODECLAIM, claim)
+        cloud.put_running(f"i-{name}", {"Name": instance_name, "karpenter.sh/nodeclaim": name})
+    with kube.as_admin():
+        kube.delete(r.NODECLAIM, "going")  # being deleted: left as it is
+    sweep = ClaimSweep(kube, cloud, Signals(), loop, signals_per_second=1e6, monotonic=Clock(), clock=lambda: NOW)  # type: ignore[arg-type]
+    sweep.sweep()
+    names = {i.id: i.tags["Name"] for i in cloud.list()}
+    assert names == {"i-mine": "ip-10-0-0-4", "i-users": "team-a-worker", "i-going": "going"}
+    assert sweep._name_instances(kube.list(r.NODECLAIM)) == [], "named once: the next round has nothing to do"
