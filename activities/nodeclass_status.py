@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from apis import labels
-from apis.ec2nodeclass import PART_CONDITIONS, EC2NodeClassStatus
+from apis.ec2nodeclass import PART_CONDITIONS, VALIDATION_SUCCEEDED, EC2NodeClassStatus
 from apis.meta import Condition, set_condition
 from cloudprovider.errors import PartReadiness
 from cloudprovider.types import CapacityReservation, ResolvedNodeClass
@@ -61,7 +61,8 @@ def desired_status(
     is the current one (EC2NodeClass.status_resolves_spec). Capacity reservations are listed as
     resolved; selecting none leaves the node class Ready, as in Karpenter. Karpenter's conditions of the
     parts Ready depends on (SubnetsReady, SecurityGroupsReady, AMIsReady, InstanceProfileReady) are all
-    True once it resolved, else each as `parts` says it (a part not looked at is left as it was)."""
+    True once it resolved, else each as `parts` says it (a part not looked at is left as it was);
+    ValidationSucceeded as `parts` says it, True when it resolved and was not judged."""
     merged = dict(current or {})
     if resolved is not None:
         merged.update(
@@ -79,7 +80,10 @@ def desired_status(
     status = EC2NodeClassStatus.model_validate(merged)
     ready, why = ("False", reason) if problem else ("True", "Ready")
     conditions: list[Condition] = status.conditions
-    wanted = {part: ("True", part, "") for part in PART_CONDITIONS} if resolved is not None else dict(parts or {})
+    wanted = dict(parts or {})
+    if resolved is not None:  # every part resolved; validation as it was judged (True when it was not run)
+        wanted = {part: ("True", part, "") for part in PART_CONDITIONS}
+        wanted[VALIDATION_SUCCEEDED] = (parts or {}).get(VALIDATION_SUCCEEDED, ("True", VALIDATION_SUCCEEDED, ""))
     for part, (state, part_reason, message) in sorted(wanted.items()):
         conditions = set_condition(
             conditions,

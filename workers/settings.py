@@ -39,6 +39,7 @@
 | reserved_enis | NODEFLOW_RESERVED_ENIS | 0 |
 | preference_policy | NODEFLOW_PREFERENCE_POLICY | Respect |
 | min_values_policy | NODEFLOW_MIN_VALUES_POLICY | Strict |
+| disable_dry_run | NODEFLOW_DISABLE_DRY_RUN | false |
 | health_probe_port | NODEFLOW_HEALTH_PROBE_PORT | 8081 (0 = no probe server) |
 | metrics_port | NODEFLOW_METRICS_PORT | 8080 (0 = no metrics endpoint) |
 | temporal_metrics_port | NODEFLOW_TEMPORAL_METRICS_PORT | 8082 (0 = no Temporal SDK metrics endpoint) |
@@ -128,6 +129,11 @@ node is launched with that `minValues` lowered to what its instance types offer,
 annotated `karpenter.sh/nodeclaim-min-values-relaxed: "true"` (every other NodeClaim: "false"; also the
 `min_values_relaxed` label of `karpenter_nodeclaims_created_total`).
 
+`disable_dry_run`: Karpenter's `--disable-dry-run`. By default each EC2NodeClass's launch calls are tried
+with DryRun once it resolves (CreateFleet, CreateLaunchTemplate, RunInstances), so a controller policy
+that forbids them makes the class not ready (`ValidationSucceeded=False`) before a node fails to launch
+(cloudprovider.aws.authorization). True: no such call; the condition is True.
+
 Temporal connection: `temporal_tls` takes true/false (the flag alone, `--temporal-tls`, means true).
 TLS is on when it is true or when any `temporal_tls_*_file` or `temporal_api_key` is given; false
 with a TLS file is refused, false with an API key sends the key in plain text (a local proxy). The
@@ -207,6 +213,7 @@ class Settings:
     reserved_enis: int = 0
     preference_policy: PreferencePolicy = "Respect"
     min_values_policy: MinValuesPolicy = "Strict"
+    disable_dry_run: bool = False
     temporal_tls: bool | None = None  # None: on exactly when a TLS file or an API key is given
     temporal_tls_ca_file: str | None = None
     temporal_tls_cert_file: str | None = None
@@ -242,6 +249,7 @@ class Settings:
                 f"{','.join(DISRUPTION_METHODS)}"
             )
         self.feature_gate_values()  # refuses a malformed value now, not when the leader starts
+        object.__setattr__(self, "disable_dry_run", _flag("disable_dry_run", self.disable_dry_run))
         for name, allowed in POLICIES.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(
@@ -421,6 +429,17 @@ BOUNDED: dict[str, tuple[type[int] | type[float], float | None, str]] = {
 }
 
 
+def _flag(name: str, value: object) -> bool:
+    """`value` (a bool, or true/false text from a flag or the environment) as a bool; a ValueError naming
+    the setting for other text."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text not in _TRUE + _FALSE:
+        raise ValueError(f"{where(name)} is {value!r}: give true or false")
+    return text in _TRUE
+
+
 def _bounded_number(name: str, value: object) -> float:
     """`value` as the kind BOUNDED gives for `name`, at least 0 and below its bound; a ValueError naming
     the setting otherwise."""
@@ -462,7 +481,8 @@ def _port(name: str, value: object) -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags for every setting (`--temporal-address`, `--cluster-name`, ...); unset flags keep env/defaults."""
     for field in fields(Settings):
-        if field.name == "temporal_tls":  # `--temporal-tls` alone means true; `--temporal-tls false` also works
-            parser.add_argument("--temporal-tls", dest=field.name, default=None, nargs="?", const="true")
+        if field.name in ("temporal_tls", "disable_dry_run"):  # the flag alone means true; `false` also works
+            flag = f"--{field.name.replace('_', '-')}"
+            parser.add_argument(flag, dest=field.name, default=None, nargs="?", const="true")
             continue
         parser.add_argument(f"--{field.name.replace('_', '-')}", dest=field.name, default=None)

@@ -334,6 +334,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing |
         pricing_api=settings.optional_seconds("on_demand_price_refresh_interval") is not None,
         vm_memory_overhead_percent=settings.vm_memory_overhead_percent,
         reserved_enis=settings.reserved_enis,
+        dry_run=not settings.disable_dry_run,
     )
     cloud = MeteredCloudProvider(aws, metrics)
     recorder = EventRecorder(kube)

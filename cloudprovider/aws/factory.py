@@ -82,6 +82,7 @@ def new_aws_cloud_provider(
     pricing_api: bool = True,
     vm_memory_overhead_percent: float = DEFAULT_VM_MEMORY_OVERHEAD_PERCENT,
     reserved_enis: int = 0,
+    dry_run: bool = True,
 ) -> AWSCloudProvider:
     """An AWSCloudProvider for `region`. `endpoint_url` points EC2, SSM, IAM and the Pricing API elsewhere
     (e.g. the local stack); `credentials` (access key id, secret) override the default credential chain;
@@ -91,7 +92,8 @@ def new_aws_cloud_provider(
     `observe_fleet_batch` is told the size and window of each CreateFleet batch; `instrument` is called with each boto3
     client built. `pricing_api` False: on-demand prices stay the shipped table's (Karpenter's isolated VPC);
     else the price book may ask the Pricing API at its endpoint for the region (no call until refreshed).
-    `vm_memory_overhead_percent` and `reserved_enis` shape every instance type (InstanceTypeSettings)."""
+    `vm_memory_overhead_percent` and `reserved_enis` shape every instance type (InstanceTypeSettings).
+    `dry_run` False: no DryRun call checks the controller's authorization (Karpenter's `--disable-dry-run`)."""
     client = _client_factory(region, endpoint_url, credentials, max_attempts, instrument)
     return AWSCloudProvider(
         rate_limited(client("ec2"), ec2_limiter or EC2RateLimiter()),
@@ -108,6 +110,7 @@ def new_aws_cloud_provider(
         observe_fleet_batch=observe_fleet_batch,
         vm_memory_overhead_percent=vm_memory_overhead_percent,
         reserved_enis=reserved_enis,
+        dry_run=dry_run,
     )
 
 

@@ -102,6 +102,7 @@ API_ACTIONS = frozenset(
         "pricing:GetProducts",
         "eks:DescribeCluster",
         "ec2:CreateFleet",
+        "ec2:RunInstances",  # with DryRun only: ValidationSucceeded (cloudprovider.aws.authorization)
         "ec2:CreateTags",
         "ec2:CreateLaunchTemplate",
         "ec2:TerminateInstances",

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from apis.ec2nodeclass import EC2NodeClass
 from apis.instancetype import InstanceType, Offering
 from apis.labels import ARCH, INSTANCE_SIZE, INSTANCE_TYPE, NODECLASS, ZONE
 from cloudprovider.aws.amis import variant_for
@@ -79,6 +80,44 @@ class ClusterInfo:
     @property
     def name(self) -> str:
         return self.connection.name
+
+    def user_data(self, node_class: EC2NodeClass, labels: Mapping[str, str], taints: list[dict[str, str]]) -> str:
+        """The node's user data for the node class's AMI family, joining this cluster with these labels and
+        taints; NodeClassNotReadyError naming the node class when its userData cannot be merged."""
+        connection = self.connection
+        options = BootstrapOptions(
+            cluster_name=connection.name,
+            cluster_endpoint=connection.endpoint,
+            ca_bundle=connection.ca_bundle,
+            service_cidr=connection.service_cidr,
+            dns_ip=connection.dns_ip,
+            ip_family=connection.ip_family,
+            labels=dict(labels),
+            taints=taints,
+            kubelet=node_class.spec.kubelet,
+            custom_user_data=node_class.spec.user_data,
+            instance_store_raid0=node_class.spec.instance_store_policy == "RAID0",
+        )
+        try:
+            return render(ami_family(node_class), options)
+        except ValueError as error:
+            raise NodeClassNotReadyError(f"EC2NodeClass {node_class.name}: {error}") from error
+
+    def tags(
+        self, node_class: EC2NodeClass, node_claim: str, node_pool: str, extra: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
+        """spec.tags and `extra`, then the static tags (which win, as in Karpenter). `Name` is the user's
+        when spec.tags sets it, else the NodeClaim's name until its Node registers (the claim sweep then
+        names the instance after the Node, as Karpenter's tagging controller does)."""
+        static = {
+            TAG_NODECLAIM: node_claim,
+            TAG_NODEPOOL: node_pool,
+            TAG_CLUSTER_PREFIX + self.name: "owned",
+            TAG_EKS_CLUSTER_NAME: self.name,
+            NODECLASS: node_class.name,
+        }
+        merged = {TAG_NAME: node_claim, **(node_class.spec.tags or {}), **(extra or {}), **static}
+        return {k: merged[k] for k in sorted(merged)}
 
 
 def choose_capacity_type(allowed: list[str], candidates: Mapping[str, list[Override]]) -> str:
@@ -207,24 +246,7 @@ class Launcher:
             node_class.name,
         )
         tags = self.tags(request)
-        connection = self._cluster.connection
-        options = BootstrapOptions(
-            cluster_name=connection.name,
-            cluster_endpoint=connection.endpoint,
-            ca_bundle=connection.ca_bundle,
-            service_cidr=connection.service_cidr,
-            dns_ip=connection.dns_ip,
-            ip_family=connection.ip_family,
-            labels=request.labels,
-            taints=request.taints,
-            kubelet=node_class.spec.kubelet,
-            custom_user_data=node_class.spec.user_data,
-            instance_store_raid0=node_class.spec.instance_store_policy == "RAID0",
-        )
-        try:
-            user_data = render(family, options)
-        except ValueError as error:
-            raise NodeClassNotReadyError(f"EC2NodeClass {node_class.name}: {error}") from error
+        user_data = self._cluster.user_data(node_class, request.labels, request.taints)
         configs = self._launch_template_configs(
             overrides, user_data, groups, profile, family, request, tags, group.id if group else ""
         )
@@ -285,18 +307,8 @@ class Launcher:
         ]
 
     def tags(self, request: LaunchRequest) -> dict[str, str]:
-        """spec.tags and request tags, then the static tags (which win, as in Karpenter). `Name` is the
-        user's when spec.tags sets it, else the NodeClaim's name until its Node registers (the claim sweep
-        then names the instance after the Node, as Karpenter's tagging controller does)."""
-        static = {
-            TAG_NODECLAIM: request.node_claim_name,
-            TAG_NODEPOOL: request.node_pool,
-            TAG_CLUSTER_PREFIX + self._cluster.name: "owned",
-            TAG_EKS_CLUSTER_NAME: self._cluster.name,
-            NODECLASS: request.node_class.name,
-        }
-        merged = {TAG_NAME: request.node_claim_name, **(request.node_class.spec.tags or {}), **request.tags, **static}
-        return {k: merged[k] for k in sorted(merged)}
+        """The request's instance tags (ClusterInfo.tags)."""
+        return self._cluster.tags(request.node_class, request.node_claim_name, request.node_pool, request.tags)
 
     def _overrides(
         self, request: LaunchRequest, subnets: list[dict[str, str]], amis: list[ResolvedAMI]

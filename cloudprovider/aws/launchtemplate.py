@@ -89,7 +89,7 @@ class LaunchTemplateSpec:
                 "HttpTokens": metadata.http_tokens,
             },
             "Monitoring": {"Enabled": bool(spec.detailed_monitoring)},
-            "TagSpecifications": [{"ResourceType": "network-interface", "Tags": _tags(self.tags)}],
+            "TagSpecifications": [{"ResourceType": "network-interface", "Tags": tag_list(self.tags)}],
         }
         devices = launch_block_devices(self.node_class, self.family)
         if devices:
@@ -174,7 +174,7 @@ def network_interfaces(node_class: EC2NodeClass, groups: list[str]) -> list[dict
     return interfaces
 
 
-def _tags(tags: tuple[tuple[str, str], ...]) -> list[dict[str, str]]:
+def tag_list(tags: tuple[tuple[str, str], ...]) -> list[dict[str, str]]:
     return [{"Key": k, "Value": v} for k, v in tags]
 
 
@@ -199,7 +199,7 @@ class LaunchTemplates:
                     self._ec2.create_launch_template,
                     LaunchTemplateName=name,
                     LaunchTemplateData=spec.data(),
-                    TagSpecifications=[{"ResourceType": "launch-template", "Tags": _tags(spec.resource_tags())}],
+                    TagSpecifications=[{"ResourceType": "launch-template", "Tags": tag_list(spec.resource_tags())}],
                 )
             except CloudProviderError as error:
                 if not has_code(

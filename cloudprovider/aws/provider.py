@@ -13,9 +13,10 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from apis.ec2nodeclass import INSTANCE_PROFILE_READY, EC2NodeClass
+from apis.ec2nodeclass import INSTANCE_PROFILE_READY, VALIDATION_SUCCEEDED, EC2NodeClass
 from apis.instancetype import InstanceType
 from apis.storage import volume_bytes
+from cloudprovider.aws.authorization import AWAITING, AuthorizationChecks, DryRun, dry_runs
 from cloudprovider.aws.capacityreservations import CapacityReservations, with_reserved_offerings
 from cloudprovider.aws.cluster import ClusterConnection
 from cloudprovider.aws.errors import call
@@ -69,6 +70,7 @@ class AWSCloudProvider:
         observe_fleet_batch: Callable[[int, float], None] | None = None,
         vm_memory_overhead_percent: float = DEFAULT_VM_MEMORY_OVERHEAD_PERCENT,
         reserved_enis: int = 0,
+        dry_run: bool = True,
     ) -> None:
         if not cluster_name:
             raise ValueError("AWSCloudProvider: cluster_name is required (the EKS cluster name, e.g. my-cluster)")
@@ -90,9 +92,11 @@ class AWSCloudProvider:
         self._instances = InstanceQueries(ec2, cluster_name)
         self._profiles = InstanceProfiles(iam, cluster_name, region)
         self._templates = LaunchTemplates(ec2)
+        self._cluster_info = ClusterInfo(region, cluster or ClusterConnection(cluster_name, cluster_endpoint))
+        self._authorization = AuthorizationChecks(ec2, clock, dry_run=dry_run)
         self._launcher = Launcher(
             ec2,
-            ClusterInfo(region, cluster or ClusterConnection(cluster_name, cluster_endpoint)),
+            self._cluster_info,
             self._launch_reads,
             self._templates,
             self._profiles,
@@ -160,18 +164,30 @@ class AWSCloudProvider:
         """The selectors resolved, then the instance profile ensured (created for `spec.role`, as
         Karpenter's node class controller does), so a role that does not exist makes the node class not
         ready rather than failing every launch. Profiles are ensured once per process and role. With the
-        ReservedCapacity gate on, the capacity reservations it selects too (selecting none is fine)."""
+        ReservedCapacity gate on, the capacity reservations it selects too (selecting none is fine). Then
+        the launch calls are tried with DryRun (ValidationSucceeded, cloudprovider.aws.authorization): a
+        call the controller may not make makes the node class not ready."""
         try:
             resolved = self.resolver.resolve(node_class)
         except NodeClassNotReadyError as error:  # the profile is still looked at, for InstanceProfileReady
             conditions = {**error.conditions, INSTANCE_PROFILE_READY: self._profile_readiness(node_class)}
-            raise NodeClassNotReadyError(str(error), conditions) from error
+            raise NodeClassNotReadyError(str(error), {**conditions, VALIDATION_SUCCEEDED: AWAITING}) from error
         if self._reserved_capacity:
             resolved.capacity_reservations = self.reservations.selected(node_class)
         status, _, message = resolved.conditions[INSTANCE_PROFILE_READY] = self._profile_readiness(node_class)
         if status != "True":
+            raise NodeClassNotReadyError(message, {**resolved.conditions, VALIDATION_SUCCEEDED: AWAITING})
+        status, _, message = resolved.conditions[VALIDATION_SUCCEEDED] = self._authorization.check(
+            node_class, lambda: self._dry_runs(node_class, resolved)
+        )
+        if status == "False":
             raise NodeClassNotReadyError(message, resolved.conditions)
         return resolved
+
+    def _dry_runs(self, node_class: EC2NodeClass, resolved: ResolvedNodeClass) -> builtins.list[DryRun]:
+        """The launch calls with this node class, to send with DryRun (cloudprovider.aws.authorization)."""
+        info = self._cluster_info
+        return dry_runs(node_class, resolved, info.user_data(node_class, {}, []), info.tags(node_class, "", ""))
 
     def _profile_readiness(self, node_class: EC2NodeClass) -> PartReadiness:
         """The node class's instance profile ensured (InstanceProfileReady): True, or False naming the role."""

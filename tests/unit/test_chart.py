@@ -379,6 +379,7 @@ def test_karpenters_settings_block_is_accepted_and_what_nodeflow_ignores_is_name
             "reservedENIs": "1",
             "preferencePolicy": "Ignore",
             "minValuesPolicy": "BestEffort",
+            "disableDryRun": True,
             "isolatedVPC": True,
         },
         "clusterName": "ignored-for-settings",
@@ -400,6 +401,7 @@ def test_karpenters_settings_block_is_accepted_and_what_nodeflow_ignores_is_name
     known = {f"NODEFLOW_{name.upper()}": name for name in Settings.__dataclass_fields__}
     worker = Settings(**{known[k]: v for k, v in values.items() if k in known})  # type: ignore[arg-type]
     assert worker.scheduling_policies() == SchedulingPolicies("Ignore", "BestEffort")
+    assert values["NODEFLOW_DISABLE_DRY_RUN"] == "true" and worker.disable_dry_run
     assert (worker.vm_memory_overhead_percent, worker.reserved_enis) == (0.0, 1)
     assert "clusterName is not set" not in notes
 

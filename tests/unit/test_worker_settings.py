@@ -60,6 +60,7 @@ def test_an_empty_variable_keeps_the_default() -> None:
         ({"NODEFLOW_RESERVED_ENIS": "one"}, "NODEFLOW_RESERVED_ENIS.*whole number of ENIs"),
         ({"NODEFLOW_PREFERENCE_POLICY": "ignore"}, "--preference-policy.*'ignore': give one of Respect, Ignore"),
         ({"NODEFLOW_MIN_VALUES_POLICY": "Lax"}, "NODEFLOW_MIN_VALUES_POLICY.*give one of Strict, BestEffort"),
+        ({"NODEFLOW_DISABLE_DRY_RUN": "maybe"}, "--disable-dry-run.*give true or false"),
     ],
 )
 def test_a_bad_setting_names_its_flag_and_variable(env: dict[str, str], message: str) -> None:
@@ -153,3 +154,9 @@ def test_vm_memory_overhead_and_reserved_enis_default_to_karpenters_and_take_0()
     assert (zero.vm_memory_overhead_percent, zero.reserved_enis) == (0.0, 0)
     flags = Settings.from_env({}).with_args(parse("--vm-memory-overhead-percent", "0.1", "--reserved-enis", "2"))
     assert (flags.vm_memory_overhead_percent, flags.reserved_enis) == (0.1, 2)
+
+
+def test_disable_dry_run_is_off_by_default_and_the_flag_alone_turns_it_on() -> None:
+    assert not Settings.from_env({}).disable_dry_run
+    assert Settings.from_env({"NODEFLOW_DISABLE_DRY_RUN": "true"}).disable_dry_run
+    assert Settings.from_env({}).with_args(parse("--disable-dry-run")).disable_dry_run

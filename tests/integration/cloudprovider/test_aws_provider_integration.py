@@ -164,9 +164,10 @@ def test_each_part_of_a_node_class_says_whether_it_resolved(provider: AWSCloudPr
         "SecurityGroupsReady": ("True", "SecurityGroupsReady"),
         "AMIsReady": ("False", "AMINotFound"),
         "InstanceProfileReady": ("True", "InstanceProfileReady"),
+        "ValidationSucceeded": ("False", "DependenciesNotReady"),
     }
     resolved = provider.resolve_node_class(make_node_class())
-    assert {status for status, _, _ in resolved.conditions.values()} == {"True"} and len(resolved.conditions) == 4
+    assert {status for status, _, _ in resolved.conditions.values()} == {"True"} and len(resolved.conditions) == 5
 
 
 def test_create_launches_the_cheapest_override_with_the_claim_tags(provider: AWSCloudProvider, ec2) -> None:  # type: ignore[no-untyped-def]
@@ -824,3 +825,39 @@ def test_an_instance_is_named_for_its_claim_or_the_users_tag_then_after_its_node
     assert provider.get(plain.id).tags["Name"] == "ip-10-0-1-23.us-west-2.compute.internal"
     custom = provider.create(make_request(["m5.large"], node_class=make_node_class(tags={"Name": "team-a-worker"})))
     assert custom.tags["Name"] == "team-a-worker", "an EC2NodeClass's Name tag is the user's to set"
+
+
+def test_a_node_class_the_controller_may_launch_with_passes_validation(provider: AWSCloudProvider) -> None:
+    resolved = provider.resolve_node_class(make_node_class(tags={"validation": "passes"}))
+    assert resolved.conditions["ValidationSucceeded"] == ("True", "ValidationSucceeded", "")
+
+
+def test_a_launch_call_the_controller_may_not_make_fails_validation(
+    provider: AWSCloudProvider, clean: FaultClient
+) -> None:
+    node_class = make_node_class(tags={"validation": "denied"})
+    clean.access_denied("RunInstances", 1)  # the policy forbids RunInstances (tag conditions, an SCP...)
+    with pytest.raises(NodeClassNotReadyError) as refused:
+        provider.resolve_node_class(node_class)
+    status, reason, message = refused.value.conditions["ValidationSucceeded"]
+    assert (status, reason) == ("False", "RunInstancesAuthCheckFailed")
+    assert message.startswith("Controller isn't authorized to call ec2:RunInstances")
+    assert refused.value.conditions["AMIsReady"][0] == "True", "the parts resolved; only the launch is refused"
+
+
+def test_a_throttled_dry_run_is_no_verdict_and_the_node_class_stays_ready(
+    provider: AWSCloudProvider, clean: FaultClient
+) -> None:
+    clean.throttle("CreateFleet", 5)
+    resolved = provider.resolve_node_class(make_node_class(tags={"validation": "throttled"}))
+    assert resolved.conditions["ValidationSucceeded"][:2] == ("Unknown", "DryRunThrottled")
+
+
+def test_with_dry_runs_disabled_validation_makes_no_call(aws: MotoServer, clean: FaultClient) -> None:
+    quiet = new_aws_cloud_provider(
+        REGION, aws.url, cluster_name=CLUSTER, credentials=("testing", "testing"), dry_run=False
+    )
+    clean.access_denied("CreateFleet", 1)
+    resolved = quiet.resolve_node_class(make_node_class(tags={"validation": "off"}))
+    assert resolved.conditions["ValidationSucceeded"][0] == "True"
+    assert clean.get()["accessDenied"] == {"CreateFleet": 1}, "no CreateFleet was sent"

@@ -65,6 +65,16 @@ class StubEC2:
     def describe_images(self, **kw: Any) -> dict[str, Any]:
         return {"Images": [self.images[i] for i in kw.get("ImageIds", []) if i in self.images]}
 
+    # The launch calls, sent only with DryRun by a node class's validation: the caller may make them.
+    def create_fleet(self, **kw: Any) -> dict[str, Any]:
+        raise _error("DryRunOperation", "CreateFleet")
+
+    def create_launch_template(self, **kw: Any) -> dict[str, Any]:
+        raise _error("DryRunOperation", "CreateLaunchTemplate")
+
+    def run_instances(self, **kw: Any) -> dict[str, Any]:
+        raise _error("DryRunOperation", "RunInstances")
+
 
 class StubSSM:
     def __init__(self, ec2: StubEC2) -> None:

@@ -31,6 +31,7 @@ def test_should_list_resolved_subnets_groups_amis_and_be_ready() -> None:
         "Ready": "True",
         "SecurityGroupsReady": "True",
         "SubnetsReady": "True",
+        "ValidationSucceeded": "True",
     }
 
 

@@ -79,6 +79,7 @@ is set (not null, not ""), then the Temporal API key from its Secret, then extra
 {{- /* 0 is a value here (no VM overhead, no reserved ENI): a set settings.* key wins even when 0 */ -}}
 {{- $vmOverhead := ternary .Values.vmMemoryOverheadPercent $settings.vmMemoryOverheadPercent (kindIs "invalid" $settings.vmMemoryOverheadPercent) -}}
 {{- $reservedENIs := ternary .Values.reservedENIs $settings.reservedENIs (kindIs "invalid" $settings.reservedENIs) -}}
+{{- $disableDryRun := ternary .Values.disableDryRun $settings.disableDryRun (kindIs "invalid" $settings.disableDryRun) -}}
 {{- $pairs := list
   (list "NODEFLOW_CLUSTER_NAME" (include "nodeflow.clusterName" .))
   (list "NODEFLOW_CLUSTER_ENDPOINT" (coalesce $settings.clusterEndpoint .Values.clusterEndpoint ""))
@@ -89,6 +90,7 @@ is set (not null, not ""), then the Temporal API key from its Secret, then extra
   (list "NODEFLOW_RESERVED_ENIS" $reservedENIs)
   (list "NODEFLOW_PREFERENCE_POLICY" (coalesce $settings.preferencePolicy .Values.preferencePolicy ""))
   (list "NODEFLOW_MIN_VALUES_POLICY" (coalesce $settings.minValuesPolicy .Values.minValuesPolicy ""))
+  (list "NODEFLOW_DISABLE_DRY_RUN" (ternary "true" "" (eq (toString $disableDryRun) "true")))
   (list "AWS_REGION" .Values.awsRegion)
   (list "NODEFLOW_KUBERNETES_VERSION" .Values.kubernetesVersion)
   (list "NODEFLOW_TEMPORAL_ADDRESS" .Values.temporal.address)
@@ -136,7 +138,7 @@ is set (not null, not ""), then the Temporal API key from its Secret, then extra
 {{/* Karpenter's chart puts the controller's settings under `settings` (settings.clusterName,
 settings.clusterEndpoint, settings.interruptionQueue, settings.featureGates.*, settings.batchIdleDuration,
 settings.batchMaxDuration, settings.vmMemoryOverheadPercent, settings.reservedENIs,
-settings.preferencePolicy, settings.minValuesPolicy): a values file written for it works here too, each of those winning over the
+settings.preferencePolicy, settings.minValuesPolicy, settings.disableDryRun): a values file written for it works here too, each of those winning over the
 top-level key of the same name (nodeflow.env, nodeflow.clusterName). */}}
 
 {{/* The cluster's name: settings.clusterName (Karpenter's key), else clusterName. */}}
@@ -146,7 +148,7 @@ top-level key of the same name (nodeflow.env, nodeflow.clusterName). */}}
 
 {{/* The keys under `settings` nodeflow acts on; NOTES.txt names any other as not acted on. */}}
 {{- define "nodeflow.ignoredSettings" -}}
-{{- $used := list "clusterName" "clusterEndpoint" "interruptionQueue" "featureGates" "batchIdleDuration" "batchMaxDuration" "vmMemoryOverheadPercent" "reservedENIs" "preferencePolicy" "minValuesPolicy" -}}
+{{- $used := list "clusterName" "clusterEndpoint" "interruptionQueue" "featureGates" "batchIdleDuration" "batchMaxDuration" "vmMemoryOverheadPercent" "reservedENIs" "preferencePolicy" "minValuesPolicy" "disableDryRun" -}}
 {{- $ignored := list -}}
 {{- range $key, $_ := (.Values.settings | default dict) -}}
 {{- if not (has $key $used) -}}{{- $ignored = append $ignored (printf "settings.%s" $key) -}}{{- end -}}

@@ -3,6 +3,8 @@
 - CreateFleet launches the cheapest override (spot price for spot) instead of the first one; honours
   `Priority` for the *-prioritized strategies; refuses offerings with injected insufficient capacity
   (real `Errors` entries, no instance when every override fails); repeats the result for a ClientToken.
+  A DryRun answers DryRunOperation before any subnet or launch template is looked at, as EC2 answers it
+  from the caller's permissions.
 - DescribeSpotPriceHistory returns deterministic prices (30-40% of on-demand) stamped now.
 - Every instance type moto knows is offered in the first three zones of each seeded region.
 - CreateCapacityReservation and DescribeCapacityReservations exist (devstack.aws.capacity_reservations),
@@ -111,6 +113,7 @@ def _template_data(handler: Fleets, config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _create_fleet(self: Fleets) -> ActionResult:
+    self.error_on_dryrun()  # EC2 answers a dry run from the caller's permissions alone, before any lookup
     faults = _faults()
     token = self._get_param("ClientToken")
     if faults is not None and token and (cached := faults.fleet_result(token)) is not None:
