@@ -6,6 +6,9 @@ was launched, and changing the solver never breaks replay."""
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 
 from pydantic import ValidationError
 from temporalio import activity
@@ -26,13 +29,14 @@ from cloudprovider.types import CloudProvider
 from kube import resources as r
 from kube.types import Kube, Obj
 from scheduling.provisionable import is_bound, is_provisionable, pod_key
-from scheduling.types import SchedulingInput, SchedulingPolicies
+from scheduling.types import ExistingNodePlacement, SchedulingInput, SchedulingPolicies
 
 log = logging.getLogger(__name__)
 
 
 PROVISIONER = "provisioner"  # the `controller` label of the scheduling metrics
 POD_EVENTS_PER_ROUND = 200  # FailedScheduling and Nominated Events a round records, each
+NOMINATION_DEDUPE = timedelta(minutes=2)  # a pod nominated to the same place again within this: no Event
 
 
 class ProvisioningActivities:
@@ -55,6 +59,8 @@ class ProvisioningActivities:
         self.recorder = recorder
         self.metrics = metrics or Metrics()
         self.launcher = ClaimLauncher(kube, starter, self.metrics)
+        self._nominated: dict[tuple[str, str], datetime] = {}  # (pod uid, where) -> when nominated
+        self._lock = threading.Lock()
         self.status = ProvisioningStatus(kube, cloud, recorder)
 
     # -- solve -------------------------------------------------------------------------------------------
@@ -97,7 +103,9 @@ class ProvisioningActivities:
             plan = scheduling.solve(inp)
         self.metrics.unschedulable_pods.labels(controller=PROVISIONER).set(len(plan.unschedulable))
         placed = sum(len(p.pods) for p in plan.existing_nodes)
-        on_claims = {key for claim in plan.node_claims for key in claim.pods}
+        on_existing = existing_nominations(plan.existing_nodes, inp.node_claims)
+        nominated = dict(list(on_existing.items())[:POD_EVENTS_PER_ROUND])
+        on_claims = {key for claim in plan.node_claims for key in claim.pods} | nominated.keys()
         return ProvisionPlan(
             node_claims=plan.node_claims,
             unschedulable=plan.unschedulable,
@@ -105,6 +113,7 @@ class ProvisioningActivities:
             pending_pods=len(pending),
             placed_on_existing=placed,
             pod_uids={key: uid for p in pending if (key := pod_key(p)) in on_claims and (uid := _uid(p))},
+            nominated=nominated,
         )
 
     def _node_claims(self) -> list[NodeClaim]:
@@ -162,23 +171,49 @@ class ProvisioningActivities:
 
     def _nominate(self, inp: ApplyPlanInput, created: set[str]) -> None:
         """Karpenter's `Nominated` Event on each pod a new claim of this round is for ("Pod should schedule
-        on: nodeclaim/<name>"), so `kubectl describe pod` says which node is coming for it; at most
-        POD_EVENTS_PER_ROUND a round, as Karpenter rate-limits nominations too."""
-        budget = POD_EVENTS_PER_ROUND
+        on: nodeclaim/<name>"), then on each pod placed on a NodeClaim in flight or a Node
+        ("nodeclaim/<name>, node/<name>"), so `kubectl describe pod` says which node is coming for it; at
+        most POD_EVENTS_PER_ROUND a round, as Karpenter rate-limits nominations too, and a pod nominated to
+        the same place by this worker within NOMINATION_DEDUPE is not again (Karpenter dedupes it too):
+        a pod waiting for a claim in flight is placed there at every round until it binds."""
+        where: dict[str, str] = {}
         for planned in inp.plan.node_claims:
             name = self.launcher.claim_name(inp.round, planned)
-            if name not in created:
+            if name in created:
+                where.update(dict.fromkeys(planned.pods, f"nodeclaim/{name}"))
+        where.update({key: target for key, target in inp.plan.nominated.items() if key not in where})
+        now = datetime.now(UTC)
+        with self._lock:
+            self._nominated = {k: at for k, at in self._nominated.items() if now - at < NOMINATION_DEDUPE}
+        for key, target in list(where.items())[:POD_EVENTS_PER_ROUND]:
+            uid = inp.plan.pod_uids.get(key)
+            if not uid:
                 continue
-            for key in planned.pods[:budget]:
-                uid = inp.plan.pod_uids.get(key)
-                if uid:
-                    namespace, _, pod_name = key.partition("/")
-                    pod = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": pod_name, "namespace": namespace,
-                                                                          "uid": uid}}  # fmt: skip
-                    self.recorder.record(pod, "Normal", "Nominated", f"Pod should schedule on: nodeclaim/{name}")
-            budget -= min(budget, len(planned.pods))
-            if budget == 0:
-                return
+            with self._lock:
+                repeat = (uid, target) in self._nominated
+                self._nominated[(uid, target)] = now
+            if not repeat:
+                namespace, _, pod_name = key.partition("/")
+                pod = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": pod_name, "namespace": namespace,
+                                                                      "uid": uid}}  # fmt: skip
+                self.recorder.record(pod, "Normal", "Nominated", f"Pod should schedule on: {target}")
+
+
+def existing_nominations(placements: Sequence[ExistingNodePlacement], claims: Sequence[NodeClaim]) -> dict[str, str]:
+    """Each pod placed on capacity that exists or is coming, with where, as Karpenter's Nominated event
+    names it: `nodeclaim/<name>` for a NodeClaim in flight, `nodeclaim/<name>, node/<name>` for a Node of a
+    NodeClaim, `node/<name>` for another Node."""
+    claim_of = {c.status.node_name: c.name for c in claims if c.status.node_name}
+    out: dict[str, str] = {}
+    for placement in placements:
+        if placement.node_claim:
+            target = f"nodeclaim/{placement.name}"
+        elif placement.name in claim_of:
+            target = f"nodeclaim/{claim_of[placement.name]}, node/{placement.name}"
+        else:
+            target = f"node/{placement.name}"
+        out.update(dict.fromkeys(placement.pods, target))
+    return out
 
 
 def _uid(pod: Obj) -> str:

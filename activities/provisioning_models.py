@@ -37,7 +37,10 @@ class ProvisionPlan(BaseModel):
     invalid: list[InvalidObject] = Field(default_factory=list)
     pending_pods: int = 0
     placed_on_existing: int = 0
-    pod_uids: dict[str, str] = Field(default_factory=dict)  # "namespace/name" -> uid, of the claims' pods
+    pod_uids: dict[str, str] = Field(default_factory=dict)  # "namespace/name" -> uid, of the nominated pods
+    # "namespace/name" -> where a pod placed on capacity that exists or is coming will run, as Karpenter's
+    # Nominated event names it ("nodeclaim/<name>, node/<name>"); at most POD_EVENTS_PER_ROUND of them
+    nominated: dict[str, str] = Field(default_factory=dict)
 
 
 class ApplyPlanInput(BaseModel):

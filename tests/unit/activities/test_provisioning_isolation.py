@@ -11,11 +11,13 @@ import pytest
 from temporalio.testing import ActivityEnvironment
 
 from activities import nodepool_status
-from activities.provisioning import ProvisioningActivities
+from activities.provisioning import ProvisioningActivities, existing_nominations
 from activities.provisioning_models import ApplyPlanInput, ProvisionPlan, ProvisionRound
+from apis.nodeclaim import NodeClaim
 from cloudprovider.errors import CloudProviderError, ThrottledError
 from kube import resources as r
 from kube.types import Obj
+from scheduling.types import ExistingNodePlacement
 from tests.unit.activities.awsstub import DISCOVERY, ROLE, StubbedCloud
 from tests.unit.activities.memkube import Events, MemKube
 
@@ -234,6 +236,40 @@ def test_each_pod_a_new_claim_is_for_is_nominated_to_it_with_its_uid() -> None:
         key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
         assert message == f"Pod should schedule on: nodeclaim/{claims[key]}"
         assert pod["metadata"]["uid"] == world.kube.get(r.POD, pod["metadata"]["name"], "default")["metadata"]["uid"]
+
+
+def test_a_pod_placed_on_a_node_claim_in_flight_or_a_node_is_nominated_there_once() -> None:
+    world = windows_and_general_purpose()
+    world.apply(world.solve())  # the claims of this round are in flight now
+    world.kube.create(r.POD, pending_pod("web-late"))
+    before = len(world.events.recorded)
+    plan = world.solve()
+    assert plan.node_claims == [] and "default/web-late" in plan.nominated, "it fits on a claim in flight"
+    world.apply(plan)
+    late = [(m, o["metadata"]["name"]) for (reason, m), o in zip(world.events.recorded[before:],
+            world.events.involved[before:], strict=True) if reason == "Nominated"]  # fmt: skip
+    assert late == [(f"Pod should schedule on: {plan.nominated['default/web-late']}", "web-late")]
+    assert late[0][0].startswith("Pod should schedule on: nodeclaim/")
+    again = len(world.events.recorded)
+    world.apply(world.solve())  # still pending, placed there again: not nominated again
+    assert [e for e in world.events.recorded[again:] if e[0] == "Nominated"] == []
+
+
+def test_existing_nominations_name_the_claim_and_the_node_as_karpenter_does() -> None:
+    ref = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
+    claim = NodeClaim.model_validate(
+        {"metadata": {"name": "default-abc"}, "spec": {"nodeClassRef": ref}, "status": {"nodeName": "ip-1"}}
+    )
+    placements = [
+        ExistingNodePlacement(name="default-xyz", pods=["a/p1"], node_claim=True),
+        ExistingNodePlacement(name="ip-1", pods=["a/p2"]),
+        ExistingNodePlacement(name="static-node", pods=["a/p3"]),
+    ]
+    assert existing_nominations(placements, [claim]) == {
+        "a/p1": "nodeclaim/default-xyz",
+        "a/p2": "nodeclaim/default-abc, node/ip-1",
+        "a/p3": "node/static-node",
+    }
 
 
 def test_node_pool_conditions_follow_a_fix_made_while_no_pod_is_pending() -> None:
