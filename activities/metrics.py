@@ -221,6 +221,12 @@ class Metrics(ClusterStateGauges):
             ["controller"],
             registry=reg,
         )
+        self.ignored_pods = Gauge(
+            "karpenter_scheduler_ignored_pods_count",
+            "Number of pods ignored during scheduling by nodeflow: pending pods whose spec it cannot read (each "
+            "says why in a FailedScheduling event).",
+            registry=reg,
+        )
         self.cloudprovider_duration = Histogram(
             "karpenter_cloudprovider_duration_seconds",
             "Duration of cloud provider method calls. Labeled by the controller, method name and provider.",

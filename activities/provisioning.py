@@ -28,6 +28,7 @@ from apis.nodepool import is_managed
 from cloudprovider.types import CloudProvider
 from kube import resources as r
 from kube.types import Kube, Obj
+from scheduling.pods import INVALID_POD
 from scheduling.provisionable import is_bound, is_provisionable, pod_key
 from scheduling.types import ExistingNodePlacement, SchedulingInput, SchedulingPolicies
 
@@ -102,6 +103,7 @@ class ProvisioningActivities:
         with self.metrics.scheduling(PROVISIONER, len(pending)):
             plan = scheduling.solve(inp)
         self.metrics.unschedulable_pods.labels(controller=PROVISIONER).set(len(plan.unschedulable))
+        self.metrics.ignored_pods.set(sum(1 for u in plan.unschedulable if u.reason.startswith(INVALID_POD)))
         placed = sum(len(p.pods) for p in plan.existing_nodes)
         on_existing = existing_nominations(plan.existing_nodes, inp.node_claims)
         nominated = dict(list(on_existing.items())[:POD_EVENTS_PER_ROUND])

@@ -215,6 +215,9 @@ def parse_pod(
     )
 
 
+INVALID_POD = "invalid pod"  # how the reason of a pod whose spec cannot be read begins
+
+
 def invalid(error: str) -> ParsedPod:
     return ParsedPod((), frozenset(), (), (Variant(EMPTY, False, ()),), (), frozenset(), error)
 
@@ -250,7 +253,7 @@ def group_pods(
                     namespace, labels, spec, runtime_overhead, volume_reqs, namespace_labels, ignore_preferences
                 )
             except (ValueError, TypeError, KeyError) as err:
-                parsed = invalid(f"invalid pod: {err}")
+                parsed = invalid(f"{INVALID_POD}: {err}")
             cache[cache_key] = parsed
         parsed_pods.append((pod_key(pod), namespace, labels, parsed))
     keys = set(extra_selector_keys)

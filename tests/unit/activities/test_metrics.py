@@ -88,6 +88,7 @@ EXPORTED = {
     "karpenter_scheduler_scheduling_duration_seconds": ("histogram", {"controller"}),
     "karpenter_scheduler_queue_depth": ("gauge", {"controller"}),
     "karpenter_scheduler_unschedulable_pods_count": ("gauge", {"controller"}),
+    "karpenter_scheduler_ignored_pods_count": ("gauge", set()),
     "karpenter_cloudprovider_duration_seconds": ("histogram", {"controller", "method", "provider"}),
     "karpenter_cloudprovider_errors_total": ("counter", {"controller", "method", "provider", "error"}),
     "karpenter_cloudprovider_batcher_batch_size": ("histogram", {"batcher"}),

@@ -448,3 +448,12 @@ def test_apply_keeps_the_registration_health_a_claim_reported() -> None:
 
     assert world.condition(r.NODEPOOL, "legacy", "NodeRegistrationHealthy")["status"] == "False"
     assert world.condition(r.NODEPOOL, "legacy", "Ready")["status"] == "False"
+
+
+def test_pods_whose_spec_cannot_be_read_count_as_ignored() -> None:
+    broken = pending_pod("broken")
+    broken["spec"]["topologySpreadConstraints"] = [{"maxSkew": 1}]  # no topologyKey
+    world = World([node_class("default"), node_pool("default", "default"), pending_pod("fine"), broken])
+    plan = world.solve()
+    assert [u.pod for u in plan.unschedulable] == ["default/broken"]
+    assert world.activities.metrics.registry.get_sample_value("karpenter_scheduler_ignored_pods_count") == 1
