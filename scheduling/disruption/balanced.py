@@ -31,9 +31,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from scheduling.disruption.candidates import NodeState, eviction_cost
-from scheduling.disruption.model import MoveScore
+from scheduling.disruption.model import Command, MoveScore
 
 BALANCED = "Balanced"
+CONSOLIDATION_REJECTED = "ConsolidationRejected"  # the rejection's code, and Karpenter's event reason
 CONSOLIDATION_THRESHOLD = 2  # Karpenter's k
 THRESHOLD = 1 / CONSOLIDATION_THRESHOLD
 
@@ -110,3 +111,32 @@ def best_case(state: NodeState, totals: Mapping[str, PoolTotals]) -> MoveScore |
     if state.price is None:
         return None
     return score(state.pool_name or "", state.price, node_disruption(state), totals.get(state.pool_name or ""))
+
+
+def scored(
+    command: Command, candidates: Sequence[NodeState], totals: Mapping[str, PoolTotals]
+) -> tuple[Command | None, str, str]:
+    """The consolidation command with its scores when a candidate's pool is Balanced (unchanged when none
+    is), or (None, code, why not) when one of those pools rejects it or a price is unknown."""
+    if not any(is_balanced(s) for s in candidates):
+        return command, "", ""
+    if command.price is None:
+        return None, "UnknownPrice", "the price of the current node(s) is unknown: cannot score the move"
+    scores = score_move(candidates, command.replacement_price or 0.0, totals)
+    rejected = next((s for s in scores if not s.approved), None)
+    if rejected is not None:
+        return None, CONSOLIDATION_REJECTED, _why(rejected.node_pool, rejected.describe())
+    return command.model_copy(update={"scores": scores}), "", ""
+
+
+def hopeless(state: NodeState, totals: Mapping[str, PoolTotals]) -> str:
+    """Why no move of this node can pass when its pool is Balanced (even deleting it outright would be
+    rejected), "" when one might or its pool is not Balanced."""
+    best = best_case(state, totals) if is_balanced(state) else None
+    if best is None or best.approved:
+        return ""
+    return _why(best.node_pool, f"even deleting it with nothing in its place would not do: {best.describe()}")
+
+
+def _why(pool: str, why: str) -> str:
+    return f"NodePool {pool} has consolidationPolicy Balanced; the savings are not worth the disruption: {why}"

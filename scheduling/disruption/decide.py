@@ -52,7 +52,7 @@ from collections.abc import Callable, Sequence
 
 from apis import labels as L
 from apis.meta import get_condition
-from scheduling.disruption.balanced import best_case, is_balanced, pool_totals, score_move
+from scheduling.disruption import balanced
 from scheduling.disruption.budgets import pool_budget
 from scheduling.disruption.candidates import (
     NodeState,
@@ -84,7 +84,6 @@ from scheduling.provisionable import pod_key
 from scheduling.types import PlannedNodeClaim
 
 SPOT_TO_SPOT_MIN_TYPES = 15
-BALANCED_REJECTED = "ConsolidationRejected"
 PRICE_EPSILON = 1e-9  # $/h
 SPOT, ON_DEMAND = L.CAPACITY_TYPE_SPOT, L.CAPACITY_TYPE_ON_DEMAND
 
@@ -134,7 +133,7 @@ class _Pass:
             cluster.nodes, cluster.node_claims, cluster.node_pools, cluster.bound_pods, cluster.instance_types, self.now
         )
         self.catalog = {it.name: it for it in cluster.instance_types}
-        self.totals = pool_totals(self.states)
+        self.totals = balanced.pool_totals(self.states)
         self.budgets: dict[str, PoolBudget] = {
             p.name: pool_budget(p, cluster.nodes, self.now) for p in sorted(cluster.node_pools, key=lambda p: p.name)
         }
@@ -322,7 +321,7 @@ class _Pass:
                 )
                 self.reject(state, "SplitConsolidation", "SplitNotCheaper", why)
                 continue
-            command, code, why = self.scored(
+            command, code, why = balanced.scored(
                 Command(
                     method="SplitConsolidation",
                     reason="Underutilized",
@@ -334,6 +333,7 @@ class _Pass:
                     message=f"split {state.name} ({state.ref_price()}) into {found.describe()}",
                 ),
                 [state],
+                self.totals,
             )
             if command is not None:
                 return command
@@ -356,31 +356,15 @@ class _Pass:
     def consolidate(self, states: Sequence[NodeState], method: Method) -> tuple[Command | None, str, str]:
         """Delete or replace these nodes, or (None, code, why not); scored when a pool is Balanced."""
         command, code, message = self.unscored(states, method)
-        return (command, code, message) if command is None else self.scored(command, states)
-
-    def scored(self, command: Command, states: Sequence[NodeState]) -> tuple[Command | None, str, str]:
-        """The command with its scores when any of its nodes' pools is Balanced, or (None, code, why not)
-        when one of those pools rejects it (scheduling.disruption.balanced)."""
-        if not any(is_balanced(s) for s in states):
-            return command, "", ""
-        if command.price is None:
-            why = "the price of the current node(s) is unknown: cannot score the move for consolidationPolicy Balanced"
-            return None, "UnknownPrice", why
-        scores = score_move(states, command.replacement_price or 0.0, self.totals)
-        rejected = next((s for s in scores if not s.approved), None)
-        if rejected is not None:
-            return None, BALANCED_REJECTED, _balanced_why(rejected.node_pool, rejected.describe())
-        return command.model_copy(update={"scores": scores}), "", ""
+        return (command, code, message) if command is None else balanced.scored(command, states, self.totals)
 
     def not_worth_trying(self, state: NodeState, method: Method) -> bool:
-        """Whether the node's pool is Balanced and even deleting it outright would be rejected, so that no
-        move of it can pass; such a node is rejected without a simulation."""
-        best = best_case(state, self.totals) if is_balanced(state) else None
-        if best is None or best.approved:
-            return False
-        why = f"even deleting it with nothing in its place would not do: {best.describe()}"
-        self.reject(state, method, BALANCED_REJECTED, _balanced_why(best.node_pool, why))
-        return True
+        """Whether no move of the node can pass its Balanced pool (balanced.hopeless); such a node is
+        rejected without a simulation."""
+        why = balanced.hopeless(state, self.totals)
+        if why:
+            self.reject(state, method, balanced.CONSOLIDATION_REJECTED, why)
+        return bool(why)
 
     def unscored(self, states: Sequence[NodeState], method: Method) -> tuple[Command | None, str, str]:
         """Delete or replace these nodes, whatever their pools' policy, or (None, code, why not)."""
@@ -468,10 +452,6 @@ def filter_out_same_type(options: list[tuple[float, str]], states: Sequence[Node
     if ceiling is None:
         return list(options)
     return [(price, name) for price, name in options if _cheaper(price, ceiling)]
-
-
-def _balanced_why(pool: str, why: str) -> str:
-    return f"NodePool {pool} has consolidationPolicy Balanced; the savings are not worth the disruption: {why}"
 
 
 def _cheaper(price: float, than: float) -> bool:

@@ -40,6 +40,7 @@ from apis.duration import parse_duration
 from apis.meta import ConditionStatus, get_condition, rfc3339
 from apis.nodeclaim import CONSOLIDATABLE, INITIALIZED, NodeClaim
 from apis.nodepool import NodePool
+from scheduling.disruption.balanced import CONSOLIDATION_REJECTED
 from scheduling.disruption.candidates import claim_consolidatable_since
 from scheduling.disruption.model import Decision
 
@@ -61,7 +62,6 @@ UNCONSOLIDATABLE_CODES = frozenset(
     }
 )
 BLOCKED_CODES = frozenset({"PodDisruptionBudget"})
-CONSOLIDATION_REJECTED = "ConsolidationRejected"  # also the rejection code (scheduling.disruption.decide)
 CONSOLIDATION_APPROVED = "ConsolidationApproved"
 
 ConditionValue = tuple[ConditionStatus, str, str]  # (status, reason, message)
