@@ -25,7 +25,7 @@ from kube import watch_cache
 from kube.types import Kube, Obj
 from kube.watch_cache import WatchCache
 from scheduling.disruption import DisruptionInput
-from scheduling.provisionable import is_bound, is_provisionable
+from scheduling.provisionable import is_bound
 from scheduling.types import SchedulingInput, SchedulingPolicies
 
 log = logging.getLogger(__name__)
@@ -60,9 +60,9 @@ def read_disruption_input(
     cache: WatchCache | None = None,
     policies: SchedulingPolicies | None = None,
 ) -> DisruptionInput:
-    """Nodes, NodeClaims, bound and pending pods (those provisioning would place), PodDisruptionBudgets,
-    NodePools, EC2NodeClasses, DaemonSets and the volume, runtime and Namespace objects, read now, with
-    the given catalog; `now` defaults to the current UTC time.
+    """Nodes, NodeClaims, bound pods, PodDisruptionBudgets, NodePools, EC2NodeClasses, DaemonSets and the
+    volume, runtime and Namespace objects, read now, with the given catalog; `now` defaults to the current
+    UTC time.
     Invalid NodeClaims, NodePools and EC2NodeClasses are left out (named in `skipped` when given).
     `watched` False leaves out what the leader watches (pods, Nodes, NodeClaims, NodePools,
     EC2NodeClasses: empty lists), for a look that only needs the rest (scheduling.disruption.settled
@@ -99,12 +99,10 @@ def with_watched(
     def read(resource: r.Resource) -> list[Obj]:
         return watch_cache.read(kube, resource, cache)
 
-    pods = read(r.POD)
     cluster = SchedulingInput(
         **{
             **dict(side.cluster),
-            "pods": [p for p in pods if is_provisionable(p)],
-            "bound_pods": [p for p in pods if is_bound(p)],
+            "bound_pods": [p for p in read(r.POD) if is_bound(p)],
             "nodes": read(r.NODE),
             "node_claims": parse_all([c for c in read(r.NODECLAIM) if is_managed(c)], NodeClaim, skipped),
             "node_pools": parse_all([p for p in read(r.NODEPOOL) if is_managed(p)], NodePool, skipped),

@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 PROVISIONER = "provisioner"  # the `controller` label of the scheduling metrics
 POD_EVENTS_PER_ROUND = 200  # FailedScheduling and Nominated Events a round records, each
-NOMINATION_DEDUPE = timedelta(minutes=2)  # a pod nominated to the same place again within this: no Event
+NOMINATION_DEDUPE = timedelta(minutes=2)  # a pod nominated again within this: no Event
 
 
 class ProvisioningActivities:
@@ -60,7 +60,7 @@ class ProvisioningActivities:
         self.recorder = recorder
         self.metrics = metrics or Metrics()
         self.launcher = ClaimLauncher(kube, starter, self.metrics)
-        self._nominated: dict[tuple[str, str], datetime] = {}  # (pod uid, where) -> when nominated
+        self._nominated: dict[str, datetime] = {}  # pod uid -> when last nominated
         self._lock = threading.Lock()
         self.status = ProvisioningStatus(kube, cloud, recorder)
 
@@ -175,9 +175,9 @@ class ProvisioningActivities:
         """Karpenter's `Nominated` Event on each pod a new claim of this round is for ("Pod should schedule
         on: nodeclaim/<name>"), then on each pod placed on a NodeClaim in flight or a Node
         ("nodeclaim/<name>, node/<name>"), so `kubectl describe pod` says which node is coming for it; at
-        most POD_EVENTS_PER_ROUND a round, as Karpenter rate-limits nominations too, and a pod nominated to
-        the same place by this worker within NOMINATION_DEDUPE is not again (Karpenter dedupes it too):
-        a pod waiting for a claim in flight is placed there at every round until it binds."""
+        most POD_EVENTS_PER_ROUND a round, as Karpenter rate-limits nominations too, and a pod this worker
+        nominated within NOMINATION_DEDUPE is not again (Karpenter dedupes them by pod): a pod waiting for
+        a claim in flight is placed there at every round until it binds, and its node registers meanwhile."""
         where: dict[str, str] = {}
         for planned in inp.plan.node_claims:
             name = self.launcher.claim_name(inp.round, planned)
@@ -192,8 +192,8 @@ class ProvisioningActivities:
             if not uid:
                 continue
             with self._lock:
-                repeat = (uid, target) in self._nominated
-                self._nominated[(uid, target)] = now
+                repeat = uid in self._nominated
+                self._nominated[uid] = now
             if not repeat:
                 namespace, _, pod_name = key.partition("/")
                 pod = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": pod_name, "namespace": namespace,

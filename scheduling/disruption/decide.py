@@ -38,8 +38,7 @@ consolidation move (methods 3 to 5) is scored and made only when its savings are
 disrupts (scheduling.disruption.balanced); a rejected move is recorded with the code
 `ConsolidationRejected`, an approved one carries its scores (`Command.scores`).
 
-The simulations schedule the pending pods too, and no pod moves to a node not ready to take it
-(scheduling.disruption.simulate).
+In the simulations no pod moves to a node not ready to take it (scheduling.disruption.simulate).
 
 Not (yet) done as Karpenter does: static NodePools' drift (StaticDrift) is left to a later change;
 Balanced moves are tried in disruption-cost order, not ranked by score.

@@ -5,8 +5,8 @@ pass found nothing to do, and nothing it reads has changed since. Its cluster st
 changed 5 minutes after the last change, so that what no watch shows (an instance type available again,
 a new price) is judged again. nodeflow's look ahead (workers.disruption_trigger) does the same:
 
-- `state_key(inp)`: what a decision reads, apart from the clock. For Nodes and pods (bound or pending),
-  that is what a decision reads of them (`node_facts`, `pod_facts`), not their resourceVersion: a kubelet rewrites
+- `state_key(inp)`: what a decision reads, apart from the clock. For Nodes and bound pods, that is what
+  a decision reads of them (`node_facts`, `pod_facts`), not their resourceVersion: a kubelet rewrites
   each Node's status at least every 5 minutes (a heartbeat time) and each pod's as its containers and
   probes go, and keyed on versions a cluster of hundreds of nodes would count as changed at every look.
   Karpenter likewise counts its cluster state as changed on a new pod binding, a deletion, or a node's
@@ -105,13 +105,12 @@ class StateKey:
 
 
 def watched_key(inp: DisruptionInput) -> int:
-    """`StateKey.watched`: Nodes, bound and pending pods, NodeClaims, NodePools and EC2NodeClasses."""
+    """`StateKey.watched`: Nodes, bound pods, NodeClaims, NodePools and EC2NodeClasses."""
     cluster = inp.cluster
     return hash(
         (
             tuple(node_facts(node) for node in cluster.nodes),
             tuple(pod_facts(pod) for pod in cluster.bound_pods),
-            tuple(pod_facts(pod) for pod in cluster.pods),
             _typed(cluster.node_claims),
             _typed(cluster.node_pools),
             _typed(cluster.node_classes),

@@ -124,10 +124,9 @@ def run(
     types: list[InstanceType] | None = None,
     **kwargs: Any,
 ) -> Decision:
-    """Decide over these nodes (with their claims) and bound pods; `pending=` the pods provisioning would
-    place; the other keyword arguments are DisruptionInput's."""
+    """Decide over these nodes (with their claims) and bound pods; the other keyword arguments are
+    DisruptionInput's."""
     cluster = SchedulingInput(
-        pods=kwargs.pop("pending", []),
         bound_pods=pods,
         nodes=[n for n, _ in machines],
         node_claims=[c for _, c in machines],

@@ -1,5 +1,5 @@
-"""What a consolidation move may count on, as in Karpenter's simulation: the room pending pods will take
-is not free, and a moved pod may only go to a node ready to take it now."""
+"""What a consolidation move may count on, as in Karpenter's simulation: a moved pod may only go to a node
+ready to take it now."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from apis.nodeclaim import NodeClaim
 from scheduling.disruption import Decision, DisruptionInput, decide
 from scheduling.types import SchedulingInput
-from tests.unit.scheduling.builders import catalog, node_class, pod
+from tests.unit.scheduling.builders import catalog, node_class
 from tests.unit.scheduling.disruption_builders import (
     HOUR_AGO,
     NOW,
@@ -19,16 +19,6 @@ from tests.unit.scheduling.disruption_builders import (
     run,
     stamp,
 )
-
-
-def pending(name: str, cpu: str) -> Obj:
-    """A pod the kube-scheduler could not place: what provisioning would place."""
-    obj = pod(name, cpu=cpu, memory="1Gi")
-    obj["status"] = {
-        "phase": "Pending",
-        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
-    }
-    return obj
 
 
 def in_flight(name: str, instance_type: str) -> NodeClaim:
@@ -63,19 +53,6 @@ def test_a_candidate_whose_pods_fit_elsewhere_is_deleted() -> None:
     machines, pods = two_nodes()
     command = run(machines, pods, pools=[budget_pool()]).command
     assert command is not None and (command.action, [c.node for c in command.candidates]) == ("Delete", ["small"])
-
-
-def test_room_a_pending_pod_will_take_is_not_counted_free() -> None:
-    machines, pods = two_nodes()
-    decision = run(machines, pods, pools=[budget_pool()], pending=[pending("waiting", "1200m")])
-    assert decision.command is None or decision.command.action != "Delete"
-
-
-def test_a_new_node_only_pending_pods_need_does_not_hold_a_move_back() -> None:
-    machines, pods = two_nodes()
-    decision = run(machines, pods, pools=[budget_pool()], pending=[pending("huge", "6")])
-    command = decision.command
-    assert command is not None and (command.action, command.replacements) == ("Delete", [])
 
 
 def test_a_pod_may_not_move_to_a_node_claim_in_flight() -> None:
