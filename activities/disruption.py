@@ -4,6 +4,10 @@ pods would go). What it returns is recorded in the controller workflow's history
 whether the controller executes its method, and a count of rejections by code (the full per-node reasons
 are what `nodeflow explain` prints). Executing a command is activities.disruption_execution.
 
+The controller's decision first clears the `karpenter.sh/disrupted` marks nothing acts on
+(activities.stale_marks), as Karpenter's controller does before each pass; the leader's look ahead, which
+runs while commands are under way, does not.
+
 The decision also publishes what it found about each node (scheduling.disruption.notices), from the same
 snapshot, so no second read: each NodeClaim's `Consolidatable` condition, written only when it should
 change (at most MAX_CONDITION_WRITES per decision, the rest at the next), and the `Unconsolidatable` and

@@ -1,6 +1,7 @@
 """The claim sweep: the leader's periodic look at every running claim, for what changes without any event.
 
-Running claims hold no timer and poll nothing (workflows.nodeclaim). Two things reach them from here:
+Running claims hold no timer and poll nothing (workflows.nodeclaim). Two things reach them from here, and
+one reaches their instances:
 
 - Expiration: once a NodeClaim's creationTimestamp + spec.expireAfter has passed (Karpenter v1's
   expiration, which `expireAfter: Never` turns off), its workflow is signalled `expire` with the reason
