@@ -21,11 +21,6 @@ log = logging.getLogger(__name__)
 _UNTAINT = kubeops.removing_taint(labels.DISRUPTED_TAINT_KEY, "NoSchedule")
 
 
-def _untainted(node: Obj) -> bool:
-    """Without the disrupted taint, unless the Node's deletion has begun since the snapshot."""
-    return not (node.get("metadata") or {}).get("deletionTimestamp") and _UNTAINT(node)
-
-
 def _without_reason(claim: Obj) -> bool:
     conditions = (claim.get("status") or {}).get("conditions") or []
     kept = [c for c in conditions if c.get("type") != DISRUPTION_REASON]
@@ -44,9 +39,17 @@ def clear_stale_marks(
     left to the next decision; this never raises for an API failure."""
     cleared = []
     for mark in stale_marks(snapshot.cluster.nodes, snapshot.cluster.node_claims, now, handed_over):
+        deleting = False
+
+        def untaint(node: Obj) -> bool:  # runs again on a conflict: `deleting` is the last attempt's
+            nonlocal deleting
+            # A Node whose deletion began since the snapshot is its termination's to taint: left alone.
+            deleting = bool((node.get("metadata") or {}).get("deletionTimestamp"))
+            return not deleting and _UNTAINT(node)
+
         try:
-            if ownership.update(kube, ownership.node(mark.node, mark.provider_id), _untainted) is None:
-                continue
+            if ownership.update(kube, ownership.node(mark.node, mark.provider_id), untaint) is None or deleting:
+                continue  # gone, not the Node read, or being deleted now
             claim = ownership.node_claim(mark.node_claim, mark.node_claim_uid)
             ownership.update(kube, claim, _without_reason, subresource="status")
         except KubeError as err:
