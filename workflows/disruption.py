@@ -23,11 +23,9 @@ and the validating decision counts it as a failed validation. Acting, each step 
 
 A worker killed at any line resumes the command where it was: the taint ends in the abort path or the
 drain, never left; replacement names derive from the run and round, so a retried launch finds them. A
-controller stopped for good mid-command (terminated by hand), or Karpenter uninstalled mid-command, does
-leave marks: each decision of the controller first clears the `karpenter.sh/disrupted` taints and
-`DisruptionReason` conditions nothing acts on, as Karpenter's controller does (activities.stale_marks).
-The NodeClaims it signalled to delete in the last HANDOVER go with the decision as in use (`handed_over`),
-since their workflows begin deleting them only after the signal.
+controller terminated by hand mid-command, or Karpenter uninstalled mid-command, does leave marks: each
+decision first clears the marks nothing acts on, as Karpenter's controller does (activities.stale_marks),
+but those of the NodeClaims signalled to delete in the last HANDOVER (`handed_over`).
 
 Manual replaces: the `replace` signal (NodeClaim name, reason; sent by `nodeflow replace` and forwarded by
 a NodeClaim workflow's own `replace` signal) queues a request, deduplicated by name, which wakes the poll.
