@@ -27,6 +27,21 @@ from kube import resources as r
 from kube.types import Kube, Obj
 
 
+def dropping_condition(type_: str) -> Callable[[Obj], bool]:
+    """A status mutation for a NodeClaim (`ownership.update(..., subresource="status")`): remove the
+    condition `type_`; False when it has none."""
+
+    def mutate(obj: Obj) -> bool:
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        kept = [c for c in conditions if c.get("type") != type_]
+        if len(kept) == len(conditions):
+            return False
+        obj["status"]["conditions"] = kept
+        return True
+
+    return mutate
+
+
 def setting_conditions(*updates: tuple[str, str, str, str], **status: Any) -> Callable[[Obj], bool]:
     """A status mutation for a NodeClaim (`ownership.update(..., subresource="status")`): set these
     conditions (type, status, reason, message), stamped now, and these other status fields; False when
@@ -129,15 +144,7 @@ class ClaimActivities:
         histogram.labels(condition=condition, nodepool=self._pool_of(claim)).observe(elapsed)
 
     def _drop_condition(self, ref: ClaimRef, type_: str) -> None:
-        def mutate(obj: Obj) -> bool:
-            conditions = (obj.get("status") or {}).get("conditions") or []
-            kept = [c for c in conditions if c.get("type") != type_]
-            if len(kept) == len(conditions):
-                return False
-            obj["status"]["conditions"] = kept
-            return True
-
-        ownership.update(self.kube, self._own_claim(ref), mutate, subresource="status")
+        ownership.update(self.kube, self._own_claim(ref), dropping_condition(type_), subresource="status")
 
     def _annotate(self, ref: ClaimRef, stamp: dict[str, str]) -> None:
         """Add these annotations to the claim (a no-op when they are there already)."""

@@ -9,8 +9,9 @@ import logging
 from collections.abc import Collection
 from datetime import datetime
 
-from activities import kubeops, ownership
-from apis import labels
+from activities import ownership
+from activities.claim_base import dropping_condition
+from activities.disruption_execution import NOT_DISRUPTED
 from apis.nodeclaim import DISRUPTION_REASON
 from kube.errors import KubeError
 from kube.types import Kube, Obj
@@ -18,16 +19,7 @@ from scheduling.disruption.model import DisruptionInput
 from scheduling.disruption.stale import stale_marks
 
 log = logging.getLogger(__name__)
-_UNTAINT = kubeops.removing_taint(labels.DISRUPTED_TAINT_KEY, "NoSchedule")
-
-
-def _without_reason(claim: Obj) -> bool:
-    conditions = (claim.get("status") or {}).get("conditions") or []
-    kept = [c for c in conditions if c.get("type") != DISRUPTION_REASON]
-    if len(kept) == len(conditions):
-        return False
-    claim["status"]["conditions"] = kept
-    return True
+_WITHOUT_REASON = dropping_condition(DISRUPTION_REASON)
 
 
 def clear_stale_marks(
@@ -45,13 +37,13 @@ def clear_stale_marks(
             nonlocal deleting
             # A Node whose deletion began since the snapshot is its termination's to taint: left alone.
             deleting = bool((node.get("metadata") or {}).get("deletionTimestamp"))
-            return not deleting and _UNTAINT(node)
+            return not deleting and NOT_DISRUPTED(node)
 
         try:
             if ownership.update(kube, ownership.node(mark.node, mark.provider_id), untaint) is None or deleting:
                 continue  # gone, not the Node read, or being deleted now
             claim = ownership.node_claim(mark.node_claim, mark.node_claim_uid)
-            ownership.update(kube, claim, _without_reason, subresource="status")
+            ownership.update(kube, claim, _WITHOUT_REASON, subresource="status")
         except KubeError as err:
             log.warning("stale karpenter.sh/disrupted taint on Node %s not cleared (the next decision retries): %s",
                         mark.node, err, extra={"node": mark.node, "nodeclaim": mark.node_claim})  # fmt: skip

@@ -405,12 +405,8 @@ def _check_temporal_tls(settings: Settings) -> None:
     """Parse `temporal_tls` (a bool, or true/false text from a flag or the environment) in place; a
     ValueError naming the setting for other text, for false with a TLS file, and for a certificate
     without its key or a key without its certificate. The files themselves are read when connecting."""
-    value = settings.temporal_tls
-    if isinstance(value, str):
-        text = value.strip().lower()
-        if text not in _TRUE + _FALSE:
-            raise ValueError(f"{where('temporal_tls')} is {value!r}: give true or false")
-        object.__setattr__(settings, "temporal_tls", text in _TRUE)
+    if isinstance(settings.temporal_tls, str):
+        object.__setattr__(settings, "temporal_tls", _flag("temporal_tls", settings.temporal_tls))
     given = [name for name in TEMPORAL_TLS_FILES if getattr(settings, name)]
     if settings.temporal_tls is False and given:
         raise ValueError(f"{where('temporal_tls')} is false but {where(given[0])} is set: drop one of them")
