@@ -31,7 +31,7 @@ def _node_target(node: Obj, startup_taints: Mapping[str, tuple[TaintSpec, ...]])
     labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
     labels.setdefault(L.HOSTNAME, name)
     taints = parse_taints(spec.get("taints") or [])
-    if _starting(labels):
+    if is_starting(labels):
         starting = startup_taints.get(name, ())
         taints = tuple(t for t in taints if t.key not in EPHEMERAL_TAINT_KEYS and not _matches_any(t, starting))
     if spec.get("unschedulable") or meta.get("deletionTimestamp"):
@@ -40,7 +40,7 @@ def _node_target(node: Obj, startup_taints: Mapping[str, tuple[TaintSpec, ...]])
     return NodeTarget(name, labels, taints, allocatable)
 
 
-def _starting(labels: Mapping[str, str]) -> bool:
+def is_starting(labels: Mapping[str, str]) -> bool:
     """A node of a NodePool not initialized yet: its taints that only last while a node starts are assumed
     to go, as Karpenter's cluster state assumes. An initialized node, or one no NodePool made, is taken
     with every taint it has: `node.kubernetes.io/unreachable` on a node that stopped answering keeps

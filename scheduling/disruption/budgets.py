@@ -55,6 +55,11 @@ def is_disrupting(node: Obj) -> bool:
         return True
     if any(t.get("key") == L.DISRUPTED_TAINT_KEY for t in (node.get("spec") or {}).get("taints") or []):
         return True
+    return is_not_ready(node)
+
+
+def is_not_ready(node: Obj) -> bool:
+    """The Node has a Ready condition that is not True (a Node without one yet is not counted)."""
     ready = [c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"]
     return bool(ready) and ready[0].get("status") != "True"
 

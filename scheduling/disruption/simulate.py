@@ -36,12 +36,13 @@ from apis.instancetype import InstanceType
 from apis.quantity import ResourceList, add, format_resource_list, format_units, subtract, to_resource_list
 from apis.requirements import NodeSelectorRequirement
 from scheduling.catalog import OptionCache
+from scheduling.disruption.budgets import is_not_ready
 from scheduling.disruption.candidates import NodeState, is_reschedulable
 from scheduling.disruption.model import Obj
 from scheduling.provisionable import is_bound
 from scheduling.resources import pod_requests
 from scheduling.solver import solve
-from scheduling.state import bound_anti_terms
+from scheduling.state import bound_anti_terms, is_starting
 from scheduling.types import Plan, PlannedNodeClaim, SchedulingInput, UnschedulablePod
 
 
@@ -179,14 +180,9 @@ class Simulator:
 
 
 def _takes_pods(node: Obj) -> bool:
-    """Ready, and initialized when Karpenter manages it (it carries a NodePool label)."""
-    labels = (node.get("metadata") or {}).get("labels") or {}
-    if L.NODEPOOL in labels and labels.get(L.INITIALIZED) != "true":
-        return False
-    if (node.get("metadata") or {}).get("deletionTimestamp"):
-        return False
-    ready = [c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"]
-    return not ready or ready[0].get("status") == "True"
+    """Not being deleted, Ready, and initialized when Karpenter manages it (it carries a NodePool label)."""
+    meta = node.get("metadata") or {}
+    return not (is_starting(meta.get("labels") or {}) or meta.get("deletionTimestamp") or is_not_ready(node))
 
 
 def allowed_values(claim: PlannedNodeClaim, key: str) -> set[str] | None:
