@@ -94,13 +94,8 @@ def dry_runs(
         family=ami_family(node_class),
         tags=tuple(tags.items()),
     )
-    data = spec.data()
-    template = {
-        "LaunchTemplateName": spec.name(),
-        "LaunchTemplateData": data,
-        "TagSpecifications": [{"ResourceType": "launch-template", "Tags": tag_list(spec.resource_tags())}],
-        "DryRun": True,
-    }
+    template = {**spec.create_request(), "DryRun": True}
+    data = template["LaunchTemplateData"]
     subnet = resolved.subnets[0]["id"]
     run = {key: value for key, value in data.items() if key != "TagSpecifications"}
     if run.get("NetworkInterfaces"):

@@ -113,6 +113,14 @@ class LaunchTemplateSpec:
             data["Placement"] = {"GroupId": self.placement_group_id}
         return data
 
+    def create_request(self) -> dict[str, Any]:
+        """The CreateLaunchTemplate arguments that make this template."""
+        return {
+            "LaunchTemplateName": self.name(),
+            "LaunchTemplateData": self.data(),
+            "TagSpecifications": [{"ResourceType": "launch-template", "Tags": tag_list(self.resource_tags())}],
+        }
+
     def resource_tags(self) -> tuple[tuple[str, str], ...]:
         """The template's own tags: the launch tags and the node class's static hash (TAG_NODECLASS_HASH)."""
         return (*self.tags, (TAG_NODECLASS_HASH, self.node_class.static_hash()))
@@ -194,13 +202,7 @@ class LaunchTemplates:
                 return name
         if not self._exists(name):
             try:
-                call(
-                    "CreateLaunchTemplate",
-                    self._ec2.create_launch_template,
-                    LaunchTemplateName=name,
-                    LaunchTemplateData=spec.data(),
-                    TagSpecifications=[{"ResourceType": "launch-template", "Tags": tag_list(spec.resource_tags())}],
-                )
+                call("CreateLaunchTemplate", self._ec2.create_launch_template, **spec.create_request())
             except CloudProviderError as error:
                 if not has_code(
                     error, "InvalidLaunchTemplateName.AlreadyExistsException"
