@@ -25,6 +25,11 @@ def owner_labels(obj_labels: Mapping[str, str]) -> dict[str, str]:
     }
 
 
+def zone_of(obj_labels: Mapping[str, str]) -> str:
+    """The `zone` label value of a NodeClaim or Node with these labels ('' before its launch chose one)."""
+    return obj_labels.get(labels.ZONE, "")
+
+
 def node_labels(obj_labels: Mapping[str, str]) -> dict[str, str]:
     """The NODE_LABELS values of a Node with these labels ('' for each it lacks)."""
     keys = (labels.INSTANCE_TYPE, labels.CAPACITY_TYPE, labels.ZONE, labels.ARCH, labels.OS)

@@ -69,8 +69,9 @@ class Metrics(ClusterStateGauges):
         )
         self.nodeclaims_terminated = Counter(
             "karpenter_nodeclaims_terminated",
-            "Number of nodeclaims terminated in total by nodeflow. Labeled by the owning nodepool and capacity type.",
-            ["nodepool", "capacity_type"],
+            "Number of nodeclaims terminated in total by nodeflow. Labeled by the owning nodepool, capacity type and "
+            "zone.",
+            ["nodepool", "capacity_type", "zone"],
             registry=reg,
         )
         self.nodeclaims_disrupted = Counter(
@@ -109,14 +110,14 @@ class Metrics(ClusterStateGauges):
         self.nodes_created = Counter(
             "karpenter_nodes_created",
             "Number of nodes created in total by nodeflow (counted when the node registers). Labeled by owning "
-            "nodepool.",
-            ["nodepool"],
+            "nodepool and zone.",
+            ["nodepool", "zone"],
             registry=reg,
         )
         self.nodes_terminated = Counter(
             "karpenter_nodes_terminated",
-            "Number of nodes terminated in total by nodeflow. Labeled by owning nodepool.",
-            ["nodepool"],
+            "Number of nodes terminated in total by nodeflow. Labeled by owning nodepool and zone.",
+            ["nodepool", "zone"],
             registry=reg,
         )
         self.nodes_drained = Counter(

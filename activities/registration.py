@@ -21,6 +21,7 @@ from temporalio import activity
 
 from activities import claims, nodepool_status, ownership
 from activities.initialization import InitializationActivities, InitializationResult
+from activities.metric_labels import zone_of
 from activities.models import ClaimIdentity, ClaimRef
 from apis import labels
 from apis.meta import is_true
@@ -122,7 +123,7 @@ class RegistrationActivities(InitializationActivities):
         pool = self._pool_of(claim)
         if not is_true(claim.status.conditions, REGISTERED):
             self._observe_startup(claim, REGISTERED)
-            self.metrics.nodes_created.labels(nodepool=pool).inc()
+            self.metrics.nodes_created.labels(nodepool=pool, zone=zone_of(claim.metadata.labels)).inc()
         nodepool_status.set_registration_health(self.kube, pool, True, f"node {ident.node_name} registered")
 
     def _with_partition(self, ident: ClaimIdentity, claim: NodeClaim) -> NodeClaim:

@@ -16,7 +16,7 @@ from temporalio import activity
 from activities import drain, kubeops, nodepool_status, ownership, volume_detachment
 from activities.claim_base import ClaimActivities, claim_logger
 from activities.heartbeat import heartbeating
-from activities.metric_labels import owner_labels, seconds_since
+from activities.metric_labels import owner_labels, seconds_since, zone_of
 from activities.models import ClaimIdentity, ClaimRef
 from apis import labels
 from apis.meta import as_utc, get_condition, is_true, rfc3339
@@ -322,8 +322,9 @@ class TerminationActivities(ClaimActivities):
 
     def _observe_node_terminated(self, node: Obj, claim: Obj | None) -> None:
         meta = node["metadata"]
-        pool = str((meta.get("labels") or {}).get(labels.NODEPOOL, "")) or self._pool_of(claim)
-        self.metrics.nodes_terminated.labels(nodepool=pool).inc()
+        node_labels = meta.get("labels") or {}
+        pool = str(node_labels.get(labels.NODEPOOL, "")) or self._pool_of(claim)
+        self.metrics.nodes_terminated.labels(nodepool=pool, zone=zone_of(node_labels)).inc()
         now = datetime.now(UTC)
         requested = [seconds_since(meta.get("deletionTimestamp"), now)]
         if claim is not None:
@@ -336,8 +337,9 @@ class TerminationActivities(ClaimActivities):
             self.metrics.nodes_lifetime_duration.labels(nodepool=pool).observe(lifetime)
 
     def _observe_claim_terminated(self, claim: Obj) -> None:
-        owner = owner_labels(claim["metadata"].get("labels") or {})
-        self.metrics.nodeclaims_terminated.labels(**owner).inc()
+        claim_labels = claim["metadata"].get("labels") or {}
+        owner = owner_labels(claim_labels)
+        self.metrics.nodeclaims_terminated.labels(**owner, zone=zone_of(claim_labels)).inc()
         now = datetime.now(UTC)
         pool = owner["nodepool"]
         termination = seconds_since(claim["metadata"].get("deletionTimestamp"), now)

@@ -31,6 +31,7 @@ PROVIDER_ID = "aws:///us-west-2a/i-0123"
 M5_LARGE = {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}
 ZONE_A = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-west-2a"]}
 POOL = {"nodepool": "default"}
+IN_ZONE_B = {"topology.kubernetes.io/zone": "us-west-2b"}
 
 
 def samples(metrics: Metrics) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
@@ -76,7 +77,7 @@ def test_each_phase_is_timed_from_the_claims_creation_once(
     registration.register_node(ident)
     registration.register_node(ident)
     assert value(metrics, f"{startup}_count", condition="Registered", **POOL) == 1
-    assert value(metrics, "karpenter_nodes_created_total", **POOL) == 1
+    assert value(metrics, "karpenter_nodes_created_total", **POOL, zone="us-west-2a") == 1  # the claim's zone
 
     as_admin_patch(kube, r.NODE, NODE, {"status": {"conditions": [{"type": "Ready", "status": "True"}]}},
                    subresource="status")  # fmt: skip
@@ -89,9 +90,10 @@ def test_each_phase_is_timed_from_the_claims_creation_once(
 def test_termination_counts_drained_and_terminated_once_and_times_it(
     kube: MemKube, cloud: FakeCloudProvider, events: Events, metrics: Metrics
 ) -> None:
-    registered = {"creationTimestamp": ago(3600), "labels": {"karpenter.sh/nodepool": "default"},
+    registered = {"creationTimestamp": ago(3600), "labels": {"karpenter.sh/nodepool": "default", **IN_ZONE_B},
                   "finalizers": ["karpenter.sh/termination"]}  # fmt: skip
     as_admin_patch(kube, r.NODE, NODE, {"metadata": registered})
+    as_admin_patch(kube, r.NODECLAIM, NAME, {"metadata": {"labels": IN_ZONE_B}})
     termination = TerminationActivities(kube, cloud, events, "test", metrics=metrics)  # type: ignore[arg-type]
     termination.drain_step(DrainInput(name=NAME, node_name=NODE))
     termination.drain_step(DrainInput(name=NAME, node_name=NODE))  # drained already: not counted again
@@ -106,8 +108,8 @@ def test_termination_counts_drained_and_terminated_once_and_times_it(
     termination.finalize(ident)
     termination.finalize(ident)  # retried: both are gone
     owner = {"nodepool": "default", "capacity_type": "on-demand"}
-    assert value(metrics, "karpenter_nodeclaims_terminated_total", **owner) == 1
-    assert value(metrics, "karpenter_nodes_terminated_total", **POOL) == 1
+    assert value(metrics, "karpenter_nodeclaims_terminated_total", **owner, zone="us-west-2b") == 1
+    assert value(metrics, "karpenter_nodes_terminated_total", **POOL, zone="us-west-2b") == 1
     assert value(metrics, "karpenter_nodeclaims_termination_duration_seconds_count", **POOL) == 1
     assert 30 <= (value(metrics, "karpenter_nodeclaims_instance_termination_duration_seconds_sum", **POOL) or 0) < 90
     assert value(metrics, "karpenter_nodes_termination_duration_seconds_count", **POOL) == 1

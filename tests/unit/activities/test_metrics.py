@@ -38,14 +38,14 @@ NODE_RESOURCE_LABELS = {
 # the same thing, `nodeflow_` where Karpenter has none.
 EXPORTED = {
     "karpenter_nodeclaims_created_total": ("counter", {"reason", "nodepool", "min_values_relaxed"}),
-    "karpenter_nodeclaims_terminated_total": ("counter", {"nodepool", "capacity_type"}),
+    "karpenter_nodeclaims_terminated_total": ("counter", {"nodepool", "capacity_type", "zone"}),
     "karpenter_nodeclaims_disrupted_total": ("counter", {"reason", "nodepool", "capacity_type"}),
     "karpenter_nodeclaims_termination_duration_seconds": ("histogram", {"nodepool"}),
     "karpenter_nodeclaims_instance_termination_duration_seconds": ("histogram", {"nodepool"}),
     "nodeflow_nodeclaims_startup_duration_seconds": ("histogram", {"condition", "nodepool"}),
     "nodeflow_disruption_settled_looks_total": ("counter", set()),
-    "karpenter_nodes_created_total": ("counter", {"nodepool"}),
-    "karpenter_nodes_terminated_total": ("counter", {"nodepool"}),
+    "karpenter_nodes_created_total": ("counter", {"nodepool", "zone"}),
+    "karpenter_nodes_terminated_total": ("counter", {"nodepool", "zone"}),
     "karpenter_nodes_drained_total": ("counter", {"nodepool"}),
     "karpenter_nodes_termination_duration_seconds": ("histogram", {"nodepool"}),
     "karpenter_nodes_lifetime_duration_seconds": ("histogram", {"nodepool"}),
@@ -286,4 +286,4 @@ def test_an_expired_claim_counts_as_disrupted_and_a_finalized_one_as_terminated_
     assert value("karpenter_nodeclaims_disrupted_total", {"reason": "expired", **owner}) == 1
     termination.finalize(ClaimIdentity(name=NAME, node_name=NODE))
     termination.finalize(ClaimIdentity(name=NAME, node_name=NODE))  # retried: the claim is gone
-    assert value("karpenter_nodeclaims_terminated_total", owner) == 1
+    assert value("karpenter_nodeclaims_terminated_total", {**owner, "zone": ""}) == 1  # never launched: no zone
