@@ -25,7 +25,11 @@ settled counts in `nodeflow_disruption_settled_looks_total`. A command counts in
 `karpenter_voluntary_disruption_decisions_total` when it is executed, after its validation, as Karpenter
 counts it (activities.disruption_execution), not when decided; one abandoned at its validation counts in
 `karpenter_voluntary_disruption_failed_validations_total`, and the latest decision's budgets also set
-`karpenter_nodepools_nodes_consuming_budgets` (the pool's nodes being disrupted, per reason).
+`karpenter_nodepools_nodes_consuming_budgets` (the pool's nodes being disrupted, per reason). Each
+consolidation move the Balanced policy judged counts once per pool among its candidates in
+`karpenter_consolidation_moves_total` (the move's `decision`, `approved` or `rejected`, and the pool's
+`policy`), and a Balanced pool's score is observed in `karpenter_consolidation_score` with its own verdict.
+Like the evaluation time, these count the moves of every decision, the look ahead's and the controller's.
 """
 
 from __future__ import annotations
@@ -145,6 +149,11 @@ class LookAhead:
     mark: int | None = None
 
 
+def approval(approved: bool) -> str:
+    """Karpenter's `decision` label of a Balanced verdict."""
+    return "approved" if approved else "rejected"
+
+
 class DisruptionActivities:
     """Constructed by the composition root with the boundaries."""
 
@@ -260,6 +269,12 @@ class DisruptionActivities:
             m.consolidation_timeouts.labels(consolidation_type="").inc()
         for reason, count in decision.eligible.items():
             m.disruption_eligible_nodes.labels(reason=disruption_reason(reason)).set(count)
+        for move in decision.moves:
+            verdict = {"nodepool": move.node_pool, "policy": move.policy}
+            m.consolidation_moves.labels(decision=approval(move.approved), **verdict).inc()
+            if move.score is not None:
+                own = approval(move.score.approved)
+                m.consolidation_score.labels(decision=own, **verdict).observe(move.score.score)
         series = {
             (b.node_pool, disruption_reason(lim.reason)): (lim.allowed, b.disrupting)
             for b in decision.budgets

@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 
 from activities.cluster_state_metrics import ClusterStateGauges
+from activities.disruption_metrics import DisruptionMetrics
 from activities.status_condition_metrics import CONDITION_KINDS, ConditionMetrics
 
 disable_created_metrics()
@@ -51,14 +52,16 @@ LIFETIME_BUCKETS = tuple(float(h * 3600) for h in (0.25, 0.5, 1, 2, 4, 8, 12, 24
 PROVISIONED = "provisioned"  # karpenter_nodeclaims_created_total's reason for a claim provisioning made
 
 
-class Metrics(ClusterStateGauges):
+class Metrics(ClusterStateGauges, DisruptionMetrics):
     """Every metric nodeflow exports, registered on `registry` (a new one when not given): the cluster-state
-    gauges (activities.cluster_state_metrics) and the counters and histograms of what the worker does."""
+    gauges (activities.cluster_state_metrics), the disruption controller's (activities.disruption_metrics)
+    and the counters and histograms of what the worker does."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         reg = self.registry
-        super().__init__(reg)
+        ClusterStateGauges.__init__(self, reg)
+        DisruptionMetrics.__init__(self, reg, DURATION_BUCKETS)
         # prometheus-client adds `_total` to a counter's name itself.
         self.nodeclaims_created = Counter(
             "karpenter_nodeclaims_created",
@@ -141,25 +144,11 @@ class Metrics(ClusterStateGauges):
             buckets=LIFETIME_BUCKETS,
             registry=reg,
         )
-        self.nodepools_allowed_disruptions = Gauge(
-            "karpenter_nodepools_allowed_disruptions",
-            "The number of nodes for a given NodePool that can be concurrently disrupting at a point in time. "
-            "Labeled by nodepool and reason.",
-            ["nodepool", "reason"],
-            registry=reg,
-        )
         self.nodeclaims_unhealthy_disrupted = Counter(
             "karpenter_nodeclaims_unhealthy_disrupted",
             "Number of unhealthy nodeclaims disrupted in total by node repair. Labeled by the condition the node "
             "was disrupted on, the owning nodepool, the capacity type and the image ID.",
             ["condition", "nodepool", "capacity_type", "image_id"],
-            registry=reg,
-        )
-        self.nodepools_nodes_consuming_budgets = Gauge(
-            "karpenter_nodepools_nodes_consuming_budgets",
-            "The number of nodes consuming the budget of a nodepool at a point in time. Labeled by nodepool and "
-            "reason.",
-            ["nodepool", "reason"],
             registry=reg,
         )
         self.pods_drained = Counter(
@@ -258,52 +247,7 @@ class Metrics(ClusterStateGauges):
             buckets=BATCH_TIME_BUCKETS,
             registry=reg,
         )
-        self.disruption_decisions = Counter(
-            "karpenter_voluntary_disruption_decisions",
-            "Number of disruption decisions performed. Labeled by disruption decision, reason and consolidation type.",
-            ["decision", "reason", "consolidation_type"],
-            registry=reg,
-        )
-        self.disruption_eligible_nodes = Gauge(
-            "karpenter_voluntary_disruption_eligible_nodes",
-            "Number of nodes eligible for disruption by nodeflow. Labeled by disruption reason.",
-            ["reason"],
-            registry=reg,
-        )
-        self.disruption_evaluation_duration = Histogram(
-            "karpenter_voluntary_disruption_decision_evaluation_duration_seconds",
-            "Duration of the disruption decision evaluation process in seconds. Labeled by method and consolidation "
-            "type (nodeflow evaluates every method in one pass: method `all`).",
-            ["method", "consolidation_type"],
-            buckets=DURATION_BUCKETS,
-            registry=reg,
-        )
         # No Karpenter counterpart (Karpenter skips a consolidated cluster without counting it).
-        self.disruption_settled_looks = Counter(
-            "nodeflow_disruption_settled_looks",
-            "Number of the leader's disruption look aheads that decided nothing because the cluster was settled: "
-            "unchanged since passes that found no command, and no time-driven change due.",
-            registry=reg,
-        )
-        self.disruption_failed_validations = Counter(
-            "karpenter_voluntary_disruption_failed_validations",
-            "Number of disruption commands that were decided but failed validation. Labeled by consolidation type.",
-            ["consolidation_type"],
-            registry=reg,
-        )
-        self.disruption_queue_failures = Counter(
-            "karpenter_voluntary_disruption_queue_failures",
-            "The number of times that an executed disruption command failed (its replacements did not come up) and "
-            "was rolled back. Labeled by decision, reason and consolidation type.",
-            ["decision", "reason", "consolidation_type"],
-            registry=reg,
-        )
-        self.consolidation_timeouts = Counter(
-            "karpenter_voluntary_disruption_consolidation_timeouts",
-            "Number of times the consolidation algorithm has reached a timeout. Labeled by consolidation type.",
-            ["consolidation_type"],
-            registry=reg,
-        )
         self.interruption_received = Counter(
             "karpenter_interruption_received_messages",
             "Count of messages received from the interruption queue. Broken down by message type.",

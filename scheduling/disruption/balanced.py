@@ -18,6 +18,9 @@ For each NodePool with `consolidationPolicy: Balanced` among a move's candidates
   have no pod to evict), nor drift.
 - Before a single node is simulated, its best case is scored: deleting it with nothing in its place. A
   replacement saves less than that, so a node whose deletion would be rejected is not simulated.
+- Each move judged (one with a Balanced pool among its candidates, the best case above included) gives
+  each pool among its candidates a `MoveVerdict`: the move's verdict, the pool's policy, and the pool's
+  score when it is Balanced (a pool that is not is not scored, and counts as approving, as in Karpenter).
 
 With every pod at the default cost, a node running the pool's average number of pods is replaced only by
 one costing at most half as much. k is fixed at 2, as in Karpenter 1.14, whose NodePool has no field for
@@ -29,9 +32,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from scheduling.disruption.candidates import NodeState, eviction_cost
-from scheduling.disruption.model import Command, MoveScore
+from scheduling.disruption.model import Command, MoveScore, MoveVerdict
 
 BALANCED = "Balanced"
 CONSOLIDATION_REJECTED = "ConsolidationRejected"  # the rejection's code, and Karpenter's event reason
@@ -113,29 +117,50 @@ def best_case(state: NodeState, totals: Mapping[str, PoolTotals]) -> MoveScore |
     return score(state.pool_name or "", state.price, node_disruption(state), totals.get(state.pool_name or ""))
 
 
-def scored(
-    command: Command, candidates: Sequence[NodeState], totals: Mapping[str, PoolTotals]
-) -> tuple[Command | None, str, str]:
-    """The consolidation command with its scores when a candidate's pool is Balanced (unchanged when none
-    is), or (None, code, why not) when one of those pools rejects it or a price is unknown."""
+class Judged(NamedTuple):
+    """A consolidation command as the policy left it: `command` (with its scores) when approved, else None
+    with the rejection's `code` and `why`; `moves`, each pool's part when a candidate's pool is Balanced."""
+
+    command: Command | None
+    code: str = ""
+    why: str = ""
+    moves: Sequence[MoveVerdict] = ()
+
+
+def scored(command: Command, candidates: Sequence[NodeState], totals: Mapping[str, PoolTotals]) -> Judged:
+    """The consolidation command with its scores when a candidate's pool is Balanced (unchanged, and no
+    move judged, when none is), or rejected when one of those pools rejects it or a price is unknown."""
     if not any(is_balanced(s) for s in candidates):
-        return command, "", ""
+        return Judged(command)
     if command.price is None:
-        return None, "UnknownPrice", "the price of the current node(s) is unknown: cannot score the move"
+        return Judged(None, "UnknownPrice", "the price of the current node(s) is unknown: cannot score the move")
     scores = score_move(candidates, command.replacement_price or 0.0, totals)
     rejected = next((s for s in scores if not s.approved), None)
+    moves = verdicts(candidates, scores, approved=rejected is None)
     if rejected is not None:
-        return None, CONSOLIDATION_REJECTED, _why(rejected.node_pool, rejected.describe())
-    return command.model_copy(update={"scores": scores}), "", ""
+        return Judged(None, CONSOLIDATION_REJECTED, _why(rejected.node_pool, rejected.describe()), moves)
+    return Judged(command.model_copy(update={"scores": scores}), moves=moves)
 
 
-def hopeless(state: NodeState, totals: Mapping[str, PoolTotals]) -> str:
+def hopeless(state: NodeState, totals: Mapping[str, PoolTotals]) -> tuple[str, list[MoveVerdict]]:
     """Why no move of this node can pass when its pool is Balanced (even deleting it outright would be
-    rejected), "" when one might or its pool is not Balanced."""
+    rejected), with that deletion's verdict; ("", []) when one might or its pool is not Balanced."""
     best = best_case(state, totals) if is_balanced(state) else None
     if best is None or best.approved:
-        return ""
-    return _why(best.node_pool, f"even deleting it with nothing in its place would not do: {best.describe()}")
+        return "", []
+    why = _why(best.node_pool, f"even deleting it with nothing in its place would not do: {best.describe()}")
+    return why, verdicts([state], [best], approved=False)
+
+
+def verdicts(candidates: Sequence[NodeState], scores: Sequence[MoveScore], approved: bool) -> list[MoveVerdict]:
+    """One per NodePool among a judged move's candidates, by name: the move's verdict, the pool's policy,
+    and its score when it has one."""
+    by_pool = {s.node_pool: s for s in scores}
+    policies = {s.pool_name or "": s.pool.spec.disruption.consolidation_policy if s.pool else "" for s in candidates}
+    return [
+        MoveVerdict(node_pool=pool, policy=policy, approved=approved, score=by_pool.get(pool))
+        for pool, policy in sorted(policies.items())
+    ]
 
 
 def _why(pool: str, why: str) -> str:

@@ -68,6 +68,7 @@ from scheduling.disruption.model import (
     Decision,
     DisruptionInput,
     Method,
+    MoveVerdict,
     PoolBudget,
     Reason,
     Rejection,
@@ -137,6 +138,8 @@ class _Pass:
             p.name: pool_budget(p, cluster.nodes, self.now) for p in sorted(cluster.node_pools, key=lambda p: p.name)
         }
         self.rejections: list[Rejection] = []
+        self.moves: list[MoveVerdict] = []
+        self.best_cases_judged: set[str] = set()
         self.simulator = Simulator(cluster)
         pdbs = PdbIndex(inp.pod_disruption_budgets)
         self.eligible: list[NodeState] = []
@@ -320,7 +323,7 @@ class _Pass:
                 )
                 self.reject(state, "SplitConsolidation", "SplitNotCheaper", why)
                 continue
-            command, code, why = balanced.scored(
+            command, code, why = self.judge(
                 Command(
                     method="SplitConsolidation",
                     reason="Underutilized",
@@ -332,7 +335,6 @@ class _Pass:
                     message=f"split {state.name} ({state.ref_price()}) into {found.describe()}",
                 ),
                 [state],
-                self.totals,
             )
             if command is not None:
                 return command
@@ -355,14 +357,23 @@ class _Pass:
     def consolidate(self, states: Sequence[NodeState], method: Method) -> tuple[Command | None, str, str]:
         """Delete or replace these nodes, or (None, code, why not); scored when a pool is Balanced."""
         command, code, message = self.unscored(states, method)
-        return (command, code, message) if command is None else balanced.scored(command, states, self.totals)
+        return (command, code, message) if command is None else self.judge(command, states)
+
+    def judge(self, command: Command, states: Sequence[NodeState]) -> tuple[Command | None, str, str]:
+        """`balanced.scored`, its moves kept for the decision."""
+        judged = balanced.scored(command, states, self.totals)
+        self.moves.extend(judged.moves)
+        return judged.command, judged.code, judged.why
 
     def not_worth_trying(self, state: NodeState, method: Method) -> bool:
         """Whether no move of the node can pass its Balanced pool (balanced.hopeless); such a node is
-        rejected without a simulation."""
-        why = balanced.hopeless(state, self.totals)
+        rejected without a simulation, and that deletion's verdict kept (once: each method asks)."""
+        why, moves = balanced.hopeless(state, self.totals)
         if why:
             self.reject(state, method, balanced.CONSOLIDATION_REJECTED, why)
+            if state.name not in self.best_cases_judged:
+                self.best_cases_judged.add(state.name)
+                self.moves.extend(moves)
         return bool(why)
 
     def unscored(self, states: Sequence[NodeState], method: Method) -> tuple[Command | None, str, str]:
@@ -494,4 +505,5 @@ def decide(inp: DisruptionInput, clock: Callable[[], float] = time.perf_counter)
             "Empty": sum(1 for s in run.consolidatable if s.empty),
             "Underutilized": len(run.consolidatable),
         },
+        moves=run.moves,
     )

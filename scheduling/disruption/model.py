@@ -173,6 +173,18 @@ class MoveScore(_Model):
         )
 
 
+class MoveVerdict(_Model):
+    """One NodePool's part in a consolidation move the Balanced policy judged (one with a Balanced pool
+    among its candidates), for Karpenter's `karpenter_consolidation_moves_total` and
+    `karpenter_consolidation_score`: the move's verdict (every Balanced pool of it must approve), the
+    pool's consolidationPolicy, and its own score (None for a pool that is not Balanced: not scored)."""
+
+    node_pool: str
+    policy: str
+    approved: bool
+    score: MoveScore | None = None
+
+
 class Command(_Model):
     """One disruption: delete the candidates (after launching `replacements`, when any, and waiting for
     them to initialize). `price` is the candidates' total, `replacement_price` the replacements' cheapest."""
@@ -200,6 +212,7 @@ class Decision(_Model):
     # Per reason, the nodes a method for it could take (before budgets): drifted candidates for Drifted,
     # consolidatable ones for Underutilized, the empty among those for Empty.
     eligible: dict[str, int] = Field(default_factory=dict)
+    moves: list[MoveVerdict] = Field(default_factory=list)  # each pool's part in each move Balanced judged
 
     def why(self, node: str) -> list[Rejection]:
         """Every reason recorded for that node (empty when it was chosen or never looked at)."""

@@ -23,7 +23,7 @@ from apis.meta import rfc3339
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
 from scheduling.disruption import CandidateRef, Command, Decision
-from scheduling.disruption.model import BudgetLimit, PoolBudget
+from scheduling.disruption.model import BudgetLimit, MoveScore, MoveVerdict, PoolBudget
 from tests.unit.activities.claimworld import NAME, NODE, as_admin_patch, pod, uid
 from tests.unit.activities.memkube import Events, MemKube
 
@@ -165,3 +165,26 @@ def test_a_decision_counts_timeouts_and_shows_eligible_nodes_and_budgets(
     assert value(metrics, consuming, nodepool="default", reason="underutilized") == 2
     disruption.count(Decision(budgets=[]))
     assert value(metrics, consuming, nodepool="default", reason="underutilized") is None  # no pool: no series
+
+
+def test_each_pools_part_in_a_judged_move_counts_and_a_balanced_pools_score_is_observed(
+    kube: MemKube, cloud: FakeCloudProvider, events: Events, metrics: Metrics
+) -> None:
+    disruption = DisruptionActivities(kube, cloud, events, metrics)  # type: ignore[arg-type]
+    low = MoveScore(node_pool="b", score=0.3, savings_fraction=0.03, disruption_fraction=0.1, threshold=0.5)
+    moves = [  # one move across pools b (Balanced, rejecting it) and u (not scored), then an approved one
+        MoveVerdict(node_pool="b", policy="Balanced", approved=False, score=low),
+        MoveVerdict(node_pool="u", policy="WhenEmptyOrUnderutilized", approved=False),
+        MoveVerdict(node_pool="b", policy="Balanced", approved=True, score=low.model_copy(update={"score": 2.0})),
+    ]
+    disruption.count(Decision(moves=moves))
+    balanced = {"nodepool": "b", "policy": "Balanced"}
+    moved = "karpenter_consolidation_moves_total"
+    assert value(metrics, moved, decision="rejected", **balanced) == 1
+    assert value(metrics, moved, decision="approved", **balanced) == 1
+    assert value(metrics, moved, decision="rejected", nodepool="u", policy="WhenEmptyOrUnderutilized") == 1
+    scored = "karpenter_consolidation_score"
+    assert value(metrics, f"{scored}_sum", decision="rejected", **balanced) == pytest.approx(0.3)
+    assert value(metrics, f"{scored}_bucket", decision="approved", le="2.0", **balanced) == 1
+    unscored = {"nodepool": "u", "policy": "WhenEmptyOrUnderutilized"}
+    assert value(metrics, f"{scored}_count", decision="rejected", **unscored) is None

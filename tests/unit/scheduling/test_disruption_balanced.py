@@ -85,6 +85,17 @@ def test_a_node_whose_deletion_would_be_rejected_is_not_simulated() -> None:
     assert "even deleting it with nothing in its place would not do: score 0.36 < threshold 0.50" in why.message
 
 
+def test_each_move_judged_is_kept_with_the_pools_policy_verdict_and_score() -> None:
+    [approved] = decide_for("Balanced").moves
+    assert (approved.node_pool, approved.policy, approved.approved) == ("default", "Balanced", True)
+    assert approved.score is not None and approved.score.score == pytest.approx(0.557, abs=1e-3)
+    rejected = decide_for("Balanced", big_pod_cost=4).moves
+    assert [(m.approved, round(m.score.score, 2)) for m in rejected if m.score] == [(False, 0.28)]
+    [best_case] = decide_for("Balanced", big_pod_cost=10).moves  # not simulated: its deletion was judged
+    assert not best_case.approved and best_case.score is not None and round(best_case.score.score, 2) == 0.36
+    assert decide_for("WhenEmptyOrUnderutilized").moves == []  # no Balanced pool: no move is judged
+
+
 def test_empty_nodes_of_a_balanced_pool_are_deleted_unscored() -> None:
     machines = [karpenter_node("busy", "m5.xlarge"), karpenter_node("idle", "m5.xlarge")]
     decision = run(
