@@ -62,6 +62,13 @@ class Metrics(ClusterStateGauges, DisruptionMetrics):
         reg = self.registry
         ClusterStateGauges.__init__(self, reg)
         DisruptionMetrics.__init__(self, reg, DURATION_BUCKETS)
+        self.build_info = Gauge(
+            "karpenter_build_info",
+            "A metric with a constant '1' value labeled by version from which nodeflow was built (goversion: the "
+            "Python runtime, goarch: the architecture, commit: the source revision).",
+            ["version", "goversion", "goarch", "commit"],
+            registry=reg,
+        )
         # prometheus-client adds `_total` to a counter's name itself.
         self.nodeclaims_created = Counter(
             "karpenter_nodeclaims_created",

@@ -39,7 +39,7 @@ from kube.leases import LeaseClient
 from kube.types import Kube
 from kube.watch_cache import WatchCache
 from scheduling.provisionable import is_provisionable
-from workers.build_id import build_id
+from workers.build_id import build_id, build_labels
 from workers.claim_sweep import ClaimSweep
 from workers.cluster_metrics import ClusterStateMetrics
 from workers.disruption_trigger import DisruptionTrigger
@@ -298,6 +298,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing |
     for gate in not_implemented(settings.feature_gate_values()):
         log.warning("feature gate %s is on, but nodeflow does not implement %s yet; it has no effect", gate, gate)
     metrics = Metrics()
+    metrics.build_info.labels(**build_labels()).set(1)
     instrument = tracing.instrument_boto3 if tracing else None
     client = await connect(
         settings,

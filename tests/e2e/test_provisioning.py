@@ -222,6 +222,8 @@ def test_should_export_karpenters_metrics_and_the_temporal_sdks_after_a_scale_up
               if labels["nodepool"] == "metered"}  # fmt: skip
     assert {"cpu", "memory", "nodes"} <= usage
     assert samples["karpenter_cluster_state_synced"] == [({}, 1.0)]
+    [(build, one)] = samples["karpenter_build_info"]
+    assert one == 1.0 and build["version"] and build["goversion"].startswith("python")
 
     def requested() -> dict[str, float] | None:
         gauge = scrape(stack.worker_metrics_url()).get("karpenter_nodes_total_pod_requests", [])

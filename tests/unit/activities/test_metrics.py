@@ -109,6 +109,7 @@ EXPORTED = {
     "karpenter_voluntary_disruption_consolidation_timeouts_total": ("counter", {"consolidation_type"}),
     "karpenter_voluntary_disruption_failed_validations_total": ("counter", {"consolidation_type"}),
     "karpenter_voluntary_disruption_queue_failures_total": ("counter", {"decision", "reason", "consolidation_type"}),
+    "karpenter_build_info": ("gauge", {"version", "goversion", "goarch", "commit"}),
     "karpenter_consolidation_moves_total": ("counter", {"decision", "nodepool", "policy"}),
     "karpenter_consolidation_score": ("histogram", {"decision", "nodepool", "policy"}),
     "karpenter_interruption_received_messages_total": ("counter", {"message_type"}),

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from workers.build_id import build_id, workflow_code_digest
+import pytest
+
+from workers.build_id import build_id, build_labels, workflow_code_digest
 
 
 def test_the_build_id_names_the_version_and_the_workflow_code() -> None:
@@ -26,3 +28,17 @@ def test_the_digest_follows_the_workflow_sources_and_nothing_else(tmp_path: Path
 
 def test_without_sources_there_is_no_digest(tmp_path: Path) -> None:
     assert workflow_code_digest(tmp_path) == ""
+
+
+def test_build_info_names_the_version_runtime_architecture_and_the_images_revision(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("NODEFLOW_REVISION", "0123abcd")
+    monkeypatch.setattr("platform.machine", lambda: "x86_64")
+    labels = build_labels()
+    assert labels["commit"] == "0123abcd" and labels["goarch"] == "amd64"
+    assert re.fullmatch(r"python3\.\d+\.\d+", labels["goversion"])
+    assert labels["version"] in build_id()
+    monkeypatch.delenv("NODEFLOW_REVISION")
+    monkeypatch.setattr("platform.machine", lambda: "aarch64")
+    assert (build_labels()["commit"], build_labels()["goarch"]) == ("", "arm64")
