@@ -238,6 +238,13 @@ class Metrics(ClusterStateGauges, DisruptionMetrics):
             ["controller", "method", "provider", "error"],
             registry=reg,
         )
+        self.instance_launch_failures = Counter(
+            "karpenter_cloudprovider_instance_launch_failures",
+            "Number of instance launch (CreateFleet offering) failures, dimensioned by availability zone, zone ID, "
+            "capacity type, and launch failure reason (the EC2 error code).",
+            ["zone", "zone_id", "capacity_type", "reason"],
+            registry=reg,
+        )
         self.batcher_batch_size = Histogram(
             "karpenter_cloudprovider_batcher_batch_size",
             "Size of the request batch per batcher. Labeled by the batcher (create_fleet: launches sent as one "
@@ -275,6 +282,11 @@ class Metrics(ClusterStateGauges, DisruptionMetrics):
         )
 
         self.conditions = {kind: ConditionMetrics(kind, reg) for kind in CONDITION_KINDS}
+
+    def launch_failure(self, zone: str, zone_id: str, capacity_type: str, reason: str) -> None:
+        """One offering of a CreateFleet failed with EC2 error code `reason`."""
+        self.instance_launch_failures.labels(zone=zone, zone_id=zone_id, capacity_type=capacity_type,
+                                             reason=reason).inc()  # fmt: skip
 
     def fleet_batch(self, size: int, window: float) -> None:
         """One CreateFleet batch of `size` launches was sent, its window open `window` seconds."""

@@ -331,6 +331,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing |
         kubernetes_version=settings.kubernetes_version,
         reserved_capacity=settings.feature_gate_values()["ReservedCapacity"],
         observe_fleet_batch=metrics.fleet_batch,
+        observe_launch_failure=metrics.launch_failure,
         instrument=instrument,
         pricing_api=settings.optional_seconds("on_demand_price_refresh_interval") is not None,
         vm_memory_overhead_percent=settings.vm_memory_overhead_percent,

@@ -78,6 +78,7 @@ def new_aws_cloud_provider(
     ec2_limiter: EC2RateLimiter | None = None,
     reserved_capacity: bool = True,
     observe_fleet_batch: Callable[[int, float], None] | None = None,
+    observe_launch_failure: Callable[[str, str, str, str], None] | None = None,
     instrument: ClientHook | None = None,
     pricing_api: bool = True,
     vm_memory_overhead_percent: float = DEFAULT_VM_MEMORY_OVERHEAD_PERCENT,
@@ -89,7 +90,8 @@ def new_aws_cloud_provider(
     `cluster` (from `resolve_eks_cluster`) is what the launched nodes need to join. Every EC2 call first
     takes a token from `ec2_limiter` (by default one with EC2's default bucket sizes, for this provider
     alone). `reserved_capacity`: Karpenter's ReservedCapacity feature gate (see AWSCloudProvider);
-    `observe_fleet_batch` is told the size and window of each CreateFleet batch; `instrument` is called with each boto3
+    `observe_fleet_batch` is told the size and window of each CreateFleet batch, `observe_launch_failure` each
+    offering a CreateFleet reports failing (AWSCloudProvider); `instrument` is called with each boto3
     client built. `pricing_api` False: on-demand prices stay the shipped table's (Karpenter's isolated VPC);
     else the price book may ask the Pricing API at its endpoint for the region (no call until refreshed).
     `vm_memory_overhead_percent` and `reserved_enis` shape every instance type (InstanceTypeSettings).
@@ -108,6 +110,7 @@ def new_aws_cloud_provider(
         clock=clock,
         reserved_capacity=reserved_capacity,
         observe_fleet_batch=observe_fleet_batch,
+        observe_launch_failure=observe_launch_failure,
         vm_memory_overhead_percent=vm_memory_overhead_percent,
         reserved_enis=reserved_enis,
         dry_run=dry_run,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from apis.ec2nodeclass import EC2NodeClass
 from apis.instancetype import InstanceType, Offering
@@ -186,8 +186,16 @@ def new_fleet_batcher(ec2: EC2API, observe: Callable[[int, float], None] | None 
     )
 
 
+class Zones(NamedTuple):
+    """A launch's subnets' zones: `of_subnet` by subnet id, and each zone's id (`use1-az1`) by zone name."""
+
+    of_subnet: dict[str, str]
+    ids: dict[str, str]
+
+
 class Launcher:
-    """Everything `create()` needs; see `CloudProvider.create` for the contract."""
+    """Everything `create()` needs; see `CloudProvider.create` for the contract. `observe_launch_failure`
+    is told of every offering a CreateFleet reports failing (`_fleet`)."""
 
     def __init__(
         self,
@@ -201,6 +209,7 @@ class Launcher:
         catalog: Callable[[Any], list[InstanceType]],
         reservations: CapacityReservations | None = None,
         batcher: FleetBatcher | None = None,
+        observe_launch_failure: Callable[[str, str, str, str], None] | None = None,
     ) -> None:
         self._ec2 = ec2
         self._cluster = cluster
@@ -212,6 +221,7 @@ class Launcher:
         self._catalog = catalog
         self._reservations = reservations
         self._batcher = batcher or new_fleet_batcher(ec2)
+        self._observe_launch_failure = observe_launch_failure
 
     def create(self, request: LaunchRequest) -> Instance:
         existing = self._instances.live(request.node_claim_name)
@@ -250,7 +260,7 @@ class Launcher:
         configs = self._launch_template_configs(
             overrides, user_data, groups, profile, family, request, tags, group.id if group else ""
         )
-        zones = {s["id"]: s["zone"] for s in subnets}
+        zones = Zones({s["id"]: s["zone"] for s in subnets}, {s["zone"]: s.get("zoneID", "") for s in subnets})
         if capacity_type == "reserved":
             instance = self._reserved_fleet(request, overrides, configs, tags, zones)
         else:
@@ -265,7 +275,7 @@ class Launcher:
         overrides: list[Override],
         configs: list[dict[str, Any]],
         tags: dict[str, str],
-        zone_of_subnet: dict[str, str],
+        zones: Zones,
     ) -> Instance:
         """A launch into capacity reservations: each launch template targets one reservation; the fleet's
         market is on-demand, or capacity-block for capacity blocks. A refused reservation is offered no
@@ -273,9 +283,7 @@ class Launcher:
         market = CAPACITY_BLOCK if overrides[0].reservation_type == CAPACITY_BLOCK else "on-demand"
         by_offering = {(ov.instance_type, ov.zone): ov for ov in reversed(overrides)}
         try:
-            instance = self._fleet(
-                request, "reserved", configs, tags, zone_of_subnet, request.node_class.spec.context, market
-            )
+            instance = self._fleet(request, "reserved", configs, tags, zones, request.node_class.spec.context, market)
         except InsufficientCapacityError as error:
             for refused in error.offerings:
                 if (ov := by_offering.get((refused.instance_type, refused.zone))) and self._reservations:
@@ -403,14 +411,16 @@ class Launcher:
         capacity_type: str,
         configs: list[dict[str, Any]],
         tags: dict[str, str],
-        zone_of_subnet: dict[str, str],
+        zones: Zones,
         context: str | None = None,
         market: str = "",
     ) -> Instance:
         """One instant CreateFleet. `context`: the node class's `spec.context` (reserved capacity shared
         through AWS's context mechanism), sent as CreateFleet's Context. `market`: the fleet's target
         capacity type when it is not `capacity_type` (a `reserved` launch buys on-demand or
-        capacity-block capacity); refused offerings are recorded under `capacity_type`."""
+        capacity-block capacity); refused offerings are recorded under `capacity_type`. Each offering the
+        fleet reports failing, whatever the error, is told to `observe_launch_failure` (zone, zone id,
+        capacity type, error code), as Karpenter counts them."""
         tag_list = [{"Key": k, "Value": v} for k, v in tags.items()]
         kwargs: dict[str, Any] = {
             "Type": "instant",
@@ -438,11 +448,15 @@ class Launcher:
                 raise CloudProviderError(str(error), retryable=True) from error
             raise
         errors = response.get("Errors", [])
-        refused = [
-            fleet_error_offering({**e, "Lifecycle": capacity_type} if market else e, zone_of_subnet, capacity_type)
+        failed = [
+            fleet_error_offering({**e, "Lifecycle": capacity_type} if market else e, zones.of_subnet, capacity_type)
             for e in errors
-            if is_capacity_code(e.get("ErrorCode", ""))
         ]
+        if self._observe_launch_failure is not None:
+            for offering in failed:
+                zone_id = zones.ids.get(offering.zone, "")
+                self._observe_launch_failure(offering.zone, zone_id, offering.capacity_type, offering.reason)
+        refused = [o for o in failed if is_capacity_code(o.reason)]
         self._unavailable.mark_all(refused)
         ids = [i for group in response.get("Instances", []) for i in group.get("InstanceIds", [])]
         if ids:

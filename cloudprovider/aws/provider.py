@@ -44,7 +44,8 @@ class AWSCloudProvider:
     the name and `cluster_endpoint`. `reserved_capacity` is Karpenter's ReservedCapacity feature gate:
     when on, the capacity reservations an EC2NodeClass selects are resolved into its status and offered
     as `reserved` capacity (cloudprovider.aws.capacityreservations). `observe_fleet_batch` is told the
-    size and window of each CreateFleet batch (`cloudprovider.aws.fleet_batcher`).
+    size and window of each CreateFleet batch (`cloudprovider.aws.fleet_batcher`), `observe_launch_failure`
+    the zone, zone id, capacity type and error code of each offering a CreateFleet reports failing.
 
     `prices` (a PriceBook of `pricing`, a client of the Pricing API, starting from the table `prices`,
     by default the region's shipped one) holds the current on-demand and spot prices; whoever runs the
@@ -68,6 +69,7 @@ class AWSCloudProvider:
         catalog_ttl_seconds: float = 3600.0,
         reserved_capacity: bool = True,
         observe_fleet_batch: Callable[[int, float], None] | None = None,
+        observe_launch_failure: Callable[[str, str, str, str], None] | None = None,
         vm_memory_overhead_percent: float = DEFAULT_VM_MEMORY_OVERHEAD_PERCENT,
         reserved_enis: int = 0,
         dry_run: bool = True,
@@ -105,6 +107,7 @@ class AWSCloudProvider:
             self.instance_types,
             reservations=self.reservations,
             batcher=new_fleet_batcher(ec2, observe_fleet_batch),
+            observe_launch_failure=observe_launch_failure,
         )
 
     def create(self, request: LaunchRequest) -> Instance:

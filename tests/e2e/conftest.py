@@ -7,11 +7,13 @@ import json
 import os
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from devstack.stack import DevStack
 from kube import resources as r
@@ -59,6 +61,17 @@ spec:
           image: registry.k8s.io/pause:3.9
           resources: {{requests: {{cpu: "{cpu}", memory: {memory}}}}}
 """
+
+
+def scrape(url: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """Every sample at `url` (a Prometheus endpoint) by sample name: [(labels, value)]."""
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text = response.read().decode()
+    samples: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            samples.setdefault(sample.name, []).append((sample.labels, sample.value))
+    return samples
 
 
 def pods_of(stack: DevStack, app: str) -> list[dict[str, Any]]:

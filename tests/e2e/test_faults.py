@@ -22,6 +22,7 @@ from tests.e2e.conftest import (
     deployment,
     live_instances,
     pods_of,
+    scrape,
 )
 from tests.eventually import eventually
 from workflows import garbage_collection as gc
@@ -108,6 +109,9 @@ def test_an_offering_refused_for_capacity_sends_the_pods_to_the_next_pool_and_st
     assert events, "no InsufficientCapacityError event on the refused NodeClaim"
     refused_claims = {e["involvedObject"]["name"] for e in events}
     assert not refused_claims & {c["metadata"]["name"] for c in stack.kube.list(r.NODECLAIM)}
+    failures = scrape(stack.worker_metrics_url())["karpenter_cloudprovider_instance_launch_failures_total"]
+    assert any(labels["zone"] == "us-west-2a" and labels["reason"] == "InsufficientInstanceCapacity" and n >= 1
+               for labels, n in failures)  # fmt: skip
 
     stack.aws_faults.clear()
     stack.apply_text(deployment("ice-second", 1, cpu="1", memory="1Gi", extra_spec=on_team("ice")))

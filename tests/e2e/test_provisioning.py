@@ -9,13 +9,19 @@ import urllib.request
 from typing import Any
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from devstack.stack import DevStack
 from kube import resources as r
 from kube.errors import NotFoundError
 from tests.dashboard import dashboard_metrics
-from tests.e2e.conftest import assert_one_instance_per_claim, claim_of_node, deployment, live_instances, pods_of
+from tests.e2e.conftest import (
+    assert_one_instance_per_claim,
+    claim_of_node,
+    deployment,
+    live_instances,
+    pods_of,
+    scrape,
+)
 from tests.eventually import eventually
 
 pytestmark = pytest.mark.e2e
@@ -168,17 +174,6 @@ def test_should_reject_invalid_nodepools_naming_the_field_and_keep_provisioning(
     node = stack.kube.get(r.NODE, pod["spec"]["nodeName"])
     assert node["metadata"]["labels"]["karpenter.sh/nodepool"] == "good"
     assert len(live_instances(stack)) == len(stack.kube.list(r.NODECLAIM))
-
-
-def scrape(url: str) -> dict[str, list[tuple[dict[str, str], float]]]:
-    """Every sample at `url` (a Prometheus endpoint) by sample name: [(labels, value)]."""
-    with urllib.request.urlopen(url, timeout=10) as response:
-        text = response.read().decode()
-    samples: dict[str, list[tuple[dict[str, str], float]]] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            samples.setdefault(sample.name, []).append((sample.labels, sample.value))
-    return samples
 
 
 def test_should_export_karpenters_metrics_and_the_temporal_sdks_after_a_scale_up(stack: DevStack) -> None:

@@ -281,6 +281,20 @@ def test_insufficient_capacity_on_some_offerings_launches_another(
     assert instance.instance_type == "m5.large"
 
 
+def test_each_offering_a_fleet_refuses_is_reported_with_its_zone_id_even_when_another_launches(
+    aws: MotoServer, clean: FaultClient
+) -> None:
+    failures: list[tuple[str, str, str, str]] = []
+    observed = new_aws_cloud_provider(REGION, aws.url, cluster_name=CLUSTER, credentials=("testing", "testing"),
+                                      observe_launch_failure=lambda *failure: failures.append(failure))  # fmt: skip
+    clean.insufficient_capacity("t3.large", "us-west-2a", "on-demand")
+    instance = observed.create(make_request(["t3.large"]))
+    assert instance.zone == "us-west-2b"
+    [(zone, zone_id, capacity_type, reason)] = failures
+    assert (zone, capacity_type, reason) == ("us-west-2a", "on-demand", "InsufficientInstanceCapacity")
+    assert zone_id and zone_id.startswith("usw2-az")  # Karpenter's zone_id label: the account-independent id
+
+
 def test_insufficient_capacity_everywhere_raises_and_marks_offerings_unavailable(
     provider: AWSCloudProvider, clean: FaultClient
 ) -> None:

@@ -93,6 +93,10 @@ EXPORTED = {
     "karpenter_cloudprovider_errors_total": ("counter", {"controller", "method", "provider", "error"}),
     "karpenter_cloudprovider_batcher_batch_size": ("histogram", {"batcher"}),
     "karpenter_cloudprovider_batcher_batch_time_seconds": ("histogram", {"batcher"}),
+    "karpenter_cloudprovider_instance_launch_failures_total": (
+        "counter",
+        {"zone", "zone_id", "capacity_type", "reason"},
+    ),
     "karpenter_cloudprovider_instance_type_offering_available": ("gauge", {"instance_type", "capacity_type", "zone"}),
     "karpenter_cloudprovider_instance_type_offering_price_estimate": (
         "gauge",
@@ -187,6 +191,15 @@ def test_the_scheduling_queue_depth_shows_a_running_simulation() -> None:
         assert metrics.registry.get_sample_value("karpenter_scheduler_queue_depth", depth) == 3
     assert metrics.registry.get_sample_value("karpenter_scheduler_queue_depth", depth) == 0
     assert metrics.registry.get_sample_value("karpenter_scheduler_scheduling_duration_seconds_count", depth) == 1
+
+
+def test_each_failed_fleet_offering_counts_by_zone_zone_id_capacity_type_and_error_code() -> None:
+    metrics = Metrics()
+    metrics.launch_failure("us-west-2a", "usw2-az2", "spot", "InsufficientInstanceCapacity")
+    metrics.launch_failure("us-west-2a", "usw2-az2", "spot", "InsufficientInstanceCapacity")
+    failed = {"zone": "us-west-2a", "zone_id": "usw2-az2", "capacity_type": "spot",
+              "reason": "InsufficientInstanceCapacity"}  # fmt: skip
+    assert metrics.registry.get_sample_value("karpenter_cloudprovider_instance_launch_failures_total", failed) == 2
 
 
 def test_fleet_batches_are_counted_by_size_and_window() -> None:
