@@ -36,6 +36,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disa
 from activities.cluster_state_metrics import ClusterStateGauges
 from activities.disruption_metrics import DisruptionMetrics
 from activities.status_condition_metrics import CONDITION_KINDS, ConditionMetrics
+from activities.summary_metric import WindowedSummary
 
 disable_created_metrics()
 
@@ -136,12 +137,11 @@ class Metrics(ClusterStateGauges, DisruptionMetrics):
             ["nodepool"],
             registry=reg,
         )
-        self.nodes_termination_duration = Histogram(
+        self.nodes_termination_duration = WindowedSummary(  # a summary, as Karpenter's
             "karpenter_nodes_termination_duration_seconds",
             "The time taken between a node's deletion request (its own, or its NodeClaim's when that came first) "
             "and the removal of its finalizer. Labeled by owning nodepool.",
             ["nodepool"],
-            buckets=LIFECYCLE_BUCKETS,
             registry=reg,
         )
         self.nodes_lifetime_duration = Histogram(
@@ -173,10 +173,9 @@ class Metrics(ClusterStateGauges, DisruptionMetrics):
             ["code"],
             registry=reg,
         )
-        self.pods_startup_duration = Histogram(
+        self.pods_startup_duration = WindowedSummary(  # a summary, as Karpenter's
             "karpenter_pods_startup_duration_seconds",
             "The time from pod creation until the pod is running.",
-            buckets=LIFECYCLE_BUCKETS,
             registry=reg,
         )
         self.pods_bound_duration = Histogram(

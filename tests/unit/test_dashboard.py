@@ -12,7 +12,7 @@ from activities.metrics import Metrics
 from tests.dashboard import DASHBOARD, dashboard_metrics, expressions, load, metric_names
 from workers.metrics_server import add_process_collectors
 
-SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "summary": ("_sum", "_count")}
+SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "summary": ("", "_sum", "_count")}
 
 
 def exported_names(registry: CollectorRegistry) -> set[str]:
