@@ -158,7 +158,10 @@ class DisruptionExecution:
         with ThreadPoolExecutor(MARK_CONCURRENCY, thread_name_prefix="disruption-mark") as pool:
             marked = [found for found in pool.map(mark, command.candidates) if found is not None]
         if any(first for _, first in marked):  # once per command: a retried step finds its candidates marked
-            self.metrics.disruption_decisions.labels(**command_labels(command)).inc()
+            labels = command_labels(command)
+            self.metrics.disruption_decisions.labels(**labels).inc()
+            for node_pool in sorted({c.node_pool for c in command.candidates}):  # once per NodePool, as Karpenter
+                self.metrics.disruption_decisions_by_nodepool.labels(nodepool=node_pool, **labels).inc()
         return [name for name, _ in marked]
 
     @activity.defn(name="signal_disruption")

@@ -36,6 +36,13 @@ class DisruptionMetrics:
             ["decision", "reason", "consolidation_type"],
             registry=reg,
         )
+        self.disruption_decisions_by_nodepool = Counter(
+            "karpenter_voluntary_disruption_decisions_by_nodepool",
+            "Number of disruption decisions performed by nodepool. Labeled by nodepool name, disruption decision, "
+            "reason, and consolidation type.",
+            ["nodepool", "decision", "reason", "consolidation_type"],
+            registry=reg,
+        )
         self.disruption_eligible_nodes = Gauge(
             "karpenter_voluntary_disruption_eligible_nodes",
             "Number of nodes eligible for disruption by nodeflow. Labeled by disruption reason.",

@@ -106,6 +106,10 @@ EXPORTED = {
     "karpenter_cloudprovider_instance_type_cpu_cores": ("gauge", {"instance_type"}),
     "karpenter_cloudprovider_instance_type_memory_bytes": ("gauge", {"instance_type"}),
     "karpenter_voluntary_disruption_decisions_total": ("counter", {"decision", "reason", "consolidation_type"}),
+    "karpenter_voluntary_disruption_decisions_by_nodepool_total": (
+        "counter",
+        {"nodepool", "decision", "reason", "consolidation_type"},
+    ),
     "karpenter_voluntary_disruption_eligible_nodes": ("gauge", {"reason"}),
     "karpenter_voluntary_disruption_decision_evaluation_duration_seconds": (
         "histogram",
@@ -279,6 +283,8 @@ def test_a_candidate_counts_as_disrupted_and_its_command_as_executed_once(kube: 
     assert metrics.registry.get_sample_value("karpenter_nodeclaims_disrupted_total", disrupted) == 1
     executed = {"decision": "delete", "reason": "underutilized", "consolidation_type": "single"}
     assert metrics.registry.get_sample_value("karpenter_voluntary_disruption_decisions_total", executed) == 1
+    by_pool = "karpenter_voluntary_disruption_decisions_by_nodepool_total"
+    assert metrics.registry.get_sample_value(by_pool, {"nodepool": "default", **executed}) == 1
 
 
 def test_a_rolled_back_command_counts_as_a_queue_failure(kube: MemKube) -> None:
