@@ -50,10 +50,18 @@ def aws() -> Iterator[MotoServer]:
         yield server
 
 
+LAUNCH_FAILURES: list[tuple[str, str, str, str]] = []  # what the module's provider reports (zone, id, type, code)
+
+
 @pytest.fixture(scope="module")
 def provider(aws: MotoServer) -> AWSCloudProvider:
     cp = new_aws_cloud_provider(
-        REGION, aws.url, cluster_name=CLUSTER, credentials=("testing", "testing"), max_attempts=2
+        REGION,
+        aws.url,
+        cluster_name=CLUSTER,
+        credentials=("testing", "testing"),
+        max_attempts=2,
+        observe_launch_failure=lambda *failure: LAUNCH_FAILURES.append(failure),
     )
     cp.instance_types(None)  # load the catalog once (moto's first EC2 call costs seconds)
     return cp
@@ -64,6 +72,7 @@ def clean(aws: MotoServer, provider: AWSCloudProvider) -> Iterator[FaultClient]:
     faults = aws.fault_client()
     faults.clear()
     provider.unavailable.clear()
+    LAUNCH_FAILURES.clear()
     yield faults
     faults.clear()
 
@@ -282,15 +291,12 @@ def test_insufficient_capacity_on_some_offerings_launches_another(
 
 
 def test_each_offering_a_fleet_refuses_is_reported_with_its_zone_id_even_when_another_launches(
-    aws: MotoServer, clean: FaultClient
+    provider: AWSCloudProvider, clean: FaultClient
 ) -> None:
-    failures: list[tuple[str, str, str, str]] = []
-    observed = new_aws_cloud_provider(REGION, aws.url, cluster_name=CLUSTER, credentials=("testing", "testing"),
-                                      observe_launch_failure=lambda *failure: failures.append(failure))  # fmt: skip
     clean.insufficient_capacity("t3.large", "us-west-2a", "on-demand")
-    instance = observed.create(make_request(["t3.large"]))
+    instance = provider.create(make_request(["t3.large"]))
     assert instance.zone == "us-west-2b"
-    [(zone, zone_id, capacity_type, reason)] = failures
+    [(zone, zone_id, capacity_type, reason)] = LAUNCH_FAILURES
     assert (zone, capacity_type, reason) == ("us-west-2a", "on-demand", "InsufficientInstanceCapacity")
     assert zone_id and zone_id.startswith("usw2-az")  # Karpenter's zone_id label: the account-independent id
 
