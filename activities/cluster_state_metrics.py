@@ -90,6 +90,12 @@ class ClusterStateGauges:
             "nodes, NodeClaims, NodePools and pods succeeded (0 on a worker that does not lead).",
             registry=reg,
         )
+        self.cluster_state_unsynced_time = Gauge(
+            "karpenter_cluster_state_unsynced_time_seconds",
+            "The time for which cluster state is not synced: seconds since the leader's refresh first found a watch "
+            "not listed yet (0 once synced, and on a worker that does not lead).",
+            registry=reg,
+        )
         self.cluster_utilization = Gauge(
             "karpenter_cluster_utilization_percent",
             "Utilization of allocatable resources by pod requests, in percent, over nodeflow's nodes. Labeled by "

@@ -296,6 +296,7 @@ class ClusterStateMetrics:
         self._started: set[str] = set()
         self._pending: set[str] = set()  # uids of the pods seen Pending and not started yet
         self._conditions: dict[str, dict[Key, Reading]] = {}  # by kind: the status conditions read last
+        self._unsynced_since: float | None = None  # monotonic time of the first refresh that found it unsynced
 
     def run(self, stop: threading.Event) -> None:
         try:
@@ -313,8 +314,13 @@ class ClusterStateMetrics:
         set, while a watch has not listed yet."""
         m = self.metrics
         if not self.cluster.synced:
+            now = time.monotonic()
+            self._unsynced_since = self._unsynced_since if self._unsynced_since is not None else now
             m.cluster_state_synced.set(0)
+            m.cluster_state_unsynced_time.set(now - self._unsynced_since)
             return False
+        self._unsynced_since = None
+        m.cluster_state_unsynced_time.set(0)
         nodes = self.cluster.list(r.NODE)
         claims = self.cluster.list(r.NODECLAIM)
         pools = self.cluster.list(r.NODEPOOL)
@@ -395,6 +401,8 @@ class ClusterStateMetrics:
                 gauge.clear()
         m.cluster_state_node_count.set(0)
         m.cluster_state_synced.set(0)
+        m.cluster_state_unsynced_time.set(0)
+        self._unsynced_since = None
         self._published.clear()
         self._conditions.clear()
         self._pending.clear()

@@ -67,6 +67,7 @@ EXPORTED = {
     ),
     "karpenter_cluster_state_node_count": ("gauge", set()),
     "karpenter_cluster_state_synced": ("gauge", set()),
+    "karpenter_cluster_state_unsynced_time_seconds": ("gauge", set()),
     "karpenter_cluster_utilization_percent": ("gauge", {"resource_type"}),
     "karpenter_nodepools_usage": ("gauge", {"nodepool", "resource_type"}),
     "karpenter_nodepools_limit": ("gauge", {"nodepool", "resource_type"}),

@@ -325,11 +325,16 @@ def test_nothing_is_published_before_every_watch_has_listed() -> None:
     assert not publisher.refresh()
     assert metrics.registry.get_sample_value("karpenter_cluster_state_synced") == 0
     assert scraped(metrics, "karpenter_nodes_allocatable") == {}
+    unsynced = "karpenter_cluster_state_unsynced_time_seconds"
+    first = metrics.registry.get_sample_value(unsynced)
+    assert not publisher.refresh()
+    assert (metrics.registry.get_sample_value(unsynced) or 0) >= (first or 0) >= 0  # counted from the first look
     pods = listing.store(r.POD)
     assert pods is not None
     pods.mark_synced()
     assert publisher.refresh()
     assert metrics.registry.get_sample_value("karpenter_cluster_state_synced") == 1
+    assert metrics.registry.get_sample_value(unsynced) == 0
     assert scraped(metrics, "karpenter_nodes_allocatable")
 
 
