@@ -20,8 +20,8 @@ from activities.models import ClaimIdentity, ClaimRef
 from activities.node_directory import NodeDirectory
 from activities.shared_reads import SharedReads
 from apis import labels
-from apis.meta import now_rfc3339, set_condition
-from apis.nodeclaim import NodeClaim
+from apis.meta import now_rfc3339, set_condition, with_root_condition
+from apis.nodeclaim import READY_DEPENDENTS, NodeClaim
 from cloudprovider.types import CloudProvider
 from kube import resources as r
 from kube.types import Kube, Obj
@@ -44,8 +44,9 @@ def dropping_condition(type_: str) -> Callable[[Obj], bool]:
 
 def setting_conditions(*updates: tuple[str, str, str, str], **status: Any) -> Callable[[Obj], bool]:
     """A status mutation for a NodeClaim (`ownership.update(..., subresource="status")`): set these
-    conditions (type, status, reason, message), stamped now, and these other status fields; False when
-    nothing changes."""
+    conditions (type, status, reason, message), stamped now, and these other status fields, then Ready
+    over Launched, Registered and Initialized as Karpenter keeps it (apis.meta.with_root_condition: a
+    claim launching is Ready Unknown, one whose launch failed Ready False); False when nothing changes."""
     stamp = now_rfc3339()
 
     def mutate(obj: Obj) -> bool:
@@ -53,6 +54,7 @@ def setting_conditions(*updates: tuple[str, str, str, str], **status: Any) -> Ca
         conditions = claim.status.conditions
         for type_, state, reason, message in updates:
             conditions = set_condition(conditions, type_, state, reason, message, stamp)  # type: ignore[arg-type]
+        conditions = with_root_condition(conditions, READY_DEPENDENTS, stamp)
         new = claim.status.model_copy(update={"conditions": conditions, **status}).to_kube()
         if new == obj.get("status"):
             return False

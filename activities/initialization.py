@@ -16,7 +16,7 @@ from activities.claim_base import ClaimActivities, claim_logger
 from activities.models import ClaimIdentity
 from apis import labels
 from apis.meta import is_true
-from apis.nodeclaim import INITIALIZED, READY
+from apis.nodeclaim import INITIALIZED
 from kube.types import Obj
 
 log = logging.getLogger(__name__)
@@ -65,8 +65,7 @@ class InitializationActivities(ClaimActivities):
         self._set_conditions(
             ident,
             (INITIALIZED, "True", "Initialized", "node is ready and its startup taints are gone"),
-            (READY, "True", "Ready", ""),
-        )
+        )  # Ready follows (claim_base.setting_conditions)
         if not is_true(claim.status.conditions, INITIALIZED):
             self._observe_startup(claim, INITIALIZED)
             claim_logger(log, ident, self._pool_of(claim)).info("initialized NodeClaim %s", ident.name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -101,6 +102,33 @@ def set_condition(
             )
         )
     return out
+
+
+READY = "Ready"
+AWAITING_RECONCILIATION = ("AwaitingReconciliation", "object is awaiting reconciliation")
+
+
+def with_root_condition(
+    conditions: list[Condition], dependents: Sequence[str], now: str, root: str = READY
+) -> list[Condition]:
+    """The conditions with Karpenter's root condition over `dependents`, as its status library
+    (awslabs/operatorpkg) keeps it: a dependent not set yet is set Unknown (AwaitingReconciliation, as
+    Karpenter sets every dependent of a new object); then `root` is True (reason `root`) when every
+    dependent is True; else False with reason UnhealthyDependents when one is False, else Unknown with
+    reason ReconcilingDependents, the message listing each dependent not True, the latest changed first
+    ("Initialized=Unknown, Registered=Unknown"). Like set_condition, lastTransitionTime changes only with
+    the status."""
+    out = list(conditions)
+    for type_ in dependents:
+        if get_condition(out, type_) is None:
+            out = set_condition(out, type_, "Unknown", *AWAITING_RECONCILIATION, now)
+    unhealthy = [c for c in out if c.type in dependents and c.status != "True"]
+    if not unhealthy:
+        return set_condition(out, root, "True", root, "", now)
+    unhealthy.sort(key=lambda c: c.last_transition_time, reverse=True)  # stable: ties keep their order
+    status: ConditionStatus = "False" if any(c.status == "False" for c in unhealthy) else "Unknown"
+    reason = "UnhealthyDependents" if status == "False" else "ReconcilingDependents"
+    return set_condition(out, root, status, reason, ", ".join(f"{c.type}={c.status}" for c in unhealthy), now)
 
 
 def as_utc(moment: datetime) -> datetime:

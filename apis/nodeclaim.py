@@ -36,6 +36,8 @@ CONSOLIDATABLE = "Consolidatable"
 VOLUMES_DETACHED = "VolumesDetached"
 CONSISTENT_STATE_FOUND = "ConsistentStateFound"
 DISRUPTION_REASON = "DisruptionReason"
+# Ready is the root of these, as in Karpenter: True once all three are (apis.meta.with_root_condition).
+READY_DEPENDENTS = (LAUNCHED, REGISTERED, INITIALIZED)
 
 
 def _nodeclaim_requirement(requirement: NodeSelectorRequirement) -> NodeSelectorRequirement:

@@ -183,6 +183,8 @@ def test_should_export_karpenters_metrics_and_the_temporal_sdks_after_a_scale_up
     claims = stack.kube.list(r.NODECLAIM, label_selector="karpenter.sh/nodepool=metered")
     nodes = {claim["status"]["nodeName"] for claim in claims}
     assert claims and len(nodes) == len(claims)
+    ready = {c["type"]: c["status"] for claim in claims for c in claim["status"]["conditions"] if c["type"] == "Ready"}
+    assert ready == {"Ready": "True"}  # Ready over Launched, Registered and Initialized, as Karpenter's
 
     def exported() -> dict[str, list[tuple[dict[str, str], float]]] | None:
         samples = scrape(stack.worker_metrics_url())

@@ -81,7 +81,16 @@ def test_a_requested_resource_is_waited_for(initialization: InitializationActivi
     assert message.startswith("waiting for resource nvidia.com/gpu") and "Node node-1" in message
 
 
-def test_a_ready_node_initializes_the_claim(initialization: InitializationActivities, kube: MemKube) -> None:
+def test_a_ready_node_initializes_the_claim_and_its_claim_turns_ready(
+    initialization: InitializationActivities, kube: MemKube
+) -> None:
+    up = [{"type": t, "status": "True", "reason": t, "lastTransitionTime": "2026-01-01T00:00:00Z"}
+          for t in ("Launched", "Registered")]  # fmt: skip
+    as_admin_patch(kube, r.NODECLAIM, NAME, {"status": {"conditions": up}}, subresource="status")
+    assert not initialization.check_initialized(IDENT).initialized  # the Node is not Ready yet
+    ready = condition(kube, "Ready")
+    assert ready and (ready["status"], ready["reason"], ready["message"]) == (
+        "Unknown", "ReconcilingDependents", "Initialized=Unknown")  # fmt: skip
     as_admin_patch(kube, r.NODE, NODE, {"status": READY}, subresource="status")
     assert initialization.check_initialized(IDENT).initialized
     assert kube.get(r.NODE, NODE)["metadata"]["labels"]["karpenter.sh/initialized"] == "true"

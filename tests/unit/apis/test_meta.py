@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from apis.meta import Condition, get_condition, is_true, parse_rfc3339, set_condition
+from apis.meta import Condition, get_condition, is_true, parse_rfc3339, set_condition, with_root_condition
 
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z"
 
@@ -54,3 +54,26 @@ def test_parse_rfc3339_reads_what_kubernetes_and_ec2_write() -> None:
     for unreadable in (None, "", "yesterday", 42):
         assert parse_rfc3339(unreadable) is None
     assert UTC == UTC and timedelta(0) == (parse_rfc3339("2026-01-05T12:00:00Z") or datetime.min).utcoffset()
+
+
+def test_the_root_condition_follows_its_dependents_as_karpenters_status_library_keeps_it() -> None:
+    dependents = ("Launched", "Registered", "Initialized")
+    launched = set_condition([], "Launched", "True", "Launched", "", "2026-01-01T00:00:00Z")
+    fresh = with_root_condition(launched, dependents, "2026-01-01T00:00:05Z")
+    assert [(c.type, c.status, c.reason) for c in fresh] == [
+        ("Launched", "True", "Launched"),
+        ("Registered", "Unknown", "AwaitingReconciliation"),
+        ("Initialized", "Unknown", "AwaitingReconciliation"),
+        ("Ready", "Unknown", "ReconcilingDependents"),
+    ]
+    assert get_condition(fresh, "Ready").message == "Registered=Unknown, Initialized=Unknown"  # type: ignore[union-attr]
+    failed = set_condition(fresh, "Registered", "False", "NodeNotFound", "", "2026-01-01T00:00:09Z")
+    ready = get_condition(with_root_condition(failed, dependents, "2026-01-01T00:00:09Z"), "Ready")
+    assert ready is not None and (ready.status, ready.reason) == ("False", "UnhealthyDependents")
+    assert ready.message == "Registered=False, Initialized=Unknown"  # the latest changed first
+    done = fresh
+    for type_ in ("Registered", "Initialized"):
+        done = set_condition(done, type_, "True", type_, "", "2026-01-01T00:00:20Z")
+    ready = get_condition(with_root_condition(done, dependents, "2026-01-01T00:00:20Z"), "Ready")
+    assert ready is not None and (ready.status, ready.reason, ready.message) == ("True", "Ready", "")
+    assert ready.last_transition_time == "2026-01-01T00:00:20Z"
