@@ -186,16 +186,17 @@ def test_should_export_karpenters_metrics_and_the_temporal_sdks_after_a_scale_up
     ready = {c["type"]: c["status"] for claim in claims for c in claim["status"]["conditions"] if c["type"] == "Ready"}
     assert ready == {"Ready": "True"}  # Ready over Launched, Registered and Initialized, as Karpenter's
 
-    def exported() -> dict[str, list[tuple[dict[str, str], float]]] | None:
-        samples = scrape(stack.worker_metrics_url())
+    def exported() -> bool:
+        samples = scrape(stack.worker_metrics_url() + "?name[]=karpenter_nodes_allocatable")
         allocatable = {
             labels["node_name"]
             for labels, _ in samples.get("karpenter_nodes_allocatable", [])
             if labels["nodepool"] == "metered" and labels["resource_type"] == "cpu"
         }
-        return samples if allocatable == nodes else None  # the leader refreshes the gauges every 10 s
+        return allocatable == nodes  # the leader refreshes the gauges every 10 s
 
-    samples = eventually(exported, timeout=30, what="karpenter_nodes_allocatable of the metered pool's nodes")
+    eventually(exported, timeout=30, what="karpenter_nodes_allocatable of the metered pool's nodes")
+    samples = scrape(stack.worker_metrics_url())  # everything, once
     created = [v for labels, v in samples["karpenter_nodeclaims_created_total"] if labels["nodepool"] == "metered"]
     assert created == [len(claims)]
     [(labels, _)] = [s for s in samples["karpenter_nodeclaims_created_total"] if s[0]["nodepool"] == "metered"]
@@ -223,7 +224,8 @@ def test_should_export_karpenters_metrics_and_the_temporal_sdks_after_a_scale_up
     assert one == 1.0 and build["version"] and build["goversion"].startswith("python")
 
     def requested() -> dict[str, float] | None:
-        gauge = scrape(stack.worker_metrics_url()).get("karpenter_nodes_total_pod_requests", [])
+        requests = "karpenter_nodes_total_pod_requests"
+        gauge = scrape(f"{stack.worker_metrics_url()}?name[]={requests}").get(requests, [])
         cpu = {labels["node_name"]: v for labels, v in gauge
                if labels["nodepool"] == "metered" and labels["resource_type"] == "cpu"}  # fmt: skip
         return cpu if set(cpu) == nodes and all(v >= 1.5 for v in cpu.values()) else None
