@@ -156,26 +156,34 @@ def quantities_as_numbers(quantities: Mapping[str, object]) -> dict[str, float]:
 class CatalogGauges(Collector):
     """The catalog's gauges, registered on `reg`: `karpenter_cloudprovider_instance_type_offering_available`
     and `_price_estimate` by (instance type, capacity type, zone), `karpenter_cloudprovider_instance_type_
-    cpu_cores` and `_memory_bytes` by instance type, rendered at each scrape from the types last given to
-    `show` (none after `clear`). Thread-safe: `show` swaps one reference."""
+    cpu_cores` and `_memory_bytes` by instance type, from the types last given to `show` (none after
+    `clear`). The families are built at the first scrape after a `show` and kept until the next: a region's
+    catalog is thousands of series, shown once a minute and scraped more often. Thread-safe: `show` swaps
+    one reference (two scrapes racing may both build the same families)."""
 
     def __init__(self, reg: CollectorRegistry) -> None:
-        self._types: tuple[InstanceType, ...] = ()
+        self._shown: tuple[tuple[InstanceType, ...], tuple[Metric, ...] | None] = ((), None)
         reg.register(self)
 
     def show(self, types: Iterable[InstanceType]) -> None:
         """Publish these types' offerings and capacities from now on, instead of the ones shown before."""
-        self._types = tuple(types)
+        self._shown = (tuple(types), None)
 
     def clear(self) -> None:
         """Publish no catalog series (the worker stopped leading)."""
-        self._types = ()
+        self._shown = ((), None)
 
     def describe(self) -> list[Metric]:
         return list(self._families(()))
 
     def collect(self) -> Sequence[Metric]:
-        return list(self._families(self._types))
+        shown = self._shown
+        types, families = shown
+        if families is None:
+            families = tuple(self._families(types))
+            if self._shown is shown:  # not replaced meanwhile by a newer `show`
+                self._shown = (types, families)
+        return list(families)
 
     @staticmethod
     def _families(types: Iterable[InstanceType]) -> Iterable[Metric]:

@@ -244,6 +244,10 @@ def test_offerings_are_published_from_the_catalog_and_dropped_when_gone() -> Non
     assert value("karpenter_cloudprovider_instance_type_cpu_cores", {"instance_type": first.name}) == float(
         parse_quantity(str(first.capacity["cpu"]))
     )
+    assert metrics.catalog.collect() == metrics.catalog.collect()  # built once per catalog shown
+    repriced = first.model_copy(update={"offerings": [offering.model_copy(update={"price": 9.5})]})
+    metrics.catalog.show([repriced])
+    assert value("karpenter_cloudprovider_instance_type_offering_price_estimate", key) == 9.5
     publisher.clear()
     assert value("karpenter_cloudprovider_instance_type_offering_price_estimate", key) is None
 
