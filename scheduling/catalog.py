@@ -165,12 +165,24 @@ def local_nvme_gb(it: InstanceType) -> int | None:
 
 
 def node_class_storage(
-    it: InstanceType, node_class: EC2NodeClass, capacity: ResourceList, overhead: ResourceList
+    it: InstanceType,
+    node_class: EC2NodeClass,
+    capacity: ResourceList,
+    overhead: ResourceList,
+    known: dict[int | None, tuple[int, int]] | None = None,
 ) -> tuple[ResourceList, ResourceList]:
     """(capacity, overhead) with the ephemeral storage a node of this class gets on this type, and the
-    part of it the kubelet keeps back. The inputs are not modified."""
-    storage = ephemeral_storage_bytes(node_class, node_class_family(node_class), local_nvme_gb(it))
-    reserved = ephemeral_storage_overhead(storage, node_class.spec.kubelet)
+    part of it the kubelet keeps back. The inputs are not modified. `known`: (storage, reserved) by local
+    NVMe size, for this node class only, used and extended: the class's volume is read once per size, not
+    once per type."""
+    nvme = local_nvme_gb(it)
+    found = known.get(nvme) if known is not None else None
+    if found is None:
+        storage = ephemeral_storage_bytes(node_class, node_class_family(node_class), nvme)
+        found = (storage, ephemeral_storage_overhead(storage, node_class.spec.kubelet))
+        if known is not None:
+            known[nvme] = found
+    storage, reserved = found
     return {**capacity, "ephemeral-storage": storage}, {**overhead, "ephemeral-storage": reserved}
 
 
@@ -211,13 +223,16 @@ def build_options(
     os_name, windows_build = os_labels
     reservations = {c.id for c in node_class.status.capacity_reservations} if node_class is not None else None
     archs = bootable_archs(node_class) if node_class is not None else frozenset()
+    storage: dict[int | None, tuple[int, int]] = {}  # the node class's, by local NVMe size
     out: list[Option] = []
     for it in instance_types:
         known = memo.get(id(it)) if memo is not None else None
         if known is not None and known[0] is it:
             option = known[1]
         else:
-            option = _option(it, kubelet, zones, os_name, windows_build, node_class, zone_ids, reservations, archs)
+            option = _option(
+                it, kubelet, zones, os_name, windows_build, node_class, zone_ids, reservations, archs, storage
+            )
             if memo is not None:
                 memo[id(it)] = (it, option)
         if option is not None:
@@ -236,11 +251,12 @@ def _option(
     zone_ids: Mapping[str, str] | None,
     reservations: set[str] | None,
     archs: frozenset[str] = frozenset(),
+    storage: dict[int | None, tuple[int, int]] | None = None,
 ) -> Option | None:
     """One type as build_options makes it; None when it is dropped."""
     capacity, overhead = kubelet_capacity_and_overhead(it, kubelet)
     if node_class is not None:
-        capacity, overhead = node_class_storage(it, node_class, capacity, overhead)
+        capacity, overhead = node_class_storage(it, node_class, capacity, overhead, storage)
     allocatable = {name: value - overhead.get(name, 0) for name, value in capacity.items()}
     offers = sorted(
         (

@@ -71,6 +71,17 @@ def test_raid0_gives_types_with_an_instance_store_its_whole_size() -> None:
     }
 
 
+def test_the_node_class_volume_is_read_once_per_local_nvme_size() -> None:
+    from scheduling.catalog import node_class_storage
+
+    raid0, known = node_class(instanceStorePolicy="RAID0"), {}
+    types = [instance_type(f"m5d.{n}", 2, 8, 0.1, labels={L.INSTANCE_LOCAL_NVME: "600"}) for n in ("a", "b")]
+    types.append(instance_type("m5.large", 2, 8, 0.096))
+    remembered = [node_class_storage(it, raid0, {}, {}, known) for it in types]
+    assert remembered == [node_class_storage(it, raid0, {}, {}) for it in types]
+    assert set(known) == {600, None}
+
+
 def test_an_option_cache_builds_each_type_once_per_node_class_object_and_changes_nothing() -> None:
     from scheduling.catalog import OptionCache
 
