@@ -57,6 +57,7 @@ class DisruptionMetrics:
             buckets=duration_buckets,
             registry=reg,
         )
+        # No Karpenter counterpart (Karpenter skips a consolidated cluster without counting it).
         self.disruption_settled_looks = Counter(
             "nodeflow_disruption_settled_looks",
             "Number of the leader's disruption look aheads that decided nothing because the cluster was settled: "

@@ -260,7 +260,6 @@ class Metrics(ClusterStateGauges, DisruptionMetrics):
             buckets=BATCH_TIME_BUCKETS,
             registry=reg,
         )
-        # No Karpenter counterpart (Karpenter skips a consolidated cluster without counting it).
         self.interruption_received = Counter(
             "karpenter_interruption_received_messages",
             "Count of messages received from the interruption queue. Broken down by message type.",

@@ -31,12 +31,12 @@ DRIFTED = "Drifted"
 EXPIRED = "Expired"
 DRAINED = "Drained"
 INSTANCE_TERMINATING = "InstanceTerminating"
-READY = "Ready"
 CONSOLIDATABLE = "Consolidatable"
 VOLUMES_DETACHED = "VolumesDetached"
 CONSISTENT_STATE_FOUND = "ConsistentStateFound"
 DISRUPTION_REASON = "DisruptionReason"
-# Ready is the root of these, as in Karpenter: True once all three are (apis.meta.with_root_condition).
+# Ready (apis.meta.READY) is the root of these, as in Karpenter: True once all three are
+# (apis.meta.with_root_condition).
 READY_DEPENDENTS = (LAUNCHED, REGISTERED, INITIALIZED)
 
 
