@@ -28,16 +28,20 @@ MAX_KEPT = 4096
 
 
 class _Series:
-    """One label set's observations."""
+    """One label set's observations, guarded by its summary's `lock` and stamped by its `clock`."""
 
-    def __init__(self, summary: WindowedSummary, max_kept: int) -> None:
-        self._summary = summary
+    def __init__(self, lock: threading.Lock, clock: Callable[[], float], max_kept: int) -> None:
+        self._lock = lock
+        self._clock = clock
         self.count = 0
         self.total = 0.0
         self.window: deque[tuple[float, float]] = deque(maxlen=max_kept)
 
     def observe(self, value: float) -> None:
-        self._summary.observe_in(self, value)
+        with self._lock:
+            self.count += 1
+            self.total += value
+            self.window.append((self._clock(), value))
 
 
 class WindowedSummary(Collector):
@@ -72,7 +76,7 @@ class WindowedSummary(Collector):
         with self._lock:
             series = self._series.get(key)
             if series is None:
-                series = self._series[key] = _Series(self, self._max_kept)
+                series = self._series[key] = _Series(self._lock, self._clock, self._max_kept)
             return series
 
     def observe(self, value: float) -> None:
@@ -80,12 +84,6 @@ class WindowedSummary(Collector):
         if self.labelnames:
             raise ValueError(f"{self.name} has labels {list(self.labelnames)}: use .labels(...).observe()")
         self.labels().observe(value)
-
-    def observe_in(self, series: _Series, value: float) -> None:
-        with self._lock:
-            series.count += 1
-            series.total += value
-            series.window.append((self._clock(), value))
 
     def describe(self) -> list[Metric]:
         return [Metric(self.name, self.documentation, "summary")]
