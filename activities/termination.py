@@ -16,8 +16,9 @@ from temporalio import activity
 from activities import drain, kubeops, nodepool_status, ownership, volume_detachment
 from activities.claim_base import ClaimActivities, claim_logger
 from activities.heartbeat import heartbeating
-from activities.metric_labels import owner_labels, seconds_since, zone_of
+from activities.metric_labels import owner_labels
 from activities.models import ClaimIdentity, ClaimRef
+from activities.termination_metrics import observe_claim_terminated, observe_node_terminated
 from apis import labels
 from apis.meta import as_utc, get_condition, is_true, rfc3339
 from apis.nodeclaim import DISRUPTION_REASON, DRAINED, EXPIRED, INSTANCE_TERMINATING, VOLUMES_DETACHED, NodeClaim
@@ -295,12 +296,12 @@ class TerminationActivities(ClaimActivities):
             ownership.delete(self.kube, node)
             node_obj = self._remove_termination_finalizer(node)
             if node_obj is not None:
-                self._observe_node_terminated(node_obj, claim_obj)
+                observe_node_terminated(self.metrics, node_obj, claim_obj)
                 claim_logger(log, ident, self._pool_of(claim_obj)).info("deleted node %s", ident.node_name)
         ownership.delete(self.kube, claim)
         last = self._remove_termination_finalizer(claim)
         if last is not None:
-            self._observe_claim_terminated(last)
+            observe_claim_terminated(self.metrics, last)
             claim_logger(log, ident, self._pool_of(last)).info("deleted NodeClaim %s", ident.name)
 
     def _remove_termination_finalizer(self, owned: ownership.Owned) -> Obj | None:
@@ -319,34 +320,3 @@ class TerminationActivities(ClaimActivities):
         except NotFoundError:
             return None
         return last if removed else None
-
-    def _observe_node_terminated(self, node: Obj, claim: Obj | None) -> None:
-        meta = node["metadata"]
-        node_labels = meta.get("labels") or {}
-        pool = str(node_labels.get(labels.NODEPOOL, "")) or self._pool_of(claim)
-        self.metrics.nodes_terminated.labels(nodepool=pool, zone=zone_of(node_labels)).inc()
-        now = datetime.now(UTC)
-        requested = [seconds_since(meta.get("deletionTimestamp"), now)]
-        if claim is not None:
-            requested.append(seconds_since(claim["metadata"].get("deletionTimestamp"), now))
-        termination = max((s for s in requested if s is not None), default=None)
-        if termination is not None:
-            self.metrics.nodes_termination_duration.labels(nodepool=pool).observe(termination)
-        lifetime = seconds_since(meta.get("creationTimestamp"), now)
-        if lifetime is not None:
-            self.metrics.nodes_lifetime_duration.labels(nodepool=pool).observe(lifetime)
-
-    def _observe_claim_terminated(self, claim: Obj) -> None:
-        claim_labels = claim["metadata"].get("labels") or {}
-        owner = owner_labels(claim_labels)
-        self.metrics.nodeclaims_terminated.labels(**owner, zone=zone_of(claim_labels)).inc()
-        now = datetime.now(UTC)
-        pool = owner["nodepool"]
-        termination = seconds_since(claim["metadata"].get("deletionTimestamp"), now)
-        if termination is not None:
-            self.metrics.nodeclaims_termination_duration.labels(nodepool=pool).observe(termination)
-        conditions = NodeClaim.model_validate(claim).status.conditions
-        terminating = get_condition(conditions, INSTANCE_TERMINATING)
-        instance = seconds_since(terminating.last_transition_time, now) if terminating is not None else None
-        if instance is not None:
-            self.metrics.nodeclaims_instance_termination_duration.labels(nodepool=pool).observe(instance)
