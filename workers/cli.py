@@ -8,6 +8,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from workers.heap import tune_collector
+
 DESCRIPTION = (
     "nodeflow: Karpenter-compatible node autoscaling for Kubernetes on AWS, every node a durable Temporal "
     "workflow. Commands: dev (the local stack; dev interrupt: an interruption of one of its nodes), worker, "
@@ -49,6 +51,7 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    tune_collector()
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:2] == ["dev", "interrupt"]:  # `nodeflow dev interrupt NODE` is `nodeflow dev-interrupt NODE`
         args_list[:2] = ["dev-interrupt"]

@@ -45,6 +45,7 @@ from workers.cluster_metrics import ClusterStateMetrics
 from workers.disruption_trigger import DisruptionTrigger
 from workers.feature_gates import not_implemented
 from workers.garbage_survey import GarbageSurvey
+from workers.heap import freeze_long_lived
 from workers.instance_status import InstanceStatusChecker
 from workers.interruption import ClaimDisrupter, InterruptionConsumer
 from workers.leader_election import Election, candidate_identity
@@ -287,6 +288,13 @@ def build_kube(settings: Settings) -> KubeClient:
     return KubeClient.from_kubeconfig(settings.kubeconfig) if settings.kubeconfig else KubeClient.in_cluster()
 
 
+async def _warm_then_freeze(catalog: CatalogWarmer) -> None:
+    """Load the catalog, then take the heap's long-lived part out of garbage collection (workers.heap):
+    by then the worker holds what it keeps for its lifetime."""
+    await catalog.run()
+    freeze_long_lived()
+
+
 async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing | None = None) -> None:
     """Run until `stop` is set, traced by `tracing` when given (workers.tracing: the Temporal interceptor,
     spans around AWS and Kubernetes calls). Refuses (TemporalSettingError) a bad connection and a namespace another
@@ -381,7 +389,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing |
             # The first catalog read (DescribeInstanceTypes, offerings, spot prices) takes seconds; pay it
             # now rather than in the first provisioning round. Every replica serves activities: all warm it.
             catalog = CatalogWarmer(cloud)
-            warm_catalog = asyncio.create_task(catalog.run())
+            warm_catalog = asyncio.create_task(_warm_then_freeze(catalog))
             # Every replica prices from its own catalog: each refreshes its prices, in a thread of its own.
             prices_stop = threading.Event()
             prices = _price_refresher(settings, aws)

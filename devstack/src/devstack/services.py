@@ -19,6 +19,7 @@ notices.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import os
@@ -186,6 +187,22 @@ class KubeletRole:
             thread.join(join_timeout)
 
 
+# Collect the young generation after this many net allocations (CPython's default is 700), and each older
+# one after 20 collections of the one below (default 10).
+GC_THRESHOLDS = (20_000, 20, 20)
+
+
+def freeze_long_lived() -> None:
+    """Once the role is up: freeze what it holds for good (moto's backends and service models, the
+    emulator's stores and schemas) out of the cyclic collector. Each role allocates fast while it serves
+    (XML and JSON for every request, watch events) over a large long-lived heap, and every full collection
+    walked all of it; with the default thresholds, starting one (imports, moto's seed) ran half a dozen.
+    Together with GC_THRESHOLDS (set before the imports), about a tenth of each role's CPU in the test
+    suite. Frozen objects are still freed by reference counting; only garbage cycles wait longer."""
+    gc.collect()
+    gc.freeze()
+
+
 def build_role(args: argparse.Namespace, stop_event: threading.Event) -> Role:
     if args.role == "kube":
         return KubeRole(args.port)
@@ -195,6 +212,7 @@ def build_role(args: argparse.Namespace, stop_event: threading.Event) -> Role:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    gc.set_threshold(*GC_THRESHOLDS)
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)  # one line per request drowns the rest
@@ -212,6 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         info: dict[str, Any] = {"pid": os.getpid()}
         if role.url is not None:
             info["url"] = role.url
+        freeze_long_lived()
         write_ready_file(args.ready_file, info)
         log.info("ready: %s %s", args.role, role.url or "")
         while not stop_event.wait(1.0):
