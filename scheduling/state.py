@@ -4,11 +4,11 @@ overheads, and the zonal requirements of volumes (bound PVs, StorageClass allowe
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from apis import labels as L
 from apis.quantity import ResourceList, add, to_resource_list
-from scheduling.catalog import Option
 from scheduling.pods import Obj, pod_affinity_terms
 from scheduling.pools import Pool
 from scheduling.requirements import Req, Requirements, from_labels, parse_expressions
@@ -98,6 +98,10 @@ def in_flight_targets(inp: SchedulingInput, pools: list[Pool], node_names: set[s
     capacity, else the largest option it could still become (as new claims reserve)."""
     by_pool = {p.name: p for p in pools}
     out: list[NodeTarget] = []
+    # Claims planned in one round share their requirements, and each simulation of a disruption decision
+    # builds these targets again, for every claim in flight: what its pool's options allow is worked out
+    # once per pool and requirements.
+    fits: dict[tuple[str, Requirements], _Fit] = {}
     for claim in sorted(inp.node_claims, key=lambda c: c.name):
         if claim.metadata.deletion_timestamp or (claim.status.node_name and claim.status.node_name in node_names):
             continue
@@ -111,13 +115,16 @@ def in_flight_targets(inp: SchedulingInput, pools: list[Pool], node_names: set[s
             if value is not None:
                 labels.setdefault(key, value)
         pool = by_pool.get(labels.get(L.NODEPOOL, ""))
-        fitting = [o for o in pool.options if o.compatible(pool.type_reqs(reqs))] if pool is not None else []
         allocatable = to_resource_list(claim.status.allocatable)
-        if not allocatable and fitting:
-            smallest = min(fitting, key=lambda o: (o.allocatable.get("cpu", 0), o.allocatable.get("memory", 0)))
-            allocatable = dict(smallest.allocatable)
+        capacity = to_resource_list(claim.status.capacity)
         if pool is not None:
-            _reserve(pool, to_resource_list(claim.status.capacity), fitting)
+            if not (allocatable and capacity):  # the options are needed only for what status does not say
+                fit = fits.get((pool.name, reqs))
+                if fit is None:
+                    fit = fits[(pool.name, reqs)] = _fit(pool, reqs)
+                allocatable = allocatable or dict(fit.smallest_allocatable)
+                capacity = capacity or dict(fit.largest_capacity)
+            pool.used = add(pool.used, {**capacity, "nodes": 1})
         if not allocatable:
             continue
         taints = parse_taints(t.to_kube() for t in claim.spec.taints)
@@ -130,12 +137,27 @@ def in_flight_targets(inp: SchedulingInput, pools: list[Pool], node_names: set[s
     return out
 
 
-def _reserve(pool: Pool, capacity: ResourceList, options: list[Option]) -> None:
-    if not capacity:
-        for option in options:
-            for name, value in option.capacity.items():
-                capacity[name] = max(capacity.get(name, 0), value)
-    pool.used = add(pool.used, {**capacity, "nodes": 1})
+@dataclass(frozen=True)
+class _Fit:
+    """What a claim in flight could still become, from the options of its pool its requirements allow:
+    the smallest one's allocatable (by cpu, then memory), and the largest capacity of each resource (what
+    the claim reserves against the pool's limits, as new claims do). Both empty when no option fits."""
+
+    smallest_allocatable: ResourceList
+    largest_capacity: ResourceList
+
+
+def _fit(pool: Pool, reqs: Requirements) -> _Fit:
+    type_reqs = pool.type_reqs(reqs)
+    fitting = [o for o in pool.options if o.compatible(type_reqs)]
+    if not fitting:
+        return _Fit({}, {})
+    smallest = min(fitting, key=lambda o: (o.allocatable.get("cpu", 0), o.allocatable.get("memory", 0)))
+    largest: ResourceList = {}
+    for option in fitting:
+        for name, value in option.capacity.items():
+            largest[name] = max(largest.get(name, 0), value)
+    return _Fit(dict(smallest.allocatable), largest)
 
 
 def runtime_overheads(runtime_classes: Iterable[Obj]) -> dict[str, ResourceList]:
