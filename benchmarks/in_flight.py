@@ -21,12 +21,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import devstack
 from apis.ec2nodeclass import EC2NodeClass
 from apis.manifests import load_documents
 from apis.nodeclaim import NodeClaim
 from apis.nodepool import NodePool
 from cloudprovider.aws.catalog import load_builtin_catalog
+from devstack.stack.core import DEFAULTS_FILE
 from scheduling import SchedulingInput, solve
 
 TARGET_SECONDS = 0.25
@@ -50,8 +50,7 @@ def claims_in_flight(count: int) -> list[NodeClaim]:
 
 
 def scheduling_input(claims: int) -> SchedulingInput:
-    defaults = Path(devstack.__file__).parent / "defaults.yaml"
-    docs = load_documents(defaults.read_text(), {"CLUSTER_NAME": "bench"}, source=str(defaults))
+    docs = load_documents(DEFAULTS_FILE.read_text(), {"CLUSTER_NAME": "bench"}, source=str(DEFAULTS_FILE))
     pool_doc: dict[str, Any] = next(d for d in docs if d["kind"] == "NodePool")
     pool_doc["spec"] = {**pool_doc["spec"], "limits": {"cpu": 100_000}}  # the limit is not what is measured
     pending = {

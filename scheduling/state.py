@@ -123,7 +123,7 @@ def in_flight_targets(inp: SchedulingInput, pools: list[Pool], node_names: set[s
                 if fit is None:
                     fit = fits[(pool.name, reqs)] = _fit(pool, reqs)
                 allocatable = allocatable or dict(fit.smallest_allocatable)
-                capacity = capacity or dict(fit.largest_capacity)
+                capacity = capacity or fit.largest_capacity
             pool.used = add(pool.used, {**capacity, "nodes": 1})
         if not allocatable:
             continue

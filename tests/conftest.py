@@ -14,7 +14,6 @@ tests first, and the one-test chaos modules last.
 
 from __future__ import annotations
 
-import gc
 import os
 import shutil
 import tempfile
@@ -24,6 +23,7 @@ from typing import Any
 import pytest
 
 from devstack.aws.calls import CALL_LOG_ENV, read_calls
+from workers.heap import freeze_long_lived, tune_collector
 
 _CALL_LOG_OWNED = pytest.StashKey[bool]()
 
@@ -52,19 +52,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
 
 
-# Collect the young generation after this many net allocations (CPython's default is 700), and each older
-# one after 20 collections of the one below (default 10).
-GC_THRESHOLDS = (20_000, 20, 20)
-
-
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Once collected: freeze what every test process holds until it ends (the imported product, moto,
-    the Kubernetes client, the collected items) out of the cyclic collector. With CPython's thresholds,
-    each full collection walked that whole heap: with these (set in pytest_configure, before collection
-    imports anything), about a tenth of the unit tests' CPU is saved. Frozen objects are still freed by
-    reference counting; only garbage cycles wait longer."""
-    gc.collect()
-    gc.freeze()
+    the Kubernetes client, the collected items) out of the cyclic collector, as the worker does
+    (workers.heap). With CPython's thresholds each full collection walked that whole heap; with the
+    worker's (set in pytest_configure, before collection imports anything) and the freeze, about a tenth
+    of the unit tests' CPU is saved."""
+    freeze_long_lived()
 
 
 _GROUPS_LOST = pytest.StashKey[list[str]]()
@@ -93,7 +87,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """The collector's thresholds (see pytest_collection_finish). In the controller (or a run without
     xdist): a fresh directory where every moto server of the run records the AWS calls it serves; workers
     and stacks inherit the variable. Kept when already set."""
-    gc.set_threshold(*GC_THRESHOLDS)
+    tune_collector()
     if _is_xdist_worker(config) or os.environ.get(CALL_LOG_ENV):
         return
     os.environ[CALL_LOG_ENV] = tempfile.mkdtemp(prefix="nodeflow-aws-calls-")
