@@ -57,6 +57,7 @@ from cloudprovider.types import CloudProvider
 from kube.errors import KubeError
 from kube.types import Kube, Obj
 from kube.watch_cache import WatchCache
+from scheduling.catalog import OptionCache
 from scheduling.disruption import Command, Decision, DisruptionInput, decide
 from scheduling.disruption.candidates import node_claims_by_node
 from scheduling.disruption.notices import consolidatable_changes, consolidatable_condition, notices
@@ -155,7 +156,8 @@ def approval(approved: bool) -> str:
 
 
 class DisruptionActivities:
-    """Constructed by the composition root with the boundaries."""
+    """Constructed by the composition root with the boundaries. The instance-type options one decision
+    builds are kept for the next (scheduling.catalog.OptionCache)."""
 
     def __init__(
         self,
@@ -167,6 +169,7 @@ class DisruptionActivities:
     ) -> None:
         self.kube = kube
         self.policies = policies or SchedulingPolicies()
+        self.options = OptionCache()
         self.cloud = cloud
         self.recorder = recorder
         self.metrics = metrics or Metrics()
@@ -246,7 +249,7 @@ class DisruptionActivities:
         """`evaluate` on a snapshot already read; also returns the decision itself and whether everything
         it published was written."""
         with self.metrics.disruption_evaluation_duration.labels(method="all", consolidation_type="").time():
-            decision = decide(snapshot)
+            decision = decide(snapshot, options=self.options)
         written = self.publish(snapshot, decision)
         command = decision.command
         chosen = command.candidates if command else []

@@ -28,6 +28,7 @@ from apis.nodepool import is_managed
 from cloudprovider.types import CloudProvider
 from kube import resources as r
 from kube.types import Kube, Obj
+from scheduling.catalog import OptionCache
 from scheduling.pods import INVALID_POD
 from scheduling.provisionable import is_bound, is_provisionable, pod_key
 from scheduling.types import ExistingNodePlacement, SchedulingInput, SchedulingPolicies
@@ -40,10 +41,32 @@ POD_EVENTS_PER_ROUND = 200  # FailedScheduling and Nominated Events a round reco
 NOMINATION_DEDUPE = timedelta(minutes=2)  # a pod nominated again within this: no Event
 
 
+class ZoneFilter:
+    """Instance types with only their offerings in some zones, each copy kept while the catalog hands out
+    the same type object and the zones stay the same: the solver's option cache
+    (scheduling.catalog.OptionCache) knows types by object, so a type copied anew each solve would have its
+    options built anew each solve. Holds one entry per type name; thread-safe (entries are set whole)."""
+
+    def __init__(self) -> None:
+        self._copies: dict[str, tuple[InstanceType, frozenset[str], InstanceType]] = {}  # name -> (from, zones, copy)
+
+    def of(self, catalog: list[InstanceType], zones: frozenset[str]) -> list[InstanceType]:
+        out = []
+        for it in catalog:
+            known = self._copies.get(it.name)
+            if known is None or known[0] is not it or known[1] != zones:
+                offerings = [o for o in it.offerings if o.zone in zones]
+                known = self._copies[it.name] = (it, zones, it.model_copy(update={"offerings": offerings}))
+            out.append(known[2])
+        return out
+
+
 class ProvisioningActivities:
     """`solve` and `apply_plan`. `metrics` receives the scheduling duration and queue depth (controller
     `provisioner`) and the NodeClaims created (reason `provisioned`); `policies` are Karpenter's
-    scheduling settings (scheduling.types.SchedulingPolicies)."""
+    scheduling settings (scheduling.types.SchedulingPolicies). The instance-type options one solve builds
+    are kept for the next (scheduling.catalog.OptionCache); they are built from the zone-limited catalog
+    (ZoneFilter), so the cache is this class's own."""
 
     def __init__(
         self,
@@ -56,6 +79,7 @@ class ProvisioningActivities:
     ) -> None:
         self.kube = kube
         self.policies = policies or SchedulingPolicies()
+        self.options = OptionCache()
         self.cloud = cloud
         self.recorder = recorder
         self.metrics = metrics or Metrics()
@@ -63,6 +87,7 @@ class ProvisioningActivities:
         self._nominated: dict[str, datetime] = {}  # pod uid -> when last nominated
         self._lock = threading.Lock()
         self.status = ProvisioningStatus(kube, cloud, recorder)
+        self._in_zones = ZoneFilter()
 
     # -- solve -------------------------------------------------------------------------------------------
 
@@ -101,7 +126,7 @@ class ProvisioningActivities:
             **self.policies.fields(),
         )
         with self.metrics.scheduling(PROVISIONER, len(pending)):
-            plan = scheduling.solve(inp)
+            plan = scheduling.solve(inp, self.options)
         self.metrics.unschedulable_pods.labels(controller=PROVISIONER).set(len(plan.unschedulable))
         self.metrics.ignored_pods.set(sum(1 for u in plan.unschedulable if u.reason.startswith(INVALID_POD)))
         placed = sum(len(p.pods) for p in plan.existing_nodes)
@@ -148,7 +173,7 @@ class ProvisioningActivities:
             ]
         if not zones:
             return catalog
-        return [it.model_copy(update={"offerings": [o for o in it.offerings if o.zone in zones]}) for it in catalog]
+        return self._in_zones.of(catalog, frozenset(zones))
 
     # -- apply -------------------------------------------------------------------------------------------
 

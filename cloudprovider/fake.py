@@ -219,12 +219,14 @@ class FakeCloudProvider:
         self._raise_injected("instance_types")
         refused = {(o.instance_type, o.zone, o.capacity_type) for o in self.unavailable.snapshot()}
         out = []
-        for it in self.catalog:
-            offerings = [
-                o.model_copy(update={"available": False}) if (it.name, o.zone, o.capacity_type) in refused else o
-                for o in it.offerings
-            ]
-            out.append(it.model_copy(update={"offerings": offerings}))
+        for it in self.catalog:  # the same objects while nothing is refused, as the AWS catalog hands out
+            if any((it.name, o.zone, o.capacity_type) in refused for o in it.offerings):
+                offerings = [
+                    o.model_copy(update={"available": False}) if (it.name, o.zone, o.capacity_type) in refused else o
+                    for o in it.offerings
+                ]
+                it = it.model_copy(update={"offerings": offerings})
+            out.append(it)
         return out
 
     def resolve_node_class(self, node_class: EC2NodeClass) -> ResolvedNodeClass:

@@ -15,6 +15,8 @@ kubelet keeps back kube-reserved, system-reserved and the nodefs eviction thresh
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -198,8 +200,10 @@ def node_class_os(node_class: EC2NodeClass) -> tuple[str, str | None]:
     return "linux", None
 
 
-# Options already built, by id() of their instance type (kept alongside, so the id stays that object's).
-OptionMemo = dict[int, tuple[InstanceType, "Option | None"]]
+# Options already built, by instance type name, with the instance type object they were built from: an
+# entry is used only for that same object (the catalog builds new objects when prices or availability
+# change), and a newer object of that name replaces it, so a memo holds at most one entry per type name.
+OptionMemo = dict[str, tuple[InstanceType, "Option | None"]]
 
 
 def build_options(
@@ -218,15 +222,15 @@ def build_options(
     reserved offerings are those of the capacity reservations in its status only. `zone_ids`
     (zone name -> zone id, from the node class's subnets) gives each offering its zone id.
 
-    `memo`: what earlier calls with the same other arguments built, by instance type object; used and
-    extended (the caller keeps one per set of arguments, over objects nobody changes: OptionCache)."""
+    `memo`: what earlier calls with the same other arguments built (OptionMemo); used and extended (the
+    caller keeps one per node class content: OptionCache)."""
     os_name, windows_build = os_labels
     reservations = {c.id for c in node_class.status.capacity_reservations} if node_class is not None else None
     archs = bootable_archs(node_class) if node_class is not None else frozenset()
     storage: dict[int | None, tuple[int, int]] = {}  # the node class's, by local NVMe size
     out: list[Option] = []
     for it in instance_types:
-        known = memo.get(id(it)) if memo is not None else None
+        known = memo.get(it.name) if memo is not None else None
         if known is not None and known[0] is it:
             option = known[1]
         else:
@@ -234,7 +238,7 @@ def build_options(
                 it, kubelet, zones, os_name, windows_build, node_class, zone_ids, reservations, archs, storage
             )
             if memo is not None:
-                memo[id(it)] = (it, option)
+                memo[it.name] = (it, option)
         if option is not None:
             out.append(option)
     out.sort(key=lambda o: (o.offers[0].price, o.name))
@@ -297,17 +301,29 @@ def bootable_archs(node_class: EC2NodeClass) -> frozenset[str]:
 
 
 class OptionCache:
-    """The Options of a node class, built once per (node class, instance type) object pair and shared by
-    the solves given this cache. For solves over one snapshot, whose node classes and instance types are
-    the same unchanged objects: a disruption pass's simulations (scheduling.disruption.simulate). Pure."""
+    """The Options of each node class, built once per instance type object and shared by every solve given
+    this cache: a disruption pass's simulations (scheduling.disruption.simulate), and the solves and passes
+    of one worker over its lifetime (the catalog's instance type objects stay the same until prices or
+    availability change). A node class is known by its spec and status, not by its object, so a class read
+    again unchanged reuses what was built, and a changed one gets options of its own. Holds the memos of
+    at most `max_node_classes` contents, the least recently used dropped first; each memo holds at most one
+    entry per instance type name (OptionMemo). Safe to share between threads: a memo's entries are set
+    whole, and two threads that build the same entry build equal ones. Pure."""
 
-    def __init__(self) -> None:
-        self._memos: dict[int, tuple[EC2NodeClass, OptionMemo]] = {}
+    def __init__(self, max_node_classes: int = 64) -> None:
+        self._max = max_node_classes
+        self._lock = threading.Lock()
+        self._memos: OrderedDict[str, OptionMemo] = OrderedDict()
 
     def memo(self, node_class: EC2NodeClass) -> OptionMemo:
-        """The memo of `node_class`'s options (build_options' `memo`)."""
-        known = self._memos.get(id(node_class))
-        if known is None or known[0] is not node_class:
-            known = (node_class, {})
-            self._memos[id(node_class)] = known
-        return known[1]
+        """The memo of options under `node_class`'s spec and status (build_options' `memo`)."""
+        key = node_class.model_dump_json(include={"spec", "status"})
+        with self._lock:
+            known = self._memos.get(key)
+            if known is None:
+                known = self._memos[key] = {}
+                while len(self._memos) > self._max:
+                    self._memos.popitem(last=False)
+            else:
+                self._memos.move_to_end(key)
+            return known

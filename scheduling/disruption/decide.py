@@ -51,6 +51,7 @@ from collections.abc import Callable, Sequence
 
 from apis import labels as L
 from apis.meta import get_condition
+from scheduling.catalog import OptionCache
 from scheduling.disruption import balanced
 from scheduling.disruption.budgets import pool_budget
 from scheduling.disruption.candidates import (
@@ -121,7 +122,7 @@ def _deleting(method: Method, reason: Reason, states: Sequence[NodeState], messa
 class _Pass:
     """One decision over one snapshot: candidates, budgets, rejections, the simulator and the clock."""
 
-    def __init__(self, inp: DisruptionInput, clock: Callable[[], float]) -> None:
+    def __init__(self, inp: DisruptionInput, clock: Callable[[], float], options: OptionCache | None) -> None:
         self.inp = inp
         self.now = inp.now
         self.clock = clock
@@ -140,7 +141,7 @@ class _Pass:
         self.rejections: list[Rejection] = []
         self.moves: list[MoveVerdict] = []
         self.best_cases_judged: set[str] = set()
-        self.simulator = Simulator(cluster)
+        self.simulator = Simulator(cluster, options)
         pdbs = PdbIndex(inp.pod_disruption_budgets)
         self.eligible: list[NodeState] = []
         self.blocked: dict[str, Rejection] = {}
@@ -483,11 +484,14 @@ METHODS: dict[Method, Callable[[_Pass], Command | None]] = {
 }
 
 
-def decide(inp: DisruptionInput, clock: Callable[[], float] = time.perf_counter) -> Decision:
+def decide(
+    inp: DisruptionInput, clock: Callable[[], float] = time.perf_counter, options: OptionCache | None = None
+) -> Decision:
     """The one disruption command to execute now, if any, with every rejected node's reason and the
     pools' budgets. Deterministic for a given input unless the `Limits.seconds` budget runs out
-    (`clock` measures it; the decision then says `timedOut`)."""
-    run = _Pass(inp, clock)
+    (`clock` measures it; the decision then says `timedOut`). `options`: instance-type options built by
+    earlier passes (scheduling.catalog.OptionCache); the decision is the same with or without it."""
+    run = _Pass(inp, clock, options)
     command = None
     for name in METHOD_ORDER:
         command = METHODS[name](run)

@@ -58,12 +58,12 @@ def _needs_exact(pod: Obj) -> bool:
 
 class Simulator:
     """Schedules the pods of removed nodes over one snapshot; counts its runs. Its solves share one
-    OptionCache: the snapshot's node classes and instance types are the same objects in every run."""
+    OptionCache (`options`, else one of its own): each run takes the same node classes and instance types."""
 
-    def __init__(self, cluster: SchedulingInput) -> None:
+    def __init__(self, cluster: SchedulingInput, options: OptionCache | None = None) -> None:
         self.cluster = cluster
         self.runs = 0
-        self.options = OptionCache()
+        self.options = options if options is not None else OptionCache()
         used: dict[str, ResourceList] = {}
         all_used: dict[str, ResourceList] = {}
         self.moving: dict[str, ResourceList] = {}  # requests of each node's reschedulable pods

@@ -82,7 +82,7 @@ def test_the_node_class_volume_is_read_once_per_local_nvme_size() -> None:
     assert set(known) == {600, None}
 
 
-def test_an_option_cache_builds_each_type_once_per_node_class_object_and_changes_nothing() -> None:
+def test_an_option_cache_builds_each_type_once_per_node_class_and_changes_nothing() -> None:
     from scheduling.catalog import OptionCache
 
     types = catalog()
