@@ -49,7 +49,7 @@ from kube import resources as r
 from kube.errors import KubeError, NotFoundError
 from kube.reflector import Reflector
 from kube.types import Kube, Obj
-from kube.watch_cache import WatchCache
+from kube.watch_cache import WatchCache, read
 from scheduling.disruption.candidates import parse_time
 from scheduling.disruption.pod_events import PodEvent, PodEventTracker
 from scheduling.provisionable import is_provisionable, pod_key
@@ -108,7 +108,7 @@ class PodWatcher(_Watcher):
         self._new = False  # a pod became pending since the last signal
         self._signalled_at: float | None = None
         self._lock = threading.Lock()
-        self.pod_events = PodEventStamper(kube)
+        self.pod_events = PodEventStamper(kube, cache=lambda: self.cache)
 
     def run(self, stop: threading.Event) -> None:
         flusher = threading.Thread(target=self._flush_forever, args=(stop,), name="pod-signal-flusher", daemon=True)
@@ -168,7 +168,9 @@ class PodEventStamper:
     DELETED when the watch lists again: kube.reflector); the stamps
     collect per node (the latest time wins) and `flush`, every POD_EVENT_FLUSH_SECONDS, writes them: the
     node's NodeClaim is found by its status.nodeName, else by the Node's providerID, from an index of the
-    NodeClaims relisted every CLAIM_INDEX_SECONDS or when a node is not in it. A node found to have no
+    NodeClaims relisted every CLAIM_INDEX_SECONDS or when a node is not in it. The relist reads the
+    leader's watch cache (what `cache` returns; kube.watch_cache.read) once its watches have listed, else
+    the API: in a scale-up nearly every flush has a pod on a node new to the index. A node found to have no
     claim stays in the index as such, across relists, until a claim names it: pods churning on nodes that
     are not Karpenter's cost no lists. A stamp within POD_EVENT_DEDUPE of the claim's stored one, or
     older, is not written (ownership.stamp_last_pod_event, which guards the write by the claim's uid).
@@ -180,8 +182,10 @@ class PodEventStamper:
         kube: Kube,
         clock: Callable[[], datetime] = _utc_now,
         monotonic: Callable[[], float] = time.monotonic,
+        cache: Callable[[], WatchCache | None] = lambda: None,
     ) -> None:
         self.kube = kube
+        self.cache = cache
         self.clock = clock
         self.monotonic = monotonic
         self.tracker = PodEventTracker()  # only the watch thread touches it
@@ -252,7 +256,7 @@ class PodEventStamper:
     def _relist(self, pending: dict[str, datetime]) -> None:
         """Rebuild the node -> NodeClaim index; nodes of `pending` no claim names are looked up by the
         Node's providerID."""
-        claims = self.kube.list(r.NODECLAIM)
+        claims = read(self.kube, r.NODECLAIM, self.cache())
         index: dict[str, tuple[str, str] | None] = {}
         by_provider: dict[str, tuple[str, str]] = {}
         self._stamps = {}

@@ -14,6 +14,7 @@ import pytest
 from kube import resources as r
 from kube.client import GoneError
 from kube.errors import ServerError
+from kube.watch_cache import WatchCache
 from tests.unit.activities.memkube import MemKube
 from tests.unit.scheduling.test_pod_events import pod
 from workers import watchers
@@ -153,6 +154,29 @@ def test_nodes_without_a_claim_are_remembered_and_the_index_is_relisted_only_whe
     stamper.observe("ADDED", pod("dns-late", node="system-1"))
     stamper.flush()
     assert kube.lists == 2
+
+
+def test_once_the_leaders_watches_have_listed_the_index_is_read_from_its_cache(
+    kube: CountingKube, clock: Clock
+) -> None:
+    cache = WatchCache(watchers.WATCHED)
+    stamper = PodEventStamper(kube, clock=lambda: clock.now, monotonic=lambda: clock.seconds, cache=lambda: cache)
+    stamper.observe("ADDED", pod("web", node="node-1"))
+    assert stamper.flush() == 1
+    assert kube.lists == 1, "not synced yet: the API is listed"
+    kube.create(r.NODECLAIM, claim("default-c", node="node-3"))
+    for resource in watchers.WATCHED:  # what the leader's watches list
+        store = cache.store(resource)
+        assert store is not None
+        for obj in MemKube.list(kube, resource):
+            store.apply("ADDED", obj)
+        store.mark_synced()
+    lists = kube.lists
+    clock.advance(60)
+    stamper.observe("ADDED", pod("api", node="node-3", status={"conditions": []}))  # a node new to the index
+    assert stamper.flush() == 1
+    assert kube.lists == lists, "the index was rebuilt from the cache"
+    assert stamp_of(kube, "default-c") is not None
 
 
 def test_the_pod_watcher_feeds_both_consumers_from_one_watch(kube: CountingKube) -> None:
