@@ -217,17 +217,7 @@ class FakeCloudProvider:
 
     def instance_types(self, node_class: EC2NodeClass | None) -> builtins.list[InstanceType]:
         self._raise_injected("instance_types")
-        refused = {(o.instance_type, o.zone, o.capacity_type) for o in self.unavailable.snapshot()}
-        out = []
-        for it in self.catalog:  # the same objects while nothing is refused, as the AWS catalog hands out
-            if any((it.name, o.zone, o.capacity_type) in refused for o in it.offerings):
-                offerings = [
-                    o.model_copy(update={"available": False}) if (it.name, o.zone, o.capacity_type) in refused else o
-                    for o in it.offerings
-                ]
-                it = it.model_copy(update={"offerings": offerings})
-            out.append(it)
-        return out
+        return self.unavailable.applied_to(self.catalog)
 
     def resolve_node_class(self, node_class: EC2NodeClass) -> ResolvedNodeClass:
         self._raise_injected("resolve_node_class")

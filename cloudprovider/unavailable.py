@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 
+from apis.instancetype import InstanceType
 from cloudprovider.errors import UnavailableOffering
 
 OfferingKey = tuple[str, str, str]
@@ -58,6 +59,22 @@ class UnavailableOfferings:
             for key in [k for k, (expiry, _) in self._entries.items() if expiry <= now]:
                 del self._entries[key]
             return [self._entries[key][1] for key in sorted(self._entries)]
+
+    def applied_to(self, types: Iterable[InstanceType]) -> list[InstanceType]:
+        """`types` with the offerings unavailable right now marked `available: False`. A type none of whose
+        offerings is refused is the same object (what the solver's option cache, scheduling.catalog, knows
+        it by); only the others are copied."""
+        refused = {(o.instance_type, o.zone, o.capacity_type) for o in self.snapshot()}
+        out = []
+        for it in types:
+            if refused and any((it.name, o.zone, o.capacity_type) in refused for o in it.offerings):
+                offerings = [
+                    o.model_copy(update={"available": False}) if (it.name, o.zone, o.capacity_type) in refused else o
+                    for o in it.offerings
+                ]
+                it = it.model_copy(update={"offerings": offerings})
+            out.append(it)
+        return out
 
     def clear(self) -> None:
         with self._lock:

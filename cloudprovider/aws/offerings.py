@@ -118,7 +118,7 @@ class InstanceTypeCatalog:
             with self._lock:
                 if version == self._prices_version:
                     self._converted[key] = converted
-        return self._apply_availability(converted)
+        return self._unavailable.applied_to(converted)
 
     def _convert(
         self,
@@ -138,20 +138,4 @@ class InstanceTypeCatalog:
             offerings = build_offerings(info, offered, on_demand, spot)
             if offerings:
                 out.append(to_instance_type(info, offerings, settings))
-        return out
-
-    def _apply_availability(self, types: list[InstanceType]) -> list[InstanceType]:
-        refused = {(o.instance_type, o.zone, o.capacity_type) for o in self._unavailable.snapshot()}
-        if not refused:
-            return list(types)
-        names = {t for t, _, _ in refused}
-        out = []
-        for it in types:
-            if it.name in names:
-                offerings = [
-                    o.model_copy(update={"available": False}) if (it.name, o.zone, o.capacity_type) in refused else o
-                    for o in it.offerings
-                ]
-                it = it.model_copy(update={"offerings": offerings})
-            out.append(it)
         return out
