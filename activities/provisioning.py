@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 from pydantic import ValidationError
@@ -41,24 +41,55 @@ POD_EVENTS_PER_ROUND = 200  # FailedScheduling and Nominated Events a round reco
 NOMINATION_DEDUPE = timedelta(minutes=2)  # a pod nominated again within this: no Event
 
 
-class ZoneFilter:
-    """Instance types with only their offerings in some zones, each copy kept while the catalog hands out
-    the same type object and the zones stay the same: the solver's option cache
+class CatalogCopies:
+    """Changed copies of catalog types, one per type name, each kept while the catalog hands out the same
+    type object and what the copy was made from compares equal. The solver's option cache
     (scheduling.catalog.OptionCache) knows types by object, so a type copied anew each solve would have its
-    options built anew each solve. Holds one entry per type name; thread-safe (entries are set whole)."""
+    options built anew each solve. Thread-safe (entries are set whole)."""
 
     def __init__(self) -> None:
-        self._copies: dict[str, tuple[InstanceType, frozenset[str], InstanceType]] = {}  # name -> (from, zones, copy)
+        self._copies: dict[str, tuple[InstanceType, object, InstanceType]] = {}  # name -> (from, made_from, copy)
+
+    def copy(self, it: InstanceType, made_from: object, make: Callable[[], InstanceType]) -> InstanceType:
+        """The copy `make` returns for `it` and `made_from`: the one kept, if it was made from both."""
+        known = self._copies.get(it.name)
+        if known is None or known[0] is not it or known[1] != made_from:
+            known = self._copies[it.name] = (it, made_from, make())
+        return known[2]
+
+
+class ZoneFilter:
+    """Instance types with only their offerings in some zones, each copy kept (CatalogCopies) while the
+    catalog hands out the same type object and the zones stay the same."""
+
+    def __init__(self) -> None:
+        self._copies = CatalogCopies()
 
     def of(self, catalog: list[InstanceType], zones: frozenset[str]) -> list[InstanceType]:
-        out = []
-        for it in catalog:
-            known = self._copies.get(it.name)
-            if known is None or known[0] is not it or known[1] != zones:
-                offerings = [o for o in it.offerings if o.zone in zones]
-                known = self._copies[it.name] = (it, zones, it.model_copy(update={"offerings": offerings}))
-            out.append(known[2])
-        return out
+        def in_zones(it: InstanceType) -> Callable[[], InstanceType]:
+            return lambda: it.model_copy(update={"offerings": [o for o in it.offerings if o.zone in zones]})
+
+        return [self._copies.copy(it, zones, in_zones(it)) for it in catalog]
+
+
+class ReservedOfferings:
+    """Instance types with the reserved offerings of the node classes' capacity reservations added, each
+    copy kept (CatalogCopies) while the catalog hands out the same type object and its reserved offerings
+    compare equal (a reservation whose room changed makes a new copy)."""
+
+    def __init__(self) -> None:
+        self._copies = CatalogCopies()
+
+    def added(self, catalog: list[InstanceType], reserved: dict[str, list[Offering]]) -> list[InstanceType]:
+        """`catalog` with `reserved[name]` (by type name) appended to the offerings of each type named."""
+
+        def with_offerings(it: InstanceType, offerings: list[Offering]) -> Callable[[], InstanceType]:
+            return lambda: it.model_copy(update={"offerings": [*it.offerings, *offerings]})
+
+        return [
+            self._copies.copy(it, extra, with_offerings(it, extra)) if (extra := reserved.get(it.name)) else it
+            for it in catalog
+        ]
 
 
 class ProvisioningActivities:
@@ -66,7 +97,7 @@ class ProvisioningActivities:
     `provisioner`) and the NodeClaims created (reason `provisioned`); `policies` are Karpenter's
     scheduling settings (scheduling.types.SchedulingPolicies). The instance-type options one solve builds
     are kept for the next (scheduling.catalog.OptionCache); they are built from the zone-limited catalog
-    (ZoneFilter), so the cache is this class's own."""
+    (ZoneFilter, ReservedOfferings), so the cache is this class's own."""
 
     def __init__(
         self,
@@ -88,6 +119,7 @@ class ProvisioningActivities:
         self._lock = threading.Lock()
         self.status = ProvisioningStatus(kube, cloud, recorder)
         self._in_zones = ZoneFilter()
+        self._with_reserved = ReservedOfferings()
 
     # -- solve -------------------------------------------------------------------------------------------
 
@@ -165,12 +197,7 @@ class ProvisioningActivities:
                         if o.capacity_type == CAPACITY_TYPE_RESERVED and o.reservation_id:
                             reserved.setdefault(it.name, {})[o.reservation_id] = o
         if reserved:
-            catalog = [
-                it.model_copy(update={"offerings": [*it.offerings, *reserved[it.name].values()]})
-                if it.name in reserved
-                else it
-                for it in catalog
-            ]
+            catalog = self._with_reserved.added(catalog, {name: [*by_id.values()] for name, by_id in reserved.items()})
         if not zones:
             return catalog
         return self._in_zones.of(catalog, frozenset(zones))

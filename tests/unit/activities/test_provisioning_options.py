@@ -1,10 +1,12 @@
 """The provisioning activity keeps what one solve built for the next: the zone-limited catalog's copies
-(ZoneFilter) and the instance-type options built from them (scheduling.catalog.OptionCache)."""
+(ZoneFilter), the catalog's copies with reserved offerings added (ReservedOfferings), and the
+instance-type options built from them (scheduling.catalog.OptionCache)."""
 
 from __future__ import annotations
 
-from activities.provisioning import ZoneFilter
-from apis.instancetype import InstanceType
+from activities.provisioning import ReservedOfferings, ZoneFilter
+from apis.instancetype import InstanceType, Offering
+from apis.labels import CAPACITY_TYPE_RESERVED
 from tests.unit.activities.test_provisioning_isolation import World, node_class, node_pool, pending_pod
 from tests.unit.scheduling.builders import instance_type
 
@@ -28,6 +30,25 @@ def test_a_type_handed_out_again_keeps_its_copy_and_a_new_one_or_new_zones_get_a
     assert again[0] is not first[0] and again[1] is first[1]
     narrower = zone_filter.of(renewed, frozenset({"us-west-2c"}))
     assert [{o.zone for o in it.offerings} for it in narrower] == [{"us-west-2c"}] * 2
+
+
+def reserved(zone: str, available: bool = True) -> Offering:
+    return Offering(
+        zone=zone, capacity_type=CAPACITY_TYPE_RESERVED, price=0.0, available=available, reservation_id="cr-0123"
+    )
+
+
+def test_reserved_offerings_are_added_and_each_copy_is_kept_while_the_reservation_is_the_same() -> None:
+    with_reserved, zone_filter = ReservedOfferings(), ZoneFilter()
+    catalog = [zonal_type("m5.large"), zonal_type("c5.large")]
+    first = with_reserved.added(catalog, {"m5.large": [reserved("us-west-2a")]})
+    assert first[1] is catalog[1], "a type with no reservation is the catalog's own"
+    assert [o.capacity_type for o in first[0].offerings][-1] == CAPACITY_TYPE_RESERVED
+    again = with_reserved.added(catalog, {"m5.large": [reserved("us-west-2a")]})  # read again, equal
+    assert again[0] is first[0]
+    assert zone_filter.of(again, ZONES)[0] is zone_filter.of(first, ZONES)[0], "so its zone copy is kept too"
+    full = with_reserved.added(catalog, {"m5.large": [reserved("us-west-2a", available=False)]})
+    assert full[0] is not first[0] and full[0].offerings[-1].available is False
 
 
 def test_a_second_solve_over_the_same_catalog_builds_no_option_again() -> None:
