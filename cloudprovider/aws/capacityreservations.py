@@ -164,6 +164,9 @@ def with_reserved_offerings(types: list[InstanceType], reservations: list[Capaci
         by_type.setdefault(reservation.instance_type, []).append(reservation)
     out = []
     for it in types:
+        if it.name not in by_type:  # nearly every type: each launch reads the whole catalog
+            out.append(it)
+            continue
         zones = {o.zone for o in it.offerings}
         on_demand = [o.price for o in it.offerings if o.capacity_type == "on-demand"]
         mine = [r for r in by_type.get(it.name, []) if r.zone in zones]
