@@ -63,6 +63,8 @@ import psutil
 from temporalio import activity
 from temporalio.common import RawValue
 
+from scheduling.explain import LIMITS_EXCEEDED
+
 if TYPE_CHECKING:
     from temporalio.client import Client
     from temporalio.worker import Worker
@@ -328,21 +330,23 @@ spec:
 """
 
 
-def provisioner_round(address: str) -> tuple[int, int] | None:
-    """(round, NodeClaims in its plan) of the provisioner's last finished solve, by its `status` query."""
+def provisioner_round(address: str) -> tuple[int, int, int] | None:
+    """(round, NodeClaims in its plan, pods it left pending because a NodePool's limits would be exceeded)
+    of the provisioner's last finished solve, by its `status` query."""
     from temporalio.client import Client
     from temporalio.service import RPCError
 
     from workflows.provisioner import WORKFLOW_ID
 
-    async def query() -> tuple[int, int] | None:
+    async def query() -> tuple[int, int, int] | None:
         client = await Client.connect(address)
         try:
             status = await client.get_workflow_handle(WORKFLOW_ID).query("status")
         except RPCError:
             return None
         plan = status.get("last_plan") or {}
-        return int(status.get("last_plan_round", 0)), len(plan.get("node_claims") or [])
+        by_limits = sum(1 for u in plan.get("unschedulable") or [] if LIMITS_EXCEEDED in (u.get("reason") or ""))
+        return int(status.get("last_plan_round", 0)), len(plan.get("node_claims") or []), by_limits
 
     return asyncio.run(query())
 
@@ -432,15 +436,15 @@ def run_pods(opts: PodsOptions) -> dict[str, Any]:
         first_fleet: float | None = None
         all_bound: float | None = None
         first_round = provisioner_round(stack.temporal_address)
-        planned: dict[int, int] = {}  # round -> NodeClaims it planned, for rounds after the apply
+        planned: dict[int, tuple[int, int]] = {}  # round -> (NodeClaims planned, pods left by limits), after the apply
         while time.monotonic() - start < opts.timeout:
             if stack.dead_children():
                 break
             if first_fleet is None and instances(stack):
                 first_fleet = time.monotonic() - start
             latest = provisioner_round(stack.temporal_address)
-            if latest and latest[1] and latest[0] > (first_round or (0, 0))[0]:
-                planned[latest[0]] = latest[1]
+            if latest and (latest[1] or latest[2]) and latest[0] > (first_round or (0, 0, 0))[0]:
+                planned[latest[0]] = latest[1], latest[2]
             if all_pods_bound(stack, opts.pods):
                 all_bound = time.monotonic() - start
                 break
@@ -461,7 +465,8 @@ def run_pods(opts: PodsOptions) -> dict[str, Any]:
     result: dict[str, Any] = {
         "benchmark": "one-pod-nodes" if opts.one_pod_nodes else "scale-out",
         "pods": opts.pods,
-        "rounds_planning_claims": [planned[k] for k in sorted(planned)],
+        "rounds_planning_claims": [planned[k][0] for k in sorted(planned)],
+        "rounds_pods_left_by_limits": [planned[k][1] for k in sorted(planned)],
         "pods_bound": bound,
         "nodes": len(nodes),
         "nodeclaims": len(claims),

@@ -44,8 +44,11 @@ def limits_remaining(remaining: Mapping[str, int]) -> str:
     return "remaining " + describe_resources({k: max(0, v) for k, v in remaining.items()})
 
 
+LIMITS_EXCEEDED = "limits would be exceeded by every instance type"  # a pod left pending by its NodePool's limits
+
+
 def limits_reason(pool: Pool, remaining: Mapping[str, int]) -> str:
-    return f"limits would be exceeded by every instance type ({limits_remaining(remaining)})"
+    return f"{LIMITS_EXCEEDED} ({limits_remaining(remaining)})"
 
 
 def no_room_reason(requests: Mapping[str, int], claim: Claim) -> str:

@@ -146,6 +146,8 @@ def test_both_benchmarks_run_and_print_their_json(tmp_path: Path) -> None:
     assert isinstance(pods["nodes"], int) and pods["nodes"] >= 1
     for key in ("seconds_to_all_bound", "worker_rss_p95_mb", "worker_rss_max_mb", "seconds_to_first_create_fleet"):
         assert isinstance(pods[key], float | int), key
+    assert len(pods["rounds_planning_claims"]) == len(pods["rounds_pods_left_by_limits"])
+    assert not any(pods["rounds_pods_left_by_limits"]), "the benchmark lifts the NodePool's cpu limit"
 
 
 def test_disruption_benchmark_defaults_keep_the_decision_invocation() -> None:
