@@ -9,6 +9,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Generic, TypeVar
 
 from pydantic import ValidationError
 from temporalio import activity
@@ -41,21 +42,33 @@ POD_EVENTS_PER_ROUND = 200  # FailedScheduling and Nominated Events a round reco
 NOMINATION_DEDUPE = timedelta(minutes=2)  # a pod nominated again within this: no Event
 
 
-class CatalogCopies:
+MadeFrom = TypeVar("MadeFrom")
+
+
+class CatalogCopies(Generic[MadeFrom]):
     """Changed copies of catalog types, one per type name, each kept while the catalog hands out the same
     type object and what the copy was made from compares equal. The solver's option cache
     (scheduling.catalog.OptionCache) knows types by object, so a type copied anew each solve would have its
     options built anew each solve. Thread-safe (entries are set whole)."""
 
-    def __init__(self) -> None:
-        self._copies: dict[str, tuple[InstanceType, object, InstanceType]] = {}  # name -> (from, made_from, copy)
+    def __init__(self, make: Callable[[InstanceType, MadeFrom], InstanceType]) -> None:
+        self._make = make
+        self._copies: dict[str, tuple[InstanceType, MadeFrom, InstanceType]] = {}  # name -> (from, made_from, copy)
 
-    def copy(self, it: InstanceType, made_from: object, make: Callable[[], InstanceType]) -> InstanceType:
-        """The copy `make` returns for `it` and `made_from`: the one kept, if it was made from both."""
+    def of(self, it: InstanceType, made_from: MadeFrom) -> InstanceType:
+        """`make(it, made_from)`: the copy kept, if it was made from both."""
         known = self._copies.get(it.name)
         if known is None or known[0] is not it or known[1] != made_from:
-            known = self._copies[it.name] = (it, made_from, make())
+            known = self._copies[it.name] = (it, made_from, self._make(it, made_from))
         return known[2]
+
+
+def _in_zones(it: InstanceType, zones: frozenset[str]) -> InstanceType:
+    return it.model_copy(update={"offerings": [o for o in it.offerings if o.zone in zones]})
+
+
+def _with_offerings(it: InstanceType, offerings: list[Offering]) -> InstanceType:
+    return it.model_copy(update={"offerings": [*it.offerings, *offerings]})
 
 
 class ZoneFilter:
@@ -63,13 +76,10 @@ class ZoneFilter:
     catalog hands out the same type object and the zones stay the same."""
 
     def __init__(self) -> None:
-        self._copies = CatalogCopies()
+        self._copies: CatalogCopies[frozenset[str]] = CatalogCopies(_in_zones)
 
     def of(self, catalog: list[InstanceType], zones: frozenset[str]) -> list[InstanceType]:
-        def in_zones(it: InstanceType) -> Callable[[], InstanceType]:
-            return lambda: it.model_copy(update={"offerings": [o for o in it.offerings if o.zone in zones]})
-
-        return [self._copies.copy(it, zones, in_zones(it)) for it in catalog]
+        return [self._copies.of(it, zones) for it in catalog]
 
 
 class ReservedOfferings:
@@ -78,18 +88,11 @@ class ReservedOfferings:
     compare equal (a reservation whose room changed makes a new copy)."""
 
     def __init__(self) -> None:
-        self._copies = CatalogCopies()
+        self._copies: CatalogCopies[list[Offering]] = CatalogCopies(_with_offerings)
 
     def added(self, catalog: list[InstanceType], reserved: dict[str, list[Offering]]) -> list[InstanceType]:
         """`catalog` with `reserved[name]` (by type name) appended to the offerings of each type named."""
-
-        def with_offerings(it: InstanceType, offerings: list[Offering]) -> Callable[[], InstanceType]:
-            return lambda: it.model_copy(update={"offerings": [*it.offerings, *offerings]})
-
-        return [
-            self._copies.copy(it, extra, with_offerings(it, extra)) if (extra := reserved.get(it.name)) else it
-            for it in catalog
-        ]
+        return [self._copies.of(it, extra) if (extra := reserved.get(it.name)) else it for it in catalog]
 
 
 class ProvisioningActivities:

@@ -169,7 +169,7 @@ def with_reserved_offerings(types: list[InstanceType], reservations: list[Capaci
             continue
         zones = {o.zone for o in it.offerings}
         on_demand = [o.price for o in it.offerings if o.capacity_type == "on-demand"]
-        mine = [r for r in by_type.get(it.name, []) if r.zone in zones]
+        mine = [r for r in by_type[it.name] if r.zone in zones]
         if mine and on_demand:
             reserved = [
                 Offering(
