@@ -219,8 +219,8 @@ class Metrics(ClusterStateGauges, DisruptionMetrics):
         )
         self.ignored_pods = Gauge(
             "karpenter_scheduler_ignored_pods_count",
-            "Number of pods ignored during scheduling by nodeflow: pending pods whose spec it cannot read (each "
-            "says why in a FailedScheduling event).",
+            "Number of pods ignored during scheduling by nodeflow: pending pods whose spec it cannot read, or "
+            "whose PersistentVolumeClaims cannot be used yet (each says why in a FailedScheduling event).",
             registry=reg,
         )
         self.cloudprovider_duration = Histogram(

@@ -32,12 +32,14 @@ from kube.types import Kube, Obj
 from scheduling.catalog import OptionCache
 from scheduling.pods import INVALID_POD
 from scheduling.provisionable import is_bound, is_provisionable, pod_key
-from scheduling.types import ExistingNodePlacement, SchedulingInput, SchedulingPolicies
+from scheduling.types import ExistingNodePlacement, Plan, SchedulingInput, SchedulingPolicies, UnschedulablePod
+from scheduling.volumes import VOLUMES_NOT_READY, VolumeReadiness
 
 log = logging.getLogger(__name__)
 
 
 PROVISIONER = "provisioner"  # the `controller` label of the scheduling metrics
+IGNORED = (INVALID_POD, VOLUMES_NOT_READY)  # reasons of the pods Karpenter's ignored-pods gauge counts
 POD_EVENTS_PER_ROUND = 200  # FailedScheduling and Nominated Events a round records, each
 NOMINATION_DEDUPE = timedelta(minutes=2)  # a pod nominated again within this: no Event
 
@@ -143,27 +145,31 @@ class ProvisioningActivities:
         pending = [p for p in pods if is_provisionable(p)]
         if not pending:
             return ProvisionPlan(invalid=invalid)
-        bound = [p for p in pods if is_bound(p)]
+        claims, volumes, classes = self.kube.list(r.PVC), self.kube.list(r.PV), self.kube.list(r.STORAGECLASS)
+        readiness = VolumeReadiness(claims, volumes, classes)
+        waiting = [UnschedulablePod(pod=pod_key(p), reason=why) for p in pending if (why := readiness.problem(p))]
+        waiting_keys = {u.pod for u in waiting}
         inp = SchedulingInput(
-            pods=pending,
-            bound_pods=bound,
+            pods=[p for p in pending if pod_key(p) not in waiting_keys],
+            bound_pods=[p for p in pods if is_bound(p)],
             nodes=self.kube.list(r.NODE),
             node_claims=self._node_claims(),
             node_pools=node_pools,
             node_classes=node_classes,
             instance_types=self._catalog(zones, node_classes),
             daemonsets=self.kube.list(r.DAEMONSET),
-            persistent_volume_claims=self.kube.list(r.PVC),
-            persistent_volumes=self.kube.list(r.PV),
-            storage_classes=self.kube.list(r.STORAGECLASS),
+            persistent_volume_claims=claims,
+            persistent_volumes=volumes,
+            storage_classes=classes,
             runtime_classes=self.kube.list(r.RUNTIMECLASS),
             namespaces=self.kube.list(r.NAMESPACE),
             **self.policies.fields(),
         )
         with self.metrics.scheduling(PROVISIONER, len(pending)):
-            plan = scheduling.solve(inp, self.options)
+            plan = scheduling.solve(inp, self.options) if inp.pods else Plan()
+        plan = plan.model_copy(update={"unschedulable": [*waiting, *plan.unschedulable]})
         self.metrics.unschedulable_pods.labels(controller=PROVISIONER).set(len(plan.unschedulable))
-        self.metrics.ignored_pods.set(sum(1 for u in plan.unschedulable if u.reason.startswith(INVALID_POD)))
+        self.metrics.ignored_pods.set(sum(1 for u in plan.unschedulable if u.reason.startswith(IGNORED)))
         placed = sum(len(p.pods) for p in plan.existing_nodes)
         on_existing = existing_nominations(plan.existing_nodes, inp.node_claims)
         nominated = dict(list(on_existing.items())[:POD_EVENTS_PER_ROUND])

@@ -190,12 +190,7 @@ class _Volumes:
         }
         self.pvs = {(p.get("metadata") or {}).get("name"): p for p in inp.persistent_volumes}
         self.classes = {(s.get("metadata") or {}).get("name"): s for s in inp.storage_classes}
-        defaults = sorted(
-            str((s.get("metadata") or {}).get("name"))
-            for s in inp.storage_classes
-            if ((s.get("metadata") or {}).get("annotations") or {}).get(DEFAULT_CLASS_ANNOTATION) == "true"
-        )
-        self.default_class = defaults[0] if defaults else None
+        self.default_class = default_storage_class(inp.storage_classes)
 
     def class_reqs(self, name: str | None, where: str) -> Requirements:
         name = name or self.default_class
@@ -243,6 +238,17 @@ class _Volumes:
             else:
                 reqs = reqs.intersect(self.class_reqs(pvc_spec.get("storageClassName"), where))
         return reqs
+
+
+def default_storage_class(storage_classes: Iterable[Obj]) -> str | None:
+    """The StorageClass an unbound claim without `storageClassName` gets: the one annotated default (the
+    first by name, should several be)."""
+    defaults = sorted(
+        str((s.get("metadata") or {}).get("name"))
+        for s in storage_classes
+        if ((s.get("metadata") or {}).get("annotations") or {}).get(DEFAULT_CLASS_ANNOTATION) == "true"
+    )
+    return defaults[0] if defaults else None
 
 
 def _zonal(reqs: Requirements) -> Requirements:
