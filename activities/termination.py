@@ -6,6 +6,8 @@ NodeClaim go."""
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -33,6 +35,7 @@ EXPIRED_REASON = "expired"  # karpenter_nodeclaims_disrupted_total's reason for 
 # karpenter_pods_drained_total's reason for pods of a claim with no disruption reason (Karpenter's words)
 FORCEFUL_TERMINATION = "Forceful Termination"
 EVICTED_CODE = "200"  # karpenter_pods_eviction_requests_total's code for an eviction the API accepted
+FAILED_DRAINING_EVERY = 120.0  # s between FailedDraining events of one node (Karpenter's event dedupe window)
 
 
 class BeginTerminationInput(ClaimIdentity):
@@ -75,7 +78,15 @@ class TerminateResult(BaseModel):
 
 
 class TerminationActivities(ClaimActivities):
-    """`begin_termination`, `drain_step`, `terminate_instance`, `finalize`."""
+    """`begin_termination`, `drain_step`, `terminate_instance`, `finalize`. Records Karpenter's termination
+    Events: `Evicted` on each pod evicted, `Disrupted` on each pod deleted for terminationGracePeriod,
+    `FailedDraining` (Warning) on a Node with pods still to drain (at most every FAILED_DRAINING_EVERY per
+    node and worker), `AwaitingVolumeDetachment` (Warning) and `TerminationGracePeriodExpiring` (Warning)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._failed_draining_at: dict[str, float] = {}  # node name -> monotonic time of its last FailedDraining
+        self._failed_draining_lock = threading.Lock()
 
     @property
     def activities(self) -> list[Callable[..., Any]]:
@@ -147,9 +158,24 @@ class TerminationActivities(ClaimActivities):
                 claim_logger(log, inp, pool).info("drained node %s of NodeClaim %s", inp.node_name, inp.name)
             return self._await_volume_detachment(inp, node, left, claim, evicted, deleted)
         self._set_conditions(inp, (DRAINED, "False", "Draining", message))
+        self._failed_draining(node, message)
         return DrainProgress(
             remaining=remaining, evicted=evicted, deleted=deleted, blocked_by_pdb=refused + held, message=message
         )
+
+    def _failed_draining(self, node: Obj, message: str) -> None:
+        """Karpenter's `FailedDraining` Warning on the Node while pods are left to drain, once per
+        FAILED_DRAINING_EVERY for each node."""
+        name, now = str(node["metadata"].get("name", "")), time.monotonic()
+        with self._failed_draining_lock:
+            last = self._failed_draining_at.get(name)
+            if last is not None and now - last < FAILED_DRAINING_EVERY:
+                return
+            self._failed_draining_at[name] = now
+            for gone in [n for n, at in self._failed_draining_at.items() if now - at >= FAILED_DRAINING_EVERY]:
+                if gone != name:
+                    del self._failed_draining_at[gone]
+        self.recorder.record(node, "Warning", "FailedDraining", f"Failed to drain node, {message}")
 
     def _await_volume_detachment(
         self, inp: DrainInput, node: Obj, left: list[Obj], claim: NodeClaim | None, evicted: int, deleted: int
@@ -170,14 +196,14 @@ class TerminationActivities(ClaimActivities):
         message = f"awaiting deletion of {len(waiting)} VolumeAttachments ({names})"
         current = get_condition(claim.status.conditions, VOLUMES_DETACHED) if claim is not None else None
         if current is None or current.reason != "AwaitingVolumeDetachment":
-            self.recorder.record(node, "Normal", "AwaitingVolumeDetachment", message)
+            self.recorder.record(node, "Warning", "AwaitingVolumeDetachment", message)
         self._set_conditions(inp, (VOLUMES_DETACHED, "False", "AwaitingVolumeDetachment", message))
         return DrainProgress(remaining=len(waiting), evicted=evicted, deleted=deleted, message=message)
 
     def _evict_pods(self, pods: list[Obj]) -> tuple[int, int]:
-        """Evict each pod through the Eviction API; returns (evicted, refused by a PDB). Gone is fine. Each
-        request counts in `karpenter_pods_eviction_requests_total` by its response code (200 when it
-        succeeded)."""
+        """Evict each pod through the Eviction API, with an `Evicted` event on each one evicted; returns
+        (evicted, refused by a PDB). Gone is fine. Each request counts in
+        `karpenter_pods_eviction_requests_total` by its response code (200 when it succeeded)."""
         evicted = refused = 0
         requests = self.metrics.pods_eviction_requests
         for pod in pods:
@@ -195,6 +221,7 @@ class TerminationActivities(ClaimActivities):
                     requests.labels(code=str(err.status)).inc()
                 raise
             requests.labels(code=EVICTED_CODE).inc()
+            self.recorder.record(pod, "Normal", "Evicted", "Evicted pod")
             evicted += 1
         return evicted, refused
 

@@ -189,7 +189,9 @@ class Events:
     def __init__(self) -> None:
         self.recorded: list[tuple[str, str]] = []
         self.involved: list[Obj] = []  # the object of each recorded event, in the same order
+        self.types: list[str] = []  # and its type (Normal, Warning)
 
     def record(self, involved: Obj, event_type: str, reason: str, message: str) -> None:
         self.recorded.append((reason, message))
         self.involved.append(involved)
+        self.types.append(event_type)

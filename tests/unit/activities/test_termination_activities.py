@@ -26,6 +26,22 @@ def instance(cloud: FakeCloudProvider, instance_id: str, node_claim: str = NAME)
     return cloud.put_running(instance_id, {TAG_NODECLAIM: node_claim})
 
 
+def test_a_drain_records_evicted_on_each_pod_and_failed_draining_on_the_node_once_a_window(
+    termination: TerminationActivities, kube: MemKube, events: Events
+) -> None:
+    kube.create(r.POD, pod("web-1"))
+    kube.create(r.POD, pod("guarded"))
+    kube.refuse_eviction.add("guarded")
+    termination.drain_step(DrainInput(name=NAME, node_name=NODE))
+    termination.drain_step(DrainInput(name=NAME, node_name=NODE))  # still refused: no second FailedDraining
+    recorded = list(zip(events.types, events.recorded, [o["metadata"]["name"] for o in events.involved], strict=True))
+    assert recorded == [
+        ("Normal", ("Evicted", "Evicted pod"), "web-1"),
+        ("Warning", ("FailedDraining", "Failed to drain node, 1 pods remaining, 1 refused by disruption budgets, "
+                     "0 held by do-not-disrupt"), NODE),
+    ]  # fmt: skip
+
+
 def test_a_drain_step_evicts_waits_on_pdbs_and_holds_do_not_disrupt(
     termination: TerminationActivities, kube: MemKube
 ) -> None:
@@ -77,6 +93,7 @@ def test_a_drained_node_waits_for_its_drained_pods_volumes_to_detach(
     assert [e for e in events.recorded if e[0] == "AwaitingVolumeDetachment"] == [
         ("AwaitingVolumeDetachment", "awaiting deletion of 1 VolumeAttachments (csi-data)")
     ], "one event when the wait begins"
+    assert events.types[[e[0] for e in events.recorded].index("AwaitingVolumeDetachment")] == "Warning"
     with kube.as_admin():
         kube.delete(r.VOLUMEATTACHMENT, "csi-data")
     assert termination.drain_step(DrainInput(name=NAME, node_name=NODE)).remaining == 0
@@ -127,7 +144,8 @@ def test_a_drain_step_deletes_each_pod_at_the_deadline_minus_its_grace_period(
     assert (progress.remaining, progress.evicted, progress.deleted, progress.blocked_by_pdb) == (1, 1, 1, 1)
     assert "1 deleted for terminationGracePeriod" in progress.message
     assert termination_timestamp(kube) == deadline.strftime("%Y-%m-%dT%H:%M:%SZ")
-    assert [reason for reason, _ in events.recorded] == ["TerminationGracePeriodExpiring", "Disrupted"]
+    assert [reason for reason, _ in events.recorded] == [
+        "TerminationGracePeriodExpiring", "Disrupted", "Evicted", "FailedDraining"]  # fmt: skip
     assert "600s" in events.recorded[1][1] and "do-not-disrupt" in events.recorded[1][1]
     assert 110 <= kube.grace_periods["Pod/slow"] <= 120  # 600 s would outlast the node: cut to what is left
     assert "cut to" in events.recorded[1][1]
@@ -158,7 +176,7 @@ def test_a_pod_gone_before_its_grace_period_delete_is_fine(
     deadline = datetime.now(UTC) + timedelta(minutes=1)
     progress = termination.drain_step(DrainInput(name=NAME, node_name=NODE, deadline=deadline))
     assert progress.deleted == 0
-    assert [reason for reason, _ in events.recorded] == ["TerminationGracePeriodExpiring"]
+    assert [reason for reason, _ in events.recorded] == ["TerminationGracePeriodExpiring", "FailedDraining"]
 
 
 def test_a_drain_step_without_a_deadline_leaves_the_claim_unannotated(
