@@ -58,24 +58,29 @@ class ProvisioningStatus:
         when a problem appears or changes. Writes only what changed. What a provisioning round does
         before it schedules, whether or not a pod is pending. Raises only for infrastructure failures."""
         invalid: list[InvalidObject] = []
-        node_classes, zones, class_problems = self._ready_node_classes(invalid)
+        generations: dict[str, int] = {}
+        node_classes, zones, class_problems = self._ready_node_classes(invalid, generations)
         listed_pools = self.kube.list(r.NODEPOOL)
         node_pools = self._node_pools(listed_pools, invalid, {nc.name for nc in node_classes}, class_problems)
-        self._report_node_pools(listed_pools, invalid)
+        self._report_node_pools(listed_pools, invalid, generations)
         return ReadyObjects(node_classes=node_classes, zones=zones, node_pools=node_pools, invalid=invalid)
 
-    def _ready_node_classes(self, invalid: list[InvalidObject]) -> tuple[list[EC2NodeClass], set[str], dict[str, str]]:
+    def _ready_node_classes(
+        self, invalid: list[InvalidObject], generations: dict[str, int]
+    ) -> tuple[list[EC2NodeClass], set[str], dict[str, str]]:
         """Validate and resolve every EC2NodeClass, keeping its status current (what its selectors resolve
         to, and Ready) and its termination finalizer on (activities.nodeclass_termination). One being
         deleted is not ready: it is finalized once no NodeClaim references it. Returns the ready ones
         (carrying the status just written), the zones where they have subnets, and the problem of each
-        one that is not ready, by name."""
+        one that is not ready, by name; fills `generations` with every one's metadata.generation."""
         ready: list[EC2NodeClass] = []
         zones: set[str] = set()
         problems: dict[str, str] = {}
         claims: list[Obj] | None = None
         for listed in self.kube.list(r.EC2NODECLASS):
             name = listed.get("metadata", {}).get("name", "")
+            if isinstance(generation := listed.get("metadata", {}).get("generation"), int):
+                generations[name] = generation
             if is_terminating(listed):
                 claims = self.kube.list(r.NODECLAIM) if claims is None else claims
                 reason, problem = self.termination.finalize(listed, claims)
@@ -193,12 +198,13 @@ class ProvisioningStatus:
             pools.append(pool.model_copy(update={"status": pool.status.model_copy(update={"conditions": conditions})}))
         return pools
 
-    def _report_node_pools(self, listed: list[Obj], invalid: list[InvalidObject]) -> None:
+    def _report_node_pools(self, listed: list[Obj], invalid: list[InvalidObject], generations: dict[str, int]) -> None:
         """NodePool conditions as Karpenter sets them, with an Event when a problem appears or changes:
         an invalid NodePool gets ValidationSucceeded=False (NodePoolValidationFailed, Karpenter's reason)
         and Ready=False (ValidationFailed); one whose
         EC2NodeClass is not ready or missing gets NodeClassReady=False and Ready=False with that reason;
-        the others get all three True."""
+        the others get all three True. Where its EC2NodeClass exists, `status.nodeClassObservedGeneration`
+        is that node class's metadata.generation, as Karpenter's NodePool readiness controller records it."""
         problems = {i.name: i for i in invalid if i.kind == "NodePool"}
         stamp = now_rfc3339()
         for obj in listed:
@@ -216,13 +222,17 @@ class ProvisioningStatus:
                     ("NodeClassReady", "False" if problem else "True", reason, message),
                 ]
             wanted.append(("Ready", "False" if problem else "True", reason, message))
+            ref = ((((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef") or {}).get(
+                "name"
+            )
+            generation = generations.get(ref) if isinstance(ref, str) else None
             conditions = [Condition.model_validate(c) for c in obj.get("status", {}).get("conditions") or []]
-            if all(_has(conditions, *want) for want in wanted):
+            if all(_has(conditions, *want) for want in wanted) and _observed(obj, generation):
                 continue
             current = get_condition(conditions, "Ready")
             if message and not (current and current.status == "False" and current.message == message):
                 self.recorder.record(obj, "Warning", reason, message)
-            kubeops.update(self.kube, r.NODEPOOL, name, _setting(wanted, stamp), subresource="status")
+            kubeops.update(self.kube, r.NODEPOOL, name, _setting(wanted, stamp, generation), subresource="status")
 
 
 # Karpenter's reason on a NodePool's ValidationSucceeded=False (its Ready keeps nodeflow's ValidationFailed,
@@ -230,22 +240,29 @@ class ProvisioningStatus:
 VALIDATION_FAILED = "NodePoolValidationFailed"
 
 
-def _setting(wanted: list[tuple[str, str, str, str]], stamp: str) -> Callable[[Obj], bool]:
+def _setting(wanted: list[tuple[str, str, str, str]], stamp: str, generation: int | None) -> Callable[[Obj], bool]:
     """A status mutation for `kubeops.update` setting these NodePool conditions (type, status, reason,
-    message) on the object as read, so a condition another writer set meanwhile (NodeRegistrationHealthy)
-    is kept; False when they are already so."""
+    message) and, when not None, `nodeClassObservedGeneration` on the object as read, so a condition
+    another writer set meanwhile (NodeRegistrationHealthy) is kept; False when they are already so."""
 
     def mutate(obj: Obj) -> bool:
         status = obj.setdefault("status", {})
         conditions = [Condition.model_validate(c) for c in status.get("conditions") or []]
-        if all(_has(conditions, *want) for want in wanted):
+        if all(_has(conditions, *want) for want in wanted) and _observed(obj, generation):
             return False
         for type_, state, why, text in wanted:
             conditions = set_condition(conditions, type_, state, why, text, stamp)  # type: ignore[arg-type]
         status["conditions"] = [c.to_kube() for c in conditions]
+        if generation is not None:
+            status["nodeClassObservedGeneration"] = generation
         return True
 
     return mutate
+
+
+def _observed(obj: Obj, generation: int | None) -> bool:
+    """Whether the NodePool's status already records `generation` of its node class (None: nothing to record)."""
+    return generation is None or (obj.get("status") or {}).get("nodeClassObservedGeneration") == generation
 
 
 def _has(conditions: list[Condition], type_: str, status: str, reason: str, message: str) -> bool:

@@ -457,3 +457,15 @@ def test_pods_whose_spec_cannot_be_read_count_as_ignored() -> None:
     plan = world.solve()
     assert [u.pod for u in plan.unschedulable] == ["default/broken"]
     assert world.activities.metrics.registry.get_sample_value("karpenter_scheduler_ignored_pods_count") == 1
+
+
+def test_a_node_pool_records_the_generation_of_its_node_class_it_last_observed() -> None:
+    default = node_class("default")
+    default["metadata"]["generation"] = 3
+    world = World([default, node_pool("general-purpose", "default"), node_pool("orphan", "missing")])
+    world.solve()
+    assert world.kube.get(r.NODEPOOL, "general-purpose")["status"]["nodeClassObservedGeneration"] == 3
+    assert "nodeClassObservedGeneration" not in world.kube.get(r.NODEPOOL, "orphan").get("status", {})
+    world.kube.patch(r.EC2NODECLASS, "default", {"metadata": {"generation": 4}}, patch_type="merge")
+    world.solve()
+    assert world.kube.get(r.NODEPOOL, "general-purpose")["status"]["nodeClassObservedGeneration"] == 4
