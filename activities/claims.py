@@ -18,13 +18,8 @@ from cloudprovider.types import (
     Instance,
     LaunchRequest,
 )
+from scheduling.taints import is_ephemeral_taint
 
-EPHEMERAL_TAINT_KEYS = (
-    "node.kubernetes.io/not-ready",
-    "node.kubernetes.io/unreachable",
-    "node.cloudprovider.kubernetes.io/uninitialized",
-    labels.UNREGISTERED_TAINT_KEY,
-)
 WELL_KNOWN_RESOURCES = frozenset({"cpu", "memory", "pods", "ephemeral-storage"})
 
 
@@ -176,7 +171,7 @@ def initialization_blocker(node: dict[str, Any], claim: NodeClaim) -> tuple[str,
                 f"startup taint {taint.key}:{taint.effect} to be removed from Node {name}",
             )
     for taint in taints:
-        if taint.get("key") in EPHEMERAL_TAINT_KEYS:
+        if is_ephemeral_taint(str(taint.get("key") or "")):
             spec = f"{taint.get('key')}:{taint.get('effect')}"
             return "KnownEphemeralTaintsExist", f"taint {spec} to be removed from Node {name}"
     allocatable = node.get("status", {}).get("allocatable") or {}

@@ -13,7 +13,7 @@ from scheduling.pods import Obj, pod_affinity_terms
 from scheduling.pools import Pool
 from scheduling.requirements import Req, Requirements, from_labels, parse_expressions
 from scheduling.resources import host_ports, pod_requests
-from scheduling.taints import EPHEMERAL_TAINT_KEYS, TaintSpec, parse_taints
+from scheduling.taints import TaintSpec, is_ephemeral_taint, parse_taints
 from scheduling.targets import NodeTarget
 from scheduling.topology import ANTI, NamespaceLabels, Term
 from scheduling.types import SchedulingInput
@@ -33,7 +33,7 @@ def _node_target(node: Obj, startup_taints: Mapping[str, tuple[TaintSpec, ...]])
     taints = parse_taints(spec.get("taints") or [])
     if is_starting(labels):
         starting = startup_taints.get(name, ())
-        taints = tuple(t for t in taints if t.key not in EPHEMERAL_TAINT_KEYS and not _matches_any(t, starting))
+        taints = tuple(t for t in taints if not is_ephemeral_taint(t.key) and not _matches_any(t, starting))
     if spec.get("unschedulable") or meta.get("deletionTimestamp"):
         taints = (*taints, UNSCHEDULABLE_TAINT)
     allocatable = to_resource_list(status.get("allocatable") or status.get("capacity") or {})

@@ -6,6 +6,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from apis.labels import UNREGISTERED_TAINT_KEY
+
 
 @dataclass(frozen=True, slots=True)
 class TaintSpec:
@@ -34,15 +36,24 @@ class Toleration:
         return self.operator == "Exists" or self.value == taint.value
 
 
-# Taints a node carries only while it starts; the simulation assumes they go away.
+# Taints a node carries only while it starts; the simulation assumes they go away, and a node is not
+# Initialized while it has one (Karpenter's known ephemeral taints).
 EPHEMERAL_TAINT_KEYS: frozenset[str] = frozenset(
     {
         "node.kubernetes.io/not-ready",
         "node.kubernetes.io/unreachable",
         "node.cloudprovider.kubernetes.io/uninitialized",
-        "karpenter.sh/unregistered",
+        UNREGISTERED_TAINT_KEY,
     }
 )
+# The Node Readiness Controller's taints (a NodeReadinessRule's `readiness.k8s.io/...` key), held until a
+# node condition says the node is ready for workloads; ephemeral too, as Karpenter treats them since v1.13.
+READINESS_TAINT_PREFIX = "readiness.k8s.io/"
+
+
+def is_ephemeral_taint(key: str) -> bool:
+    """Whether a taint with this key is one a starting node is expected to lose (see above)."""
+    return key in EPHEMERAL_TAINT_KEYS or key.startswith(READINESS_TAINT_PREFIX)
 
 
 def parse_taints(taints: Iterable[Mapping[str, Any]]) -> tuple[TaintSpec, ...]:

@@ -71,6 +71,17 @@ def test_an_ephemeral_taint_is_waited_for(initialization: InitializationActiviti
     assert "node.kubernetes.io/not-ready:NoSchedule" in initialized(kube)[2]
 
 
+def test_a_node_readiness_controller_taint_is_waited_for(
+    initialization: InitializationActivities, kube: MemKube
+) -> None:
+    taint = {"key": "readiness.k8s.io/NetworkReady", "value": "pending", "effect": "NoSchedule"}
+    as_admin_patch(kube, r.NODE, NODE, {"spec": {"taints": [taint]}})
+    as_admin_patch(kube, r.NODE, NODE, {"status": READY}, subresource="status")
+    initialization.check_initialized(IDENT)
+    assert initialized(kube)[:2] == ("Unknown", "KnownEphemeralTaintsExist")
+    assert "readiness.k8s.io/NetworkReady:NoSchedule" in initialized(kube)[2]
+
+
 def test_a_requested_resource_is_waited_for(initialization: InitializationActivities, kube: MemKube) -> None:
     as_admin_patch(kube, r.NODECLAIM, NAME, {"spec": {"resources": {"requests": {"nvidia.com/gpu": "1"}}}})
     as_admin_patch(kube, r.NODE, NODE, {"status": READY}, subresource="status")

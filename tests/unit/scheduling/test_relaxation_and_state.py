@@ -97,7 +97,8 @@ def _registered_claim(node_name: str, startup_taints: list[dict[str, str]]) -> N
 def test_a_starting_node_is_filled_as_if_its_startup_and_ephemeral_taints_were_gone() -> None:
     agent = {"key": "node.cilium.io/agent-not-ready", "value": "true", "effect": "NoSchedule"}
     not_ready = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
-    booting = node("n1", labels={"karpenter.sh/nodepool": "default"}, taints=[agent, not_ready])
+    network = {"key": "readiness.k8s.io/NetworkReady", "value": "pending", "effect": "NoSchedule"}  # a readiness rule's
+    booting = node("n1", labels={"karpenter.sh/nodepool": "default"}, taints=[agent, not_ready, network])
     claim = _registered_claim("n1", [agent])
     assert placement(schedule([pod("p")], nodes=[booting], node_claims=[claim]))["default/p"] == "n1"
     # Not its startup taint: a taint the NodeClaim did not say goes away keeps pods off.
