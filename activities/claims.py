@@ -8,7 +8,7 @@ from typing import Any
 
 from apis import labels
 from apis.ec2nodeclass import EC2NodeClass
-from apis.nodeclaim import NodeClaim
+from apis.nodeclaim import API_VERSION, NodeClaim
 from apis.requirements import NodeSelectorRequirement
 from cloudprovider.types import (
     TAG_CLUSTER_PREFIX,
@@ -119,15 +119,16 @@ def launched_labels(
 
 
 def sync_node(node: dict[str, Any], claim: NodeClaim) -> bool:
-    """Registration: make the Node carry the claim's labels, annotations and taints, our termination
-    finalizer and the registered label, and drop the unregistered taint. The claim's startupTaints are
-    added too when the Node is first registered (not labelled registered yet), as Karpenter's registration
-    adds them, so a node whose bootstrap did not set them (a Custom AMI's) still waits for the agent that
-    removes them; a later sync does not put back one already removed. A Node labelled
-    `karpenter.sh/do-not-sync-taints=true` gets neither: its taints are left as they are, the unregistered
-    one apart. Returns whether anything changed."""
+    """Registration: make the Node carry the claim's labels, annotations and taints, our termination finalizer, an
+    ownerReference to the claim (as Karpenter's registration adds, so the garbage collector removes a Node whose
+    NodeClaim is gone) and the registered label, and drop the unregistered taint. The claim's startupTaints are
+    added too when the Node is first registered (not labelled registered yet), as Karpenter's registration adds
+    them, so a node whose bootstrap did not set them (a Custom AMI's) still waits for the agent that removes
+    them; a later sync does not put back one already removed. A Node labelled
+    `karpenter.sh/do-not-sync-taints=true` gets neither: its taints are left as they are, the unregistered one
+    apart. Returns whether anything changed."""
     meta = node.setdefault("metadata", {})
-    before = repr((meta.get("labels"), meta.get("annotations"), meta.get("finalizers"), node.get("spec")))
+    before = repr(_synced(node))
     node_labels = meta.setdefault("labels", {}) or {}
     meta["labels"] = node_labels
     first_registration = node_labels.get(labels.REGISTERED) != "true"
@@ -141,6 +142,18 @@ def sync_node(node: dict[str, Any], claim: NodeClaim) -> bool:
     if labels.TERMINATION_FINALIZER not in finalizers:
         finalizers.append(labels.TERMINATION_FINALIZER)
     meta["finalizers"] = finalizers
+    owners = list(meta.get("ownerReferences") or [])
+    if claim.metadata.uid and not any(ref.get("uid") == claim.metadata.uid for ref in owners):
+        owners.append(
+            {
+                "apiVersion": API_VERSION,
+                "kind": "NodeClaim",
+                "name": claim.metadata.name,
+                "uid": claim.metadata.uid,
+                "blockOwnerDeletion": True,
+            }
+        )
+        meta["ownerReferences"] = owners
     spec = node.setdefault("spec", {})
     taints = [t for t in spec.get("taints") or [] if t.get("key") != labels.UNREGISTERED_TAINT_KEY]
     wanted = [*claim.spec.taints, *(claim.spec.startup_taints if first_registration else [])] if sync_taints else []
@@ -148,7 +161,19 @@ def sync_node(node: dict[str, Any], claim: NodeClaim) -> bool:
         if not any(t.get("key") == taint.key and t.get("effect") == taint.effect for t in taints):
             taints.append(taint.to_kube())
     spec["taints"] = taints
-    return before != repr((meta.get("labels"), meta.get("annotations"), meta.get("finalizers"), node.get("spec")))
+    return before != repr(_synced(node))
+
+
+def _synced(node: dict[str, Any]) -> tuple[Any, ...]:
+    """What sync_node writes on a Node."""
+    meta = node.get("metadata") or {}
+    return (
+        meta.get("labels"),
+        meta.get("annotations"),
+        meta.get("finalizers"),
+        meta.get("ownerReferences"),
+        node.get("spec"),
+    )
 
 
 def initialization_blocker(node: dict[str, Any], claim: NodeClaim) -> tuple[str, str]:

@@ -43,7 +43,7 @@ def update(
             patch["metadata"].update(
                 {
                     k: desired["metadata"].get(k)
-                    for k in ("labels", "annotations", "finalizers")
+                    for k in ("labels", "annotations", "finalizers", "ownerReferences")
                     if k in desired["metadata"]
                 }
             )

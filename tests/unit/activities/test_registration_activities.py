@@ -100,6 +100,18 @@ def test_the_first_registration_adds_the_claims_taints_and_startup_taints_and_la
     assert _taint_keys(node) == ["dedicated"]
 
 
+def test_the_node_is_owned_by_its_claim_once_and_keeps_its_other_owners() -> None:
+    claim = _claim_with_taints().model_copy(deep=True)
+    claim.metadata.uid = "6f1c2a9e-claim"
+    other = {"apiVersion": "v1", "kind": "Example", "name": "x", "uid": "other"}
+    node: dict[str, object] = {"metadata": {"name": NODE, "ownerReferences": [other]}, "spec": {}}
+    assert sync_node(node, claim)
+    owner = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "name": claim.metadata.name,
+             "uid": "6f1c2a9e-claim", "blockOwnerDeletion": True}  # fmt: skip
+    assert node["metadata"]["ownerReferences"] == [other, owner]  # type: ignore[index]
+    assert not sync_node(node, claim), "a second sync changes nothing"
+
+
 def test_a_node_labelled_do_not_sync_taints_keeps_its_own_taints() -> None:
     unregistered = {"key": "karpenter.sh/unregistered", "effect": "NoExecute"}
     node: dict[str, object] = {
