@@ -138,6 +138,9 @@ INDIRECT: set[Grant] = {
     ("karpenter.sh", "nodeclaims", "delete"),
     ("karpenter.sh", "nodeclaims/status", "patch"),
     ("", "pods/eviction", "create"),
+    # Registration's ownerReference on a Node has blockOwnerDeletion, which the OwnerReferencesPermission-
+    # Enforcement admission plugin allows only to who may update the owner's finalizers.
+    ("karpenter.sh", "nodeclaims/finalizers", "update"),
 }
 # Modules the worker process does not run: commands a person runs with their own kubeconfig.
 NOT_THE_WORKER = {"cli.py", "crds_cmd.py", "dev_cmd.py", "explain_cmd.py", "ops_cmd.py", "simulate_cmd.py"}
@@ -197,6 +200,7 @@ def test_the_indirect_grants_come_from_the_helpers_named() -> None:
     assert [s for s in needed if s not in ownership] == []
     assert 'kube.patch(resource, name, patch, patch_type="merge"' in (ROOT / "activities" / "kubeops.py").read_text()
     assert 'POD.path(namespace, name, "eviction")' in (ROOT / "kube" / "client.py").read_text()
+    assert '"blockOwnerDeletion": True' in (ROOT / "activities" / "claims.py").read_text()
 
 
 def worker_calls() -> set[Grant]:
