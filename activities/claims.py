@@ -9,6 +9,7 @@ from typing import Any
 from apis import labels
 from apis.ec2nodeclass import EC2NodeClass
 from apis.nodeclaim import API_VERSION, NodeClaim
+from apis.quantity import to_units
 from apis.requirements import NodeSelectorRequirement
 from cloudprovider.types import (
     TAG_CLUSTER_PREFIX,
@@ -207,3 +208,31 @@ def initialization_blocker(node: dict[str, Any], claim: NodeClaim) -> tuple[str,
                 f"resource {resource}, requested by the NodeClaim, to be allocatable on Node {name}",
             )
     return "", ""
+
+
+CONSISTENT_SHARE = 0.9  # a Node registering less than this share of a resource the claim expected is flagged
+
+
+def shape_issues(node: dict[str, Any], claim: NodeClaim) -> list[str]:
+    """Karpenter's node shape consistency check: each resource of the claim's `status.capacity` that the
+    Node's `status.capacity` lacks, or has less than CONSISTENT_SHARE of (the instance type data or the VM
+    memory overhead being wrong, or a device plugin missing). Empty when the Node is as expected."""
+    found = (node.get("status") or {}).get("capacity") or {}
+    issues = []
+    for resource, expected_text in sorted(claim.status.capacity.items()):
+        try:
+            expected = to_units(resource, expected_text)
+            actual = to_units(resource, found[resource]) if resource in found else None
+        except ValueError:
+            continue  # a quantity nodeflow cannot read is no evidence either way
+        if expected <= 0:
+            continue
+        if actual is None:
+            issues.append(f"expected resource {resource!r} didn't register on the node")
+        elif actual < CONSISTENT_SHARE * expected:
+            share = 100 * actual / expected
+            got = found[resource]
+            issues.append(
+                f"expected {expected_text} of resource {resource}, but found {got} ({share:.1f}% of expected)"
+            )
+    return issues

@@ -16,7 +16,7 @@ from activities.claim_base import ClaimActivities, claim_logger
 from activities.models import ClaimIdentity
 from apis import labels
 from apis.meta import is_true
-from apis.nodeclaim import INITIALIZED
+from apis.nodeclaim import CONSISTENT_STATE_FOUND, INITIALIZED
 from kube.types import Obj
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,10 @@ class InitializationActivities(ClaimActivities):
         """Initialized = Ready, startup and ephemeral taints gone, requested extended resources present.
         When it is, label the Node and set Initialized and Ready on the claim; until then Initialized is
         Unknown with the reason and a message saying what it waits for (written when that changes). The call
-        that sets Initialized times it from the claim's creation."""
+        that sets Initialized times it from the claim's creation. Then Karpenter's consistency check of the
+        node's shape (claims.shape_issues): ConsistentStateFound False (ConsistencyCheckFailed) with a
+        FailedConsistencyCheck Warning on the NodeClaim for each resource the Node registered less than 90%
+        of, else True."""
         claim = self._claim(ident)
         node = ownership.get(self.kube, self._own_node(ident))
         if claim is None or node is None:
@@ -62,11 +65,20 @@ class InitializationActivities(ClaimActivities):
             return True
 
         ownership.update(self.kube, self._own_node(ident), label)
+        issues = claims.shape_issues(node, claim)
+        consistent = (CONSISTENT_STATE_FOUND, "True", "ConsistentStateFound", "")
+        if issues:
+            consistent = (CONSISTENT_STATE_FOUND, "False", "ConsistencyCheckFailed", "; ".join(issues))
         self._set_conditions(
             ident,
             (INITIALIZED, "True", "Initialized", "node is ready and its startup taints are gone"),
+            consistent,
         )  # Ready follows (claim_base.setting_conditions)
         if not is_true(claim.status.conditions, INITIALIZED):
             self._observe_startup(claim, INITIALIZED)
             claim_logger(log, ident, self._pool_of(claim)).info("initialized NodeClaim %s", ident.name)
+            claim_obj = self._claim_obj(ident)
+            for issue in issues:
+                if claim_obj is not None:
+                    self.recorder.record(claim_obj, "Warning", "FailedConsistencyCheck", issue)
         return InitializationResult(initialized=True)

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from activities.claims import shape_issues
 from activities.initialization import InitializationActivities
 from activities.models import ClaimIdentity
+from apis.nodeclaim import NodeClaim
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
 from tests.unit.activities.claimworld import NAME, NODE, as_admin_patch, condition
@@ -115,3 +117,54 @@ def test_a_gone_node_or_claim_ends_the_wait(initialization: InitializationActivi
     assert initialization.check_initialized(other_node).gone
     result = initialization.check_initialized(ClaimIdentity(name=NAME, uid="another-uid", node_name=NODE))
     assert result.gone and "is gone" in result.waiting_for
+
+
+@pytest.mark.parametrize(
+    ("node_capacity", "expected"),
+    [
+        ({"cpu": "2", "memory": "7800Mi", "nvidia.com/gpu": "1"}, []),  # 95% of the memory is within the 90%
+        (
+            {"cpu": "2", "memory": "6Gi", "nvidia.com/gpu": "1"},
+            ["expected 8Gi of resource memory, but found 6Gi (75.0% of expected)"],
+        ),
+        ({"cpu": "2", "memory": "8Gi"}, ["expected resource 'nvidia.com/gpu' didn't register on the node"]),
+    ],
+)
+def test_the_node_shape_check_compares_what_registered_with_what_the_claim_expected(
+    node_capacity: dict[str, str], expected: list[str]
+) -> None:
+    claim = NodeClaim.model_validate(
+        {"metadata": {"name": NAME}, "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+         "name": "default"}}, "status": {"capacity": {"cpu": "2", "memory": "8Gi", "nvidia.com/gpu": "1", "pods": "0"}}}
+    )  # fmt: skip
+    assert shape_issues({"status": {"capacity": node_capacity}}, claim) == expected
+
+
+def test_a_node_short_of_what_its_claim_expected_fails_the_consistency_check_but_initializes(
+    initialization: InitializationActivities, kube: MemKube, events: Events
+) -> None:
+    as_admin_patch(
+        kube, r.NODECLAIM, NAME, {"status": {"capacity": {"cpu": "2", "memory": "8Gi"}}}, subresource="status"
+    )
+    as_admin_patch(
+        kube, r.NODE, NODE, {"status": {**READY, "capacity": {"cpu": "2", "memory": "4Gi"}}}, subresource="status"
+    )
+    assert initialization.check_initialized(IDENT).initialized
+    consistent = condition(kube, "ConsistentStateFound")
+    assert consistent and (consistent["status"], consistent["reason"]) == ("False", "ConsistencyCheckFailed")
+    assert consistent["message"] == "expected 8Gi of resource memory, but found 4Gi (50.0% of expected)"
+    assert [(reason, m) for reason, m in events.recorded if reason == "FailedConsistencyCheck"] == [
+        ("FailedConsistencyCheck", consistent["message"])
+    ]
+    assert initialized(kube)[:2] == ("True", "Initialized")  # the check informs; it does not hold the node back
+
+
+def test_a_node_as_expected_is_consistent(initialization: InitializationActivities, kube: MemKube) -> None:
+    as_admin_patch(
+        kube, r.NODECLAIM, NAME, {"status": {"capacity": {"cpu": "2", "memory": "8Gi"}}}, subresource="status"
+    )
+    as_admin_patch(
+        kube, r.NODE, NODE, {"status": {**READY, "capacity": {"cpu": "2", "memory": "8Gi"}}}, subresource="status"
+    )
+    initialization.check_initialized(IDENT)
+    assert condition(kube, "ConsistentStateFound")["status"] == "True"  # type: ignore[index]
