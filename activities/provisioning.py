@@ -42,6 +42,7 @@ PROVISIONER = "provisioner"  # the `controller` label of the scheduling metrics
 IGNORED = (INVALID_POD, VOLUMES_NOT_READY)  # reasons of the pods Karpenter's ignored-pods gauge counts
 POD_EVENTS_PER_ROUND = 200  # FailedScheduling and Nominated Events a round records, each
 NOMINATION_DEDUPE = timedelta(minutes=2)  # a pod nominated again within this: no Event
+NO_COMPATIBLE_TYPES = "NodePool requirements filtered out all compatible available instance types"  # Karpenter's
 
 
 MadeFrom = TypeVar("MadeFrom")
@@ -182,6 +183,7 @@ class ProvisioningActivities:
             placed_on_existing=placed,
             pod_uids={key: uid for p in pending if (key := pod_key(p)) in on_claims and (uid := _uid(p))},
             nominated=nominated,
+            node_pools_without_types=plan.node_pools_without_types,
         )
 
     def _node_claims(self) -> list[NodeClaim]:
@@ -216,7 +218,8 @@ class ProvisioningActivities:
     @activity.defn(name="apply_plan")
     def apply_plan(self, inp: ApplyPlanInput) -> ApplyPlanResult:
         """Create the planned NodeClaims (AlreadyExists is fine: a retried round), start one workflow per
-        claim, update each NodePool's counts, and tell pending pods why they stay pending."""
+        claim, update each NodePool's counts, and tell pending pods why they stay pending (FailedScheduling)
+        and each NodePool whose requirements leave it no instance type so (NoCompatibleInstanceTypes)."""
         with heartbeating():
             return self._apply_plan(inp)
 
@@ -229,6 +232,9 @@ class ProvisioningActivities:
             pod_obj = kubeops.get_or_none(self.kube, r.POD, name, namespace)
             if pod_obj is not None:
                 self.recorder.record(pod_obj, "Warning", "FailedScheduling", f"Failed to schedule pod, {pod.reason}")
+        for pool in inp.plan.node_pools_without_types:
+            if (pool_obj := kubeops.get_or_none(self.kube, r.NODEPOOL, pool)) is not None:
+                self.recorder.record(pool_obj, "Warning", "NoCompatibleInstanceTypes", NO_COMPATIBLE_TYPES)
         self._nominate(inp, set(created))
         return ApplyPlanResult(created=created)
 

@@ -41,6 +41,7 @@ class ProvisionPlan(BaseModel):
     # "namespace/name" -> where a pod placed on capacity that exists or is coming will run, as Karpenter's
     # Nominated event names it ("nodeclaim/<name>, node/<name>"); at most POD_EVENTS_PER_ROUND of them
     nominated: dict[str, str] = Field(default_factory=dict)
+    node_pools_without_types: list[str] = Field(default_factory=list)  # scheduling.types.Plan's
 
 
 class ApplyPlanInput(BaseModel):

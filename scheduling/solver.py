@@ -490,7 +490,15 @@ class Solver:
         for claim in self.claims:
             plan.node_claims.append(planned_claim(claim, self._prices(claim.pool, claim.reqs)))
         plan.unschedulable = sorted(self.unschedulable, key=lambda u: u.pod)
+        plan.node_pools_without_types = sorted(p.name for p in self.ready_pools if not _has_compatible_type(p))
         return plan
+
+
+def _has_compatible_type(pool: Pool) -> bool:
+    """Whether any instance type of the pool's node class meets the pool's own requirements (stops at the
+    first, so it costs little where, as usual, the first does)."""
+    type_reqs = pool.type_reqs(pool.reqs)
+    return any(o.compatible(type_reqs) for o in pool.options)
 
 
 def solve(inp: SchedulingInput, options: OptionCache | None = None) -> Plan:

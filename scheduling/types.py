@@ -116,3 +116,6 @@ class Plan(_Model):
     node_claims: list[PlannedNodeClaim] = Field(default_factory=list)
     existing_nodes: list[ExistingNodePlacement] = Field(default_factory=list)
     unschedulable: list[UnschedulablePod] = Field(default_factory=list)
+    # ready NodePools whose own requirements leave no instance type of their node class (Karpenter's
+    # NoCompatibleInstanceTypes)
+    node_pools_without_types: list[str] = Field(default_factory=list)

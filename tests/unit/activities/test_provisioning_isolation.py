@@ -469,3 +469,20 @@ def test_a_node_pool_records_the_generation_of_its_node_class_it_last_observed()
     world.kube.patch(r.EC2NODECLASS, "default", {"metadata": {"generation": 4}}, patch_type="merge")
     world.solve()
     assert world.kube.get(r.NODEPOOL, "general-purpose")["status"]["nodeClassObservedGeneration"] == 4
+
+
+def test_a_node_pool_whose_requirements_leave_no_instance_type_gets_karpenters_warning() -> None:
+    impossible = node_pool("impossible", "default")
+    impossible["spec"]["template"]["spec"]["requirements"] = [
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["z9.nonexistent"]}
+    ]
+    world = World([node_class("default"), node_pool("general-purpose", "default"), impossible, pending_pod("web-0")])
+    plan = world.solve()
+    assert plan.node_pools_without_types == ["impossible"]
+    world.apply(plan)
+    warned = [(e, o["metadata"]["name"]) for e, o in zip(world.events.recorded, world.events.involved, strict=True)
+              if e[0] == "NoCompatibleInstanceTypes"]  # fmt: skip
+    assert warned == [
+        (("NoCompatibleInstanceTypes", "NodePool requirements filtered out all compatible available instance types"),
+         "impossible")
+    ]  # fmt: skip

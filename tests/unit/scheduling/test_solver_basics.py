@@ -348,3 +348,10 @@ def test_a_node_class_whose_amis_are_all_x86_is_planned_only_onto_amd64_types() 
     assert "EC2NodeClass default selects AMIs for amd64 only: add an amiSelectorTerms term for arm64" in reason(
         arm, "default/arm"
     )
+
+
+def test_a_node_pool_whose_requirements_leave_no_instance_type_is_named() -> None:
+    nothing = [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["z9.nonexistent"]}]
+    plan = schedule([pod("p")], [node_pool("general", requirements=OD), node_pool("impossible", requirements=nothing)])
+    assert plan.node_pools_without_types == ["impossible"]
+    assert plan.node_claims and plan.node_claims[0].node_pool == "general"
