@@ -20,7 +20,7 @@ from activities.provisioning_models import InvalidObject
 from apis.ec2nodeclass import EC2NodeClass, EC2NodeClassStatus
 from apis.errors import describe_validation_error, format_problems
 from apis.meta import Condition, get_condition, now_rfc3339, set_condition
-from apis.nodepool import NodePool, is_managed
+from apis.nodepool import NodePool, is_managed, node_class_ref
 from cloudprovider.errors import CloudProviderError, NodeClassNotReadyError, PartReadiness
 from cloudprovider.types import CloudProvider, ResolvedNodeClass
 from kube import resources as r
@@ -222,9 +222,7 @@ class ProvisioningStatus:
                     ("NodeClassReady", "False" if problem else "True", reason, message),
                 ]
             wanted.append(("Ready", "False" if problem else "True", reason, message))
-            ref = ((((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef") or {}).get(
-                "name"
-            )
+            ref = node_class_ref(obj).get("name")
             generation = generations.get(ref) if isinstance(ref, str) else None
             conditions = [Condition.model_validate(c) for c in obj.get("status", {}).get("conditions") or []]
             if all(_has(conditions, *want) for want in wanted) and _observed(obj, generation):

@@ -80,13 +80,19 @@ def is_managed(obj: Mapping[str, Any]) -> bool:
     nor writes its status, nor disrupts its nodes. One without a readable group and kind, or with a
     group that is no API group (`karpenter.k8s.aws/v1`), counts as managed, so that validation reports
     what is wrong with it."""
-    spec = _mapping(obj.get("spec"))
-    template_spec = _mapping(_mapping(spec.get("template")).get("spec"))
-    ref = (template_spec or spec).get("nodeClassRef")  # a NodePool's template, else a NodeClaim's spec
-    group, kind = (ref.get("group"), ref.get("kind")) if isinstance(ref, Mapping) else (None, None)
+    ref = node_class_ref(obj)
+    group, kind = ref.get("group"), ref.get("kind")
     if not isinstance(group, str) or not isinstance(kind, str) or "/" in group:
         return True
     return group == EC2NODECLASS_GROUP and kind == EC2NODECLASS_KIND
+
+
+def node_class_ref(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The nodeClassRef of a NodePool (its template's) or a NodeClaim as read from the API, whatever shape
+    the rest of the object has; empty when there is none to read."""
+    spec = _mapping(obj.get("spec"))
+    template_spec = _mapping(_mapping(spec.get("template")).get("spec"))
+    return _mapping((template_spec or spec).get("nodeClassRef"))
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

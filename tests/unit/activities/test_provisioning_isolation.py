@@ -486,3 +486,12 @@ def test_a_node_pool_whose_requirements_leave_no_instance_type_gets_karpenters_w
         (("NoCompatibleInstanceTypes", "NodePool requirements filtered out all compatible available instance types"),
          "impossible")
     ]  # fmt: skip
+
+
+def test_a_node_pool_whose_template_is_not_an_object_is_reported_and_the_others_provision() -> None:
+    broken = node_pool("broken", "default")
+    broken["spec"]["template"] = "not-an-object"
+    world = World([node_class("default"), node_pool("general-purpose", "default"), broken, pending_pod("web-0")])
+    plan = world.solve()
+    assert [c.node_pool for c in plan.node_claims] == ["general-purpose"]
+    assert world.condition(r.NODEPOOL, "broken", "Ready")["status"] == "False"
