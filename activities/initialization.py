@@ -77,8 +77,7 @@ class InitializationActivities(ClaimActivities):
         if not is_true(claim.status.conditions, INITIALIZED):
             self._observe_startup(claim, INITIALIZED)
             claim_logger(log, ident, self._pool_of(claim)).info("initialized NodeClaim %s", ident.name)
-            claim_obj = self._claim_obj(ident)
-            for issue in issues:
-                if claim_obj is not None:
+            if issues and (claim_obj := self._claim_obj(ident)) is not None:  # read only for Events to record
+                for issue in issues:
                     self.recorder.record(claim_obj, "Warning", "FailedConsistencyCheck", issue)
         return InitializationResult(initialized=True)
