@@ -182,15 +182,24 @@ def bound_anti_terms(pod: Obj, namespace_labels: NamespaceLabels | None = None) 
     return required
 
 
-class _Volumes:
-    def __init__(self, inp: SchedulingInput) -> None:
+class VolumeObjects:
+    """The cluster's PersistentVolumeClaims (by namespace and name), PersistentVolumes and StorageClasses (by
+    name), and the default StorageClass (`default_storage_class`)."""
+
+    def __init__(self, claims: Iterable[Obj], volumes: Iterable[Obj], storage_classes: Iterable[Obj]) -> None:
         self.pvcs = {
             ((p.get("metadata") or {}).get("namespace") or "default", (p.get("metadata") or {}).get("name")): p
-            for p in inp.persistent_volume_claims
+            for p in claims
         }
-        self.pvs = {(p.get("metadata") or {}).get("name"): p for p in inp.persistent_volumes}
-        self.classes = {(s.get("metadata") or {}).get("name"): s for s in inp.storage_classes}
-        self.default_class = default_storage_class(inp.storage_classes)
+        self.pvs = {(p.get("metadata") or {}).get("name"): p for p in volumes}
+        classes = list(storage_classes)
+        self.classes = {(s.get("metadata") or {}).get("name"): s for s in classes}
+        self.default_class = default_storage_class(classes)
+
+
+class _Volumes(VolumeObjects):
+    def __init__(self, inp: SchedulingInput) -> None:
+        super().__init__(inp.persistent_volume_claims, inp.persistent_volumes, inp.storage_classes)
 
     def class_reqs(self, name: str | None, where: str) -> Requirements:
         name = name or self.default_class

@@ -16,11 +16,11 @@ with the pod, from a template whose StorageClass the solver already honours."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from scheduling.pods import Obj
-from scheduling.state import default_storage_class
+from scheduling.state import VolumeObjects
 
 VOLUMES_NOT_READY = "waiting for its volumes"  # how the reason of such a pod begins
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
@@ -31,16 +31,9 @@ def _meta(obj: Obj) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
 
 
-class VolumeReadiness:
+class VolumeReadiness(VolumeObjects):
     """Built from the cluster's PersistentVolumeClaims, PersistentVolumes and StorageClasses (JSON as the
     API serves them); `problem(pod)` says why a pending pod's claims cannot be used yet, or None."""
-
-    def __init__(self, claims: Iterable[Obj], volumes: Iterable[Obj], storage_classes: Iterable[Obj]) -> None:
-        self._claims = {(_meta(c).get("namespace") or "default", _meta(c).get("name")): c for c in claims}
-        self._volumes = {_meta(v).get("name"): v for v in volumes}
-        classes = list(storage_classes)
-        self._classes = {_meta(s).get("name"): s for s in classes}
-        self._default_class = default_storage_class(classes)
 
     def problem(self, pod: Obj) -> str | None:
         namespace = _meta(pod).get("namespace") or "default"
@@ -48,7 +41,7 @@ class VolumeReadiness:
             source = volume.get("persistentVolumeClaim") if isinstance(volume, Mapping) else None
             if not isinstance(source, Mapping):
                 continue
-            claim = self._claims.get((namespace, source.get("claimName")))
+            claim = self.pvcs.get((namespace, source.get("claimName")))
             if claim is None:
                 continue  # the solver reports a missing claim
             why = self._claim_problem(claim)
@@ -64,7 +57,7 @@ class VolumeReadiness:
         if (claim.get("status") or {}).get("phase") == "Lost":
             return f'is Lost: the PersistentVolume "{volume_name}" it was bound to no longer exists'
         if volume_name:
-            volume = self._volumes.get(volume_name)
+            volume = self.pvs.get(volume_name)
             if volume is None:
                 return None  # the solver reports a missing volume
             if _meta(volume).get("deletionTimestamp"):
@@ -75,10 +68,10 @@ class VolumeReadiness:
                     "annotation): the kube-scheduler treats it as unbound until the PV controller binds it"
                 )
             return None
-        class_name = spec.get("storageClassName") or self._default_class
+        class_name = spec.get("storageClassName") or self.default_class
         if not class_name:
             return "is unbound, names no StorageClass and the cluster has no default one: set spec.storageClassName"
-        storage_class = self._classes.get(class_name)
+        storage_class = self.classes.get(class_name)
         if storage_class is None:
             return f'is unbound and its StorageClass "{class_name}" does not exist'
         if (storage_class.get("volumeBindingMode") or IMMEDIATE) == IMMEDIATE:
