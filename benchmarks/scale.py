@@ -607,6 +607,7 @@ def claims_worker(client: Client, settings: Settings) -> Worker:
     activity name (see `standin_result`), on `settings.task_queue` with the worker tuning of `settings`."""
     from temporalio.worker import Worker
 
+    from workers.workflow_runner import CompactWorkflowRunner
     from workflows.nodeclaim import NodeClaimWorkflow
 
     return Worker(
@@ -618,6 +619,7 @@ def claims_worker(client: Client, settings: Settings) -> Worker:
         max_concurrent_workflow_tasks=settings.max_concurrent_workflow_tasks,
         max_concurrent_workflow_task_polls=settings.max_concurrent_workflow_task_polls,
         nonsticky_to_sticky_poll_ratio=settings.nonsticky_to_sticky_poll_ratio,
+        unsandboxed_workflow_runner=CompactWorkflowRunner(),
     )
 
 

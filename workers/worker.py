@@ -62,6 +62,7 @@ from workers.status_refresh import StatusRefresh
 from workers.temporal_client import connect
 from workers.tracing import Tracing
 from workers.watchers import WATCHED, DeletionWatcher, DriftTrigger, PodWatcher
+from workers.workflow_runner import CompactWorkflowRunner
 from workflows.disruption import (
     POLL,
     DisruptionControllerWorkflow,
@@ -384,6 +385,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing |
             max_concurrent_workflow_task_polls=settings.max_concurrent_workflow_task_polls,
             nonsticky_to_sticky_poll_ratio=settings.nonsticky_to_sticky_poll_ratio,
             build_id=build_id(),
+            unsandboxed_workflow_runner=CompactWorkflowRunner(),
         )
         async with worker:
             # The first catalog read (DescribeInstanceTypes, offerings, spot prices) takes seconds; pay it

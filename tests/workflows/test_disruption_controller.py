@@ -30,6 +30,7 @@ from scheduling.types import PlannedNodeClaim
 from tests.eventually import eventually_async
 from tests.workflows.histories import save_history
 from tests.workflows.workers import worker_on_fresh_queue
+from workers.workflow_runner import CompactWorkflowRunner
 from workflows import disruption
 from workflows.disruption import (
     HANDOVER,
@@ -287,7 +288,11 @@ async def test_a_wake_restarts_a_controller_terminated_by_hand_with_the_leaders_
 
 @pytest.mark.parametrize("path", sorted(HISTORIES.glob("*.json")), ids=lambda p: p.stem)
 async def test_stored_history_replays(path: Path) -> None:
-    replayer = Replayer(workflows=[DisruptionControllerWorkflow], data_converter=pydantic_data_converter)
+    replayer = Replayer(
+        workflows=[DisruptionControllerWorkflow],
+        data_converter=pydantic_data_converter,
+        unsandboxed_workflow_runner=CompactWorkflowRunner(),
+    )
     await replayer.replay_workflow(WorkflowHistory.from_json(path.stem, path.read_text()))
 
 

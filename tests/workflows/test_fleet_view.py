@@ -9,10 +9,13 @@ import uuid
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from typing import Any
 
 import pytest
 import pytest_asyncio
+from temporalio import workflow
 from temporalio.client import Client
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
@@ -20,6 +23,7 @@ from tests.eventually import eventually_async
 from tests.workflows.conftest import dev_server, venv_binary
 from tests.workflows.fakes import World
 from workers.ops_cmd import ClaimRow, OpsError, list_claims, query_claim, signal_claim
+from workers.workflow_runner import CompactWorkflowRunner
 from workflows import search_attributes as sa
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
 from workflows.nodeclaim_state import DELETED, RUNNING, NodeClaimInput, NodeClaimState
@@ -61,7 +65,8 @@ async def test_a_list_filtered_by_nodepool_and_phase_shows_the_fleet(dev_client:
     names = {f"web-{suffix}-1": "web", f"web-{suffix}-2": "web", f"gpu-{suffix}-1": "gpu"}
     with ThreadPoolExecutor(max_workers=4) as executor:
         async with Worker(client, task_queue=task_queue, workflows=[NodeClaimWorkflow],
-                          activities=world.activities(), activity_executor=executor):  # fmt: skip
+                          activities=world.activities(), activity_executor=executor,
+                          unsandboxed_workflow_runner=CompactWorkflowRunner()):  # fmt: skip
             for name, pool in names.items():
                 await start(client, task_queue, name, pool)
 
@@ -138,3 +143,76 @@ async def test_a_status_query_nobody_answers_says_to_check_the_worker(dev_client
             await query_claim(dev_client, name, attempts=2, timeout=timedelta(seconds=1))
     finally:
         await handle.terminate("test over")
+
+
+@workflow.defn(name="StartProbe", sandboxed=False)
+class StartProbe:
+    """What a run sees of its start, before and after it upserts (workers.workflow_runner's contract)."""
+
+    def __init__(self) -> None:
+        self.proceed = False
+
+    @workflow.signal(name="proceed")
+    def go_on(self) -> None:
+        self.proceed = True
+
+    @workflow.run
+    async def run(self, name: str) -> dict[str, Any]:
+        info = workflow.info()
+        seen: dict[str, Any] = {
+            "input": name,
+            "memo": workflow.memo_value("summary", type_hint=str),
+            "phase": info.typed_search_attributes.get(sa.PHASE),
+            "node_pool": info.typed_search_attributes.get(sa.NODE_POOL),
+            "untyped": dict(info.search_attributes),
+            "last_completion": workflow.has_last_completion_result(),
+        }
+        await workflow.wait_condition(lambda: self.proceed)  # a later task: the run is cached, or replayed
+        workflow.upsert_memo({"summary": "after"})
+        workflow.upsert_search_attributes([sa.PHASE.value_set(DELETED)])
+        typed = workflow.info().typed_search_attributes
+        seen.update(memo_after=workflow.memo_value("summary", type_hint=str), phase_after=typed.get(sa.PHASE))
+        seen["node_pool_after"] = typed.get(sa.NODE_POOL)
+        return seen
+
+
+@pytest.mark.parametrize("cached", [1000, 0], ids=["cached", "replayed-each-task"])
+async def test_a_run_sees_its_start_memo_and_search_attributes_through_the_workers_runner(
+    dev_client: Client, cached: int
+) -> None:
+    task_queue = f"tq-{uuid.uuid4()}"
+    async with Worker(dev_client, task_queue=task_queue, workflows=[StartProbe], max_cached_workflows=cached,
+                      unsandboxed_workflow_runner=CompactWorkflowRunner()):  # fmt: skip
+        handle = await dev_client.start_workflow(
+            StartProbe.run,
+            "probe",
+            id=f"probe-{uuid.uuid4()}",
+            task_queue=task_queue,
+            memo={"summary": "before"},
+            search_attributes=TypedSearchAttributes(
+                [SearchAttributePair(sa.PHASE, RUNNING), SearchAttributePair(sa.NODE_POOL, "web")]
+            ),
+        )
+
+        async def waiting() -> bool:
+            events = [e async for e in handle.fetch_history_events()]
+            return any(e.HasField("workflow_task_completed_event_attributes") for e in events)
+
+        await eventually_async(waiting, timeout=DEADLINE_SECONDS, what="the probe's first task to complete")
+        await handle.signal(StartProbe.go_on)
+        seen = await handle.result()
+        described = await handle.describe()
+
+    assert seen == {
+        "input": "probe",
+        "memo": "before",
+        "phase": RUNNING,
+        "node_pool": "web",
+        "untyped": {},  # the one difference from the SDK's own runner (workers.workflow_runner)
+        "last_completion": False,
+        "memo_after": "after",
+        "phase_after": DELETED,
+        "node_pool_after": "web",
+    }
+    assert await described.memo_value("summary") == "after"
+    assert described.typed_search_attributes.get(sa.PHASE) == DELETED

@@ -33,6 +33,7 @@ from kube.errors import ServerError
 from kube.resources import EC2NODECLASS, NODECLAIM, Resource
 from tests.workflows import histories
 from tests.workflows.workers import worker_on_fresh_queue
+from workers.workflow_runner import CompactWorkflowRunner
 from workflows import garbage_collection as gc
 from workflows.garbage_collection import (
     GarbageCollectorSettings,
@@ -242,7 +243,11 @@ async def test_continue_as_new_carries_the_state_and_keeps_history_bounded(
 
 
 def replayer() -> Replayer:
-    return Replayer(workflows=[GarbageCollectorWorkflow], data_converter=pydantic_data_converter)
+    return Replayer(
+        workflows=[GarbageCollectorWorkflow],
+        data_converter=pydantic_data_converter,
+        unsandboxed_workflow_runner=CompactWorkflowRunner(),
+    )
 
 
 STORED = sorted(HISTORIES.glob("*.json"))

@@ -18,6 +18,7 @@ from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
 from tests.workflows.histories import DIR
+from workers.workflow_runner import CompactWorkflowRunner
 from workflows.nodeclaim import NodeClaimWorkflow
 from workflows.provisioner import ProvisionerWorkflow
 
@@ -36,7 +37,11 @@ NODECLAIM_SCENARIOS = (
 
 
 def replayer() -> Replayer:
-    return Replayer(workflows=[NodeClaimWorkflow, ProvisionerWorkflow], data_converter=pydantic_data_converter)
+    return Replayer(
+        workflows=[NodeClaimWorkflow, ProvisionerWorkflow],
+        data_converter=pydantic_data_converter,
+        unsandboxed_workflow_runner=CompactWorkflowRunner(),
+    )
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])

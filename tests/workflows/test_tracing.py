@@ -33,6 +33,7 @@ from workers.settings import Settings
 from workers.starter import TemporalStarter
 from workers.temporal_client import connect
 from workers.tracing import Tracing
+from workers.workflow_runner import CompactWorkflowRunner
 from workflows import search_attributes as sa
 from workflows import timing
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
@@ -103,6 +104,7 @@ async def test_each_round_is_in_the_trace_of_the_signal_that_asked_for_it(monkey
                 workflows=[ProvisionerWorkflow, NodeClaimWorkflow],
                 activities=[*activities, solve, apply_plan_starting(starter)],
                 activity_executor=executor,
+                unsandboxed_workflow_runner=CompactWorkflowRunner(),
             ):
                 for round_ in (1, 2, 3):  # what the pod watcher sends: the first starts the provisioner
                     await starter.signal_provisioner(3)
@@ -153,7 +155,10 @@ async def test_each_round_is_in_the_trace_of_the_signal_that_asked_for_it(monkey
     # The traced first run replays with tracing on (the signals' headers and all), and replay records no span.
     recorded = len(exporter.get_finished_spans())
     replayer = Replayer(
-        workflows=[ProvisionerWorkflow], data_converter=pydantic_data_converter, interceptors=[tracing.interceptor]
+        workflows=[ProvisionerWorkflow],
+        data_converter=pydantic_data_converter,
+        interceptors=[tracing.interceptor],
+        unsandboxed_workflow_runner=CompactWorkflowRunner(),
     )
     await replayer.replay_workflow(history)
     assert len(exporter.get_finished_spans()) == recorded

@@ -11,6 +11,8 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from workers.workflow_runner import CompactWorkflowRunner
+
 
 @asynccontextmanager
 async def worker_on_fresh_queue(
@@ -32,5 +34,6 @@ async def worker_on_fresh_queue(
             activities=activities,
             activity_executor=executor,
             max_cached_workflows=max_cached_workflows,
+            unsandboxed_workflow_runner=CompactWorkflowRunner(),
         ):
             yield task_queue
