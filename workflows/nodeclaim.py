@@ -35,7 +35,8 @@ they travel with the continue-as-new, which costs no upsert.
 Memory per cached workflow: every command of a run (activity, timer, upsert) is held in the worker's
 cache for the run's lifetime. So the claim continues as new on entering Running and then every
 RUNNING_CHECKS_PER_RUN checks, and a Running run holds no timer (a timer command alone costs the cached
-run about 9 KiB, benchmarks/README.md).
+run about 9 KiB, benchmarks/README.md). What the run's frames hold is memory per node too: the phases are
+looked up in the module's PHASES, and what has been published is read from workflow.info(), not kept.
 
 Runs unsandboxed (the sandbox costs ~730 KiB per cached workflow); determinism is guarded by replay tests
 over stored histories (README, "Versioning": how a change to the command sequence ships).
@@ -152,18 +153,9 @@ class NodeClaimWorkflow(NodeClaimTermination):
         self.pending_termination = self.pending_termination or claim_input.pending_termination
         self.drift_check_requested = self.drift_check_requested or claim_input.drift_check_requested
         self.skip_drain = self.skip_drain or claim_input.skip_drain
-        phases: dict[str, Callable[[], Awaitable[None]]] = {
-            LAUNCHING: self.launch,
-            REGISTERING: self.register,
-            INITIALIZING: self.initialize,
-            RUNNING: self.running,
-            DRAINING: self.drain_node,
-            TERMINATING: self.terminate,
-        }
-        self._published = self._published_at_start()
         while self.state.phase != DELETED:
             before = self.state.phase
-            await phases[before]()
+            await PHASES[before](self)
             if self.input.waiter and self.state.phase in (RUNNING, DELETED):
                 await self._tell_waiter()
             if self._continue or self._history_too_long() or self._entered_running(before):
@@ -273,7 +265,7 @@ class NodeClaimWorkflow(NodeClaimTermination):
         RUNNING_CHECKS_PER_RUN checks."""
         checks = 0
         while not self.pending_termination:
-            await self._sleep_until(lambda: bool(self.pending_termination or self.drift_check_requested), None)
+            await self._sleep_until(self._running_wake, None)
             if self.pending_termination:
                 break
             self.drift_check_requested = False
@@ -288,6 +280,10 @@ class NodeClaimWorkflow(NodeClaimTermination):
                 return
         self.state.phase = DRAINING
 
+    def _running_wake(self) -> bool:
+        """What ends the running phase's wait (a method: a lambda would be one more object per cached run)."""
+        return bool(self.pending_termination or self.drift_check_requested)
+
     async def _running_check(self) -> bool:
         """One liveness and drift check (one activity); False when the claim or its node is going away."""
         check = await self._run_activity(
@@ -298,5 +294,16 @@ class NodeClaimWorkflow(NodeClaimTermination):
         self._record_drift(check.drift)
         return True
 
+
+# Each phase's method, called with the workflow. Module-level so that a run holds no bound method per phase:
+# a Running run is cached for the node's life, and its frames are memory per node.
+PHASES: dict[str, Callable[[NodeClaimWorkflow], Awaitable[None]]] = {
+    LAUNCHING: NodeClaimWorkflow.launch,
+    REGISTERING: NodeClaimWorkflow.register,
+    INITIALIZING: NodeClaimWorkflow.initialize,
+    RUNNING: NodeClaimWorkflow.running,
+    DRAINING: NodeClaimWorkflow.drain_node,
+    TERMINATING: NodeClaimWorkflow.terminate,
+}
 
 __all__ = ["NodeClaimWorkflow", "workflow_id"]

@@ -40,7 +40,6 @@ class NodeClaimWorkflowBase:
         self.state = NodeClaimState(name="")
         self.input = NodeClaimInput(name="")
         self.pending_termination = ""  # why the claim must terminate (a signal or a phase asked); '' = no
-        self._published: dict[str, str] = {}
         self._continue = False  # a phase asks for continue-as-new (the running phase's run is full)
         self.drift_check_requested = False  # the `check_drift` signal: run the running check now
         self.skip_drain = False  # the `repair` signal: terminate without draining
@@ -137,7 +136,7 @@ class NodeClaimWorkflowBase:
 
     def _published_values(self) -> dict[str, str]:
         """The search attributes that follow the state (the empty ones but Phase left out) and the memo's
-        `summary`, as `_published` records what was sent."""
+        `summary`, in the shape of `_published`."""
         values = {
             sa.PHASE.name: self.state.phase,
             sa.NODE_POOL.name: self.state.node_pool,
@@ -149,9 +148,11 @@ class NodeClaimWorkflowBase:
         kept = {name: value for name, value in values.items() if value or name == sa.PHASE.name}
         return {**kept, "summary": self.state.summary()}
 
-    def _published_at_start(self) -> dict[str, str]:
-        """What this run starts with in its search attributes and memo, as `_published` records it: what
-        the starter set (Phase and NodePool, the summary) or what continue-as-new carried over."""
+    def _published(self) -> dict[str, str]:
+        """What this run's search attributes and memo say now: what it started with (what the starter set,
+        Phase and NodePool and the summary, or what continue-as-new carried over) and what it has upserted
+        since, which the SDK keeps in workflow.info(). Read each time rather than kept: a copy would be one
+        more object per cached run."""
         info = workflow.info()
         published = {key.name: value for key in sa.ALL if (value := info.typed_search_attributes.get(key))}
         summary = workflow.memo_value("summary", default=None, type_hint=str)
@@ -174,10 +175,9 @@ class NodeClaimWorkflowBase:
         current = self._published_values()
         summary = current.pop("summary")
         keys = {key.name: key for key in sa.ALL}
-        changed = [name for name, value in current.items() if self._published.get(name) != value]
+        published = self._published()
+        changed = [name for name, value in current.items() if published.get(name) != value]
         if changed:
             workflow.upsert_search_attributes([keys[name].value_set(current[name]) for name in changed])
-            self._published.update({name: current[name] for name in changed})
-        if self._published.get("summary") != summary:
+        if published.get("summary") != summary:
             workflow.upsert_memo({"summary": summary})
-            self._published["summary"] = summary
