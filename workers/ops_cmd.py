@@ -35,7 +35,7 @@ from workers.process_exit import exiting_after
 from workers.temporal_client import TemporalSettingError, connect
 from workflows import search_attributes as sa
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
-from workflows.nodeclaim_state import PHASES, NodeClaimState
+from workflows.nodeclaim_state import PHASES, NodeClaimState, state_json
 
 SIGNALS = {
     "drain": "cordon and drain the node, then terminate it",
@@ -119,7 +119,7 @@ def format_table(rows: Sequence[ClaimRow]) -> str:
 
 def format_state(state: NodeClaimState, output: str) -> str:
     """One claim's queried state as JSON or as `key: value` lines."""
-    doc = state.model_dump(mode="json")
+    doc = state_json(state)
     if output == "json":
         return json.dumps(doc, indent=2, sort_keys=True)
     lines = [state.summary()]

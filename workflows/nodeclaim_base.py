@@ -5,6 +5,7 @@ provisioner kick, the signal to a disruption controller waiting for this claim, 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -20,7 +21,7 @@ from workflows import search_attributes as sa
 from workflows import timing
 from workflows.disruption import SIGNAL_REPLACEMENT_READY as DISRUPTION_READY
 from workflows.external import signal_workflow
-from workflows.nodeclaim_state import RUNNING, NodeClaimInput, NodeClaimState
+from workflows.nodeclaim_state import RUNNING, NodeClaimInput, NodeClaimState, input_json
 from workflows.provisioner import SIGNAL as PROVISIONER_SIGNAL
 from workflows.provisioner import WORKFLOW_ID as PROVISIONER_ID
 
@@ -51,15 +52,14 @@ class NodeClaimWorkflowBase:
         yet. Fields at their defaults are left out (the next run's NodeClaimInput has them anyway): the
         input is kept in the worker's memory for as long as the run is cached, about nine times its size,
         and a Running claim's run is cached for days (benchmarks/README.md, idle cost)."""
-        continued = self.input.model_copy(
-            update={
-                "state": self.state,
-                "pending_termination": self.pending_termination,
-                "drift_check_requested": self.drift_check_requested,
-                "skip_drain": self.skip_drain,
-            }
+        continued = dataclasses.replace(
+            self.input,
+            state=self.state,
+            pending_termination=self.pending_termination,
+            drift_check_requested=self.drift_check_requested,
+            skip_drain=self.skip_drain,
         )
-        return continued.model_dump(mode="json", exclude_defaults=True)
+        return input_json(continued)
 
     def _entered_running(self, before: str) -> bool:
         """The claim just became Running in this run: the long phase starts in a fresh run."""
@@ -119,7 +119,7 @@ class NodeClaimWorkflowBase:
         a replacement) `replacement_ready`, once: the claim is Initialized, or ended without being so. The
         waiter looks at the claim itself; should it be gone, its own poll stands in."""
         waiter = self.input.waiter
-        self.input = self.input.model_copy(update={"waiter": ""})
+        self.input = dataclasses.replace(self.input, waiter="")
         if not await signal_workflow(waiter, DISRUPTION_READY, self.state.name):
             # the waiter ended (its command rolled back, or it was terminated by hand)
             workflow.logger.info("%s not told that %s is %s", waiter, self.state.name, self.state.phase)

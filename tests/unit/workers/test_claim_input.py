@@ -4,6 +4,7 @@ provisioner's starter and the adopter use it, and the provisioner signal the pod
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 from typing import Any
 
@@ -80,8 +81,8 @@ def test_a_replacement_is_started_with_its_waiter_and_a_provisioned_claim_withou
         thread.join(timeout=5)
         loop.close()
     replacement, provisioned = starter.inputs
-    assert replacement == node_claim_input_from_object(claim_obj("default-rplcd"), SETTINGS).model_copy(
-        update={"waiter": "disruption"}
+    assert replacement == dataclasses.replace(
+        node_claim_input_from_object(claim_obj("default-rplcd"), SETTINGS), waiter="disruption"
     )
     assert provisioned.waiter == ""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from workers.payload_converter import SharedPydanticPayloadConverter, shared_pydantic_data_converter
-from workflows.nodeclaim_state import NodeClaimInput, NodeClaimState
+from workflows.nodeclaim_state import NodeClaimInput, NodeClaimState, input_json
 
 
 def test_every_construction_returns_the_one_instance() -> None:
@@ -39,7 +39,7 @@ def test_a_continued_input_without_its_defaults_decodes_to_the_same_input() -> N
         conditions={"Launched": "True", "Initialized": "True"},
     )
     value = NodeClaimInput(name="c", claim_uid="u-1", node_pool="default", state=state, drift_check_requested=True)
-    compact = value.model_dump(mode="json", exclude_defaults=True)
+    compact = input_json(value)
     converter = shared_pydantic_data_converter.payload_converter
     (back,) = converter.from_payloads(converter.to_payloads([compact]), [NodeClaimInput])
     assert back == value
