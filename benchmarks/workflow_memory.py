@@ -2,7 +2,7 @@
 the heap can be read (and profiled with heaptrack) at the moment every claim is cached and idle. Prints
 one JSON object on stdout; see benchmarks/README.md ("Where each kilobyte goes").
 
-    python benchmarks/workflow_memory.py [--claims 2000]
+    python benchmarks/workflow_memory.py [--claims 2000] [--sdk-metrics]
     heaptrack -o /tmp/wf python benchmarks/workflow_memory.py --claims 1000 --exit-cached
 
 The real `NodeClaimWorkflow` with the stand-in activities of benchmarks/scale.py and the worker tuning of
@@ -67,9 +67,14 @@ def _readings(libc: ctypes.CDLL) -> tuple[int, int]:
     return psutil.Process().memory_info().rss, info.uordblks + info.hblkhd
 
 
-async def _measure(address: str, claims: int, timeout: float, exit_now: Callable[[], None] | None) -> dict[str, Any]:
+async def _measure(
+    address: str, claims: int, timeout: float, exit_now: Callable[[], None] | None, sdk_metrics: bool
+) -> dict[str, Any]:
     """The reading (see the module docstring). With `exit_now`, call it with the cache still full and end the
-    process there (`--exit-cached`)."""
+    process there (`--exit-cached`); with `sdk_metrics`, the worker's runtime exports the SDK's metrics, as
+    the worker's does by default (`temporal_metrics_port`)."""
+    from devstack.temporal import free_port
+    from workers.metrics_server import temporal_runtime
     from workers.settings import Settings
     from workers.temporal_client import connect, register_search_attributes
 
@@ -80,7 +85,8 @@ async def _measure(address: str, claims: int, timeout: float, exit_now: Callable
         task_queue=TASK_QUEUE,
         max_cached_workflows=claims + WARM_CLAIMS + 1000,  # nothing evicted: count every run
     )
-    client = await connect(settings)
+    runtime = temporal_runtime(free_port(), "127.0.0.1") if sdk_metrics else None
+    client = await connect(settings, runtime=runtime)
     await register_search_attributes(client)
     worker = claims_worker(client, settings)
     cached = worker._workflow_worker._running_workflows if worker._workflow_worker else {}  # the SDK's cache
@@ -102,6 +108,7 @@ async def _measure(address: str, claims: int, timeout: float, exit_now: Callable
         result = {
             "benchmark": "workflow-memory",
             "claims": claims,
+            "sdk_metrics": sdk_metrics,
             "all_running_and_cached": complete,
             "cached_workflows": len(cached),
             "rss_per_cached_workflow_kib": round((rss_after - rss_before) / 1024 / claims, 1),
@@ -118,6 +125,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--claims", type=int, default=2000, help="claims cached and idle (2000)")
     parser.add_argument("--timeout", type=float, default=600.0, help="give up waiting after this long (600)")
+    parser.add_argument("--sdk-metrics", action="store_true", help="export the SDK's metrics (the worker's default)")
     parser.add_argument("--exit-cached", action="store_true", help="exit at the reading (for heaptrack)")
     args = parser.parse_args()
 
@@ -130,7 +138,7 @@ def main() -> None:
         server.start(attempts=temporal.PORT_ATTEMPTS, new_ports=temporal.free_ports)
         try:
             exit_now = server.stop if args.exit_cached else None
-            result = asyncio.run(_measure(server.address, args.claims, args.timeout, exit_now))
+            result = asyncio.run(_measure(server.address, args.claims, args.timeout, exit_now, args.sdk_metrics))
         finally:
             server.stop()
     print(json.dumps(result))
