@@ -23,7 +23,8 @@ Contract: a workflow runs exactly as under `UnsandboxedWorkflowRunner`, with one
 deprecated `workflow.info().search_attributes` starts empty (it holds only what the run upserts); read
 `workflow.info().typed_search_attributes`, which is complete. Only the public runner interface of
 `temporalio.worker` is used; the SDK reads the start's search attributes and memo into `Info` before
-the run is created (tests/workflows/test_workflow_runner.py checks what the run still sees).
+the run is created (tests/workflows/test_fleet_view.py checks what a run still sees of its start;
+tests/unit/workers/test_workflow_runner.py what the copy keeps).
 """
 
 from __future__ import annotations
