@@ -19,9 +19,8 @@ from apis.instancetype import InstanceType
 TAG_NODECLAIM = "karpenter.sh/nodeclaim"
 TAG_NODEPOOL = "karpenter.sh/nodepool"
 TAG_CLUSTER_PREFIX = "kubernetes.io/cluster/"  # kubernetes.io/cluster/<name>=owned
-TAG_EKS_CLUSTER_NAME = "eks:eks-cluster-name"
+TAG_EKS_CLUSTER_NAME = "eks:eks-cluster-name"  # Karpenter v1: on instances, templates and instance profiles
 TAG_NAME = "Name"
-TAG_MANAGED_BY = "karpenter.sh/managed-by"  # on the instance profiles nodeflow creates, value: the cluster
 
 
 class LaunchRequest(BaseModel):

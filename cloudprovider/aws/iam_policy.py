@@ -12,8 +12,11 @@ Statements, by Sid:
 - `AllowSSMReadActions`: `ssm:GetParameter` on the public AWS parameters (`/aws/service/*`) where the
   EKS-optimised AMI ids of the AMI aliases live; never on the account's own parameters.
 - `AllowScopedEC2InstanceAccessActions`: `RunInstances`/`CreateFleet` may *use* any image, snapshot,
-  security group, subnet and placement group of the region, and any capacity reservation (of any
-  account: reservations can be shared): they are read, not created, and the node class selects them.
+  security group, subnet, placement group and capacity reservation of the region, of any account: they
+  are read, not created, and the node class selects them. Subnets and security groups of a VPC shared
+  through AWS RAM belong to the VPC owner's account, not the cluster's
+  (https://docs.aws.amazon.com/vpc/latest/userguide/vpc-sharing.html), which is why Karpenter's template
+  leaves their account `*`; placement groups and capacity reservations can be shared the same way.
 - `AllowScopedEC2LaunchTemplateAccessActions`: a launch may use a launch template only when the
   template carries `kubernetes.io/cluster/<cluster>=owned` and a `karpenter.sh/nodepool` tag (nodeflow
   tags the templates it creates so).
@@ -33,16 +36,30 @@ Statements, by Sid:
 - `AllowScopedDeletion`: `ec2:TerminateInstances` and `ec2:DeleteLaunchTemplate` only on instances and
   launch templates tagged for this cluster and a NodePool (nodeflow deletes its templates when their
   EC2NodeClass is deleted, or when no EC2NodeClass's hash uses them any more).
-- `AllowPassingInstanceRole`: `iam:PassRole` for the node role only, and only to EC2 (launching with an
-  instance profile, adding the role to a profile).
-- `AllowScopedInstanceProfileCreationActions`: `iam:CreateInstanceProfile` (and the
-  `iam:TagInstanceProfile` it needs to tag at creation) only with the tags nodeflow writes:
-  `kubernetes.io/cluster/<cluster>=owned`, `karpenter.sh/managed-by=<cluster>`,
-  `topology.kubernetes.io/region=<region>` and a `karpenter.k8s.aws/ec2nodeclass` tag, and no other keys.
+- `AllowPassingInstanceRole`: `iam:PassRole` for the node role only, and only to the partition's EC2
+  service principal (`iam:PassedToService`: `ec2.amazonaws.com`, `ec2.amazonaws.com.cn` in aws-cn: the
+  service's name ends with the partition's DNS suffix, which Karpenter's template writes
+  `ec2.${AWS::URLSuffix}` for the node role's trust policy; for a partition not known here, such as a
+  placeholder, both, as Karpenter's controller policy lists them) (launching with an instance profile,
+  adding the role to a profile).
+- `AllowScopedInstanceProfileCreationActions`: `iam:CreateInstanceProfile` only with the tags Karpenter
+  v1 requires and nodeflow writes (`cloudprovider.aws.instanceprofile.profile_tags`):
+  `kubernetes.io/cluster/<cluster>=owned`, `eks:eks-cluster-name=<cluster>`,
+  `topology.kubernetes.io/region=<region>` and a `karpenter.k8s.aws/ec2nodeclass` tag (other keys may
+  come from the node class's `spec.tags`, as in Karpenter).
+- `AllowScopedInstanceProfileTagActions`: `iam:TagInstanceProfile`, which AWS authorizes with a
+  CreateInstanceProfile that carries tags, only when the profile already carries the cluster,
+  EKS cluster name, region and node class tags *and* the request writes them: the role cannot put
+  nodeflow's tags on a profile it did not make (and then remove its role and delete it).
 - `AllowScopedInstanceProfileActions`: `iam:AddRoleToInstanceProfile`, and
   `iam:RemoveRoleFromInstanceProfile` (a changed `spec.role`, or an EC2NodeClass deleted) with
-  `iam:DeleteInstanceProfile` (an EC2NodeClass deleted), only
-  on profiles carrying the cluster, managed-by and node class tags (the ones nodeflow created).
+  `iam:DeleteInstanceProfile` (an EC2NodeClass deleted), only on profiles carrying the cluster, region and
+  node class tags (the ones nodeflow or Karpenter created for this cluster in this region).
+
+IAM is global: with a region given, every profile statement also requires the
+`topology.kubernetes.io/region` tag to name it (on the request when creating, on the profile when
+changing), as Karpenter's does, so two clusters of the same name in two regions cannot change or delete
+each other's profiles. Without a region the region tag must be present, with any value.
 - `AllowInstanceProfileReadActions`: `iam:GetInstanceProfile` on any profile: it asks before creating
   (a missing profile must answer NoSuchEntity, not AccessDenied) and reads a `spec.instanceProfile` the
   user created.
@@ -72,7 +89,6 @@ from apis.labels import NODECLASS, REGION
 from cloudprovider.types import (
     TAG_CLUSTER_PREFIX,
     TAG_EKS_CLUSTER_NAME,
-    TAG_MANAGED_BY,
     TAG_NAME,
     TAG_NODECLAIM,
     TAG_NODEPOOL,
@@ -126,6 +142,26 @@ IMPLIED_ACTIONS: dict[str, tuple[str, ...]] = {
 }
 
 
+# The DNS suffix of each partition's service names (`AWS::URLSuffix` in CloudFormation):
+# https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/pseudo-parameter-reference.html
+URL_SUFFIXES = {
+    "aws": "amazonaws.com",
+    "aws-cn": "amazonaws.com.cn",
+    "aws-us-gov": "amazonaws.com",
+    "aws-iso": "c2s.ic.gov",
+    "aws-iso-b": "sc2s.sgov.gov",
+}
+
+
+def ec2_service_principals(partition: str) -> list[str]:
+    """The EC2 service principal the node role is passed to in `partition` (`ec2.<URL suffix>`); for a
+    partition not in URL_SUFFIXES (a placeholder such as `${AWS_PARTITION}`), the commercial and China
+    ones, as Karpenter's controller policy lists them."""
+    if partition in URL_SUFFIXES:
+        return [f"ec2.{URL_SUFFIXES[partition]}"]
+    return ["ec2.amazonaws.com", "ec2.amazonaws.com.cn"]
+
+
 def needed_actions(called: set[str] | frozenset[str]) -> set[str]:
     """`called` and the actions AWS authorizes as part of them."""
     return set(called) | {a for c in called for a in IMPLIED_ACTIONS.get(c, ())}
@@ -160,6 +196,8 @@ def controller_policy(
     ec2 = f"arn:{partition}:ec2:{region}"
     iam = f"arn:{partition}:iam::{account}"
     cluster_tag = TAG_CLUSTER_PREFIX + cluster_name
+    principals = ec2_service_principals(partition)
+    passed_to: str | list[str] = principals[0] if len(principals) == 1 else principals
     in_region = {"StringEquals": {"aws:RequestedRegion": region}} if region != "*" else {}
     request_tags = {
         "StringEquals": {
@@ -176,9 +214,19 @@ def controller_policy(
         f"{ec2}:{account}:{kind}/*"
         for kind in ("fleet", "instance", "volume", "network-interface", "launch-template", "spot-instances-request")
     ]
-    profile_tags = {cluster_tag: "owned", TAG_MANAGED_BY: cluster_name}
-    profile_tag_keys = sorted([*profile_tags, NODECLASS, REGION])
-    profile_region = {"StringEquals": {f"aws:RequestTag/{REGION}": region}} if region != "*" else {}
+
+    # The tags of a profile nodeflow (or Karpenter) made for this cluster, by condition key prefix.
+    def profile_condition(*prefixes: str, eks_name: bool = True) -> dict[str, dict[str, str]]:
+        equals = {cluster_tag: "owned", **({TAG_EKS_CLUSTER_NAME: cluster_name} if eks_name else {})}
+        like = {NODECLASS: "*"}
+        if region != "*":
+            equals[REGION] = region
+        else:
+            like[REGION] = "*"
+        return {
+            "StringEquals": {f"{p}/{k}": v for p in prefixes for k, v in equals.items()},
+            "StringLike": {f"{p}/{k}": v for p in prefixes for k, v in like.items()},
+        }
 
     def regional(statement: dict[str, Any]) -> dict[str, Any]:
         condition = dict(statement.get("Condition", {}))
@@ -203,9 +251,9 @@ def controller_policy(
                 "Resource": [
                     f"{ec2}::image/*",
                     f"{ec2}::snapshot/*",
-                    f"{ec2}:{account}:security-group/*",
-                    f"{ec2}:{account}:subnet/*",
-                    f"{ec2}:{account}:placement-group/*",
+                    f"{ec2}:*:security-group/*",
+                    f"{ec2}:*:subnet/*",
+                    f"{ec2}:*:placement-group/*",
                     f"{ec2}:*:capacity-reservation/*",
                 ],
             }
@@ -263,20 +311,19 @@ def controller_policy(
             "Sid": "AllowPassingInstanceRole",
             "Action": ["iam:PassRole"],
             "Resource": f"{iam}:role/{role}",
-            "Condition": {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
+            "Condition": {"StringEquals": {"iam:PassedToService": passed_to}},
         },
         {
             "Sid": "AllowScopedInstanceProfileCreationActions",
-            "Action": ["iam:CreateInstanceProfile", "iam:TagInstanceProfile"],
+            "Action": ["iam:CreateInstanceProfile"],
             "Resource": f"{iam}:instance-profile/*",
-            "Condition": {
-                "StringEquals": {
-                    **{f"aws:RequestTag/{k}": v for k, v in profile_tags.items()},
-                    **profile_region.get("StringEquals", {}),
-                },
-                "StringLike": {f"aws:RequestTag/{NODECLASS}": "*"},
-                "ForAllValues:StringEquals": {"aws:TagKeys": profile_tag_keys},
-            },
+            "Condition": profile_condition("aws:RequestTag"),
+        },
+        {
+            "Sid": "AllowScopedInstanceProfileTagActions",
+            "Action": ["iam:TagInstanceProfile"],
+            "Resource": f"{iam}:instance-profile/*",
+            "Condition": profile_condition("aws:ResourceTag", "aws:RequestTag"),
         },
         {
             "Sid": "AllowScopedInstanceProfileActions",
@@ -286,10 +333,7 @@ def controller_policy(
                 "iam:DeleteInstanceProfile",
             ],
             "Resource": f"{iam}:instance-profile/*",
-            "Condition": {
-                "StringEquals": {f"aws:ResourceTag/{k}": v for k, v in profile_tags.items()},
-                "StringLike": {f"aws:ResourceTag/{NODECLASS}": "*"},
-            },
+            "Condition": profile_condition("aws:ResourceTag", eks_name=False),
         },
         {
             "Sid": "AllowInstanceProfileReadActions",

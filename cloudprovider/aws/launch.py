@@ -254,6 +254,7 @@ class Launcher:
             instance_profile_name(self._cluster.name, self._cluster.region, node_class),
             node_class.spec.role,
             node_class.name,
+            node_class.spec.tags,
         )
         tags = self.tags(request)
         user_data = self._cluster.user_data(node_class, request.labels, request.taints)

@@ -196,7 +196,7 @@ class AWSCloudProvider:
         """The node class's instance profile ensured (InstanceProfileReady): True, or False naming the role."""
         profile = instance_profile_name(self._cluster_name, self._region, node_class)
         try:
-            self._profiles.ensure(profile, node_class.spec.role, node_class.name)
+            self._profiles.ensure(profile, node_class.spec.role, node_class.name, node_class.spec.tags)
         except NodeClassNotReadyError as error:
             message = (
                 f"EC2NodeClass {node_class.name}: {error}; create the role or fix spec.role"

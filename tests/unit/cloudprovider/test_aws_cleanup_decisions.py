@@ -49,17 +49,41 @@ def test_a_template_is_stale_when_its_node_class_is_gone_or_has_another_hash_and
     assert not is_stale({**template(node_class="gone"), "CreateTime": None}, current, NOW, MIN_AGE)
 
 
-def test_a_profile_is_nodeflows_only_with_the_cluster_managed_by_and_node_class_tags() -> None:
+def profile(tags: dict[str, str]) -> dict[str, Any]:
+    return {"InstanceProfileName": "p", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}
+
+
+def test_a_profile_is_nodeflows_only_with_the_cluster_region_and_node_class_tags() -> None:
     tags = profile_tags("prod", "eu-west-1", "default")
     assert tags == {
         "kubernetes.io/cluster/prod": "owned",
-        "karpenter.sh/managed-by": "prod",
+        "eks:eks-cluster-name": "prod",
         "karpenter.k8s.aws/ec2nodeclass": "default",
         "topology.kubernetes.io/region": "eu-west-1",
     }
-    profile = {"InstanceProfileName": "p", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}
-    assert profile_is_owned(profile, "prod", "default")
-    assert not profile_is_owned(profile, "prod", "other")
-    assert not profile_is_owned(profile, "staging", "default")
-    assert not profile_is_owned({"InstanceProfileName": "users", "Tags": []}, "prod", "default")
-    assert not profile_is_owned({"InstanceProfileName": "users"}, "prod", "default")
+    assert profile_is_owned(profile(tags), "prod", "eu-west-1", "default")
+    assert not profile_is_owned(profile(tags), "prod", "eu-west-1", "other")
+    assert not profile_is_owned(profile(tags), "staging", "eu-west-1", "default")
+    assert not profile_is_owned(profile(tags), "prod", "us-east-1", "default")  # the same name in another region
+    assert not profile_is_owned({"InstanceProfileName": "users", "Tags": []}, "prod", "eu-west-1", "default")
+    assert not profile_is_owned({"InstanceProfileName": "users"}, "prod", "eu-west-1", "default")
+
+
+def test_a_profile_karpenter_v1_made_for_the_node_class_is_recognised() -> None:
+    """Karpenter v1 tags its profiles with the node class's spec.tags and the same four tags
+    (EC2NodeClass.InstanceProfileTags); nodeflow takes over such a node class's profile."""
+    karpenters = {
+        "team": "web",
+        "kubernetes.io/cluster/prod": "owned",
+        "eks:eks-cluster-name": "prod",
+        "karpenter.k8s.aws/ec2nodeclass": "default",
+        "topology.kubernetes.io/region": "eu-west-1",
+    }
+    assert profile_is_owned(profile(karpenters), "prod", "eu-west-1", "default")
+
+
+def test_spec_tags_are_on_the_profile_but_cannot_override_the_ownership_tags() -> None:
+    spec_tags = {"team": "web", "eks:eks-cluster-name": "other", "kubernetes.io/cluster/prod": "shared"}
+    tags = profile_tags("prod", "eu-west-1", "default", spec_tags)
+    assert tags["team"] == "web"
+    assert (tags["eks:eks-cluster-name"], tags["kubernetes.io/cluster/prod"]) == ("prod", "owned")

@@ -67,10 +67,10 @@ def test_launches_create_only_tagged_resources_and_use_only_tagged_templates() -
     used = s["AllowScopedEC2InstanceAccessActions"]
     assert "Condition" not in used or set(used["Condition"]["StringEquals"]) == {"aws:RequestedRegion"}
     assert sorted(resources(used)) == [
-        "arn:aws:ec2:eu-west-1:*:capacity-reservation/*",
-        "arn:aws:ec2:eu-west-1:111122223333:placement-group/*",
-        "arn:aws:ec2:eu-west-1:111122223333:security-group/*",
-        "arn:aws:ec2:eu-west-1:111122223333:subnet/*",
+        "arn:aws:ec2:eu-west-1:*:capacity-reservation/*",  # any account: shared VPCs, reservations, groups
+        "arn:aws:ec2:eu-west-1:*:placement-group/*",
+        "arn:aws:ec2:eu-west-1:*:security-group/*",
+        "arn:aws:ec2:eu-west-1:*:subnet/*",
         "arn:aws:ec2:eu-west-1::image/*",
         "arn:aws:ec2:eu-west-1::snapshot/*",
     ]
@@ -91,30 +91,44 @@ def test_ssm_reads_only_the_public_aws_parameters() -> None:
     assert resources(statements()["AllowSSMReadActions"]) == ["arn:aws:ssm:eu-west-1::parameter/aws/service/*"]
 
 
-def test_pass_role_only_for_the_node_role_and_only_to_ec2() -> None:
+def test_pass_role_only_for_the_node_role_and_only_to_the_partitions_ec2() -> None:
     default = statements()["AllowPassingInstanceRole"]
     assert resources(default) == ["arn:aws:iam::111122223333:role/KarpenterNodeRole-prod"]
     assert default["Condition"] == {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}}
     named = statements(node_role="nodes", partition="aws-cn")["AllowPassingInstanceRole"]
     assert resources(named) == ["arn:aws-cn:iam::111122223333:role/nodes"]
+    assert named["Condition"] == {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com.cn"}}
+    placeholder = statements(partition="${AWS_PARTITION}")["AllowPassingInstanceRole"]
+    assert placeholder["Condition"]["StringEquals"]["iam:PassedToService"] == [
+        "ec2.amazonaws.com",
+        "ec2.amazonaws.com.cn",
+    ]
 
 
-def test_instance_profiles_request_tags_on_create_resource_tags_on_the_rest() -> None:
+def test_instance_profiles_request_tags_on_create_resource_and_request_tags_to_tag_resource_tags_on_the_rest() -> None:
     s = statements()
     create = s["AllowScopedInstanceProfileCreationActions"]
+    assert create["Action"] == ["iam:CreateInstanceProfile"]
     assert create["Condition"]["StringEquals"] == {
         "aws:RequestTag/kubernetes.io/cluster/prod": "owned",
-        "aws:RequestTag/karpenter.sh/managed-by": "prod",
+        "aws:RequestTag/eks:eks-cluster-name": "prod",
         "aws:RequestTag/topology.kubernetes.io/region": "eu-west-1",
     }
     assert create["Condition"]["StringLike"] == {"aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"}
-    assert create["Condition"]["ForAllValues:StringEquals"] == {
-        "aws:TagKeys": [
-            "karpenter.k8s.aws/ec2nodeclass",
-            "karpenter.sh/managed-by",
-            "kubernetes.io/cluster/prod",
-            "topology.kubernetes.io/region",
-        ]
+    tag = s["AllowScopedInstanceProfileTagActions"]
+    assert tag["Action"] == ["iam:TagInstanceProfile"]
+    assert tag["Condition"]["StringEquals"] == {
+        f"{prefix}/{key}": value
+        for prefix in ("aws:ResourceTag", "aws:RequestTag")
+        for key, value in (
+            ("kubernetes.io/cluster/prod", "owned"),
+            ("eks:eks-cluster-name", "prod"),
+            ("topology.kubernetes.io/region", "eu-west-1"),
+        )
+    }
+    assert tag["Condition"]["StringLike"] == {
+        "aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*",
+        "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*",
     }
     change = s["AllowScopedInstanceProfileActions"]
     assert change["Action"] == [
@@ -124,11 +138,11 @@ def test_instance_profiles_request_tags_on_create_resource_tags_on_the_rest() ->
     ]
     assert change["Condition"]["StringEquals"] == {
         "aws:ResourceTag/kubernetes.io/cluster/prod": "owned",
-        "aws:ResourceTag/karpenter.sh/managed-by": "prod",
+        "aws:ResourceTag/topology.kubernetes.io/region": "eu-west-1",
     }
     assert change["Condition"]["StringLike"] == {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*"}
-    for sid in ("AllowScopedInstanceProfileCreationActions", "AllowScopedInstanceProfileActions",
-                "AllowInstanceProfileReadActions"):  # fmt: skip
+    for sid in ("AllowScopedInstanceProfileCreationActions", "AllowScopedInstanceProfileTagActions",
+                "AllowScopedInstanceProfileActions", "AllowInstanceProfileReadActions"):  # fmt: skip
         assert resources(s[sid]) == ["arn:aws:iam::111122223333:instance-profile/*"]
 
 
@@ -149,6 +163,7 @@ def test_defaults_are_any_account_and_region_without_a_region_condition() -> Non
     assert resources(s["AllowScopedDeletion"]) == ["arn:aws:ec2:*:*:instance/*", "arn:aws:ec2:*:*:launch-template/*"]
     create = s["AllowScopedInstanceProfileCreationActions"]["Condition"]
     assert "aws:RequestTag/topology.kubernetes.io/region" not in create["StringEquals"]
+    assert create["StringLike"]["aws:RequestTag/topology.kubernetes.io/region"] == "*"  # present, any value
     assert resources(s["AllowSSMReadActions"]) == ["arn:aws:ssm:*::parameter/aws/service/*"]
 
 
