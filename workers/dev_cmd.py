@@ -50,6 +50,9 @@ log = logging.getLogger("nodeflow.dev")
 # product runs from (`make` installs it editable); the dev stack applies them at start so the emulator
 # defaults NodePools, NodeClaims and EC2NodeClasses from their schemas as a real API server does.
 CRDS_DIR = Path(__file__).resolve().parents[1] / "deploy" / "crds"
+# The chart's RBAC rules (its ClusterRole's and Role's, which its templates include): the dev stack grants
+# the worker's ServiceAccount exactly these, so the worker runs there with what an install gives it.
+RBAC_RULES = Path(__file__).resolve().parents[1] / "deploy" / "charts" / "nodeflow" / "rbac-rules.yaml"
 
 NOT_INSTALLED = (
     "the dev stack is not installed in this environment: `make` installs it into .venv/, "
@@ -60,13 +63,15 @@ NOT_INSTALLED = (
 def stack_config(log_format: str | None = None, **settings: Any) -> DevStackConfig:
     """A `DevStackConfig` that runs this product: its custom search attributes (every Keyword of
     `workflows.search_attributes.ALL`), its worker (`python -m workers.cli worker` on this
-    interpreter, logging in `log_format` when given, else as NODEFLOW_LOG_FORMAT says) and its CRDs
-    (`CRDS_DIR`, when the product runs from a checkout that has it; a `crds` setting replaces them),
+    interpreter, logging in `log_format` when given, else as NODEFLOW_LOG_FORMAT says), its CRDs
+    (`CRDS_DIR`, when the product runs from a checkout that has it; a `crds` setting replaces them) and
+    the chart's RBAC rules for the worker's ServiceAccount (`RBAC_RULES`, likewise; `rbac_rules`),
     with `settings` (any other DevStackConfig field) as given. For `nodeflow dev`, tests and
     benchmarks alike. The worker inherits this process's environment, OTEL_* variables included."""
     from devstack.stack import DevStackConfig
 
     settings.setdefault("crds", [CRDS_DIR] if CRDS_DIR.is_dir() else [])
+    settings.setdefault("rbac_rules", RBAC_RULES if RBAC_RULES.is_file() else None)
     worker = [sys.executable, "-m", "workers.cli", "worker"]
     return DevStackConfig(
         search_attributes=[(key.name, "Keyword") for key in sa.ALL],
@@ -90,7 +95,7 @@ def add_parser(subparsers: Any) -> None:
         return
     p.add_argument("--temporal-port", type=int, default=c.DEFAULT_TEMPORAL_PORT, help="Temporal gRPC (0 = free)")
     p.add_argument("--ui-port", type=int, default=c.DEFAULT_UI_PORT, help="Temporal UI (0 = free)")
-    p.add_argument("--kube-port", type=int, default=c.DEFAULT_KUBE_PORT, help="Kubernetes API, plain HTTP (0 = free)")
+    p.add_argument("--kube-port", type=int, default=c.DEFAULT_KUBE_PORT, help="Kubernetes API, HTTPS (0 = free)")
     p.add_argument("--moto-port", type=int, default=c.DEFAULT_MOTO_PORT, help="moto AWS endpoint (0 = free)")
     p.add_argument(
         "--cluster-name",
@@ -288,6 +293,7 @@ def banner(stack: DevStack, state_dir: Path) -> str:
         "",
         f"  kubectl --kubeconfig {stack.kubeconfig} get nodes",
         f"  kubectl --kubeconfig {stack.kubeconfig} get nodepools,nodeclaims,pods -A",
+        f"  kubectl --kubeconfig {stack.config.worker_kubeconfig} auth can-i --list   # what the worker may do",
         f"  {_shown(Path(sys.executable).parent / 'temporal')} workflow list --address {stack.temporal_address}",
         *_rehearsal_lines(stack, state_dir),
         f"  tail -f {state_dir / 'logs' / 'worker.log'}",

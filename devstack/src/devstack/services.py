@@ -1,14 +1,20 @@
 """The dev stack's service processes, one role each, so that they run on separate cores and each imports
 only what its role needs:
 
-    python -m devstack.services kube --port 6443 --ready-file .nodeflow/ready/kube-api.json
+    python -m devstack.services kube --port 6443 --token-file .nodeflow/kube-tokens.json \
+        --tls-cert-file .nodeflow/pki/apiserver.crt --tls-private-key-file .nodeflow/pki/apiserver.key \
+        --ready-file .nodeflow/ready/kube-api.json
     python -m devstack.services moto --port 5000 --cluster-name nodeflow-dev \
         --cluster-endpoint http://127.0.0.1:6443 --ready-file .nodeflow/ready/moto.json
-    python -m devstack.services kubelet --kube-url http://127.0.0.1:6443 --moto-url http://127.0.0.1:5000 \
+    python -m devstack.services kubelet --kubeconfig .nodeflow/kubeconfig --moto-url http://127.0.0.1:5000 \
         --cluster-name nodeflow-dev --ready-file .nodeflow/ready/kubelet.json
 
-`kube` serves the Kubernetes API emulator (aiohttp, no AWS library); `moto` the seeded, patched moto
-server; `kubelet` runs the simulated kubelet and the pod binder, clients of the other two.
+`kube` serves the Kubernetes API emulator (aiohttp, no AWS library), authenticating the bearer tokens of
+`--token-file` (`devstack.kube.access.load_tokens`) and authorizing with RBAC, recording its decisions
+where `DEVSTACK_KUBE_AUTHZ_LOG` says (without `--token-file` it serves every request unchecked), over
+HTTPS with `--tls-cert-file` and `--tls-private-key-file` (kube-apiserver's flags); `moto`
+the seeded, patched moto server; `kubelet` runs the simulated kubelet and the pod binder, clients of the
+other two.
 
 Once its role serves, a process writes its ready file (atomically): `{"pid", "url"}` (`url` is absent for
 `kubelet`; port `0` asks for a free port, and `url` says which was bound). It runs until SIGTERM or
@@ -43,6 +49,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     roles = parser.add_subparsers(dest="role", required=True)
     kube = roles.add_parser("kube", help="the Kubernetes API emulator")
     kube.add_argument("--port", type=int, default=0, help="Kubernetes API port (0 = a free port)")
+    kube.add_argument("--token-file", type=Path, default=None,
+                      help="JSON token table: authenticate bearer tokens and authorize with RBAC")  # fmt: skip
+    kube.add_argument("--tls-cert-file", type=Path, default=None, help="serve HTTPS with this certificate")
+    kube.add_argument("--tls-private-key-file", type=Path, default=None, help="the certificate's private key")
     moto = roles.add_parser("moto", help="the seeded moto (AWS) server")
     moto.add_argument("--port", type=int, default=0, help="moto (AWS) port (0 = a free port)")
     moto.add_argument("--cluster-name", default="nodeflow-dev", help="tag value of the seeded subnets/SGs")
@@ -52,7 +62,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     moto.add_argument("--response-cache", type=Path, default=None,
                       help="keep moto's unchanging answers (DescribeInstanceTypes) in this directory")  # fmt: skip
     kubelet = roles.add_parser("kubelet", help="the simulated kubelet and the pod binder")
-    kubelet.add_argument("--kube-url", required=True, help="the Kubernetes API emulator's URL")
+    api = kubelet.add_mutually_exclusive_group(required=True)
+    api.add_argument("--kubeconfig", type=Path, help="a kubeconfig of the Kubernetes API emulator (with its token)")
+    api.add_argument("--kube-url", help="the Kubernetes API emulator's URL, when it authenticates nobody")
     kubelet.add_argument("--moto-url", required=True, help="the moto server's URL")
     kubelet.add_argument("--cluster-name", default="nodeflow-dev", help="tag value of the cluster's instances")
     kubelet.add_argument("--region", default=DEFAULT_REGION)
@@ -97,12 +109,15 @@ class Role(Protocol):
 
 
 class KubeRole:
-    """The Kubernetes API emulator."""
+    """The Kubernetes API emulator; with `token_file`, authenticating and authorizing (RBAC)."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, token_file: Path | None = None, tls: tuple[Path, Path] | None = None) -> None:
+        from devstack.kube.access import authz_log_from_env, load_tokens
         from devstack.kube.server import KubeApiServer
 
-        self._server = KubeApiServer(host=HOST, port=port)
+        tokens = load_tokens(token_file) if token_file is not None else None
+        self._server = KubeApiServer(host=HOST, port=port, tokens=tokens, authz_log=authz_log_from_env(),
+                                     tls=tls)  # fmt: skip
         self.url: str | None = None
 
     def start(self) -> None:
@@ -139,7 +154,7 @@ class KubeletRole:
 
     def __init__(
         self,
-        kube_url: str,
+        kube: str | Path,
         moto_url: str,
         cluster_name: str,
         region: str,
@@ -147,7 +162,7 @@ class KubeletRole:
         ready_delay: float = 1.0,
     ) -> None:
         self._ready_delay = ready_delay
-        self._kube_url = kube_url
+        self._kube = kube  # the emulator's URL, or a kubeconfig (Path) with its token
         self._moto_url = moto_url
         self._cluster_name = cluster_name
         self._region = region
@@ -161,9 +176,14 @@ class KubeletRole:
         from devstack.kubelet import SimulatedKubelet
         from kube.client import KubeClient
 
-        kubelet = SimulatedKubelet(KubeClient.for_url(self._kube_url), ec2_client(self._moto_url, self._region),
+        def client() -> KubeClient:
+            if isinstance(self._kube, Path):
+                return KubeClient.from_kubeconfig(str(self._kube))
+            return KubeClient.for_url(self._kube)
+
+        kubelet = SimulatedKubelet(client(), ec2_client(self._moto_url, self._region),
                                    self._cluster_name, ready_delay=self._ready_delay)  # fmt: skip
-        binder = PodBinder(KubeClient.for_url(self._kube_url))
+        binder = PodBinder(client())
         self._spawn("kubelet", kubelet.run)
         self._spawn("binder", binder.run)
 
@@ -205,10 +225,13 @@ def freeze_long_lived() -> None:
 
 def build_role(args: argparse.Namespace, stop_event: threading.Event) -> Role:
     if args.role == "kube":
-        return KubeRole(args.port)
+        tls = (args.tls_cert_file, args.tls_private_key_file) if args.tls_cert_file else None
+        return KubeRole(args.port, args.token_file, tls)
     if args.role == "moto":
         return MotoRole(args.port, args.cluster_name, args.region, args.cluster_endpoint, args.response_cache)
-    return KubeletRole(args.kube_url, args.moto_url, args.cluster_name, args.region, stop_event, args.ready_delay)
+    return KubeletRole(
+        args.kubeconfig or args.kube_url, args.moto_url, args.cluster_name, args.region, stop_event, args.ready_delay
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -26,6 +26,7 @@ class ServedResource:
     categories: tuple[str, ...] = ()
     subresources: tuple[str, ...] = ()
     builtin: bool = True  # False for custom resources (no strategic merge patch, like the real API)
+    served_verbs: tuple[str, ...] = _ALL_VERBS  # create only for the access reviews (never stored)
 
     @property
     def api_version(self) -> str:
@@ -46,7 +47,7 @@ class ServedResource:
 
     @property
     def verbs(self) -> tuple[str, ...]:
-        return _ALL_VERBS
+        return self.served_verbs
 
 
 def _from(
@@ -102,6 +103,22 @@ CRD = ServedResource(
     ("api-extensions",),
     ("status",),
 )
+SERVICEACCOUNT = ServedResource("", "v1", "serviceaccounts", "ServiceAccount", True, ("sa",))
+# RBAC (rbac.authorization.k8s.io/v1), stored like any object; the emulator authorizes with them when it
+# authenticates (see devstack.kube.access). The access reviews are answered, never stored.
+_RBAC = "rbac.authorization.k8s.io"
+CLUSTERROLE = ServedResource(_RBAC, "v1", "clusterroles", "ClusterRole", False)
+CLUSTERROLEBINDING = ServedResource(_RBAC, "v1", "clusterrolebindings", "ClusterRoleBinding", False)
+ROLE = ServedResource(_RBAC, "v1", "roles", "Role", True)
+ROLEBINDING = ServedResource(_RBAC, "v1", "rolebindings", "RoleBinding", True)
+_AUTHZ = "authorization.k8s.io"
+SELFSUBJECTACCESSREVIEW = ServedResource(
+    _AUTHZ, "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False, served_verbs=("create",)
+)
+SELFSUBJECTRULESREVIEW = ServedResource(
+    _AUTHZ, "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview", False, served_verbs=("create",)
+)
+REVIEWS = (SELFSUBJECTACCESSREVIEW, SELFSUBJECTRULESREVIEW)
 
 SERVED: tuple[ServedResource, ...] = (
     POD,
@@ -123,6 +140,13 @@ SERVED: tuple[ServedResource, ...] = (
     EC2NODECLASS,
     LEASE,
     CRD,
+    SERVICEACCOUNT,
+    CLUSTERROLE,
+    CLUSTERROLEBINDING,
+    ROLE,
+    ROLEBINDING,
+    SELFSUBJECTACCESSREVIEW,
+    SELFSUBJECTRULESREVIEW,
 )
 _BY_PATH: dict[tuple[str, str, str], ServedResource] = {(r.group, r.version, r.plural): r for r in SERVED}
 

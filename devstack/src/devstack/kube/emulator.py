@@ -29,9 +29,10 @@ import attrs
 import kmock
 from kmock._internal import enums, parsing, rendering
 
-from devstack.kube import discovery, errors, routing, subresources, tables, verbs, watch
+from devstack.kube import discovery, errors, protobuf, rbac, routing, subresources, tables, verbs, watch
 from devstack.kube import faults as injected
-from devstack.kube.catalog import NAMESPACE, ServedResource
+from devstack.kube.access import Access
+from devstack.kube.catalog import NAMESPACE, REVIEWS, ServedResource
 from devstack.kube.disruption import evict
 from devstack.kube.routing import Target
 from devstack.kube.store import ObjectStore
@@ -39,6 +40,9 @@ from devstack.kube.store import ObjectStore
 log = logging.getLogger(__name__)
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+# Who a request is without authentication (``access`` None): an administrator, as the reviews answer.
+UNAUTHENTICATED_ADMIN = rbac.User("admin", (rbac.MASTERS, rbac.AUTHENTICATED))
+_USER_KEY = "nodeflow.user"  # the authenticated user, kept on the aiohttp request
 
 
 def _reply(code: int, body: Any) -> aiohttp.web.Response:
@@ -52,6 +56,8 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
     store: ObjectStore = attrs.field(factory=ObjectStore)
     request_log_limit: int = 10_000
     faults: injected.KubeFaults = attrs.field(factory=injected.KubeFaults)
+    # Bearer-token authentication and RBAC (devstack.kube.access); None serves every request unchecked.
+    access: Access | None = None
 
     def __attrs_post_init__(self) -> None:
         # kmock's own fallbacks are not registered: every request the DSL does not catch is
@@ -77,6 +83,10 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
                     self.faults, raw_request.method, await raw_request.read(), self.drop_watches
                 )
                 return _reply(code, body)
+            if self.access is not None:  # before anything else, as kube-apiserver's filters run
+                user = self.access.authenticate(raw_request.headers)
+                self.access.authorize(user, raw_request.method, raw_request.path, raw_request.query)
+                raw_request[_USER_KEY] = user
             request = await _parse_request(raw_request, len(self._requests))
             self._requests.append(request)
             rule = self.faults.take(raw_request.method, raw_request.path)
@@ -122,6 +132,8 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
         if target.resource is None:
             return self._serve_non_resource(target, method)
         params = dict(request.params)
+        if target.resource in REVIEWS:
+            return self._serve_review(target, method, request)
         if method == "GET" and params.get("watch") in ("true", "1"):
             assert request._raw_request is not None
             render = None
@@ -133,6 +145,22 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
         if method == "GET" and target.subresource is None and tables.wants_table(request.headers.get("Accept", "")):
             body = self._as_table(target, body, params)
         return _reply(code, body)
+
+    def _serve_review(self, target: Target, method: str, request: rendering.Request) -> aiohttp.web.StreamResponse:
+        """A SelfSubjectAccessReview or SelfSubjectRulesReview: created only, answered, never stored."""
+        assert target.resource is not None and request._raw_request is not None
+        if method != "POST" or target.name is not None:
+            raise errors.method_not_allowed(method, target.path)
+        user = request._raw_request.get(_USER_KEY, UNAUTHENTICATED_ADMIN)
+        access = self.access or Access(self.store, {})
+        if request.headers.get("Content-Type", "").startswith(protobuf.CONTENT_TYPE):  # kubectl auth can-i
+            try:
+                body = protobuf.decode_review(request.body, target.resource.kind)
+            except ValueError as exc:
+                raise errors.bad_request(f"the {target.resource.kind} cannot be read: {exc}") from exc
+        else:
+            body = _body(request)
+        return _reply(201, access.review(user, target.resource, body))
 
     def _as_table(self, target: Target, body: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
         assert target.resource is not None

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import json
 import re
+import ssl
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from devstack.control import send_json
@@ -169,11 +171,13 @@ def control(faults: KubeFaults, method: str, raw_body: bytes, drop_watches: Call
 
 
 class KubeFaultClient:
-    """Sets faults on a running local-stack Kubernetes API emulator (``url`` = its base URL)."""
+    """Sets faults on a running local-stack Kubernetes API emulator (``url`` = its base URL; ``ca_file``:
+    the CA it is trusted through when it serves https)."""
 
-    def __init__(self, url: str, timeout: float = 5.0) -> None:
+    def __init__(self, url: str, timeout: float = 5.0, ca_file: Path | None = None) -> None:
         self._url = url.rstrip("/") + FAULTS_PATH
         self._timeout = timeout
+        self._context = ssl.create_default_context(cafile=str(ca_file)) if ca_file is not None else None
 
     def fail(self, method: str, path_regex: str, status: int, count: int = 1) -> None:
         """Answer the next ``count`` requests (-1: until cleared) of ``method`` ("*" = any) whose path
@@ -193,7 +197,7 @@ class KubeFaultClient:
         self._send("DELETE", None)
 
     def _send(self, method: str, body: dict[str, Any] | None) -> dict[str, Any]:
-        return send_json(self._url, method, body, self._timeout)
+        return send_json(self._url, method, body, self._timeout, self._context)
 
 
 __all__ = [

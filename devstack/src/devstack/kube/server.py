@@ -8,6 +8,10 @@ Usage::
         api.emulator.store.get(catalog.POD, "default", "p1")   # in-process assertions
         api.emulator["get /api/v1/nodes"][:1] << 503           # fault injection (kmock DSL)
 
+With ``tokens`` (bearer token -> ``devstack.kube.rbac.User``) the server authenticates every request
+and authorizes it with RBAC (see :mod:`devstack.kube.access`; the bootstrap ClusterRoles are created at
+start); without, it serves every request unchecked (for the emulator's own tests).
+
 The emulator, its controllers and every request run on one asyncio loop in the server thread;
 callers on other threads must not touch ``emulator`` state while requests are in flight except
 through ``call(fn)``, which runs ``fn`` on that loop and returns its result.
@@ -23,12 +27,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from types import TracebackType
 from typing import Self, TypeVar
 
 import aiohttp.web
 
+from devstack.kube import access, rbac, tls
 from devstack.kube.controllers import ControllerManager
 from devstack.kube.emulator import ApiServerEmulator
 from devstack.kube.store import ObjectStore
@@ -48,8 +54,17 @@ class KubeApiServer:
         controllers: bool = True,
         request_log_limit: int = 10_000,
         watch_history: int = 10_000,
+        tokens: Mapping[str, rbac.User] | None = None,
+        authz_log: Path | None = None,
+        tls: tuple[Path, Path] | None = None,
     ) -> None:
-        """``watch_history``: events kept per resource for watches from a resourceVersion (older: 410)."""
+        """``watch_history``: events kept per resource for watches from a resourceVersion (older: 410).
+        ``tokens``: authenticate and authorize (see the module docstring); ``authz_log``: the directory
+        of the authorization log (see :mod:`devstack.kube.access`), with ``tokens`` only. ``tls``: (certificate,
+        private key) files: serve HTTPS (kubectl sends a kubeconfig's credentials over TLS only)."""
+        self._tls = tls
+        self._tokens = dict(tokens) if tokens is not None else None
+        self._authz_log = authz_log
         self._host = host
         self._watch_history = watch_history
         self._port = port
@@ -65,11 +80,11 @@ class KubeApiServer:
 
     @property
     def url(self) -> str:
-        """``http://host:port`` of the running server (127.0.0.1 when listening on all addresses)."""
+        """``http(s)://host:port`` of the running server (127.0.0.1 when listening on all addresses)."""
         if self._bound_port is None:
             raise RuntimeError("KubeApiServer is not started: call start() first")
         host = "127.0.0.1" if self._host in ("", "0.0.0.0") else self._host
-        return f"http://{host}:{self._bound_port}"
+        return f"{'https' if self._tls else 'http'}://{host}:{self._bound_port}"
 
     @property
     def emulator(self) -> ApiServerEmulator:
@@ -131,16 +146,20 @@ class KubeApiServer:
 
     async def _serve(self) -> None:
         self._stop = asyncio.Event()
-        emulator = ApiServerEmulator(
-            store=ObjectStore(history_limit=self._watch_history), request_log_limit=self._request_log_limit
-        )
+        store = ObjectStore(history_limit=self._watch_history)
+        checks = None
+        if self._tokens is not None:
+            access.bootstrap(store)
+            checks = access.Access(store, self._tokens, self._authz_log)
+        emulator = ApiServerEmulator(store=store, request_log_limit=self._request_log_limit, access=checks)
         async with emulator:
             # No access log: a low-level Server takes it (its request handlers do), not the runner.
             server = aiohttp.web.Server(emulator, handler_cancellation=True, access_log=None)
             runner = aiohttp.web.ServerRunner(server)
             await runner.setup()
             try:
-                site = aiohttp.web.TCPSite(runner, self._host, self._port, reuse_address=True)
+                ssl_context = tls.server_context(*self._tls) if self._tls else None
+                site = aiohttp.web.TCPSite(runner, self._host, self._port, reuse_address=True, ssl_context=ssl_context)
                 await site.start()
                 self._bound_port = runner.addresses[0][1]
                 manager = ControllerManager(emulator.store)

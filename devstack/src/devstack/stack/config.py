@@ -14,6 +14,9 @@ DEFAULT_MOTO_PORT = 5000
 DEFAULT_CLUSTER_NAME = "nodeflow-dev"
 DEFAULT_STATE_DIR = Path(".nodeflow")
 DEFAULT_REGION = "us-west-2"
+# Where a Helm release of the chart would put the worker: its namespace and ServiceAccount.
+DEFAULT_WORKER_NAMESPACE = "nodeflow"
+DEFAULT_WORKER_SERVICE_ACCOUNT = "nodeflow"
 
 
 @dataclass
@@ -21,7 +24,9 @@ class DevStackConfig:
     """Settings of one `DevStack`. Ports 0 mean "pick a free port" (the defaults here, for tests; the
     `nodeflow dev` command passes the well-known ports).
 
-    state_dir: holds `kubeconfig`, `temporal.db` (when `persistent_temporal`), `services.json` and
+    state_dir: holds `kubeconfig` (the administrator's, group `system:masters`), `worker-kubeconfig` (the
+      worker's ServiceAccount's), `kube-tokens.json` (the emulator's token table), `pki/` (its CA and
+      serving certificate), `temporal.db` (when `persistent_temporal`), `services.json` and
       `logs/<child>.log`.
     ui: serve the Temporal UI on `ui_port`.
     persistent_temporal: keep Temporal's state in `<state_dir>/temporal.db` while the stack runs, so
@@ -35,13 +40,21 @@ class DevStackConfig:
       `--temporal-metrics-port` (free ports per worker, see `DevStack.worker_probe_url`,
       `worker_metrics_url` and `worker_temporal_metrics_url`), then `worker_args`; the cluster's
       endpoint, CA and service CIDR come from the seeded EKS cluster (DescribeCluster). The worker
-      runs with fake AWS credentials and HOSTNAME=<its name> in its environment. The product's
+      runs with fake AWS credentials, HOSTNAME=<its name> and POD_NAMESPACE=`worker_namespace` in its
+      environment, and `--kubeconfig` is `worker-kubeconfig`: it authenticates as the ServiceAccount
+      `worker_service_account` of `worker_namespace`, which the emulator authorizes with RBAC. The product's
       composition root passes its worker command; the dev stack does not know the product.
     crds: manifests of `CustomResourceDefinition`s (files, or directories whose `*.yaml`, `*.yml` and
       `*.json` files are taken in name order) applied at start before anything else, as
       `kubectl apply -f deploy/crds/` would be on a real cluster: the emulator then applies their
       schemas' structural defaults to custom resources. The product's composition root passes its
       own CRDs; without them custom resources are stored as given.
+    rbac_rules: the product's RBAC rules file (`clusterRules:` and `leaseRules:`, see
+      `devstack.stack.identity`): at start, before the worker, the stack creates the worker's Namespace
+      and ServiceAccount and, from this file, the ClusterRole, Role and their bindings a Helm release
+      would make. None grants the ServiceAccount nothing beyond discovery. The product's composition
+      root passes its chart's file.
+    worker_namespace, worker_service_account: the worker's namespace (its Lease's) and ServiceAccount.
     apply_defaults: apply `devstack/defaults.yaml` (NodePool and EC2NodeClass `default`) at start.
     interruption_queue: the name of an SQS queue that `start()` creates in moto before the worker starts,
       and that the worker is given as `--interruption-queue` (after `--health-probe-port`, before
@@ -67,6 +80,9 @@ class DevStackConfig:
     worker_args: list[str] = field(default_factory=list)
     crds: list[Path] = field(default_factory=list)
     apply_defaults: bool = True
+    rbac_rules: Path | None = None
+    worker_namespace: str = DEFAULT_WORKER_NAMESPACE
+    worker_service_account: str = DEFAULT_WORKER_SERVICE_ACCOUNT
     region: str = DEFAULT_REGION
     interruption_queue: str = ""
     response_cache: Path | None = field(default_factory=default_cache_dir)
@@ -76,6 +92,7 @@ class DevStackConfig:
     def __post_init__(self) -> None:
         self.state_dir = Path(self.state_dir)
         self.crds = [Path(p) for p in self.crds]
+        self.rbac_rules = Path(self.rbac_rules) if self.rbac_rules is not None else None
         if not self.cluster_name or any(c.isspace() for c in self.cluster_name):
             raise ValueError(f"cluster_name {self.cluster_name!r} must be a non-empty name without spaces")
         if any(c.isspace() for c in self.interruption_queue):
@@ -92,6 +109,23 @@ class DevStackConfig:
     @property
     def kubeconfig(self) -> Path:
         return self.state_dir / "kubeconfig"
+
+    @property
+    def worker_kubeconfig(self) -> Path:
+        return self.state_dir / "worker-kubeconfig"
+
+    @property
+    def token_file(self) -> Path:
+        return self.state_dir / "kube-tokens.json"
+
+    @property
+    def pki_dir(self) -> Path:
+        """The emulator's CA and serving certificate (`devstack.kube.tls`): it serves HTTPS."""
+        return self.state_dir / "pki"
+
+    @property
+    def ca_file(self) -> Path:
+        return self.pki_dir / "ca.crt"
 
     @property
     def temporal_db(self) -> Path | None:

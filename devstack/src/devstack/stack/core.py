@@ -8,8 +8,14 @@ Process layout (every child in its own process group, its output in `<state_dir>
 - `worker`: `config.worker_command` with the stack's endpoints as flags: the product's worker, unchanged;
   more workers on the same stack (replicas) with `start_worker(name)`, each logging to `<name>.log`.
 
-`start()` returns once every server answers, with the kubeconfig written, the CRDs (`config.crds`)
-and then the defaults applied, and the interruption queue (`config.interruption_queue`) created in moto.
+The emulator authenticates every client by a bearer token, random per stack (`devstack.stack.identity`),
+and authorizes it with RBAC: `kubeconfig` is the administrator's (group `system:masters`: the user, the
+kubelet process, the tests' setup); the worker runs with `worker-kubeconfig`, as the ServiceAccount
+`config.worker_service_account` of `config.worker_namespace` under the RBAC rules of `config.rbac_rules`.
+
+`start()` returns once every server answers, with the kubeconfigs written, the CRDs (`config.crds`),
+the worker's Namespace, ServiceAccount and RBAC objects and then the defaults applied, and the
+interruption queue (`config.interruption_queue`) created in moto.
 `stop()` ends every child (SIGTERM, SIGKILL after a grace period); it is idempotent and also runs
 at interpreter exit, so a parent that crashes still leaves nothing behind.
 """
@@ -38,6 +44,7 @@ from devstack.kube.faults import KubeFaultClient
 from devstack.services import ec2_client, write_ready_file
 from devstack.stack.children import ChildProcess, stop_all
 from devstack.stack.config import DevStackConfig
+from devstack.stack.identity import Identities, worker_objects
 from devstack.stack.ports import check_free, free_port, resolve, wait_for
 from devstack.summary import build_summary
 from kube.client import KubeClient
@@ -106,6 +113,7 @@ class DevStack:
         self._problems: list[str] = []
         self._since = time.monotonic()
         self._kube_client: KubeClient | None = None
+        self._identities = Identities.new(config.worker_namespace, config.worker_service_account)
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -144,6 +152,7 @@ class DevStack:
                 interruption.create_rules(self.events, self.sqs, self.interruption_queue_url, cfg.interruption_queue)
             if cfg.crds:  # first, so that every custom resource applied after it gets its defaults
                 self.apply_files(applying.expand_paths(cfg.crds))
+            self._apply_worker_identity()  # before the worker: it runs as this ServiceAccount
             if cfg.apply_defaults:
                 self.apply_files([DEFAULTS_FILE])
             if cfg.start_worker:
@@ -193,9 +202,16 @@ class DevStack:
         cfg = self.config
         cfg.ready_file.unlink(missing_ok=True)
         kube_port = resolve(cfg.kube_port, "--kube-port")
-        self._launch("kube-api", ["kube", "--port", str(kube_port)])
+        from devstack.kube import tls
+        from devstack.kube.access import write_tokens
+
+        write_tokens(cfg.token_file, self._identities.tokens)
+        pki = tls.generate(cfg.pki_dir)
+        self._launch("kube-api", ["kube", "--port", str(kube_port), "--token-file", str(cfg.token_file),
+                                  "--tls-cert-file", str(pki.cert_file),
+                                  "--tls-private-key-file", str(pki.key_file)])  # fmt: skip
         moto = ["moto", "--port", str(cfg.moto_port), "--cluster-name", cfg.cluster_name, "--region", cfg.region,
-                "--cluster-endpoint", f"http://127.0.0.1:{kube_port}"]  # fmt: skip
+                "--cluster-endpoint", f"https://127.0.0.1:{kube_port}"]  # fmt: skip
         if cfg.response_cache is not None:
             moto += ["--response-cache", str(cfg.response_cache)]
         self._launch("moto", moto)
@@ -234,13 +250,26 @@ class DevStack:
         self.moto_url = str(self._await_ready("moto")["url"])
         from devstack.kube.kubeconfig import write_kubeconfig
 
-        write_kubeconfig(self.kubeconfig, self.kube_url)
-        self._launch("kubelet", ["kubelet", "--kube-url", self.kube_url, "--moto-url", self.moto_url,
+        write_kubeconfig(self.kubeconfig, self.kube_url, token=self._identities.admin_token, ca_file=cfg.ca_file)
+        write_kubeconfig(cfg.worker_kubeconfig, self.kube_url, token=self._identities.worker_token,
+                         namespace=cfg.worker_namespace, ca_file=cfg.ca_file)  # fmt: skip
+        self._launch("kubelet", ["kubelet", "--kubeconfig", str(self.kubeconfig), "--moto-url", self.moto_url,
                                  "--cluster-name", cfg.cluster_name, "--region", cfg.region,
                                  "--ready-delay", str(cfg.node_ready_delay)])  # fmt: skip
         info = {"kubeUrl": self.kube_url, "motoUrl": self.moto_url, "clusterName": cfg.cluster_name,
                 "region": cfg.region, "pids": self.pids()}  # fmt: skip
         write_ready_file(cfg.ready_file, info)
+
+    def _apply_worker_identity(self) -> None:
+        """Create the worker's Namespace, ServiceAccount and RBAC objects (`config.rbac_rules`) as the
+        administrator; raises RuntimeError when the API server refuses one."""
+        cfg = self.config
+        docs = worker_objects(cfg.rbac_rules, cfg.worker_namespace, cfg.worker_service_account)
+        source = str(cfg.rbac_rules or "the worker's ServiceAccount")
+        manifests = [applying.to_manifest(doc, f"{source}#{i}") for i, doc in enumerate(docs)]
+        refused = applying.apply_all(self.kube, manifests)
+        if refused:
+            raise RuntimeError("; ".join(refused))
 
     def stop(self) -> None:
         """Stop the worker, then the services and Temporal together. Idempotent; never raises for a
@@ -271,7 +300,7 @@ class DevStack:
         return [
             *cfg.worker_command,
             "--temporal-address", self.temporal_address,
-            "--kubeconfig", str(self.kubeconfig),
+            "--kubeconfig", str(self.config.worker_kubeconfig),
             "--aws-endpoint-url", self.moto_url,
             "--region", cfg.region,
             "--cluster-name", cfg.cluster_name,
@@ -283,7 +312,8 @@ class DevStack:
     def start_worker(self, name: str = "worker") -> None:
         """Start worker `name` (again after stop_worker/kill_worker); no-op while it runs. Several names
         run several replicas of the worker on the same stack, as a Deployment's pods would; each gets
-        HOSTNAME=`name` in its environment, as a pod gets its pod's name."""
+        HOSTNAME=`name` in its environment, as a pod gets its pod's name, and POD_NAMESPACE (the
+        namespace of its leader-election Lease), as the chart sets it from the downward API."""
         if not name or any(c.isspace() or c == "/" for c in name):
             raise ValueError(f"worker name {name!r} must be non-empty, without spaces or slashes")
         child = self._workers.get(name)
@@ -292,6 +322,7 @@ class DevStack:
         fake_aws = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
                     "AWS_DEFAULT_REGION": self.config.region, "HOSTNAME": name}  # fmt: skip
         env = child_env(fake_aws)
+        env["POD_NAMESPACE"] = self.config.worker_namespace
         env.pop("AWS_SESSION_TOKEN", None)
         env.pop("AWS_PROFILE", None)
         child = ChildProcess(name, self.worker_argv(name), self.config.logs_dir / f"{name}.log", env,
@@ -368,7 +399,7 @@ class DevStack:
         """Injects Kubernetes API faults (refused requests, dropped watches) into the running stack."""
         if not self.kube_url:
             raise RuntimeError("the stack is not started: call start() first")
-        return KubeFaultClient(self.kube_url)
+        return KubeFaultClient(self.kube_url, ca_file=self.config.ca_file)
 
     @property
     def aws_faults(self) -> FaultClient:
