@@ -15,6 +15,13 @@ listed object as ADDED, and a DELETED for each object the store holds that the l
 After each LIST the store is marked synced and `synced` is called: every object that exists has been
 handed over.
 
+A LIST or WATCH the API server refuses (401 or 403: the ServiceAccount lacks the verb) is not retried
+every second with a stack trace: as client-go's reflector backs off, the reflector logs one line naming
+the refusal (the server's message names the user, verb, resource and scope, e.g. `nodes is forbidden:
+User "system:serviceaccount:nodeflow:nodeflow" cannot watch resource "nodes" in API group "" at the
+cluster scope`) and tries again after a pause that doubles from `retry_pause` up to
+`MAX_FORBIDDEN_PAUSE_SECONDS`; a watch that ends normally resets the pause.
+
 Not thread-safe: one thread calls `run`. `handle` runs on that thread; an exception from it is logged
 with the object's name and the reflector goes on with the next event (one object a consumer cannot
 handle does not stop the others). I/O only through the `Kube` it is given."""
@@ -27,12 +34,14 @@ from collections.abc import Callable
 
 from kube import resources as r
 from kube.client import GoneError
+from kube.errors import ForbiddenError
 from kube.types import Kube, Obj
 from kube.watch_cache import Store, object_key
 
 log = logging.getLogger(__name__)
 WATCH_SECONDS = 60
 RETRY_PAUSE_SECONDS = 1.0
+MAX_FORBIDDEN_PAUSE_SECONDS = 60.0
 
 Handler = Callable[[str, Obj], None]
 
@@ -63,6 +72,7 @@ class Reflector:
         self.retry_pause = retry_pause
         self.store = store if store is not None else Store(resource)  # kept before each event is handed over
         self.lists = 0  # LISTs made: the first, then one per Gone or failure
+        self.refusals = 0  # LISTs or WATCHes refused (401/403) in a row
 
     def run(self, stop: threading.Event) -> None:
         """List and watch until `stop` is set; no event is handed over after it is."""
@@ -72,6 +82,17 @@ class Reflector:
                 if not version:
                     version = self._relist(stop)
                 version = self._watch(version, stop)
+                self.refusals = 0
+            except ForbiddenError as exc:
+                pause = self.forbidden_pause()
+                self.refusals += 1
+                log.error(
+                    "list/watch of %s refused by the API server, retrying in %.0f s (grant the verb to the "
+                    "worker's ServiceAccount): %s",
+                    self.resource.plural, pause, exc,
+                )  # fmt: skip
+                version = ""
+                stop.wait(pause)
             except GoneError:
                 log.info("watch of %s: version %s is gone; listing again", self.resource.plural, version)
                 version = ""
@@ -79,6 +100,11 @@ class Reflector:
                 log.exception("watch of %s failed; listing again", self.resource.plural)
                 version = ""
                 stop.wait(self.retry_pause)
+
+    def forbidden_pause(self) -> float:
+        """The pause before retrying after `refusals` refusals in a row: `retry_pause` doubled each time,
+        at most MAX_FORBIDDEN_PAUSE_SECONDS."""
+        return float(min(self.retry_pause * 2 ** min(self.refusals, 16), MAX_FORBIDDEN_PAUSE_SECONDS))
 
     def _relist(self, stop: threading.Event) -> str:
         """LIST; hand over every object as ADDED and every stored one the list lacks as DELETED. Returns

@@ -5,17 +5,23 @@ holds what the server holds after each."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import kmock
 import pytest
 
+from devstack.kube.catalog import CLUSTERROLE, CLUSTERROLEBINDING
+from devstack.kube.catalog import NODE as CORE_NODE
+from devstack.kube.kubeconfig import write_kubeconfig
+from devstack.kube.rbac import User, service_account_user
 from devstack.kube.server import KubeApiServer
 from kube.client import KubeClient
-from kube.reflector import Reflector
+from kube.reflector import MAX_FORBIDDEN_PAUSE_SECONDS, Reflector
 from kube.resources import NODE
 from kube.types import Obj
 from kube.watch_cache import Store
@@ -55,6 +61,15 @@ class Recorder:
 
     def synced(self) -> None:
         self.syncs += 1
+
+
+def role(name: str, rules: list[Obj]) -> Obj:
+    return {"metadata": {"name": name}, "rules": rules}
+
+
+def binding(name: str, user: User) -> Obj:
+    ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}
+    return {"metadata": {"name": name}, "roleRef": ref, "subjects": [{"kind": "User", "name": user.name}]}
 
 
 def node(name: str) -> Obj:
@@ -176,3 +191,34 @@ def test_an_object_the_consumer_cannot_handle_is_logged_and_the_others_go_on(
     eventually(lambda: ("ADDED", "h-later") in seen.events, "the next event")
     assert ("ADDED", "h-good") in seen.events
     assert reflector.lists == 1, "a failing consumer does not make it list again"
+
+
+def test_a_refused_watch_backs_off_with_one_line_naming_the_missing_verb_until_it_is_granted(
+    running: Callable[[Reflector], threading.Event], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As client-go's reflector: a 403 is retried after a pause that doubles (capped), each refusal logged
+    as one line without a traceback that quotes the server's reason; granting the verb ends it."""
+    reader = service_account_user("nodeflow", "nodeflow")
+    with KubeApiServer(controllers=False, tokens={"reader": reader}) as server:
+        grant_list_only = {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}
+        server.call(lambda: server.emulator.store.create(CLUSTERROLE, None, role("reader", [grant_list_only])))
+        server.call(lambda: server.emulator.store.create(CLUSTERROLEBINDING, None, binding("reader", reader)))
+        write_kubeconfig(tmp_path / "config", server.url, token="reader")
+        seen = Recorder()
+        reflector = Reflector(KubeClient.from_kubeconfig(str(tmp_path / "config")), NODE, seen.handle,
+                              seen.synced, watch_seconds=1, retry_pause=0.01)  # fmt: skip
+        with caplog.at_level(logging.ERROR, logger="kube.reflector"):
+            running(reflector)
+            eventually(lambda: reflector.refusals >= 3, "three refused watches")
+        refused = [r for r in caplog.records if "refused" in r.getMessage()]
+        assert refused and all(r.exc_info is None for r in refused)
+        assert 'cannot watch resource "nodes" in API group "" at the cluster scope' in refused[0].getMessage()
+        pauses = Reflector(reflector.kube, NODE, seen.handle, retry_pause=1.0)
+        assert [(setattr(pauses, "refusals", n), pauses.forbidden_pause())[1] for n in (0, 1, 2, 6, 100)] == [
+            1.0, 2.0, 4.0, MAX_FORBIDDEN_PAUSE_SECONDS, MAX_FORBIDDEN_PAUSE_SECONDS
+        ]  # fmt: skip
+        grant_watch = {**grant_list_only, "verbs": ["list", "watch"]}
+        server.call(lambda: server.emulator.store.update(CLUSTERROLE, None, "reader", role("reader", [grant_watch])))
+        server.call(lambda: server.emulator.store.create(CORE_NODE, None, node("watched")))
+        eventually(lambda: ("ADDED", "watched") in seen.events, "the node, once the watch is granted")
+        eventually(lambda: reflector.refusals == 0, "a watch that ended at its timeout, not refused")
