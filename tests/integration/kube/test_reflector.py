@@ -214,9 +214,10 @@ def test_a_refused_watch_backs_off_with_one_line_naming_the_missing_verb_until_i
         assert refused and all(r.exc_info is None for r in refused)
         assert 'cannot watch resource "nodes" in API group "" at the cluster scope' in refused[0].getMessage()
         pauses = Reflector(reflector.kube, NODE, seen.handle, retry_pause=1.0)
-        assert [(setattr(pauses, "refusals", n), pauses.forbidden_pause())[1] for n in (0, 1, 2, 6, 100)] == [
-            1.0, 2.0, 4.0, MAX_FORBIDDEN_PAUSE_SECONDS, MAX_FORBIDDEN_PAUSE_SECONDS
-        ]  # fmt: skip
+        expected = {0: 1.0, 1: 2.0, 2: 4.0, 6: MAX_FORBIDDEN_PAUSE_SECONDS, 100: MAX_FORBIDDEN_PAUSE_SECONDS}
+        for refusals, pause in expected.items():
+            pauses.refusals = refusals
+            assert pauses.forbidden_pause() == pause
         grant_watch = {**grant_list_only, "verbs": ["list", "watch"]}
         server.call(lambda: server.emulator.store.update(CLUSTERROLE, None, "reader", role("reader", [grant_watch])))
         server.call(lambda: server.emulator.store.create(CORE_NODE, None, node("watched")))
