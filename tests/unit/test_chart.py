@@ -32,6 +32,13 @@ CHART = ROOT / "deploy" / "charts" / "nodeflow"
 FULL_VALUES = CHART / "ci" / "full-values.yaml"
 KUBERNETES_VERSION = "1.30.0"
 RELEASE, NAMESPACE = "nodeflow", "nodeflow"
+# The values the chart requires (it fails without them, tests/unit/test_chart_values.py); "default values"
+# below means these and values.yaml's.
+REQUIRED_VALUES: dict[str, Any] = {
+    "clusterName": "prod",
+    "temporal": {"address": "temporal-frontend.temporal:7233"},
+    "image": {"repository": "123456789012.dkr.ecr.us-west-2.amazonaws.com/nodeflow"},
+}
 
 Manifest = dict[str, Any]
 Grant = tuple[str, str, str]  # (API group, resource or resource/subresource, verb)
@@ -41,7 +48,7 @@ Grant = tuple[str, str, str]  # (API group, resource or resource/subresource, ve
 def render(full: bool) -> tuple[Manifest, ...]:
     """The chart's manifests (templates only; Helm installs crds/ as they are), with the default values
     or with ci/full-values.yaml."""
-    values = yaml.safe_load(FULL_VALUES.read_text()) if full else {}
+    values = yaml.safe_load(FULL_VALUES.read_text()) if full else REQUIRED_VALUES
     files = helm_python.Chart.load(str(CHART)).render(values, name=RELEASE, namespace=NAMESPACE)
     texts = [text for path, text in files.items() if path.endswith(".yaml")]  # not NOTES.txt
     return tuple(doc for text in texts for doc in yaml.safe_load_all(text) if doc)
@@ -70,7 +77,7 @@ def grants(rules: list[Manifest]) -> set[Grant]:
 
 def test_the_chart_lints_without_warnings() -> None:
     full: dict[str, Any] = yaml.safe_load(FULL_VALUES.read_text())
-    for values in ({}, full):
+    for values in (REQUIRED_VALUES, full):
         result = helm_python.lint(str(CHART), values, strict=True)
         assert result["errors"] == []
         # Helm's severities: 1 info (e.g. "icon is recommended"), 2 warning, 4 error.
@@ -83,7 +90,7 @@ def test_every_rendered_manifest_is_valid_kubernetes(full: bool) -> None:
     kinds = sorted(d["kind"] for d in docs)
     assert kinds == sorted(
         [
-            *(["ConfigMap"] if full else []),  # the Grafana dashboard
+            *(["ConfigMap", "ServiceMonitor"] if full else []),  # the Grafana dashboard, the ServiceMonitor
             "ClusterRole",
             "ClusterRoleBinding",
             "Deployment",
@@ -95,7 +102,8 @@ def test_every_rendered_manifest_is_valid_kubernetes(full: bool) -> None:
         ]
     )
     for doc in docs:
-        kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+        if doc["kind"] != "ServiceMonitor":  # the Prometheus operator's: test_chart_values.py checks it
+            kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
         if doc["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
             assert doc["metadata"]["namespace"] == NAMESPACE, doc["kind"]
 
@@ -304,7 +312,7 @@ def test_both_metrics_ports_are_the_workers_settings_and_the_services_ports(
 
 
 def test_metrics_ports_of_0_turn_the_endpoints_and_the_service_off() -> None:
-    values = {"metricsPort": 0, "temporalMetricsPort": 0}
+    values = {**REQUIRED_VALUES, "metricsPort": 0, "temporalMetricsPort": 0}
     files = helm_python.Chart.load(str(CHART)).render(values, name=RELEASE, namespace=NAMESPACE)
     docs = [doc for path, text in files.items() if path.endswith(".yaml") for doc in yaml.safe_load_all(text) if doc]
     assert "Service" not in {d["kind"] for d in docs}
@@ -320,7 +328,7 @@ def test_the_dashboard_ships_as_a_grafana_sidecar_config_map_when_enabled() -> N
     assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert config_map["metadata"]["annotations"] == {"grafana_folder": "Autoscaling"}
     assert json.loads(config_map["data"]["nodeflow.json"]) == json.loads(DASHBOARD.read_text())
-    values = {"dashboards": {"enabled": True, "namespace": "monitoring"}}
+    values = {**REQUIRED_VALUES, "dashboards": {"enabled": True, "namespace": "monitoring"}}
     files = helm_python.Chart.load(str(CHART)).render(values, name=RELEASE, namespace=NAMESPACE)
     docs = [doc for path, text in files.items() if path.endswith(".yaml") for doc in yaml.safe_load_all(text) if doc]
     [elsewhere] = [d for d in docs if d["kind"] == "ConfigMap"]
@@ -351,6 +359,8 @@ def test_memory_is_sized_from_the_cached_workflows_and_the_cluster_pods(full: bo
 
 def test_default_values_render_only_the_settings_they_set() -> None:
     assert env(render(False)) == {
+        "NODEFLOW_CLUSTER_NAME": "prod",  # required
+        "NODEFLOW_TEMPORAL_ADDRESS": "temporal-frontend.temporal:7233",  # required
         "NODEFLOW_TEMPORAL_NAMESPACE": "default",
         "NODEFLOW_TASK_QUEUE": "nodeflow",
         "NODEFLOW_MAX_CACHED_WORKFLOWS": "2000",
@@ -367,12 +377,14 @@ def test_default_values_render_only_the_settings_they_set() -> None:
 def test_an_unknown_feature_gate_fails_the_render_naming_the_key() -> None:
     with pytest.raises(Exception, match=r"featureGates.spotToSpot: unknown feature gate; the gates are NodeRepair"):
         helm_python.Chart.load(str(CHART)).render(
-            {"featureGates": {"spotToSpot": True}}, name=RELEASE, namespace=NAMESPACE
+            {**REQUIRED_VALUES, "featureGates": {"spotToSpot": True}}, name=RELEASE, namespace=NAMESPACE
         )
 
 
-def test_karpenters_settings_block_is_accepted_and_what_nodeflow_ignores_is_named() -> None:
+def test_karpenters_settings_block_is_accepted() -> None:
+    """What nodeflow does not act on fails instead (tests/unit/test_chart_values.py)."""
     karpenter_values = {
+        **REQUIRED_VALUES,
         "settings": {
             "clusterName": "prod",
             "clusterEndpoint": "https://prod.eks.amazonaws.com",
@@ -384,7 +396,7 @@ def test_karpenters_settings_block_is_accepted_and_what_nodeflow_ignores_is_name
             "preferencePolicy": "Ignore",
             "minValuesPolicy": "BestEffort",
             "disableDryRun": True,
-            "isolatedVPC": True,
+            "isolatedVPC": False,  # Karpenter's default: nodeflow does the same
         },
         "clusterName": "ignored-for-settings",
         "featureGates": {"nodeRepair": False},
@@ -396,18 +408,15 @@ def test_karpenters_settings_block_is_accepted_and_what_nodeflow_ignores_is_name
     assert values["NODEFLOW_CLUSTER_ENDPOINT"] == "https://prod.eks.amazonaws.com"
     assert values["NODEFLOW_INTERRUPTION_QUEUE"] == "prod-interruptions"
     assert values["NODEFLOW_FEATURE_GATES"] == "NodeRepair=false,SpotToSpotConsolidation=true"
-    [notes] = [t for p, t in files.items() if p.endswith("NOTES.txt")]
     assert values["NODEFLOW_BATCH_MAX_DURATION"] == "20s"
     assert values["NODEFLOW_VM_MEMORY_OVERHEAD_PERCENT"] == "0", "0 is a value, not an unset one"
     assert values["NODEFLOW_RESERVED_ENIS"] == "1"
     assert (values["NODEFLOW_PREFERENCE_POLICY"], values["NODEFLOW_MIN_VALUES_POLICY"]) == ("Ignore", "BestEffort")
-    assert "settings.isolatedVPC: Karpenter's, and not acted on by nodeflow" in notes
     known = {f"NODEFLOW_{name.upper()}": name for name in Settings.__dataclass_fields__}
     worker = Settings(**{known[k]: v for k, v in values.items() if k in known})  # type: ignore[arg-type]
     assert worker.scheduling_policies() == SchedulingPolicies("Ignore", "BestEffort")
     assert values["NODEFLOW_DISABLE_DRY_RUN"] == "true" and worker.disable_dry_run
     assert (worker.vm_memory_overhead_percent, worker.reserved_enis) == (0.0, 1)
-    assert "clusterName is not set" not in notes
 
 
 def test_full_values_reach_the_worker_as_its_settings() -> None:

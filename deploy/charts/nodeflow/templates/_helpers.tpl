@@ -37,11 +37,14 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 {{- end -}}
 
+{{/* The worker's image: image.repository (required) at image.digest, else at image.tag, else at the
+chart's appVersion. */}}
 {{- define "nodeflow.image" -}}
+{{- $repository := required (include "nodeflow.required" "image.repository") .Values.image.repository -}}
 {{- if .Values.image.digest -}}
-{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- printf "%s@%s" $repository .Values.image.digest -}}
 {{- else -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- printf "%s:%s" $repository (required (include "nodeflow.required" "image.tag") (default .Chart.AppVersion .Values.image.tag)) -}}
 {{- end -}}
 {{- end -}}
 
@@ -81,8 +84,9 @@ is set (not null, not ""), then the Temporal API key from its Secret, then extra
 {{- $reservedENIs := ternary .Values.reservedENIs $settings.reservedENIs (kindIs "invalid" $settings.reservedENIs) -}}
 {{- $disableDryRun := ternary .Values.disableDryRun $settings.disableDryRun (kindIs "invalid" $settings.disableDryRun) -}}
 {{- $pairs := list
-  (list "NODEFLOW_CLUSTER_NAME" (include "nodeflow.clusterName" .))
+  (list "NODEFLOW_CLUSTER_NAME" (required (include "nodeflow.required" "clusterName") (include "nodeflow.clusterName" .)))
   (list "NODEFLOW_CLUSTER_ENDPOINT" (coalesce $settings.clusterEndpoint .Values.clusterEndpoint ""))
+  (list "NODEFLOW_CLUSTER_CA_BUNDLE" (coalesce $settings.clusterCABundle .Values.clusterCABundle ""))
   (list "NODEFLOW_INTERRUPTION_QUEUE" (coalesce $settings.interruptionQueue .Values.interruptionQueue ""))
   (list "NODEFLOW_BATCH_IDLE_DURATION" (coalesce $settings.batchIdleDuration .Values.batchIdleDuration ""))
   (list "NODEFLOW_BATCH_MAX_DURATION" (coalesce $settings.batchMaxDuration .Values.batchMaxDuration ""))
@@ -93,7 +97,7 @@ is set (not null, not ""), then the Temporal API key from its Secret, then extra
   (list "NODEFLOW_DISABLE_DRY_RUN" (ternary "true" "" (eq (toString $disableDryRun) "true")))
   (list "AWS_REGION" .Values.awsRegion)
   (list "NODEFLOW_KUBERNETES_VERSION" .Values.kubernetesVersion)
-  (list "NODEFLOW_TEMPORAL_ADDRESS" .Values.temporal.address)
+  (list "NODEFLOW_TEMPORAL_ADDRESS" (required (include "nodeflow.required" "temporal.address") .Values.temporal.address))
   (list "NODEFLOW_TEMPORAL_NAMESPACE" .Values.temporal.namespace)
   (list "NODEFLOW_TASK_QUEUE" .Values.temporal.taskQueue)
   (list "NODEFLOW_TEMPORAL_TLS" (ternary "true" "" (eq (toString $tls.enabled) "true")))
@@ -136,7 +140,7 @@ is set (not null, not ""), then the Temporal API key from its Secret, then extra
 
 
 {{/* Karpenter's chart puts the controller's settings under `settings` (settings.clusterName,
-settings.clusterEndpoint, settings.interruptionQueue, settings.featureGates.*, settings.batchIdleDuration,
+settings.clusterEndpoint, settings.clusterCABundle, settings.interruptionQueue, settings.featureGates.*, settings.batchIdleDuration,
 settings.batchMaxDuration, settings.vmMemoryOverheadPercent, settings.reservedENIs,
 settings.preferencePolicy, settings.minValuesPolicy, settings.disableDryRun): a values file written for it works here too, each of those winning over the
 top-level key of the same name (nodeflow.env, nodeflow.clusterName). */}}
@@ -146,12 +150,249 @@ top-level key of the same name (nodeflow.env, nodeflow.clusterName). */}}
 {{- with coalesce (.Values.settings | default dict).clusterName .Values.clusterName -}}{{ . }}{{- end -}}
 {{- end -}}
 
-{{/* The keys under `settings` nodeflow acts on; NOTES.txt names any other as not acted on. */}}
-{{- define "nodeflow.ignoredSettings" -}}
-{{- $used := list "clusterName" "clusterEndpoint" "interruptionQueue" "featureGates" "batchIdleDuration" "batchMaxDuration" "vmMemoryOverheadPercent" "reservedENIs" "preferencePolicy" "minValuesPolicy" "disableDryRun" -}}
-{{- $ignored := list -}}
-{{- range $key, $_ := (.Values.settings | default dict) -}}
-{{- if not (has $key $used) -}}{{- $ignored = append $ignored (printf "settings.%s" $key) -}}{{- end -}}
+{{/* The pod's securityContext (fixed: non-root 65532, RuntimeDefault seccomp). */}}
+{{- define "nodeflow.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+fsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
 {{- end -}}
-{{- join ", " $ignored -}}
+
+{{/* .Values.affinity, with the worker pods' selector as the labelSelector of every podAffinity and
+podAntiAffinity term that has none (required terms, and the podAffinityTerm of preferred ones), as
+Karpenter's chart does (karpenter.patchAffinity in charts/karpenter/templates/_helpers.tpl of
+aws/karpenter-provider-aws): its default affinity has a required kubernetes.io/hostname podAntiAffinity
+term with no selector, which would otherwise match no pod. Works on a copy: the values stay as given. */}}
+{{- define "nodeflow.affinity" -}}
+{{- $affinity := deepCopy (.Values.affinity | default dict) -}}
+{{- $selector := dict "matchLabels" (include "nodeflow.selectorLabels" . | fromYaml) -}}
+{{- range $kind := list "podAffinity" "podAntiAffinity" -}}
+{{- with index $affinity $kind -}}
+{{- range $term := .requiredDuringSchedulingIgnoredDuringExecution | default list -}}
+{{- if not (hasKey $term "labelSelector") -}}{{- $_ := set $term "labelSelector" (deepCopy $selector) -}}{{- end -}}
+{{- end -}}
+{{- range $weighted := .preferredDuringSchedulingIgnoredDuringExecution | default list -}}
+{{- with $weighted.podAffinityTerm -}}
+{{- if not (hasKey . "labelSelector") -}}{{- $_ := set . "labelSelector" (deepCopy $selector) -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $affinity -}}
+{{- end -}}
+
+{{/* .Values.topologySpreadConstraints, each without a labelSelector given the worker pods' selector, as
+Karpenter's chart does (karpenter.patchTopologySpreadConstraints, same file). */}}
+{{- define "nodeflow.topologySpreadConstraints" -}}
+{{- $selector := dict "matchLabels" (include "nodeflow.selectorLabels" . | fromYaml) -}}
+{{- $constraints := list -}}
+{{- range .Values.topologySpreadConstraints | default list -}}
+{{- $constraint := deepCopy . -}}
+{{- if not (hasKey $constraint "labelSelector") -}}{{- $_ := set $constraint "labelSelector" (deepCopy $selector) -}}{{- end -}}
+{{- $constraints = append $constraints $constraint -}}
+{{- end -}}
+{{- toYaml $constraints -}}
+{{- end -}}
+
+{{/* nodeflow's values: every top-level key of values.yaml; where a key lists keys, its value may hold
+only those (a typo under it fails too). Keys listed null take any value (free-form maps, lists,
+scalars, featureGates, which nodeflow.env checks). tests/unit/test_chart_values.py keeps this in step with
+values.yaml. */}}
+{{- define "nodeflow.ownKeys" -}}
+image: [repository, tag, digest, pullPolicy]
+imagePullSecrets:
+nameOverride:
+fullnameOverride:
+settings: [clusterName, clusterEndpoint, clusterCABundle, interruptionQueue, featureGates, batchIdleDuration, batchMaxDuration, vmMemoryOverheadPercent, reservedENIs, preferencePolicy, minValuesPolicy, disableDryRun, eksControlPlane]
+clusterName:
+clusterCABundle:
+clusterEndpoint:
+interruptionQueue:
+awsRegion:
+kubernetesVersion:
+batchIdleDuration:
+batchMaxDuration:
+vmMemoryOverheadPercent:
+reservedENIs:
+preferencePolicy:
+minValuesPolicy:
+disableDryRun:
+temporal: [address, namespace, taskQueue, tls, apiKey]
+temporal.tls: [enabled, secretName, caKey, certKey, keyKey, serverName]
+temporal.apiKey: [secretName, key]
+logLevel:
+logFormat:
+tracing: [otlpEndpoint, exporter, serviceName, resourceAttributes, sampler, samplerArg]
+featureGates:
+disruptionMethods:
+maxCachedWorkflows:
+maxConcurrentWorkflowTasks:
+maxConcurrentWorkflowTaskPolls:
+healthProbePort:
+metricsPort:
+temporalMetricsPort:
+service: [annotations]
+serviceMonitor: [enabled, additionalLabels, interval, relabelings, metricRelabelings, endpointConfig, sampleLimit]
+dashboards: [enabled, namespace, annotations]
+extraEnv:
+replicas:
+revisionHistoryLimit:
+strategy:
+podDisruptionBudget: [name, maxUnavailable]
+resources: [cpu, cpuLimit, baseMemoryMiB, memoryPerCachedWorkflowKiB, clusterPods, memoryPerPodKiB, memory]
+serviceAccount: [create, name, roleArn, annotations]
+rbac: [create]
+priorityClassName:
+schedulerName:
+dnsPolicy:
+dnsConfig:
+podAnnotations:
+podLabels:
+nodeSelector:
+tolerations:
+affinity:
+topologySpreadConstraints:
+terminationGracePeriodSeconds:
+{{- end -}}
+
+{{/* The keys of Karpenter's chart values (charts/karpenter/values.yaml of aws/karpenter-provider-aws,
+v1.0 to v1.14, and logConfig and webhook from before v1.1) that nodeflow does not act on, each with
+nodeflow's equivalent (`use`) or why there is none (`none`). Such a key fails the render unless its value
+asks for what nodeflow does anyway: `ok` lists those values; without `ok` an empty value is (null, "",
+false, 0, {} or [], nested too); `same` names nodeflow's value it may equal. Karpenter's keys nodeflow
+does act on are in nodeflow.ownKeys (nameOverride, fullnameOverride, imagePullSecrets, service,
+serviceAccount, serviceMonitor, replicas, revisionHistoryLimit, strategy, podLabels, podAnnotations,
+podDisruptionBudget, priorityClassName, terminationGracePeriodSeconds, schedulerName, dnsPolicy,
+dnsConfig, nodeSelector, affinity, topologySpreadConstraints, tolerations, logLevel and settings.*). */}}
+{{- define "nodeflow.karpenterKeys" -}}
+additionalAnnotations: {none: "the chart annotates no object but the pods (podAnnotations), the ServiceAccount (serviceAccount.annotations), the Service (service.annotations) and the dashboard (dashboards.annotations)"}
+additionalClusterRoleRules: {none: "the ClusterRole grants exactly what the worker calls; bind a ClusterRole of your own to the ServiceAccount for more"}
+additionalLabels: {none: "the chart labels no object but the pods with more (podLabels) and the ServiceMonitor (serviceMonitor.additionalLabels)"}
+controller.containerName: {none: "the container is named worker", ok: ["worker"]}
+controller.env: {use: "extraEnv"}
+controller.envFrom: {use: "extraEnv, one variable each (valueFrom.secretKeyRef or configMapKeyRef)"}
+controller.extraVolumeMounts: {none: "the worker mounts only /tmp and temporal.tls.secretName"}
+controller.healthProbe.port: {use: "healthProbePort", same: "healthProbePort"}
+controller.image: {use: "image.repository, image.tag and image.digest (nodeflow's worker image, not Karpenter's controller)"}
+controller.metrics.port: {use: "metricsPort (Karpenter's metrics) and temporalMetricsPort", same: "metricsPort"}
+controller.resources: {use: "resources.cpu, resources.cpuLimit and resources.memory (or memory sized from maxCachedWorkflows and resources.clusterPods)"}
+controller.securityContext: {none: "the chart sets the container's securityContext: non-root 65532, read-only root filesystem, no capabilities, RuntimeDefault seccomp"}
+controller.sidecarContainer: {none: "the pod runs the worker container only"}
+controller.sidecarVolumeMounts: {none: "the pod runs the worker container only"}
+extraVolumes: {none: "the worker mounts only /tmp and temporal.tls.secretName"}
+hostNetwork: {none: "the pod runs on the pod network"}
+imagePullPolicy: {use: "image.pullPolicy", same: "image.pullPolicy"}
+initContainers: {none: "the pod runs the worker container only"}
+logConfig: {use: "logLevel and logFormat"}
+logErrorOutputPaths: {none: "the worker writes every log line to standard error", ok: [["stderr"]]}
+logOutputPaths: {none: "the worker writes every log line to standard error", ok: [["stderr"]]}
+podSecurityContext: {none: "the chart sets the pod's securityContext: runAsNonRoot, runAsUser, runAsGroup and fsGroup 65532, RuntimeDefault seccomp; a podSecurityContext holding only those same values is accepted"}
+postInstallHook: {none: "the chart runs no hook"}
+settings.amiRefreshInterval: {none: "nodeflow reads an EC2NodeClass's AMIs at most once a minute", ok: ["1m"]}
+settings.awsFeatureGates: {none: "nodeflow has no AWS feature gate"}
+settings.disableClusterStateObservability: {none: "the worker always publishes its cluster state metrics and events"}
+settings.enableZonalShift: {none: "nodeflow does not follow EKS zonal shifts"}
+settings.ignoreDRARequests: {none: "nodeflow's scheduler does not read DRA requests (as ignoreDRARequests: true)", ok: [true]}
+settings.isolatedVPC: {use: "extraEnv NODEFLOW_ON_DEMAND_PRICE_REFRESH_INTERVAL=Never (the shipped on-demand price table, no call to the Pricing API)"}
+settings.subnetRefreshInterval: {none: "nodeflow reads an EC2NodeClass's subnets at most once a minute", ok: ["1m"]}
+webhook: {none: "nodeflow serves no webhook"}
+{{- end -}}
+
+{{/* The message of a required value left empty: what it is and how to set it. */}}
+{{- define "nodeflow.required" -}}
+{{- $messages := dict
+  "clusterName" "clusterName is required: the EKS cluster nodeflow launches nodes for (--set clusterName=<cluster>, or Karpenter's settings.clusterName); the chart has no default"
+  "temporal.address" "temporal.address is required: host:port of the Temporal frontend the worker connects to (--set temporal.address=<host:port>); the chart has no default"
+  "image.repository" "image.repository is required: the nodeflow worker image's repository (--set image.repository=<account>.dkr.ecr.<region>.amazonaws.com/nodeflow, README \"Install on EKS\" step 4)"
+  "image.tag" "image.tag or image.digest is required: the chart has no appVersion to default the tag to (--set image.tag=<tag>)" -}}
+{{- get $messages . -}}
+{{- end -}}
+
+{{/* Prints something when the value would do something: not null, "", false, 0, {} or [], and for a map
+some value of it. */}}
+{{- define "nodeflow.isSet" -}}
+{{- if kindIs "map" . -}}
+{{- range $_, $value := . -}}{{- include "nodeflow.isSet" $value -}}{{- end -}}
+{{- else if not (empty .) -}}set
+{{- end -}}
+{{- end -}}
+
+{{/* Fails the render, naming each value the chart does not take: a key of Karpenter's chart nodeflow
+does not act on (nodeflow.karpenterKeys: with nodeflow's equivalent, or why there is none), and a key
+that is neither nodeflow's (nodeflow.ownKeys) nor Karpenter's (a typo). Called first by deployment.yaml. */}}
+{{- define "nodeflow.validateValues" -}}
+{{- $own := include "nodeflow.ownKeys" . | fromYaml -}}
+{{- $karpenter := include "nodeflow.karpenterKeys" . | fromYaml -}}
+{{- $podSecurityContext := include "nodeflow.podSecurityContext" . | fromYaml -}}
+{{- $errors := list -}}
+{{- /* Karpenter's keys, each where it is set to what nodeflow does not do */ -}}
+{{- range $path, $rule := $karpenter -}}
+{{- $value := $.Values -}}
+{{- range $part := splitList "." $path -}}
+{{- $value = index (ternary $value (dict) (kindIs "map" $value)) $part -}}
+{{- end -}}
+{{- $json := toJson $value -}}
+{{- $accepted := or (kindIs "invalid" $value) (eq $json "\"\"") -}}
+{{- if hasKey $rule "ok" -}}
+{{- range $rule.ok -}}{{- if eq (toJson .) $json -}}{{- $accepted = true -}}{{- end -}}{{- end -}}
+{{- else if not (include "nodeflow.isSet" $value) -}}
+{{- $accepted = true -}}
+{{- end -}}
+{{- with $rule.same -}}
+{{- $ours := $.Values -}}
+{{- range $part := splitList "." . -}}{{- $ours = index (ternary $ours (dict) (kindIs "map" $ours)) $part -}}{{- end -}}
+{{- if eq (toJson $ours) $json -}}{{- $accepted = true -}}{{- end -}}
+{{- end -}}
+{{- if and (eq $path "podSecurityContext") (kindIs "map" $value) -}}
+{{- $accepted = true -}}
+{{- range $key, $v := $value -}}
+{{- if ne (toJson $v) (toJson (index $podSecurityContext $key)) -}}{{- $accepted = false -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if not $accepted -}}
+{{- if $rule.use -}}
+{{- $errors = append $errors (printf "%s: Karpenter's chart value, which nodeflow does not take; nodeflow's equivalent: %s" $path $rule.use) -}}
+{{- else -}}
+{{- $errors = append $errors (printf "%s: Karpenter's chart value, which nodeflow does not take; nodeflow has no equivalent: %s" $path $rule.none) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- /* keys that are neither nodeflow's nor Karpenter's: at the top level, and under the blocks of fixed keys */ -}}
+{{- $blocks := dict "" (list) -}}
+{{- range $key, $keys := $own -}}
+{{- if not (contains "." $key) -}}{{- $_ := set $blocks "" (append (get $blocks "") $key) -}}{{- end -}}
+{{- if $keys -}}{{- $_ := set $blocks $key $keys -}}{{- end -}}
+{{- end -}}
+{{- $_ := set $blocks "controller" (list) -}}{{- /* Karpenter's; every key of it is in nodeflow.karpenterKeys */ -}}
+{{- $karpenterPaths := keys $karpenter -}}
+{{- range $block, $keys := $blocks -}}
+{{- $value := $.Values -}}
+{{- if $block -}}
+{{- range $part := splitList "." $block -}}{{- $value = index (ternary $value (dict) (kindIs "map" $value)) $part -}}{{- end -}}
+{{- end -}}
+{{- if kindIs "map" $value -}}
+{{- range $key, $_ := $value -}}
+{{- $path := ternary (printf "%s.%s" $block $key) $key (ne $block "") -}}
+{{- $karpenters := false -}}
+{{- range $karpenterPaths -}}{{- if or (eq . $path) (hasPrefix (printf "%s." $path) .) -}}{{- $karpenters = true -}}{{- end -}}{{- end -}}
+{{- if not (or (has $key $keys) $karpenters) -}}
+{{- if $keys -}}
+{{- $errors = append $errors (printf "%s: not a value of nodeflow's chart (nor of Karpenter's); %s takes %s" $path $block (join ", " $keys)) -}}
+{{- else -}}
+{{- $errors = append $errors (printf "%s: not a value of nodeflow's chart (nor of Karpenter's); values.yaml lists nodeflow's" $path) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- /* the required values, named together with the rest */ -}}
+{{- if not (include "nodeflow.clusterName" .) -}}{{- $errors = append $errors (include "nodeflow.required" "clusterName") -}}{{- end -}}
+{{- if not .Values.temporal.address -}}{{- $errors = append $errors (include "nodeflow.required" "temporal.address") -}}{{- end -}}
+{{- if not .Values.image.repository -}}{{- $errors = append $errors (include "nodeflow.required" "image.repository") -}}{{- end -}}
+{{- if not (or .Values.image.digest .Values.image.tag .Chart.AppVersion) -}}{{- $errors = append $errors (include "nodeflow.required" "image.tag") -}}{{- end -}}
+{{- if $errors -}}
+{{- fail (printf "nodeflow's chart cannot take these values (values.yaml describes every value it takes):\n  %s" (join "\n  " $errors)) -}}
+{{- end -}}
 {{- end -}}
