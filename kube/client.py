@@ -167,6 +167,14 @@ class KubeClient:
         return cls(config.api_client_in_cluster())
 
     @classmethod
+    def resolve(
+        cls, kubeconfig: str | None = None, context: str | None = None, kubeconfig_flag: str = "--kubeconfig"
+    ) -> KubeClient:
+        """A client from the first source of kubectl's order: `kubeconfig`, KUBECONFIG, ~/.kube/config,
+        in-cluster (see `kube.config.resolve_api_client`; KubeConfigError names what was tried)."""
+        return cls(config.resolve_api_client(kubeconfig, context, kubeconfig_flag=kubeconfig_flag))
+
+    @classmethod
     def for_url(cls, url: str) -> KubeClient:
         """A client for an unauthenticated API server, e.g. the devstack emulator."""
         return cls(config.api_client_for_url(url))

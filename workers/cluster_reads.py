@@ -1,9 +1,11 @@
-"""What `nodeflow explain` and `nodeflow simulate --disruption --from-cluster` share: a Kubernetes client
-built from the flags, the `--now` clock, and the instance-type catalog. No Temporal is imported here.
+"""What `nodeflow explain`, `nodeflow simulate --disruption --from-cluster` and the ops commands (`status`,
+`drain`, `expire`, `replace`) share: a Kubernetes client found as kubectl finds one (`--kubeconfig`,
+`--context`, KUBECONFIG, ~/.kube/config, in-cluster), and the `--now` clock. No Temporal is imported here.
 """
 
 from __future__ import annotations
 
+import argparse
 from datetime import UTC, datetime
 
 from apis.meta import parse_rfc3339
@@ -16,17 +18,31 @@ class ClusterReadError(Exception):
     which and how to point the command elsewhere."""
 
 
-def build_kube(kubeconfig: str | None) -> Kube:
-    """A client from `kubeconfig`, else NODEFLOW_KUBECONFIG, else the in-cluster service account (as the
-    worker and the ops commands do). Raises ClusterReadError when none can be built."""
+def build_kube(kubeconfig: str | None, context: str | None = None) -> Kube:
+    """A client as kubectl finds one (kube.config.resolve_api_client): `kubeconfig` (the --kubeconfig
+    flag; NODEFLOW_KUBECONFIG, the worker's setting, counts as the flag), then the KUBECONFIG files, then
+    ~/.kube/config, then the in-cluster service account; `context` (--context) picks a kubeconfig
+    context. Raises ClusterReadError naming every source tried and why it failed."""
     from kube.client import KubeClient  # the official client: loaded only when a cluster is read
+    from kube.config import KubeConfigError
 
-    path = kubeconfig or Settings.from_env().kubeconfig
+    flag = "--kubeconfig"
+    if not kubeconfig:
+        from_env = Settings.from_env().kubeconfig
+        kubeconfig, flag = (
+            (from_env, "NODEFLOW_KUBECONFIG") if from_env else (None, "--kubeconfig (or NODEFLOW_KUBECONFIG)")
+        )
     try:
-        return KubeClient.from_kubeconfig(path) if path else KubeClient.in_cluster()
-    except Exception as err:  # KubeConfigError, a missing file, no service account
-        where = f"kubeconfig {path}" if path else "the in-cluster service account (no --kubeconfig given)"
-        raise ClusterReadError(f"cannot build a Kubernetes client from {where}: {err}") from err
+        return KubeClient.resolve(kubeconfig, context, kubeconfig_flag=flag)
+    except KubeConfigError as err:
+        raise ClusterReadError(str(err)) from err
+
+
+def add_context_argument(parser: argparse.ArgumentParser) -> None:
+    """`--context NAME`, kubectl's: the kubeconfig context to use instead of its current-context."""
+    parser.add_argument(
+        "--context", default=None, metavar="NAME", help="kubeconfig context to use (default: its current-context)"
+    )
 
 
 def parse_now(text: str | None) -> datetime:

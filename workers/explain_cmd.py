@@ -42,7 +42,7 @@ from kube.types import Kube, Obj
 from scheduling.disruption import Command, Decision, DisruptionInput, PoolBudget, Rejection, decide
 from scheduling.disruption.candidates import offering_price
 from workers import settings as settings_mod
-from workers.cluster_reads import ClusterReadError, build_kube, parse_now
+from workers.cluster_reads import ClusterReadError, add_context_argument, build_kube, parse_now
 from workers.disruption_dryrun import apply_command
 from workers.process_exit import exiting_after
 from workers.simulate_cmd import InputError, load_catalog
@@ -389,6 +389,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--instance-types", help="instance-type catalog (YAML or JSON list); default: built-in AWS")
     parser.add_argument("--now", default=None, help="judge at this RFC 3339 time (default: now)")
     settings_mod.add_arguments(parser)  # --kubeconfig, --temporal-address, --temporal-namespace, --region...
+    add_context_argument(parser)
     parser.set_defaults(func=exiting_after(run))
 
 
@@ -416,7 +417,7 @@ def run(
     try:
         from activities.disruption_snapshot import read_disruption_input
 
-        kube = kube if kube is not None else build_kube(settings.kubeconfig)
+        kube = kube if kube is not None else build_kube(args.kubeconfig, getattr(args, "context", None))
         try:
             inp = read_disruption_input(kube, catalog, now=now, skipped=errors)
             events = read_events(kube)

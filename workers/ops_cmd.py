@@ -9,8 +9,10 @@
   `--node-pool`, `--phase`), with their search attributes and one-line memo summary; with a name it queries
   the workflow's `status`.
 
-Settings (Temporal address, namespace, kubeconfig) come from the worker's flags and environment
-(workers.settings). Exit codes: 0 done, 1 not found or not running, 2 bad usage.
+Settings (Temporal address, namespace) come from the worker's flags and environment (workers.settings).
+The cluster is found as kubectl finds it (workers.cluster_reads.build_kube): `--kubeconfig`, `--context`,
+then KUBECONFIG, then ~/.kube/config, then in-cluster. Exit codes: 0 done, 1 not found, not running or
+no cluster credentials, 2 bad usage.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from kube import resources as r
 from kube.errors import NotFoundError
 from kube.types import Kube
 from workers import settings as settings_mod
+from workers.cluster_reads import ClusterReadError, add_context_argument, build_kube
 from workers.process_exit import exiting_after
 from workers.temporal_client import TemporalSettingError, connect
 from workflows import search_attributes as sa
@@ -226,6 +229,7 @@ def _add_signal(subparsers: argparse._SubParsersAction, name: str) -> None:  # t
     parser.add_argument("target", metavar="NODE_OR_NODECLAIM", help="a Node name or a NodeClaim name")
     parser.add_argument("--reason", default="", help="recorded as the termination reason")
     settings_mod.add_arguments(parser)
+    add_context_argument(parser)
     parser.set_defaults(func=exiting_after(run_signal), signal=name)
 
 
@@ -236,6 +240,7 @@ def _add_status(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
     parser.add_argument("--node-pool", default=None, help="only claims of this NodePool")
     parser.add_argument("--phase", default=None, choices=PHASES, help="only claims in this phase")
     settings_mod.add_arguments(parser)
+    add_context_argument(parser)
     parser.set_defaults(func=exiting_after(run_status))
 
 
@@ -247,10 +252,12 @@ def _settings(args: argparse.Namespace) -> settings_mod.Settings:
         raise OpsError(str(problem)) from None
 
 
-def _kube(settings: settings_mod.Settings) -> Kube:
-    from workers.worker import build_kube  # the worker module pulls in the cloud provider: load on demand
-
-    return build_kube(settings)
+def _kube(args: argparse.Namespace) -> Kube:
+    """The cluster from --kubeconfig/--context and kubectl's defaults; OpsError naming what was tried."""
+    try:
+        return build_kube(args.kubeconfig, args.context)
+    except ClusterReadError as problem:
+        raise OpsError(str(problem)) from None
 
 
 def _guard(body: Callable[[], int], err: TextIO) -> int:
@@ -264,7 +271,7 @@ def _guard(body: Callable[[], int], err: TextIO) -> int:
 def run_signal(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     def body() -> int:
         settings = _settings(args)
-        claim = resolve_claim_name(_kube(settings), args.target)
+        claim = resolve_claim_name(_kube(args), args.target)
 
         async def send() -> None:
             client = await connect(settings)
@@ -282,7 +289,7 @@ def run_status(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO =
     def body() -> int:
         settings = _settings(args)
         if args.name:
-            claim = _resolve_quietly(settings, args.name)
+            claim = _resolve_quietly(args, args.name)
 
             async def one() -> NodeClaimState:
                 return await query_claim(await connect(settings), claim)
@@ -303,11 +310,11 @@ def run_status(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO =
     return _guard(body, err)
 
 
-def _resolve_quietly(settings: settings_mod.Settings, name: str) -> str:
+def _resolve_quietly(args: argparse.Namespace, name: str) -> str:
     """A Node name becomes its claim's name when the API answers; otherwise the name is used as given
     (status works from Temporal alone, e.g. after the cluster is gone)."""
     try:
-        return resolve_claim_name(_kube(settings), name)
+        return resolve_claim_name(_kube(args), name)
     except OpsError:
         return name
     except Exception:  # no kubeconfig / API unreachable: Temporal still knows the workflow

@@ -2,7 +2,7 @@
 
     nodeflow simulate -f nodepool.yaml -f workload.yaml [--instance-types catalog.yaml] [-o json|table]
     nodeflow simulate --disruption -f cluster.yaml [--now 2026-01-05T12:00:00Z] [--max-commands 50]
-    nodeflow simulate --disruption --from-cluster [--kubeconfig FILE]
+    nodeflow simulate --disruption --from-cluster [--kubeconfig FILE] [--context NAME]
 
 Reads NodePool, EC2NodeClass, Pod, Deployment/ReplicaSet/StatefulSet/Job, DaemonSet, Node, PVC, PV,
 StorageClass and RuntimeClass objects, and prints which NodeClaims would be launched, which pods go to
@@ -37,7 +37,7 @@ from apis.instancetype import InstanceType
 from scheduling import Plan, solve
 from scheduling.manifests import expand
 from workers import disruption_dryrun, manifest_files
-from workers.cluster_reads import ClusterReadError, build_kube, parse_now
+from workers.cluster_reads import ClusterReadError, add_context_argument, build_kube, parse_now
 
 
 class InputError(Exception):
@@ -70,7 +70,12 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--from-cluster", action="store_true", help="with --disruption: read the cluster instead of files"
     )
-    parser.add_argument("--kubeconfig", default=None, help="with --from-cluster (default: NODEFLOW_KUBECONFIG)")
+    parser.add_argument(
+        "--kubeconfig",
+        default=None,
+        help="with --from-cluster (default as kubectl's: KUBECONFIG, ~/.kube/config, in-cluster)",
+    )
+    add_context_argument(parser)
     parser.add_argument("--now", default=None, help="with --disruption: decide at this RFC 3339 time (default: now)")
     parser.add_argument(
         "--max-commands",
@@ -186,7 +191,7 @@ def run_disruption(args: argparse.Namespace) -> int:
         catalog = load_catalog(args.instance_types, args.region)
         if args.from_cluster:
             errors: list[str] = []
-            inp = read_cluster(args.kubeconfig, catalog, now, errors)
+            inp = read_cluster(args.kubeconfig, catalog, now, errors, getattr(args, "context", None))
         else:
             docs = load_documents(args.filename, {"CLUSTER_NAME": args.cluster_name})
             inp, errors = disruption_dryrun.input_from_manifests(docs, catalog, now)
@@ -203,12 +208,15 @@ def run_disruption(args: argparse.Namespace) -> int:
     return 0
 
 
-def read_cluster(kubeconfig: str | None, catalog: list[InstanceType], now: datetime, errors: list[str]) -> Any:
-    """The controller's snapshot of the cluster (activities.disruption_snapshot); invalid objects are named
-    in `errors`. Raises ClusterReadError when the API cannot be read."""
+def read_cluster(
+    kubeconfig: str | None, catalog: list[InstanceType], now: datetime, errors: list[str], context: str | None = None
+) -> Any:
+    """The controller's snapshot of the cluster found from `kubeconfig` and `context` as kubectl finds it
+    (workers.cluster_reads.build_kube; activities.disruption_snapshot); invalid objects are named in
+    `errors`. Raises ClusterReadError when no client can be built or the API cannot be read."""
     from activities.disruption_snapshot import read_disruption_input
 
-    kube = build_kube(kubeconfig)
+    kube = build_kube(kubeconfig, context)
     try:
         return read_disruption_input(kube, catalog, now=now, skipped=errors)
     except Exception as err:  # kube.errors, connection refused, TLS

@@ -110,7 +110,7 @@ def test_from_cluster_without_a_reachable_cluster_is_a_clear_error(
     args = ["simulate", "--disruption", "--from-cluster", "--kubeconfig", str(tmp_path / "missing"), "--instance-types",
             str(write_catalog(tmp_path))]  # fmt: skip
     assert main(args) == 2
-    assert "cannot build a Kubernetes client from kubeconfig" in capsys.readouterr().err
+    assert f"--kubeconfig {tmp_path / 'missing'}: no such file" in capsys.readouterr().err
 
 
 def test_the_replay_leaves_its_input_alone_and_prices_what_it_cannot(tmp_path: Path) -> None:
@@ -136,7 +136,7 @@ def test_from_cluster_reads_what_the_controller_reads(
 ) -> None:
     from tests.unit.workers.test_explain_cmd import cluster
 
-    monkeypatch.setattr(simulate_cmd, "build_kube", lambda kubeconfig: cluster())
+    monkeypatch.setattr(simulate_cmd, "build_kube", lambda kubeconfig, context=None: cluster())
     assert main(simulate(tmp_path, "-o", "json")) == 0
     from_files = json.loads(capsys.readouterr().out)
     args = ["simulate", "--disruption", "--from-cluster", "--instance-types", str(write_catalog(tmp_path)),
