@@ -1,4 +1,5 @@
-"""Operating nodes with the `nodeflow` CLI on the real local stack: status, drain, replace, and drift.
+"""Operating nodes with the `nodeflow` CLI on the real local stack: status, drain, replace, drift, and
+finding the cluster through KUBECONFIG as kubectl does.
 
 One stack for the module (`nodeflow status` lists every claim of the cluster, so no other module's); its
 worker's claim sweep looks every 2 s (the worker flag --claim-sweep-interval), so an expiry is acted on at
@@ -9,17 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from temporalio.client import Client
 
 from activities.replace import REPLACEMENT_OF_ANNOTATION
 from devstack.stack import DevStack
 from kube import resources as r
 from kube.errors import NotFoundError
-from tests.e2e.conftest import assert_one_instance_per_claim, claim_of_node, deployment, nodeflow, pods_of
+from tests.e2e.conftest import REPO, assert_one_instance_per_claim, claim_of_node, deployment, nodeflow, pods_of
 from tests.eventually import eventually
 from workers.dev_cmd import stack_config
 
@@ -84,6 +90,24 @@ def test_status_lists_the_running_claims(stack: DevStack) -> None:
     assert all(row["phase"] == "Running" and row["node_name"] and row["summary"] for row in rows)
     one = json.loads(nodeflow(stack, "status", rows[0]["node_name"], "-o", "json").stdout)
     assert one["name"] == rows[0]["name"] and one["conditions"]["Initialized"] == "True"
+
+
+def test_explain_finds_the_cluster_through_kubeconfig_as_kubectl(stack: DevStack, tmp_path: Path) -> None:
+    # No --kubeconfig: KUBECONFIG lists a missing file (skipped, as kubectl skips it) and the stack's
+    # kubeconfig, whose credentials (whatever auth the emulator asks) are all the CLI gets. HOME is empty.
+    stack.apply_text(deployment("ops-kubeconfig", 1, **SMALL))
+    assert stack.wait_settled(timeout=90)["settled"]
+    node_name = pods_of(stack, "ops-kubeconfig")[0]["spec"]["nodeName"]
+    env = {k: v for k, v in os.environ.items() if k not in ("NODEFLOW_KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+    env |= {"KUBECONFIG": f"{tmp_path / 'missing'}{os.pathsep}{stack.kubeconfig}", "HOME": str(tmp_path),
+            "PYTHONPATH": str(REPO)}  # fmt: skip
+    context = yaml.safe_load(stack.kubeconfig.read_text())["current-context"]
+    for extra in ([], ["--context", context]):
+        argv = [sys.executable, "-m", "workers.cli", "explain", node_name, "-o", "json",
+                "--temporal-address", stack.temporal_address, *extra]  # fmt: skip
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env, cwd=REPO)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["node"] == node_name
 
 
 def test_drain_terminates_the_node_and_its_pods_land_elsewhere(stack: DevStack) -> None:
