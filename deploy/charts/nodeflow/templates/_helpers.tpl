@@ -378,7 +378,7 @@ that is neither nodeflow's (nodeflow.ownKeys) nor Karpenter's (a typo). Called f
 {{- $karpenters := false -}}
 {{- range $karpenterPaths -}}{{- if or (eq . $path) (hasPrefix (printf "%s." $path) .) -}}{{- $karpenters = true -}}{{- end -}}{{- end -}}
 {{- if not (or (has $key $keys) $karpenters) -}}
-{{- if $keys -}}
+{{- if and $block $keys -}}
 {{- $errors = append $errors (printf "%s: not a value of nodeflow's chart (nor of Karpenter's); %s takes %s" $path $block (join ", " $keys)) -}}
 {{- else -}}
 {{- $errors = append $errors (printf "%s: not a value of nodeflow's chart (nor of Karpenter's); values.yaml lists nodeflow's" $path) -}}
