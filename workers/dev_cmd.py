@@ -60,18 +60,35 @@ NOT_INSTALLED = (
 )
 
 
+MOTO_ACCOUNT = "123456789012"  # moto's default account: the stack's resources and IAM users live there
+
+
+def _worker_aws_policy(settings: dict[str, Any]) -> dict[str, Any]:
+    """`nodeflow iam-policy` for the stack the settings describe (DevStackConfig's defaults otherwise)."""
+    from cloudprovider.aws.iam_policy import controller_policy
+    from devstack.stack import config as c
+
+    cluster = settings.get("cluster_name") or c.DEFAULT_CLUSTER_NAME
+    queue = settings.get("interruption_queue") or None
+    region = settings.get("region") or c.DEFAULT_REGION
+    return controller_policy(cluster, account=MOTO_ACCOUNT, region=region, interruption_queue=queue)
+
+
 def stack_config(log_format: str | None = None, **settings: Any) -> DevStackConfig:
     """A `DevStackConfig` that runs this product: its custom search attributes (every Keyword of
     `workflows.search_attributes.ALL`), its worker (`python -m workers.cli worker` on this
     interpreter, logging in `log_format` when given, else as NODEFLOW_LOG_FORMAT says), its CRDs
     (`CRDS_DIR`, when the product runs from a checkout that has it; a `crds` setting replaces them) and
-    the chart's RBAC rules for the worker's ServiceAccount (`RBAC_RULES`, likewise; `rbac_rules`),
-    with `settings` (any other DevStackConfig field) as given. For `nodeflow dev`, tests and
+    the chart's RBAC rules for the worker's ServiceAccount (`RBAC_RULES`, likewise; `rbac_rules`) and
+    the controller's IAM policy (`nodeflow iam-policy` for moto's account 123456789012, the stack's region,
+    cluster and interruption queue; `worker_aws_policy`), which moto enforces by action on the worker's
+    credentials, with `settings` (any other DevStackConfig field) as given. For `nodeflow dev`, tests and
     benchmarks alike. The worker inherits this process's environment, OTEL_* variables included."""
     from devstack.stack import DevStackConfig
 
     settings.setdefault("crds", [CRDS_DIR] if CRDS_DIR.is_dir() else [])
     settings.setdefault("rbac_rules", RBAC_RULES if RBAC_RULES.is_file() else None)
+    settings.setdefault("worker_aws_policy", _worker_aws_policy(settings))
     worker = [sys.executable, "-m", "workers.cli", "worker"]
     return DevStackConfig(
         search_attributes=[(key.name, "Keyword") for key in sa.ALL],

@@ -17,7 +17,8 @@ the seeded, patched moto server; `kubelet` runs the simulated kubelet and the po
 other two.
 
 Once its role serves, a process writes its ready file (atomically): `{"pid", "url"}` (`url` is absent for
-`kubelet`; port `0` asks for a free port, and `url` says which was bound). It runs until SIGTERM or
+`kubelet`; port `0` asks for a free port, and `url` says which was bound; `moto` with
+`--worker-policy-file` adds the worker's access key, see MotoRole). It runs until SIGTERM or
 SIGINT, then stops and exits 0. If a loop dies, the process stops everything and exits 1, so the parent
 notices.
 """
@@ -61,6 +62,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                       help="the endpoint the seeded EKS cluster answers (the Kubernetes API's URL)")  # fmt: skip
     moto.add_argument("--response-cache", type=Path, default=None,
                       help="keep moto's unchanging answers (DescribeInstanceTypes) in this directory")  # fmt: skip
+    moto.add_argument("--worker-policy-file", type=Path, default=None,
+                      help="the worker's IAM policy (JSON), enforced by action")  # fmt: skip
     kubelet = roles.add_parser("kubelet", help="the simulated kubelet and the pod binder")
     api = kubelet.add_mutually_exclusive_group(required=True)
     api.add_argument("--kubeconfig", type=Path, help="a kubeconfig of the Kubernetes API emulator (with its token)")
@@ -129,20 +132,33 @@ class KubeRole:
 
 
 class MotoRole:
-    """The seeded, patched moto server."""
+    """The seeded, patched moto server. With `worker_policy_file`, moto enforces that policy by action for the
+    worker's principal (devstack.aws.access), and `ready_info` gives its access key
+    (`controllerAccessKeyId`, `controllerSecretAccessKey`) for the ready file."""
 
     def __init__(
-        self, port: int, cluster_name: str, region: str, cluster_endpoint: str | None, response_cache: Path | None
+        self,
+        port: int,
+        cluster_name: str,
+        region: str,
+        cluster_endpoint: str | None,
+        response_cache: Path | None,
+        worker_policy_file: Path | None = None,
     ) -> None:
         from devstack.aws.server import MotoServer
 
+        policy = json.loads(worker_policy_file.read_text()) if worker_policy_file is not None else None
         self._server = MotoServer(HOST, port, cluster_name, region=region, response_cache=response_cache,
-                                  cluster_endpoint=cluster_endpoint)  # fmt: skip
+                                  cluster_endpoint=cluster_endpoint, worker_policy=policy)  # fmt: skip
         self.url: str | None = None
+        self.ready_info: dict[str, str] = {}
 
     def start(self) -> None:
         self._server.start()
         self.url = self._server.url
+        if self._server.controller_key is not None:
+            key_id, secret = self._server.controller_key
+            self.ready_info = {"controllerAccessKeyId": key_id, "controllerSecretAccessKey": secret}
 
     def stop(self) -> None:
         self._server.stop()
@@ -228,7 +244,8 @@ def build_role(args: argparse.Namespace, stop_event: threading.Event) -> Role:
         tls = (args.tls_cert_file, args.tls_private_key_file) if args.tls_cert_file else None
         return KubeRole(args.port, args.token_file, tls)
     if args.role == "moto":
-        return MotoRole(args.port, args.cluster_name, args.region, args.cluster_endpoint, args.response_cache)
+        return MotoRole(args.port, args.cluster_name, args.region, args.cluster_endpoint, args.response_cache,
+                        args.worker_policy_file)  # fmt: skip
     return KubeletRole(
         args.kubeconfig or args.kube_url, args.moto_url, args.cluster_name, args.region, stop_event, args.ready_delay
     )
@@ -253,6 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         info: dict[str, Any] = {"pid": os.getpid()}
         if role.url is not None:
             info["url"] = role.url
+        info.update(getattr(role, "ready_info", {}))
         freeze_long_lived()
         write_ready_file(args.ready_file, info)
         log.info("ready: %s %s", args.role, role.url or "")

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import threading
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from moto.core import DEFAULT_ACCOUNT_ID
 from moto.moto_api._internal.models import moto_api_backend
 from moto.moto_server.werkzeug_app import MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from devstack.aws import patches, speedups
+from devstack.aws import access, patches, speedups
 from devstack.aws.calls import CallRecorder, call_log_from_env
 from devstack.aws.faults import FaultClient, FaultStore
 from devstack.aws.pricing import PricingApp
@@ -40,6 +42,10 @@ class MotoServer:
     (a directory), moto's unchanging answers are kept there across processes (devstack.aws.response_cache).
     With `call_log` (a directory; by default the one `DEVSTACK_AWS_CALL_LOG` names, if any), every AWS
     operation clients call is recorded there (devstack.aws.calls).
+    With `worker_policy` (an IAM policy document), moto enforces it by action once seeded
+    (devstack.aws.access): the worker signs with `controller_key` (user `nodeflow-controller`, whose only
+    policy is its projection), everything else with "testing"/"testing" (the admin user). Without it moto
+    answers any credentials, as moto does by default.
     """
 
     def __init__(
@@ -51,6 +57,7 @@ class MotoServer:
         response_cache: Path | None = None,
         cluster_endpoint: str | None = None,
         call_log: Path | None = None,
+        worker_policy: Mapping[str, Any] | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -61,6 +68,8 @@ class MotoServer:
         self.call_log = call_log if call_log is not None else call_log_from_env()
         self.faults = FaultStore()
         self.seeded: dict[str, Any] = {}
+        self.worker_policy = worker_policy
+        self.controller_key: tuple[str, str] | None = access.new_key() if worker_policy is not None else None
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -93,21 +102,31 @@ class MotoServer:
             target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="moto-server", daemon=True
         )
         self._thread.start()
+        access.suspend()  # an earlier server of this process may have left enforcement on
         self.seeded = seed(self.url, self.cluster_name, self.region, self.cluster_endpoint)
+        self._enforce()
         return self
+
+    def _enforce(self) -> None:
+        if self.worker_policy is not None and self.controller_key is not None:
+            access.enforce(self.worker_policy, DEFAULT_ACCOUNT_ID, self.controller_key)  # moto's account
 
     def reset(self) -> None:
         """Wipe moto's state (moto-api reset), clear faults and fleet tokens, and seed again."""
+        access.suspend()
         request = urllib.request.Request(self.url + "/moto-api/reset", data=b"", method="POST")
         with urllib.request.urlopen(request, timeout=10):
             pass
         self.faults.clear()
         self.faults.clear_fleet_tokens()
         self.seeded = seed(self.url, self.cluster_name, self.region, self.cluster_endpoint)
+        self._enforce()  # the same keys: moto's reset removed the users
 
     def stop(self) -> None:
         if self._server is None:
             return
+        if self.worker_policy is not None:
+            access.suspend()
         self._server.shutdown()
         self._server.server_close()
         if self._thread is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from devstack.aws.response_cache import default_cache_dir
 
@@ -40,10 +41,11 @@ class DevStackConfig:
       `--temporal-metrics-port` (free ports per worker, see `DevStack.worker_probe_url`,
       `worker_metrics_url` and `worker_temporal_metrics_url`), then `worker_args`; the cluster's
       endpoint, CA and service CIDR come from the seeded EKS cluster (DescribeCluster). The worker
-      runs with fake AWS credentials, HOSTNAME=<its name> and POD_NAMESPACE=`worker_namespace` in its
-      environment, and `--kubeconfig` is `worker-kubeconfig`: it authenticates as the ServiceAccount
-      `worker_service_account` of `worker_namespace`, which the emulator authorizes with RBAC. The product's
-      composition root passes its worker command; the dev stack does not know the product.
+      runs with the AWS keys `worker_aws_policy` gives it, HOSTNAME=<its name> and
+      POD_NAMESPACE=`worker_namespace` in its environment, and `--kubeconfig` is `worker-kubeconfig`: it
+      authenticates as the ServiceAccount `worker_service_account` of `worker_namespace`, which the
+      emulator authorizes with RBAC. The product's composition root passes its worker command; the dev
+      stack does not know the product.
     crds: manifests of `CustomResourceDefinition`s (files, or directories whose `*.yaml`, `*.yml` and
       `*.json` files are taken in name order) applied at start before anything else, as
       `kubectl apply -f deploy/crds/` would be on a real cluster: the emulator then applies their
@@ -55,6 +57,13 @@ class DevStackConfig:
       would make. None grants the ServiceAccount nothing beyond discovery. The product's composition
       root passes its chart's file.
     worker_namespace, worker_service_account: the worker's namespace (its Lease's) and ServiceAccount.
+    worker_aws_policy: the IAM policy document of the worker's AWS principal. moto enforces it by action
+      (`devstack.aws.access`): the worker signs with the keys of IAM user `nodeflow-controller`, whose only
+      policy is the projection of this one (its actions on any resource, without conditions), and a call
+      it does not grant is refused; the stack's own clients, the kubelet and the tests keep the admin
+      keys "testing"/"testing". None: the worker gets the admin keys and moto checks nothing. The
+      product's composition root passes its controller policy for the stack's account (moto's
+      123456789012), region and cluster.
     apply_defaults: apply `devstack/defaults.yaml` (NodePool and EC2NodeClass `default`) at start.
     interruption_queue: the name of an SQS queue that `start()` creates in moto before the worker starts,
       and that the worker is given as `--interruption-queue` (after `--health-probe-port`, before
@@ -83,6 +92,7 @@ class DevStackConfig:
     rbac_rules: Path | None = None
     worker_namespace: str = DEFAULT_WORKER_NAMESPACE
     worker_service_account: str = DEFAULT_WORKER_SERVICE_ACCOUNT
+    worker_aws_policy: dict[str, Any] | None = None
     region: str = DEFAULT_REGION
     interruption_queue: str = ""
     response_cache: Path | None = field(default_factory=default_cache_dir)
@@ -126,6 +136,11 @@ class DevStackConfig:
     @property
     def ca_file(self) -> Path:
         return self.pki_dir / "ca.crt"
+
+    @property
+    def worker_aws_policy_file(self) -> Path:
+        """Where the stack writes `worker_aws_policy` for the moto service."""
+        return self.state_dir / "worker-aws-policy.json"
 
     @property
     def temporal_db(self) -> Path | None:

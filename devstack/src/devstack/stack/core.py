@@ -100,6 +100,7 @@ class DevStack:
         self.ui_url: str | None = None
         self.kube_url = ""
         self.moto_url = ""
+        self._worker_aws_key = ("testing", "testing")  # the worker's AWS access key (id, secret)
         self.kube: KubeClient
         self.ec2: Any = None
         self.sqs: Any = None
@@ -214,6 +215,9 @@ class DevStack:
                 "--cluster-endpoint", f"https://127.0.0.1:{kube_port}"]  # fmt: skip
         if cfg.response_cache is not None:
             moto += ["--response-cache", str(cfg.response_cache)]
+        if cfg.worker_aws_policy is not None:
+            cfg.worker_aws_policy_file.write_text(json.dumps(cfg.worker_aws_policy, indent=2))
+            moto += ["--worker-policy-file", str(cfg.worker_aws_policy_file)]
         self._launch("moto", moto)
 
     def _await_ready(self, name: str) -> dict[str, Any]:
@@ -247,7 +251,10 @@ class DevStack:
         kubelet (not awaited: nothing at start depends on it, and a death shows in `dead_children`)."""
         cfg = self.config
         self.kube_url = self._await_kube()
-        self.moto_url = str(self._await_ready("moto")["url"])
+        moto = self._await_ready("moto")
+        self.moto_url = str(moto["url"])
+        if "controllerAccessKeyId" in moto:
+            self._worker_aws_key = (str(moto["controllerAccessKeyId"]), str(moto["controllerSecretAccessKey"]))
         from devstack.kube.kubeconfig import write_kubeconfig
 
         write_kubeconfig(self.kubeconfig, self.kube_url, token=self._identities.admin_token, ca_file=cfg.ca_file)
@@ -319,7 +326,8 @@ class DevStack:
         child = self._workers.get(name)
         if child is not None and child.running():
             return
-        fake_aws = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+        key_id, secret = self._worker_aws_key  # the controller's with config.worker_aws_policy, else the admin's
+        fake_aws = {"AWS_ACCESS_KEY_ID": key_id, "AWS_SECRET_ACCESS_KEY": secret,
                     "AWS_DEFAULT_REGION": self.config.region, "HOSTNAME": name}  # fmt: skip
         env = child_env(fake_aws)
         env["POD_NAMESPACE"] = self.config.worker_namespace

@@ -1,0 +1,111 @@
+"""moto enforces the worker's IAM policy, by action: two IAM users and moto's access control switched on.
+
+In the moto server's process, after seeding (`enforce`):
+
+- `devstack-admin`, whose access key is `ADMIN_KEY` ("testing"/"testing", the fake credentials the stack's
+  own clients, the simulated kubelet and the tests sign with), may do everything (an inline `*` policy);
+- `nodeflow-controller`, the worker's principal, has one inline policy: `projection(policy)` of the policy
+  the product's composition root gives (`nodeflow iam-policy` for the stack's account, region and cluster).
+  Its access key is generated (or kept across `reset`) and reported in the moto service's ready file.
+
+Then `moto.settings.INITIAL_NO_AUTH_ACTION_COUNT = 0`: every request moto answers is signed with a known key
+(SigV4 checked) and allowed only by its user's policies (moto.iam.access_control). moto checks a statement
+by action and Resource only, and most of its services (EC2 among them) authorize every request on
+resource "*", while its Condition evaluation knows few keys and refuses requests real IAM allows. So the
+controller's policy is projected: each statement's actions, Resource "*" and no Condition. A call the
+policy does not grant at all is refused (AccessDenied / UnauthorizedOperation), which is what this
+catches; the resources and conditions of each statement (tags, region, PassRole's service) are checked by
+the product's table-driven evaluation test (tests/unit/cloudprovider/test_iam_policy_evaluation.py).
+
+moto recomputes each request's SigV4 signature over its parsed parameters when the body is empty, which
+differs from what the client signed for a GET of a REST service (EKS DescribeCluster: SignatureDoesNotMatch):
+`enforce` makes it hash an empty payload for a GET, HEAD or DELETE without a body, as the client did.
+
+Not behind this check: what moto does not answer itself (the Pricing API front, devstack.aws.pricing, and
+the fault endpoint), and DescribeInstanceTypes answers the response cache (devstack.aws.response_cache)
+serves from disk without asking moto.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import string
+from collections.abc import Mapping
+from typing import Any
+
+ADMIN_USER = "devstack-admin"
+CONTROLLER_USER = "nodeflow-controller"
+ADMIN_KEY = ("testing", "testing")
+ALLOW_ALL = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+
+
+def projection(policy: Mapping[str, Any]) -> dict[str, Any]:
+    """`policy` as moto can enforce it: each statement's effect and actions (Action or NotAction), on
+    Resource "*", without Condition (module docstring)."""
+    statements = policy["Statement"]
+    statements = [statements] if isinstance(statements, Mapping) else statements
+    projected = []
+    for s in statements:
+        actions = {k: s[k] for k in ("Action", "NotAction") if k in s}
+        projected.append(
+            {**({"Sid": s["Sid"]} if "Sid" in s else {}), "Effect": s["Effect"], **actions, "Resource": "*"}
+        )
+    return {"Version": "2012-10-17", "Statement": projected}
+
+
+def new_key() -> tuple[str, str]:
+    """A fresh (access key id, secret): AWS's shapes (20 upper-case letters and digits from AKIA, 40 characters)."""
+    alphabet = string.ascii_uppercase + string.digits
+    key_id = "AKIA" + "".join(secrets.choice(alphabet) for _ in range(16))
+    return key_id, "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(40))
+
+
+def _user(iam: Any, name: str, policy: Mapping[str, Any], key: tuple[str, str]) -> None:
+    """Create IAM user `name` with the inline `policy` and an access key that is `key` (moto generates one;
+    it is given `key`'s id and secret in place, and re-indexed under the new id)."""
+    iam.create_user("us-east-1", name)
+    iam.put_user_policy(name, "policy", json.dumps(policy))
+    access_key = iam.create_access_key(name)
+    iam.access_keys.pop(access_key.access_key_id, None)
+    access_key.access_key_id, access_key.secret_access_key = key
+    iam.access_keys[access_key.access_key_id] = access_key
+
+
+def _sign_the_body_as_received() -> None:
+    """moto's signature check over an empty payload for a bodiless GET, HEAD or DELETE (module docstring)."""
+    from botocore.awsrequest import AWSRequest
+    from moto.iam.access_control import IAMRequestBase
+
+    if getattr(IAMRequestBase, "_devstack_raw_body", False):
+        return
+
+    def create_aws_request(self: Any) -> AWSRequest:
+        request = original(self)
+        if not self._body and str(self._method).upper() in ("GET", "HEAD", "DELETE"):
+            request.data = b""
+        return request
+
+    original = IAMRequestBase._create_aws_request
+    IAMRequestBase._create_aws_request = create_aws_request  # type: ignore[method-assign]
+    IAMRequestBase._devstack_raw_body = True  # type: ignore[attr-defined]
+
+
+def enforce(policy: Mapping[str, Any], account_id: str, controller_key: tuple[str, str]) -> None:
+    """Create the admin and controller users in `account_id` (aws partition) and switch moto's access
+    control on (module docstring). Call after seeding; `suspend` before wiping and seeding again."""
+    from moto import settings
+    from moto.iam.models import iam_backends
+
+    _sign_the_body_as_received()
+    iam = iam_backends[account_id]["aws"]
+    _user(iam, ADMIN_USER, ALLOW_ALL, ADMIN_KEY)
+    _user(iam, CONTROLLER_USER, projection(policy), controller_key)
+    settings.INITIAL_NO_AUTH_ACTION_COUNT = 0
+
+
+def suspend() -> None:
+    """Switch moto's access control off (moto's default: every request is answered)."""
+    from moto import settings
+
+    settings.INITIAL_NO_AUTH_ACTION_COUNT = float("inf")
