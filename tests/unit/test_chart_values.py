@@ -448,3 +448,23 @@ def test_the_service_monitor_scrapes_only_the_ports_that_are_on() -> None:
         helm_python.HelmRenderError, match=r"serviceMonitor\.enabled: metricsPort and temporalMetricsPort are both 0"
     ):
         render(values | {"metricsPort": 0})
+
+
+# -- values.schema.json: the types -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "says"),
+    [
+        ("replicas", "two", "at '/replicas': got string, want integer"),
+        ("metricsPort", 70000, "at '/metricsPort': maximum: got 70,000, want 65,535"),
+        ("podLabels", {"team": 1}, "at '/podLabels/team': got number, want string"),
+        ("serviceMonitor.enabled", "yes", "at '/serviceMonitor/enabled': got string, want boolean"),
+        ("image.digest", "abc", "at '/image/digest'"),
+    ],
+)
+def test_a_value_of_the_wrong_type_fails_naming_its_path(path: str, value: Any, says: str) -> None:
+    """Helm checks values.schema.json before rendering; it types nodeflow's values and leaves which keys
+    exist to nodeflow.validateValues (a schema's error could not name a Karpenter key's equivalent)."""
+    with pytest.raises(helm_python.HelmValuesError, match=re.escape(says)):
+        render(with_value(path, value))
