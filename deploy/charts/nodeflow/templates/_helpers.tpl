@@ -321,7 +321,9 @@ some value of it. */}}
 
 {{/* Fails the render, naming each value the chart does not take: a key of Karpenter's chart nodeflow
 does not act on (nodeflow.karpenterKeys: with nodeflow's equivalent, or why there is none), and a key
-that is neither nodeflow's (nodeflow.ownKeys) nor Karpenter's (a typo). Called first by deployment.yaml. */}}
+that is neither nodeflow's (nodeflow.ownKeys) nor Karpenter's (a typo), then each required value left
+empty (clusterName, temporal.address, image.repository), all in one message. Called first by
+deployment.yaml; values.schema.json has already checked the types. */}}
 {{- define "nodeflow.validateValues" -}}
 {{- $own := include "nodeflow.ownKeys" . | fromYaml -}}
 {{- $karpenter := include "nodeflow.karpenterKeys" . | fromYaml -}}
