@@ -4,7 +4,8 @@ the one place that builds the client, for the worker and every command that talk
 `connect` checks before returning: the TLS files (workers.temporal_tls), that the server answers (TLS
 handshake included) and that the namespace exists, each within CONNECT_TIMEOUT_SECONDS. Any failure is a
 TemporalSettingError with one line naming the setting and the cause; callers print it and exit non-zero.
-The API key never appears in a message.
+The API key never appears in a message. The worker then checks that the namespace has nodeflow's search
+attributes (workers.search_attribute_check) before anything else.
 """
 
 from __future__ import annotations
@@ -103,7 +104,8 @@ def _scrub(settings: Settings, message: str) -> str:
 
 async def register_search_attributes(client: Client, namespace: str = "default") -> None:
     """Create nodeflow's custom search attributes (Keyword) in the namespace; existing ones are kept.
-    Self-hosted clusters and test servers accept this; on Temporal Cloud create them in the UI or tcld."""
+    Self-hosted clusters and test servers accept this; Temporal Cloud refuses it: there, create them with
+    tcld or the Cloud UI (workflows.search_attributes gives the command)."""
     try:
         existing = await client.operator_service.list_search_attributes(
             ListSearchAttributesRequest(namespace=namespace)

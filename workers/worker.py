@@ -56,6 +56,7 @@ from workers.node_repair import NodeRepairer
 from workers.price_refresh import PriceRefresher
 from workers.probes import CatalogWarmer, worker_probes
 from workers.reconcile import adopt_node_claims, end_orphaned_workflows
+from workers.search_attribute_check import check_search_attributes
 from workers.settings import Settings
 from workers.starter import TemporalStarter
 from workers.status_refresh import StatusRefresh
@@ -298,8 +299,9 @@ async def _warm_then_freeze(catalog: CatalogWarmer) -> None:
 
 async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing | None = None) -> None:
     """Run until `stop` is set, traced by `tracing` when given (workers.tracing: the Temporal interceptor,
-    spans around AWS and Kubernetes calls). Refuses (TemporalSettingError) a bad connection and a namespace another
-    cluster uses (workers.namespace_owner), and reads what nodes need to join the cluster (settings, else
+    spans around AWS and Kubernetes calls). Refuses (TemporalSettingError) a bad connection, a namespace without
+    nodeflow's search attributes (workers.search_attribute_check) and a namespace another cluster uses
+    (workers.namespace_owner), and reads what nodes need to join the cluster (settings, else
     eks:DescribeCluster; raises CloudProviderError when neither gives it). Then serves workflows and
     activities and the health probes, and campaigns for the Lease; while holding it, runs the leader's
     work (`_lead`). On stop, the leader's work ends and the Lease is released before the Temporal worker
@@ -314,6 +316,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing |
         runtime=temporal_runtime(settings.temporal_metrics_port),
         interceptors=[tracing.interceptor] if tracing else [],
     )
+    await check_search_attributes(client, settings)  # before the slow start-up: exits at once when missing
     await claim_namespace(client, settings)  # before anything touches a workflow: one cluster per namespace
     kube: Kube = build_kube(settings)
     if tracing:

@@ -1,6 +1,18 @@
-"""Custom search attributes of NodeClaim workflows (Keyword). The dev stack registers them at start-up;
-on a self-hosted cluster or Temporal Cloud, create them once with
-`temporal operator search-attribute create --name NodePool --type Keyword` (and the rest)."""
+"""Custom search attributes of NodeClaim workflows (Keyword). A NodeClaim workflow sets them when it
+starts, and Temporal refuses to start one whose namespace lacks them, so they must exist, once per
+namespace, before the worker starts; the worker checks at start and exits naming the missing ones
+(workers.search_attribute_check). The dev stack registers them at start-up. Otherwise create them:
+
+- self-hosted Temporal (the temporal CLI pairs each `--name` with the `--type` after it):
+  `temporal operator search-attribute create --namespace NS --name NodePool --type Keyword
+  --name InstanceType --type Keyword --name Zone --type Keyword --name CapacityType --type Keyword
+  --name NodeName --type Keyword --name Phase --type Keyword`
+- Temporal Cloud (which refuses the operator call; tcld, the Cloud UI or Terraform):
+  `tcld namespace search-attributes add --namespace NS --search-attribute "NodePool=Keyword"
+  --search-attribute "InstanceType=Keyword" --search-attribute "Zone=Keyword"
+  --search-attribute "CapacityType=Keyword" --search-attribute "NodeName=Keyword"
+  --search-attribute "Phase=Keyword"`
+"""
 
 from __future__ import annotations
 
