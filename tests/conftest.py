@@ -23,9 +23,11 @@ from typing import Any
 import pytest
 
 from devstack.aws.calls import CALL_LOG_ENV, read_calls
+from devstack.kube.access import AUTHZ_LOG_ENV, read_authz_log
 from workers.heap import freeze_long_lived, tune_collector
 
 _CALL_LOG_OWNED = pytest.StashKey[bool]()
+_AUTHZ_LOG_OWNED = pytest.StashKey[bool]()
 
 
 def uses_shared_stack(item: pytest.Item) -> bool:
@@ -85,10 +87,16 @@ def _is_xdist_worker(config: pytest.Config) -> bool:
 
 def pytest_configure(config: pytest.Config) -> None:
     """The collector's thresholds (see pytest_collection_finish). In the controller (or a run without
-    xdist): a fresh directory where every moto server of the run records the AWS calls it serves; workers
-    and stacks inherit the variable. Kept when already set."""
+    xdist): a fresh directory where every moto server of the run records the AWS calls it serves, and one
+    where every Kubernetes emulator records its authorization decisions; workers and stacks inherit the
+    variables. Each kept when already set (and then not checked at the end)."""
     tune_collector()
-    if _is_xdist_worker(config) or os.environ.get(CALL_LOG_ENV):
+    if _is_xdist_worker(config):
+        return
+    if not os.environ.get(AUTHZ_LOG_ENV):  # the Kubernetes side (tests/rbac_coverage.py), likewise
+        os.environ[AUTHZ_LOG_ENV] = tempfile.mkdtemp(prefix="nodeflow-kube-authz-")
+        config.stash[_AUTHZ_LOG_OWNED] = True
+    if os.environ.get(CALL_LOG_ENV):
         return
     os.environ[CALL_LOG_ENV] = tempfile.mkdtemp(prefix="nodeflow-aws-calls-")
     config.stash[_CALL_LOG_OWNED] = True
@@ -107,6 +115,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 red=True,
             )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    if not _is_xdist_worker(config) and config.stash.get(_AUTHZ_LOG_OWNED, False):
+        _check_rbac_coverage(session, exitstatus)
     if _is_xdist_worker(config) or not config.stash.get(_CALL_LOG_OWNED, False):
         return
     from tests.iam_coverage import coverage_problems, covers_every_aws_test, narrowed, nodeflow_calls
@@ -124,6 +134,35 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             reporter.write_line("")
             reporter.write_sep(
                 "=", "IAM policy coverage (tests/iam_coverage.py): the policy and the AWS calls disagree"
+            )
+            for line in problems:
+                reporter.write_line(line, red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+# -- RBAC coverage (tests/rbac_coverage.py) ----------------------------------------------------------
+
+
+def _check_rbac_coverage(session: pytest.Session, exitstatus: int) -> None:
+    """After every worker and stack stopped: the worker's recorded Kubernetes requests against the chart's
+    RBAC rules (a refused request always fails the run; an unneeded grant only after every e2e test)."""
+    from tests.iam_coverage import narrowed
+    from tests.rbac_coverage import coverage_problems, covers_every_e2e_test
+
+    config = session.config
+    directory = Path(os.environ[AUTHZ_LOG_ENV])
+    records = read_authz_log(directory) if directory.is_dir() else []
+    complete = exitstatus == 0 and covers_every_e2e_test(
+        list(config.args), config.invocation_params.dir, narrowed(config.option)
+    )
+    problems = coverage_problems(records, complete)
+    shutil.rmtree(directory, ignore_errors=True)
+    if problems:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line("")
+            reporter.write_sep(
+                "=", "RBAC coverage (tests/rbac_coverage.py): the chart's rules and the worker's requests disagree"
             )
             for line in problems:
                 reporter.write_line(line, red=True)

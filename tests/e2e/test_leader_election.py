@@ -28,7 +28,7 @@ from workers.settings import Settings
 
 pytestmark = pytest.mark.e2e
 
-LEASE_NAME, LEASE_NAMESPACE = "nodeflow-leader-election", "kube-system"  # the settings' defaults
+LEASE_NAME, LEASE_NAMESPACE = "nodeflow-leader-election", "nodeflow"  # the default name; the stack sets POD_NAMESPACE
 SECOND = "worker-b"
 APPS = ("le-before", "le-gap", "le-after")
 POOL = """

@@ -1,13 +1,13 @@
 """The Helm chart (deploy/charts/nodeflow): it lints, renders with its default values and with every
 value set (ci/full-values.yaml), every rendered manifest is valid against the Kubernetes API schemas,
-its CRDs are the generated ones, and its ClusterRole grants exactly what the worker's code calls.
+its CRDs are the generated ones, and its ClusterRole and Role are the rules file's (rbac-rules.yaml; what
+the worker's requests need is checked from the e2e runs, tests/rbac_coverage.py).
 
 Rendering goes through Helm v4's SDK (helm-python-sdk), validation through kubernetes-validate (strict:
 an unknown field fails), both offline."""
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from functools import cache
@@ -23,6 +23,7 @@ from apis.manifests import load_documents, parse_api_object
 from kube import resources as kube_resources
 from scheduling.types import SchedulingPolicies
 from tests.dashboard import DASHBOARD
+from tests.rbac_coverage import load_rules
 from workers.log_format import log_format
 from workers.settings import Settings
 from workers.tracing import tracing_from_env
@@ -116,114 +117,26 @@ def test_the_charts_crds_are_the_generated_ones() -> None:
     assert copies == source, "the chart's CRDs differ from deploy/crds: run `make chart-crds` and commit the result"
 
 
-# -- RBAC: exactly what the code calls -------------------------------------------------------------
-
-# Verbs of the Kube boundary's methods and of the helpers that take a resource constant (kube.resources)
-# as an argument: `kube.list(r.POD)`, `kubeops.get_or_none(kube, r.NODE, name)`, ...
-CALL_VERBS: dict[str, tuple[str, ...]] = {
-    "get": ("get",),
-    "get_or_none": ("get",),
-    "list": ("list",),
-    "watch": ("watch",),
-    "_reflect": ("list", "watch"),
-    "create": ("create",),
-    "create_or_get": ("create", "get"),
-    "patch": ("patch",),
-    "replace": ("update",),
-    "update": ("get", "patch"),
-    "delete": ("delete",),
-}
-# What the code does through helpers that receive the resource in a variable, not at the call site:
-# activities.ownership reads, patches (as kubeops.update: get, then a merge patch with the
-# resourceVersion read), finalizes and deletes the Nodes and NodeClaims it owns, and writes NodeClaim
-# status; KubeClient.evict posts pods/eviction.
-INDIRECT: set[Grant] = {
-    ("", "nodes", "get"),
-    ("", "nodes", "patch"),
-    ("", "nodes", "delete"),
-    ("karpenter.sh", "nodeclaims", "get"),
-    ("karpenter.sh", "nodeclaims", "patch"),
-    ("karpenter.sh", "nodeclaims", "delete"),
-    ("karpenter.sh", "nodeclaims/status", "patch"),
-    ("", "pods/eviction", "create"),
-    # Registration's ownerReference on a Node has blockOwnerDeletion, which the OwnerReferencesPermission-
-    # Enforcement admission plugin allows only to who may update the owner's finalizers.
-    ("karpenter.sh", "nodeclaims/finalizers", "update"),
-}
-# Modules the worker process does not run: commands a person runs with their own kubeconfig.
-NOT_THE_WORKER = {"cli.py", "crds_cmd.py", "dev_cmd.py", "explain_cmd.py", "ops_cmd.py", "simulate_cmd.py"}
-
-
-def _resource_of(node: ast.expr) -> kube_resources.Resource | None:
-    """The kube.resources constant an argument names (`r.POD`, `POD`), else None."""
-    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
-    value = getattr(kube_resources, name, None) if name and name.isupper() else None
-    return value if isinstance(value, kube_resources.Resource) else None
-
-
-def calls_in(source: str) -> set[Grant]:
-    """The (group, resource, verb) of every call in `source` that names a kube.resources constant as an
-    argument and whose method is one of CALL_VERBS; `subresource="status"` makes it <plural>/status."""
-    found: set[Grant] = set()
-    for node in ast.walk(ast.parse(source)):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
-            continue
-        verbs = CALL_VERBS.get(node.func.attr, ())
-        resource = next((res for res in map(_resource_of, node.args) if res is not None), None)
-        if not verbs or resource is None:
-            continue
-        sub = next((k.value for k in node.keywords if k.arg == "subresource"), None)
-        plural = resource.plural + ("/status" if isinstance(sub, ast.Constant) and sub.value == "status" else "")
-        if node.func.attr == "update":  # kubeops.update: get the object, merge-patch it (or its status)
-            found |= {(resource.group, resource.plural, "get"), (resource.group, plural, "patch")}
-        else:
-            found |= {(resource.group, plural, verb) for verb in verbs}
-    return found
-
-
-def test_calls_in_reads_the_call_sites() -> None:
-    source = """
-kube.list(r.POD)
-self.kube.patch(r.NODEPOOL, name, {}, subresource="status")
-kubeops.create_or_get(self.kube, r.NODECLAIM, body)
-reads.get(NodePool, r.NODEPOOL, name)
-self._kube.create(EVENT, event, namespace)
-labels.get(L.ZONE, "")
-"""
-    assert calls_in(source) == {
-        ("", "pods", "list"),
-        ("karpenter.sh", "nodepools/status", "patch"),
-        ("karpenter.sh", "nodeclaims", "create"),
-        ("karpenter.sh", "nodeclaims", "get"),
-        ("karpenter.sh", "nodepools", "get"),
-        ("", "events", "create"),
-    }
-
-
-def test_the_indirect_grants_come_from_the_helpers_named() -> None:
-    """INDIRECT stays honest: ownership works on Nodes and NodeClaims through kubeops.update and
-    kube.delete, and writes NodeClaim status; the client's evict posts a pod's eviction subresource."""
-    ownership = (ROOT / "activities" / "ownership.py").read_text()
-    needed = ("r.NODE", "r.NODECLAIM", "kubeops.update(", "kube.delete(", 'subresource="status"')
-    assert [s for s in needed if s not in ownership] == []
-    assert 'kube.patch(resource, name, patch, patch_type="merge"' in (ROOT / "activities" / "kubeops.py").read_text()
-    assert 'POD.path(namespace, name, "eviction")' in (ROOT / "kube" / "client.py").read_text()
-    assert '"blockOwnerDeletion": True' in (ROOT / "activities" / "claims.py").read_text()
-
-
-def worker_calls() -> set[Grant]:
-    """What the worker's code calls, read from kube/, activities/ and workers/ (its commands left out)."""
-    paths = [p for d in ("kube", "activities", "workers") for p in sorted((ROOT / d).glob("*.py"))]
-    return set().union(*(calls_in(p.read_text()) for p in paths if p.name not in NOT_THE_WORKER))
+# -- RBAC: one rules file, checked against what the worker's requests needed --------------------------
+#
+# The rules live in rbac-rules.yaml, which the templates include and the local stack grants the worker's
+# ServiceAccount (devstack.stack.identity): every e2e test runs the worker under them, a refused request
+# fails the run and a grant no request needed fails a run of every e2e test (tests/rbac_coverage.py, from
+# the emulator's authorization log). A scan of call sites missed the leader's reflector watches.
 
 
 @pytest.mark.parametrize("full", [False, True], ids=["default-values", "full-values"])
-def test_the_cluster_role_grants_exactly_what_the_worker_calls(full: bool) -> None:
-    granted = grants(one(render(full), "ClusterRole")["rules"])
-    used = {g for g in worker_calls() | INDIRECT if g[1] != "leases"}  # the namespaced Role grants those
-    assert {"missing": used - granted, "unused": granted - used} == {"missing": set(), "unused": set()}
-    # What the worker must never do: change the cluster administrator's NodePools and EC2NodeClasses. The
-    # one exception is the EC2NodeClass termination finalizer, as Karpenter's role allows: patched alone.
+def test_the_roles_rules_are_the_rules_files(full: bool) -> None:
+    cluster_rules, lease_rules = load_rules(CHART / "rbac-rules.yaml")
+    docs = render(full)
+    assert one(docs, "ClusterRole")["rules"] == cluster_rules
+    assert one(docs, "Role")["rules"] == lease_rules
+
+
+def test_the_worker_never_changes_the_administrators_nodepools_and_ec2nodeclasses() -> None:
+    """It writes their status, and the EC2NodeClass termination finalizer with a patch of it alone, as
+    Karpenter's role allows; creating, updating or deleting them is the cluster administrator's."""
+    granted = grants(one(render(False), "ClusterRole")["rules"])
     assert {v for g, r, v in granted if r == "nodepools"} <= {"get", "list", "watch"}
     assert {v for g, r, v in granted if r == "ec2nodeclasses"} <= {"get", "list", "watch", "patch"}
     writers = {
@@ -235,6 +148,13 @@ def test_the_cluster_role_grants_exactly_what_the_worker_calls(full: bool) -> No
     assert writers == {"nodeclass_termination.py"}
     termination = (ROOT / "activities" / "nodeclass_termination.py").read_text()
     assert 'patch = {"metadata": {"finalizers": finalizers, "resourceVersion"' in termination
+
+
+def test_the_leaders_reflectors_may_list_and_watch_what_they_reflect() -> None:
+    granted = grants(one(render(False), "ClusterRole")["rules"])
+    for resource in (kube_resources.NODE, kube_resources.EC2NODECLASS, kube_resources.NODEPOOL,
+                     kube_resources.NODECLAIM, kube_resources.POD):  # fmt: skip
+        assert {(resource.group, resource.plural, v) for v in ("list", "watch")} <= granted
 
 
 def test_the_worker_may_write_what_it_owns() -> None:
@@ -255,7 +175,7 @@ def test_leader_election_has_a_lease_role_in_the_release_namespace_only() -> Non
     docs = render(False)
     role, binding = one(docs, "Role"), one(docs, "RoleBinding")
     assert grants(role["rules"]) == {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")}
-    assert grants(role["rules"]) == {g for g in worker_calls() if g[1] == "leases"}  # exactly what the code calls
+    assert role["metadata"]["namespace"] == NAMESPACE
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
     sa = one(docs, "ServiceAccount")["metadata"]
     for b in (binding, one(docs, "ClusterRoleBinding")):
