@@ -1,6 +1,9 @@
 """`nodeflow explain NODE_OR_NODECLAIM`: is this node a disruption candidate now, and if not, why not.
 
-    nodeflow explain ip-10-0-1-1 [--kubeconfig FILE] [--temporal-address HOST:PORT] [-o text|json]
+    nodeflow explain ip-10-0-1-1 [--kubeconfig FILE] [--context NAME] [--temporal-address HOST:PORT] [-o text|json]
+
+The cluster is found as kubectl finds it: --kubeconfig and --context, else the KUBECONFIG files, else
+~/.kube/config, else the pod's service account (workers.cluster_reads.build_kube).
 
 Reads the cluster as the disruption controller does (activities.disruption_snapshot: Nodes, NodeClaims,
 bound pods, PodDisruptionBudgets, NodePools, EC2NodeClasses), with the built-in AWS instance-type catalog
