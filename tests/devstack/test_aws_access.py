@@ -66,3 +66,16 @@ def test_the_controller_may_make_only_the_policys_calls_and_the_admin_any(moto: 
     assert controller.describe_subnets()["Subnets"]  # type: ignore[attr-defined]  # the same key after a reset
     with pytest.raises(ClientError):
         controller.describe_instances()  # type: ignore[attr-defined]
+
+
+def test_a_cached_answer_is_served_only_to_a_key_moto_would_allow(tmp_path_factory: pytest.TempPathFactory) -> None:
+    cache = tmp_path_factory.mktemp("moto-cache")
+    with MotoServer(worker_policy=POLICY, response_cache=cache) as server:
+        assert server.controller_key is not None
+        admin = client(server, "ec2", ("testing", "testing"))
+        assert admin.describe_instance_types(InstanceTypes=["m5.large"])["InstanceTypes"]  # type: ignore[attr-defined]
+        assert list(cache.iterdir())  # stored: the next identical request is a cache hit
+        controller = client(server, "ec2", server.controller_key)
+        with pytest.raises(ClientError, match="not authorized to perform: ec2:DescribeInstanceTypes"):
+            controller.describe_instance_types(InstanceTypes=["m5.large"])  # type: ignore[attr-defined]
+        assert admin.describe_instance_types(InstanceTypes=["m5.large"])["InstanceTypes"]  # type: ignore[attr-defined]

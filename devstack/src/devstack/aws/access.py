@@ -22,8 +22,8 @@ differs from what the client signed for a GET of a REST service (EKS DescribeClu
 `enforce` makes it hash an empty payload for a GET, HEAD or DELETE without a body, as the client did.
 
 Not behind this check: what moto does not answer itself (the Pricing API front, devstack.aws.pricing, and
-the fault endpoint), and DescribeInstanceTypes answers the response cache (devstack.aws.response_cache)
-serves from disk without asking moto.
+the fault endpoint). The response cache (devstack.aws.response_cache) serves its stored DescribeInstanceTypes
+answers only to requests `permits` allows, and hands the others to moto, which refuses them.
 """
 
 from __future__ import annotations
@@ -102,6 +102,28 @@ def enforce(policy: Mapping[str, Any], account_id: str, controller_key: tuple[st
     _user(iam, ADMIN_USER, ALLOW_ALL, ADMIN_KEY)
     _user(iam, CONTROLLER_USER, projection(policy), controller_key)
     settings.INITIAL_NO_AUTH_ACTION_COUNT = 0
+
+
+def permits(environ: Mapping[str, Any], action: str) -> bool:
+    """Whether moto's access control, as it stands, allows the SigV4-signed WSGI request `environ` to call
+    `action` ("service:Action"): always while it is off; otherwise only for a known access key whose user's
+    policies allow the action (no explicit deny). The signature itself is moto's to check."""
+    from moto import settings
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.core.authorization import ActionAuthenticatorMixin
+    from moto.iam.access_control import CreateAccessKeyFailure, IAMPolicy, IAMUserAccessKey, PermissionResult
+
+    if ActionAuthenticatorMixin.request_count < settings.INITIAL_NO_AUTH_ACTION_COUNT:
+        return True
+    scope = str(environ.get("HTTP_AUTHORIZATION", "")).split("Credential=", 1)[-1].split(",", 1)[0].split("/")
+    if len(scope) < 5:
+        return False
+    try:
+        user = IAMUserAccessKey(DEFAULT_ACCOUNT_ID, "aws", scope[0], {})
+    except CreateAccessKeyFailure:
+        return False
+    results = [IAMPolicy(policy).is_action_permitted(action) for policy in user.collect_policies()]
+    return PermissionResult.DENIED not in results and PermissionResult.PERMITTED in results
 
 
 def suspend() -> None:

@@ -6,8 +6,10 @@ depends only on moto's version, the region and the request's parameters, so the 
 stores it under a key made of those, and later stacks, in any process, read the file instead.
 
 Only successful answers are stored, written to a temporary file and renamed, so concurrent stacks never
-read half a file. Faults injected by `devstack.aws.wsgi.FaultInjectingApp` sit in front of this layer
-and still apply. Delete the directory to drop the cache; nothing else expires it.
+read half a file. With `authorize` (moto's access control is on, devstack.aws.access), a stored answer is
+served only to a request that moto would allow; any other goes to moto, which refuses it as it would.
+Faults injected by `devstack.aws.wsgi.FaultInjectingApp` sit in front of this layer and still apply.
+Delete the directory to drop the cache; nothing else expires it.
 """
 
 from __future__ import annotations
@@ -44,16 +46,24 @@ def _region(environ: dict[str, Any]) -> str:
 class ResponseCache:
     """WSGI middleware in front of moto: answers CACHED_ACTIONS from `directory` when it can."""
 
-    def __init__(self, app: WSGIApp, directory: Path) -> None:
+    def __init__(
+        self, app: WSGIApp, directory: Path, authorize: Callable[[dict[str, Any], str], bool] | None = None
+    ) -> None:
+        """`authorize(environ, "ec2:<Action>")`: whether moto's access control allows the request (None:
+        every request is)."""
         self._app = app
         self._dir = directory
         self._moto = version("moto")
+        self._authorize = authorize
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if environ.get("REQUEST_METHOD") != "POST" or environ.get("HTTP_X_AMZ_TARGET"):
             return self._app(environ, start_response)
         params = sorted(parse_qsl(request_body(environ).decode("utf-8", "replace"), keep_blank_values=True))
-        if dict(params).get("Action") not in CACHED_ACTIONS:
+        action = dict(params).get("Action")
+        if action not in CACHED_ACTIONS or (
+            self._authorize is not None and not self._authorize(environ, f"ec2:{action}")
+        ):
             return self._app(environ, start_response)
         key = json.dumps([FORMAT, self._moto, _region(environ), params]).encode()
         path = self._dir / f"{hashlib.sha256(key).hexdigest()}.xml"

@@ -93,7 +93,7 @@ class MotoServer:
         patches.offer_everywhere(self.region, zones(self.region))
         moto: WSGIApp = speedups.Dispatcher(create_backend_app, self.region)
         if self.response_cache is not None:
-            moto = ResponseCache(moto, self.response_cache)
+            moto = ResponseCache(moto, self.response_cache, access.permits if self.worker_policy is not None else None)
         app: WSGIApp = FaultInjectingApp(PricingApp(moto), self.faults)
         if self.call_log is not None:
             app = CallRecorder(app, self.call_log)
