@@ -56,8 +56,10 @@ def test_the_controller_may_make_only_the_policys_calls_and_the_admin_any(moto: 
     controller = client(moto, "ec2", moto.controller_key)
     assert controller.describe_subnets()["Subnets"]  # type: ignore[attr-defined]
     assert client(moto, "eks", moto.controller_key).describe_cluster(name=moto.cluster_name)  # type: ignore[attr-defined]
-    with pytest.raises(ClientError, match="not authorized to perform: ec2:DescribeInstances"):
+    with pytest.raises(ClientError, match="not authorized to perform: ec2:DescribeInstances") as refused:
         controller.describe_instances()  # type: ignore[attr-defined]
+    assert refused.value.response["Error"]["Code"] == "UnauthorizedOperation"  # as EC2 answers
+    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
     admin = client(moto, "ec2", ("testing", "testing"))
     assert "Reservations" in admin.describe_instances()  # type: ignore[attr-defined]
     with pytest.raises(ClientError):

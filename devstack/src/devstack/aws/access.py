@@ -13,9 +13,11 @@ Then `moto.settings.INITIAL_NO_AUTH_ACTION_COUNT = 0`: every request moto answer
 by action and Resource only, and most of its services (EC2 among them) authorize every request on
 resource "*", while its Condition evaluation knows few keys and refuses requests real IAM allows. So the
 controller's policy is projected: each statement's actions, Resource "*" and no Condition. A call the
-policy does not grant at all is refused (AccessDenied / UnauthorizedOperation), which is what this
-catches; the resources and conditions of each statement (tags, region, PassRole's service) are checked by
-the product's table-driven evaluation test (tests/unit/cloudprovider/test_iam_policy_evaluation.py).
+policy does not grant at all is refused as AWS refuses it (EC2: 403 UnauthorizedOperation, "You are not
+authorized to perform this operation. User: ... is not authorized to perform: ec2:X ..."; the other
+services: 403 AccessDenied), which is what this catches; the resources and conditions of each statement
+(tags, region, PassRole's service) are checked by the product's table-driven evaluation test
+(tests/unit/cloudprovider/test_iam_policy_evaluation.py).
 
 moto recomputes each request's SigV4 signature over its parsed parameters when the body is empty, which
 differs from what the client signed for a GET of a REST service (EKS DescribeCluster: SignatureDoesNotMatch):
@@ -91,6 +93,36 @@ def _sign_the_body_as_received() -> None:
     IAMRequestBase._devstack_raw_body = True  # type: ignore[attr-defined]
 
 
+def _refuse_ec2_as_ec2_does() -> None:
+    """moto refuses every service's unauthorized call with AccessDenied; EC2 answers UnauthorizedOperation
+    (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html), the code a client such as
+    the product's launch-permission check must meet."""
+    from moto.core.exceptions import _RESTError
+    from moto.iam.access_control import IAMRequest
+
+    if getattr(IAMRequest, "_devstack_ec2_refusal", False):
+        return
+
+    class UnauthorizedOperation(_RESTError):
+        code = 403
+
+        def __init__(self, user_arn: str, action: str) -> None:
+            super().__init__(
+                "UnauthorizedOperation",
+                f"You are not authorized to perform this operation. User: {user_arn} is not authorized to "
+                f"perform: {action} because no identity-based policy allows the {action} action",
+            )
+
+    def raise_access_denied(self: Any) -> None:
+        if self._service == "ec2":
+            raise UnauthorizedOperation(self._access_key.arn, self._action)
+        original(self)
+
+    original = IAMRequest._raise_access_denied
+    IAMRequest._raise_access_denied = raise_access_denied  # type: ignore[method-assign]
+    IAMRequest._devstack_ec2_refusal = True  # type: ignore[attr-defined]
+
+
 def enforce(policy: Mapping[str, Any], account_id: str, controller_key: tuple[str, str]) -> None:
     """Create the admin and controller users in `account_id` (aws partition) and switch moto's access
     control on (module docstring). Call after seeding; `suspend` before wiping and seeding again."""
@@ -98,6 +130,7 @@ def enforce(policy: Mapping[str, Any], account_id: str, controller_key: tuple[st
     from moto.iam.models import iam_backends
 
     _sign_the_body_as_received()
+    _refuse_ec2_as_ec2_does()
     iam = iam_backends[account_id]["aws"]
     _user(iam, ADMIN_USER, ALLOW_ALL, ADMIN_KEY)
     _user(iam, CONTROLLER_USER, projection(policy), controller_key)
