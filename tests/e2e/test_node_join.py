@@ -36,6 +36,7 @@ def test_should_launch_nodes_whose_user_data_joins_the_described_cluster(stack: 
         cluster = config["spec"]["cluster"]
         assert cluster["name"] == stack.config.cluster_name
         assert cluster["apiServerEndpoint"] == stack.kube_url
-        assert base64.b64decode(cluster["certificateAuthority"]).startswith(b"-----BEGIN CERTIFICATE-----")
+        # the CA that signed the API server's certificate, so a node's kubelet can verify what it joins
+        assert base64.b64decode(cluster["certificateAuthority"]) == stack.config.ca_file.read_bytes()
         assert cluster["cidr"] == "10.100.0.0/16"
         assert config["spec"]["kubelet"]["config"]["clusterDNS"] == ["10.100.0.10"]

@@ -5,7 +5,7 @@ only what its role needs:
         --tls-cert-file .nodeflow/pki/apiserver.crt --tls-private-key-file .nodeflow/pki/apiserver.key \
         --ready-file .nodeflow/ready/kube-api.json
     python -m devstack.services moto --port 5000 --cluster-name nodeflow-dev \
-        --cluster-endpoint http://127.0.0.1:6443 --ready-file .nodeflow/ready/moto.json
+        --cluster-endpoint https://127.0.0.1:6443 --ready-file .nodeflow/ready/moto.json
     python -m devstack.services kubelet --kubeconfig .nodeflow/kubeconfig --moto-url http://127.0.0.1:5000 \
         --cluster-name nodeflow-dev --ready-file .nodeflow/ready/kubelet.json
 
@@ -64,6 +64,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                       help="keep moto's unchanging answers (DescribeInstanceTypes) in this directory")  # fmt: skip
     moto.add_argument("--worker-policy-file", type=Path, default=None,
                       help="the worker's IAM policy (JSON), enforced by action")  # fmt: skip
+    moto.add_argument("--cluster-ca-file", type=Path, default=None,
+                      help="PEM of the CA of the endpoint, answered as the EKS cluster's CA bundle")  # fmt: skip
     kubelet = roles.add_parser("kubelet", help="the simulated kubelet and the pod binder")
     api = kubelet.add_mutually_exclusive_group(required=True)
     api.add_argument("--kubeconfig", type=Path, help="a kubeconfig of the Kubernetes API emulator (with its token)")
@@ -144,12 +146,14 @@ class MotoRole:
         cluster_endpoint: str | None,
         response_cache: Path | None,
         worker_policy_file: Path | None = None,
+        cluster_ca_file: Path | None = None,
     ) -> None:
         from devstack.aws.server import MotoServer
 
         policy = json.loads(worker_policy_file.read_text()) if worker_policy_file is not None else None
+        ca = cluster_ca_file.read_bytes() if cluster_ca_file is not None else None
         self._server = MotoServer(HOST, port, cluster_name, region=region, response_cache=response_cache,
-                                  cluster_endpoint=cluster_endpoint, worker_policy=policy)  # fmt: skip
+                                  cluster_endpoint=cluster_endpoint, worker_policy=policy, cluster_ca=ca)  # fmt: skip
         self.url: str | None = None
         self.ready_info: dict[str, str] = {}
 
@@ -245,7 +249,7 @@ def build_role(args: argparse.Namespace, stop_event: threading.Event) -> Role:
         return KubeRole(args.port, args.token_file, tls)
     if args.role == "moto":
         return MotoRole(args.port, args.cluster_name, args.region, args.cluster_endpoint, args.response_cache,
-                        args.worker_policy_file)  # fmt: skip
+                        args.worker_policy_file, args.cluster_ca_file)  # fmt: skip
     return KubeletRole(
         args.kubeconfig or args.kube_url, args.moto_url, args.cluster_name, args.region, stop_event, args.ready_delay
     )

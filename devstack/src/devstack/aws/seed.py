@@ -120,9 +120,12 @@ def fake_ca_bundle(cluster: str) -> str:
     return base64.b64encode(pem.encode()).decode()
 
 
-def seed_cluster(eks: Any, iam: Any, cluster: str, region: str, subnets: list[str], endpoint: str | None) -> str:
-    """The EKS cluster `cluster`; `endpoint` (None: moto's made-up one) and a fake CA bundle are set in
-    moto's backend. Returns the endpoint DescribeCluster answers."""
+def seed_cluster(
+    eks: Any, iam: Any, cluster: str, region: str, subnets: list[str], endpoint: str | None, ca_pem: bytes | None = None
+) -> str:
+    """The EKS cluster `cluster`; `endpoint` (None: moto's made-up one) and its CA bundle (`ca_pem`, the PEM
+    of the CA that signed the endpoint's serving certificate, as EKS answers it; None: a fake one) are set
+    in moto's backend. Returns the endpoint DescribeCluster answers."""
     try:
         eks.describe_cluster(name=cluster)
     except eks.exceptions.ResourceNotFoundException:
@@ -136,7 +139,8 @@ def seed_cluster(eks: Any, iam: Any, cluster: str, region: str, subnets: list[st
     model = eks_backends[DEFAULT_ACCOUNT_ID][region].clusters[cluster]
     if endpoint is not None:
         model.endpoint = endpoint
-    model.certificate_authority = {"data": fake_ca_bundle(cluster)}
+    bundle = base64.b64encode(ca_pem).decode() if ca_pem is not None else fake_ca_bundle(cluster)
+    model.certificate_authority = {"data": bundle}
     return str(model.endpoint)
 
 
@@ -282,16 +286,19 @@ def seed_custom_amis(region: str) -> list[str]:
     return ids
 
 
-def seed(url: str, cluster: str, region: str, cluster_endpoint: str | None = None) -> dict[str, Any]:
+def seed(
+    url: str, cluster: str, region: str, cluster_endpoint: str | None = None, cluster_ca: bytes | None = None
+) -> dict[str, Any]:
     """Seed everything; safe to call again (after a moto reset it recreates what was lost).
-    `cluster_endpoint`: what DescribeCluster answers as the cluster's endpoint (None: moto's own)."""
+    `cluster_endpoint`: what DescribeCluster answers as the cluster's endpoint (None: moto's own);
+    `cluster_ca`: the PEM of its CA, answered as `certificateAuthority.data` (None: a fake one)."""
     keys = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing", "region_name": region}
     ec2 = boto3.client("ec2", endpoint_url=url, **keys)
     iam = boto3.client("iam", endpoint_url=url, **keys)
     eks = boto3.client("eks", endpoint_url=url, **keys)
     network = seed_network(ec2, cluster, region)
     role = seed_role(iam, cluster)
-    endpoint = seed_cluster(eks, iam, cluster, region, network["subnets"], cluster_endpoint)
+    endpoint = seed_cluster(eks, iam, cluster, region, network["subnets"], cluster_endpoint, cluster_ca)
     return {
         **network,
         "role": role,

@@ -58,6 +58,7 @@ class MotoServer:
         cluster_endpoint: str | None = None,
         call_log: Path | None = None,
         worker_policy: Mapping[str, Any] | None = None,
+        cluster_ca: bytes | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -65,6 +66,7 @@ class MotoServer:
         self.region = region
         self.response_cache = response_cache
         self.cluster_endpoint = cluster_endpoint
+        self.cluster_ca = cluster_ca
         self.call_log = call_log if call_log is not None else call_log_from_env()
         self.faults = FaultStore()
         self.seeded: dict[str, Any] = {}
@@ -103,7 +105,7 @@ class MotoServer:
         )
         self._thread.start()
         access.suspend()  # an earlier server of this process may have left enforcement on
-        self.seeded = seed(self.url, self.cluster_name, self.region, self.cluster_endpoint)
+        self.seeded = seed(self.url, self.cluster_name, self.region, self.cluster_endpoint, self.cluster_ca)
         self._enforce()
         return self
 
@@ -119,7 +121,7 @@ class MotoServer:
             pass
         self.faults.clear()
         self.faults.clear_fleet_tokens()
-        self.seeded = seed(self.url, self.cluster_name, self.region, self.cluster_endpoint)
+        self.seeded = seed(self.url, self.cluster_name, self.region, self.cluster_endpoint, self.cluster_ca)
         self._enforce()  # the same keys: moto's reset removed the users
 
     def stop(self) -> None:

@@ -212,7 +212,8 @@ class DevStack:
                                   "--tls-cert-file", str(pki.cert_file),
                                   "--tls-private-key-file", str(pki.key_file)])  # fmt: skip
         moto = ["moto", "--port", str(cfg.moto_port), "--cluster-name", cfg.cluster_name, "--region", cfg.region,
-                "--cluster-endpoint", f"https://127.0.0.1:{kube_port}"]  # fmt: skip
+                "--cluster-endpoint", f"https://127.0.0.1:{kube_port}",
+                "--cluster-ca-file", str(pki.ca_file)]  # fmt: skip
         if cfg.response_cache is not None:
             moto += ["--response-cache", str(cfg.response_cache)]
         if cfg.worker_aws_policy is not None:
