@@ -381,19 +381,20 @@ def test_full_values_reach_the_worker_as_its_settings() -> None:
     assert sa["eks.amazonaws.com/role-arn"] == "arn:aws:iam::123456789012:role/nodeflow-prod"
 
 
-# -- the README's install steps --------------------------------------------------------------------
+# -- the install steps (docs/install-eks.md) --------------------------------------------------------
 
 
-def test_the_readme_install_sets_only_values_the_chart_has() -> None:
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Install on EKS") :]
+def test_the_docs_install_sets_only_values_the_chart_has() -> None:
+    """The install steps (docs/install-eks.md) and the chart values the tracing and log sections set
+    (docs/metrics.md) name only keys values.yaml has."""
+    section = "\n".join((ROOT / "docs" / page).read_text() for page in ("install-eks.md", "metrics.md"))
     keys = set(re.findall(r"--set ([\w.]+)=", section))
     assert {"clusterName", "temporal.address", "image.repository"} <= keys
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     for key in keys:
         node = values
         for part in key.split("."):
-            assert isinstance(node, dict) and part in node, f"README sets {key}, which values.yaml does not have"
+            assert isinstance(node, dict) and part in node, f"docs/ sets {key}, which values.yaml does not have"
             node = node[part]
     assert "helm upgrade --install nodeflow deploy/charts/nodeflow --namespace nodeflow --create-namespace" in section
     assert "nodeflow iam-policy" in section
