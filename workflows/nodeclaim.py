@@ -24,7 +24,7 @@ drift changed, workers.claim_sweep), `expire` (the claim sweep, once creationTim
 passed, as Karpenter's expiration controller decides it; or manual), or another manual signal. Each
 `check_drift` runs one `running_check` activity (liveness and the full drift check); drift only marks
 the claim, replacing drifted nodes belongs to the disruption controller. No per-node periodic check
-remains: what each one used to catch is someone else's, listed in README ("What an idle node costs").
+remains: what each one used to catch is someone else's, listed in docs/architecture.md ("What an idle node costs").
 
 Events to reach Running: one activity per phase when nothing has to be waited for (`launch` records the
 instance, `register` registers the Node and checks its initialization once); waits are for the Node
@@ -39,7 +39,7 @@ run about 9 KiB, benchmarks/README.md). What the run's frames hold is memory per
 looked up in the module's PHASES, and what has been published is read from workflow.info(), not kept.
 
 Runs unsandboxed (the sandbox costs ~730 KiB per cached workflow); determinism is guarded by replay tests
-over stored histories (README, "Versioning": how a change to the command sequence ships).
+over stored histories (docs/architecture.md, "Versioning": how a change to the command sequence ships).
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ def test_docker_compose_file_is_valid() -> None:
     assert result.returncode == 0, result.stderr
 
 
-# deploy/iam-policy.json is `nodeflow iam-policy` with placeholders, for envsubst (see the README).
+# deploy/iam-policy.json is `nodeflow iam-policy` with placeholders, for envsubst (see docs/install-eks.md).
 IAM_POLICY_PLACEHOLDERS = ["--cluster-name", "${CLUSTER_NAME}", "--account", "${AWS_ACCOUNT_ID}",
                            "--region", "${AWS_REGION}", "--partition", "${AWS_PARTITION}"]  # fmt: skip
 

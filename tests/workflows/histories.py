@@ -1,4 +1,4 @@
-"""Stored workflow histories for replay tests: the guard of the versioning policy (README, "Versioning").
+"""Stored workflow histories for replay tests: the guard of the versioning policy (docs/architecture.md, "Versioning").
 
 A history under histories/ is a run of the workflow code as released (before the first release: as the
 code is now). Every one must keep replaying against today's code (tests/workflows/test_replay.py), so a

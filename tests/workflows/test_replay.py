@@ -1,6 +1,6 @@
 """Every stored history replays against today's workflow code; a known-bad one must not.
 
-This is the guard of the versioning policy (README, "Versioning"). When `test_stored_history_replays`
+This is the guard of the versioning policy (docs/architecture.md, "Versioning"). When `test_stored_history_replays`
 fails, the change altered a workflow's command sequence for runs that may still be open: put the new
 commands behind `workflow.patched(<id>)` so the stored history takes the old branch, and record the new
 branch as a new history. Re-recording the failing history instead is legitimate only as
