@@ -34,12 +34,14 @@ they travel with the continue-as-new, which costs no upsert.
 
 Memory per cached workflow: every command of a run (activity, timer, upsert) is held in the worker's
 cache for the run's lifetime. So the claim continues as new on entering Running and then every
-RUNNING_CHECKS_PER_RUN checks, and a Running run holds no timer (a timer command alone costs the cached
-run about 9 KiB, benchmarks/README.md). What the run's frames hold is memory per node too: the phases are
-looked up in the module's PHASES, and what has been published is read from workflow.info(), not kept.
+RUNNING_CHECKS_PER_RUN checks, and a Running run holds no timer (a timer command alone grows the cached
+run's command queues; the figures are in benchmarks/README.md). What the run's frames hold is memory per
+node too: the phases are looked up in the module's PHASES, and what has been published is read from
+workflow.info(), not kept.
 
-Runs unsandboxed (the sandbox costs ~730 KiB per cached workflow); determinism is guarded by replay tests
-over stored histories (docs/architecture.md, "Versioning": how a change to the command sequence ships).
+Runs unsandboxed (the sandbox costs many times a cached workflow's memory, benchmarks/README.md);
+determinism is guarded by replay tests over stored histories (docs/architecture.md, "Versioning": how a
+change to the command sequence ships).
 """
 
 from __future__ import annotations

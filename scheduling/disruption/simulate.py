@@ -13,7 +13,7 @@ Karpenter also schedules the pending pods in the same simulation; nodeflow does 
 the kube-scheduler found no room for on the Nodes, and the capacity in flight it waits for is closed to
 moved pods by the rule above, so it changes no decision but the rare one on room freed since the pod was
 marked unschedulable; and it costs every simulation its solving: 400 pending pods with hostname
-anti-affinity made a decision over 100 nodes ten times slower (0.05 s to 0.52 s).
+anti-affinity made a decision over 100 nodes about ten times slower (benchmarks/README.md).
 
 Speed: the solver is given the remaining nodes with their bound pods' requests already subtracted from
 allocatable, and only the bound pods that matter to placement kept as pods (those with required pod

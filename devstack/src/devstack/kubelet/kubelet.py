@@ -28,15 +28,15 @@ Nodes whose claim is gone (by `instance-id` filter): with hundreds of nodes a pa
 the whole cluster. `sync_once` always sweeps (or lists, the first time).
 
 `run` reads Nodes, Pods and NodeClaims from its watches (`devstack.wakeup.ChangeFeed` with `cache`), not
-with a LIST per pass (with the binder's, about 300 MB of JSON in a 500-node scale-up), and keeps what its
-own writes return there, so the next pass does not act on an older copy. `run` makes a pass when they
-change: a NodeClaim gets its providerID right after its instance launched, and is deleted after it is
-terminated, so claim and node changes are when EC2 is worth reading; a change of pods alone makes a pass
-without EC2 (steps 1-3 skipped). While a pass makes progress or fails, or a Node waits out `ready_delay`
-or `startup_taint_delay`, or for `backstop_interval` seconds after a Node or NodeClaim changed (EC2 often
-changes right after, e.g. a termination follows the claim's InstanceTerminating condition), full passes
-repeat every `poll_interval`; otherwise a full pass runs at least every `backstop_interval` seconds, which
-covers instances changing without any Kubernetes event.
+with a LIST per pass (with the binder's, hundreds of MB of JSON in a 500-node scale-up; the figure is in
+benchmarks/README.md), and keeps what its own writes return there, so the next pass does not act on an
+older copy. `run` makes a pass when they change: a NodeClaim gets its providerID right after its instance
+launched, and is deleted after it is terminated, so claim and node changes are when EC2 is worth reading;
+a change of pods alone makes a pass without EC2 (steps 1-3 skipped). While a pass makes progress or fails,
+or a Node waits out `ready_delay` or `startup_taint_delay`, or for `backstop_interval` seconds after a
+Node or NodeClaim changed (EC2 often changes right after, e.g. a termination follows the claim's
+InstanceTerminating condition), full passes repeat every `poll_interval`; otherwise a full pass runs at
+least every `backstop_interval` seconds, which covers instances changing without any Kubernetes event.
 """
 
 from __future__ import annotations
