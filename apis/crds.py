@@ -2,7 +2,7 @@
 generated from the pydantic models so the schema the API server enforces is the one the code validates.
 
 Pure: `render_crds()` returns file name -> content and `stale_files` compares with what a caller read.
-The files are written and checked by `nodeflow crds` (`workers/crds_cmd.py`):
+The files are written and checked by `nodeflow crds` (`workers/cli/crds.py`):
 
     nodeflow crds deploy/crds           # write the three files (make crds)
     nodeflow crds --check deploy/crds   # exit 1 listing stale or missing files

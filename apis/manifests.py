@@ -5,7 +5,7 @@ with envsubst), and turning each document into its API model.
     objects = [parse_api_object(d) for d in docs if is_api_object(d)]
 
 Pure: it parses text it is given. Reading files (and expanding directories) is the callers' I/O, e.g.
-`workers.manifest_files.load_files`.
+`workers.cli.manifest_files.load_files`.
 
 Syntax problems raise `ManifestError` naming the file and line; invalid objects raise `ApiValidationError`
 with one `ValidationProblem` per field.

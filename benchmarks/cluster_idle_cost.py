@@ -152,7 +152,7 @@ def run(
     node_reports: float = 0.0,
 ) -> dict[str, Any]:
     from devstack.stack import DevStack
-    from workers.dev_cmd import stack_config
+    from workers.cli.dev import stack_config
 
     bound_in: float | None = None
     with tempfile.TemporaryDirectory() as state, DevStack(stack_config(state_dir=Path(state))) as stack:

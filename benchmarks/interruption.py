@@ -202,7 +202,7 @@ def _progress(message: str) -> None:
 def run(nodes: int, timeout: float, state_dir: Path | None) -> dict[str, Any]:
     """Run the benchmark once (see the module docstring); the JSON-ready result."""
     from devstack.stack import DevStack
-    from workers.dev_cmd import stack_config
+    from workers.cli.dev import stack_config
 
     with state_directory(state_dir) as state:
         config = stack_config(state_dir=state, interruption_queue=QUEUE)

@@ -149,7 +149,7 @@ def finished(state: dict[str, Any]) -> bool:
 
 def run(examples: Path, timeout: float, state_dir: Path | None) -> dict[str, Any]:
     from devstack.stack import DevStack
-    from workers.dev_cmd import stack_config
+    from workers.cli.dev import stack_config
 
     texts, skipped = example_files(examples)
     workloads = sorted((examples / "workloads").glob("*.yaml"))

@@ -25,7 +25,7 @@ from temporalio.client import Client
 
 from devstack.stack import DevStack
 from kube import resources as r
-from workers.dev_cmd import stack_config
+from workers.cli.dev import stack_config
 
 POLL = 0.02
 

@@ -393,7 +393,7 @@ def warm_stack(
     with `settings` (other DevStackConfig fields), yielded once the worker is warm (`worker_warm`);
     stopped on exit. Exits the program when the worker does not warm up in 120 s."""
     from devstack.stack import DevStack
-    from workers.dev_cmd import stack_config
+    from workers.cli.dev import stack_config
 
     with state_directory(state_dir) as state:
         config = stack_config(
@@ -735,7 +735,7 @@ def claims_worker_child(state: Path, max_cached: int) -> Iterator[ClaimsWorkerCh
     from devstack import temporal
     from devstack.stack.children import ChildProcess
     from devstack.stack.core import child_env
-    from workers.dev_cmd import stack_config
+    from workers.cli.dev import stack_config
 
     server = temporal.TemporalDevServer(temporal.free_ports(), None, False, state / "temporal.log",
                                         stack_config(start_worker=False).search_attributes)  # fmt: skip

@@ -130,7 +130,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from devstack import temporal
-    from workers.dev_cmd import stack_config
+    from workers.cli.dev import stack_config
 
     with state_directory(None) as state:
         server = temporal.TemporalDevServer(temporal.free_ports(), None, False, state / "temporal.log",

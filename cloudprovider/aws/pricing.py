@@ -2,7 +2,7 @@
 
 `data/on-demand-prices-<region>.json` holds public on-demand list prices (per instance-hour, Linux,
 shared tenancy) of one region, written by `nodeflow prices refresh --region R` from the AWS Pricing API
-(see workers.prices_cmd). They are the fallback when the Pricing API does not answer (no
+(see workers.cli.prices). They are the fallback when the Pricing API does not answer (no
 `pricing:GetProducts` permission, no route to its endpoint, throttled): as Karpenter's generated static
 table, a region without a table of its own uses us-east-1's (`shipped_price_table`); prices differ by a
 few percent between regions, which only matters for ordering near-equal offerings. Drop a new region's

@@ -21,7 +21,7 @@ from devstack.aws import interruption
 from devstack.stack import DevStack
 from kube.resources import EC2NODECLASS, NODEPOOL, POD
 from tests.eventually import eventually
-from workers.dev_cmd import stack_config
+from workers.cli.dev import stack_config
 
 CLUSTER = "stack-test"
 

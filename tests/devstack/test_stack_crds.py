@@ -15,7 +15,7 @@ import yaml
 from devstack.stack import DevStack, core
 from devstack.stack.ports import resolve
 from kube import resources as r
-from workers.dev_cmd import CRDS_DIR, stack_config
+from workers.cli.dev import CRDS_DIR, stack_config
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 

@@ -19,7 +19,7 @@ from devstack.stack import DevStack
 from kube import resources as r
 from kube.resources import NODECLAIM
 from tests.eventually import eventually
-from workers.dev_cmd import stack_config
+from workers.cli.dev import stack_config
 
 REPO = Path(__file__).resolve().parents[2]
 

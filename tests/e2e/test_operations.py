@@ -27,7 +27,7 @@ from kube import resources as r
 from kube.errors import NotFoundError
 from tests.e2e.conftest import REPO, assert_one_instance_per_claim, claim_of_node, deployment, nodeflow, pods_of
 from tests.eventually import eventually
-from workers.dev_cmd import stack_config
+from workers.cli.dev import stack_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
 

@@ -21,7 +21,7 @@ from devstack.stack import DevStack, DevStackConfig
 from kube import resources as r
 from tests.e2e.conftest import claim_tag, deployment, live_instances
 from tests.eventually import eventually
-from workers.dev_cmd import stack_config
+from workers.cli.dev import stack_config
 from workflows.nodeclaim_state import NodeClaimState
 
 pytestmark = pytest.mark.e2e

@@ -1,4 +1,4 @@
-"""workers.ops_cmd: argument parsing, Node -> NodeClaim resolution, visibility queries and output."""
+"""workers.cli.ops: argument parsing, Node -> NodeClaim resolution, visibility queries and output."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import pytest
 
 from kube import resources as r
 from kube.errors import NotFoundError
-from workers import cli, ops_cmd
-from workers.ops_cmd import ClaimRow, OpsError, format_state, format_table, resolve_claim_name, visibility_query
+from workers import cli
+from workers.cli import ops as ops_cmd
+from workers.cli.ops import ClaimRow, OpsError, format_state, format_table, resolve_claim_name, visibility_query
 from workflows.nodeclaim_state import NodeClaimState
 
 

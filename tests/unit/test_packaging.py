@@ -51,7 +51,7 @@ def test_the_product_wheel_holds_no_devstack_file(wheel: zipfile.ZipFile) -> Non
     assert not [n for n in names if "devstack" in n], "the product wheel must not ship the dev stack"
     top = {n.split("/", 1)[0] for n in names if "/" in n and ".dist-info/" not in n}
     assert top == PRODUCT_PACKAGES
-    assert "apis/crds.py" in names and "workers/dev_cmd.py" in names
+    assert "apis/crds.py" in names and "workers/cli/dev.py" in names
 
 
 def test_the_product_wheel_depends_on_no_dev_stack_package(wheel: zipfile.ZipFile) -> None:

@@ -22,7 +22,7 @@ from temporalio.worker import Worker
 from tests.eventually import eventually_async
 from tests.workflows.conftest import dev_server, venv_binary
 from tests.workflows.fakes import World
-from workers.ops_cmd import ClaimRow, OpsError, list_claims, query_claim, signal_claim
+from workers.cli.ops import ClaimRow, OpsError, list_claims, query_claim, signal_claim
 from workers.workflow_runner import CompactWorkflowRunner
 from workflows import search_attributes as sa
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id

@@ -49,10 +49,10 @@ log = logging.getLogger("nodeflow.dev")
 # The CRDs the product generates from its models (`nodeflow crds deploy/crds`), in the checkout the
 # product runs from (`make` installs it editable); the dev stack applies them at start so the emulator
 # defaults NodePools, NodeClaims and EC2NodeClasses from their schemas as a real API server does.
-CRDS_DIR = Path(__file__).resolve().parents[1] / "deploy" / "crds"
+CRDS_DIR = Path(__file__).resolve().parents[2] / "deploy" / "crds"
 # The chart's RBAC rules (its ClusterRole's and Role's, which its templates include): the dev stack grants
 # the worker's ServiceAccount exactly these, so the worker runs there with what an install gives it.
-RBAC_RULES = Path(__file__).resolve().parents[1] / "deploy" / "charts" / "nodeflow" / "rbac-rules.yaml"
+RBAC_RULES = Path(__file__).resolve().parents[2] / "deploy" / "charts" / "nodeflow" / "rbac-rules.yaml"
 
 NOT_INSTALLED = (
     "the dev stack is not installed in this environment: `make` installs it into .venv/, "

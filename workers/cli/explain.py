@@ -3,7 +3,7 @@
     nodeflow explain ip-10-0-1-1 [--kubeconfig FILE] [--context NAME] [--temporal-address HOST:PORT] [-o text|json]
 
 The cluster is found as kubectl finds it: --kubeconfig and --context, else the KUBECONFIG files, else
-~/.kube/config, else the pod's service account (workers.cluster_reads.build_kube).
+~/.kube/config, else the pod's service account (workers.cli.cluster_reads.build_kube).
 
 Reads the cluster as the disruption controller does (activities.disruption_snapshot: Nodes, NodeClaims,
 bound pods, PodDisruptionBudgets, NodePools, EC2NodeClasses), with the built-in AWS instance-type catalog
@@ -45,10 +45,10 @@ from kube.types import Kube, Obj
 from scheduling.disruption import Command, Decision, DisruptionInput, PoolBudget, Rejection, decide
 from scheduling.disruption.candidates import offering_price
 from workers import settings as settings_mod
-from workers.cluster_reads import ClusterReadError, add_context_argument, build_kube, parse_now
-from workers.disruption_dryrun import apply_command
-from workers.process_exit import exiting_after
-from workers.simulate_cmd import InputError, load_catalog
+from workers.cli.cluster_reads import ClusterReadError, add_context_argument, build_kube, parse_now
+from workers.cli.disruption_dryrun import apply_command
+from workers.cli.process_exit import exiting_after
+from workers.cli.simulate import InputError, load_catalog
 from workers.temporal_errors import TemporalSettingError
 
 HISTORY_CONDITIONS = ("DisruptionReason", "Drifted", "Expired", "Consolidatable")
@@ -228,7 +228,7 @@ def explain(inp: DisruptionInput, name: str, decision: Decision | None = None) -
 
 
 def look_ahead(exp: Explanation, inp: DisruptionInput, command: Command, node: str, passes: int = LOOK_AHEAD) -> None:
-    """Apply this pass's command (workers.disruption_dryrun.apply_command) and decide again, up to `passes`
+    """Apply this pass's command (workers.cli.disruption_dryrun.apply_command) and decide again, up to `passes`
     times, until a pass disrupts or rejects the node; records what that pass says in `exp.later_*`."""
     current = inp
     for step in range(1, passes + 1):

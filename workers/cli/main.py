@@ -20,18 +20,18 @@ DESCRIPTION = (
 
 # subcommand -> module; imported lazily so `nodeflow simulate` never loads Temporal or the dev stack.
 SUBCOMMANDS: dict[str, str] = {
-    "dev": "workers.dev_cmd",
-    "dev-interrupt": "workers.dev_cmd",
-    "worker": "workers.worker_cmd",
-    "simulate": "workers.simulate_cmd",
-    "explain": "workers.explain_cmd",
-    "drain": "workers.ops_cmd",
-    "expire": "workers.ops_cmd",
-    "replace": "workers.ops_cmd",
-    "status": "workers.ops_cmd",
-    "crds": "workers.crds_cmd",
-    "iam-policy": "workers.iam_policy_cmd",
-    "prices": "workers.prices_cmd",
+    "dev": "workers.cli.dev",
+    "dev-interrupt": "workers.cli.dev",
+    "worker": "workers.cli.worker",
+    "simulate": "workers.cli.simulate",
+    "explain": "workers.cli.explain",
+    "drain": "workers.cli.ops",
+    "expire": "workers.cli.ops",
+    "replace": "workers.cli.ops",
+    "status": "workers.cli.ops",
+    "crds": "workers.cli.crds",
+    "iam-policy": "workers.cli.iam_policy",
+    "prices": "workers.cli.prices",
 }
 
 
@@ -61,7 +61,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.error(f"unknown command {args.command!r}")
     return int(func(args) or 0)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

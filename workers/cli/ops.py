@@ -10,7 +10,7 @@
   the workflow's `status`.
 
 Settings (Temporal address, namespace) come from the worker's flags and environment (workers.settings).
-The cluster is found as kubectl finds it (workers.cluster_reads.build_kube): `--kubeconfig`, `--context`,
+The cluster is found as kubectl finds it (workers.cli.cluster_reads.build_kube): `--kubeconfig`, `--context`,
 then KUBECONFIG, then ~/.kube/config, then in-cluster. Exit codes: 0 done, 1 not found, not running or
 no cluster credentials, 2 bad usage.
 """
@@ -33,8 +33,8 @@ from kube import resources as r
 from kube.errors import NotFoundError
 from kube.types import Kube
 from workers import settings as settings_mod
-from workers.cluster_reads import ClusterReadError, add_context_argument, build_kube
-from workers.process_exit import exiting_after
+from workers.cli.cluster_reads import ClusterReadError, add_context_argument, build_kube
+from workers.cli.process_exit import exiting_after
 from workers.temporal_client import TemporalSettingError, connect
 from workflows import search_attributes as sa
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id

@@ -15,7 +15,7 @@ Nodes, NodeClaims and their bound pods, NodePools, EC2NodeClasses and PodDisrupt
 files, or read from the cluster with --from-cluster): it decides, applies the command's effect to the
 snapshot (candidates removed, replacements added carrying the moved pods), and decides again, until no
 command or --max-commands; with the fleet's $/h before, after each command, and in total, and why every
-remaining node is left alone (see workers.disruption_dryrun). Commands of methods the controller does not
+remaining node is left alone (see workers.cli.disruption_dryrun). Commands of methods the controller does not
 execute by default (`--disruption-methods`) are marked (JSON `executedByController: false`).
 """
 
@@ -36,8 +36,8 @@ from apis import manifests
 from apis.instancetype import InstanceType
 from scheduling import Plan, solve
 from scheduling.manifests import expand
-from workers import disruption_dryrun, manifest_files
-from workers.cluster_reads import ClusterReadError, add_context_argument, build_kube, parse_now
+from workers.cli import disruption_dryrun, manifest_files
+from workers.cli.cluster_reads import ClusterReadError, add_context_argument, build_kube, parse_now
 
 
 class InputError(Exception):
@@ -212,7 +212,7 @@ def read_cluster(
     kubeconfig: str | None, catalog: list[InstanceType], now: datetime, errors: list[str], context: str | None = None
 ) -> Any:
     """The controller's snapshot of the cluster found from `kubeconfig` and `context` as kubectl finds it
-    (workers.cluster_reads.build_kube; activities.disruption_snapshot); invalid objects are named in
+    (workers.cli.cluster_reads.build_kube; activities.disruption_snapshot); invalid objects are named in
     `errors`. Raises ClusterReadError when no client can be built or the API cannot be read."""
     from activities.disruption_snapshot import read_disruption_input
 

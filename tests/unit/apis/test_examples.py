@@ -13,7 +13,7 @@ from apis.crds import DEFINITIONS, openapi_schema
 from apis.errors import ApiValidationError
 from apis.manifests import parse_api_object
 from tests.unit.apis.builders import CLUSTER_NAME, example_files, keys_of
-from workers.manifest_files import load_files
+from workers.cli.manifest_files import load_files
 
 KINDS = ("NodePool", "EC2NodeClass")
 # Upstream examples that Karpenter's own CRD rejects: (file, kind) -> (field, why).

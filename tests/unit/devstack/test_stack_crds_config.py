@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from devstack.apply import expand_paths, load_file
-from workers.dev_cmd import CRDS_DIR, stack_config
+from workers.cli.dev import CRDS_DIR, stack_config
 
 
 def test_stack_config_passes_the_repositorys_crds() -> None:

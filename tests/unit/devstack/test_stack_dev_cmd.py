@@ -10,7 +10,8 @@ import pytest
 from cloudprovider.aws.interruption_messages import ACTIONS, Kind, ParsedMessage, parse_message
 from devstack.aws import interruption
 from devstack.stack import DevStack
-from workers import cli, dev_cmd
+from workers import cli
+from workers.cli import dev as dev_cmd
 
 
 def test_defaults_are_the_well_known_ports() -> None:

@@ -15,7 +15,7 @@ from devstack.stack import ports
 from devstack.stack.children import ChildProcess, stop_all
 from devstack.stack.ports import PortInUseError, check_free, free_port, resolve, wait_for
 from devstack.temporal import TemporalDevServer, TemporalPorts, TemporalStartError, server_args, start_failure_excerpt
-from workers.dev_cmd import stack_config
+from workers.cli.dev import stack_config
 
 
 def alive(pid: int) -> bool:

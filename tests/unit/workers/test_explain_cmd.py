@@ -15,7 +15,8 @@ import pytest
 from kube.resources import BY_KIND, EVENT
 from tests.unit.activities.memkube import MemKube
 from tests.unit.workers.disruption_cluster import NOW_TEXT, documents, write_catalog
-from workers import cli, explain_cmd
+from workers import cli
+from workers.cli import explain as explain_cmd
 from workers.settings import Settings
 
 Obj = dict[str, Any]
@@ -188,7 +189,7 @@ def test_the_flags_of_the_other_ops_commands() -> None:
 
 def test_the_cli_path_loads_neither_temporal_nor_the_kubernetes_client() -> None:
     code = (
-        "import sys, workers.explain_cmd, workers.simulate_cmd; "
+        "import sys, workers.cli.explain, workers.cli.simulate; "
         "print(sorted({'temporalio', 'kubernetes'} & set(sys.modules)))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

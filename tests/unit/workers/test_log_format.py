@@ -16,7 +16,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from temporalio import activity
 from temporalio.testing import ActivityEnvironment
 
-from workers import cli, dev_cmd
+from workers import cli
+from workers.cli import dev as dev_cmd
 from workers.log_format import configure_logging, log_format
 
 log = logging.getLogger("nodeflow.test")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from apis.manifests import ManifestError
-from workers.manifest_files import load_files
+from workers.cli.manifest_files import load_files
 
 
 def test_load_files_reads_files_and_directories_in_order(tmp_path: Path) -> None:

@@ -10,9 +10,9 @@ import yaml
 
 from scheduling.disruption import DisruptionInput
 from tests.unit.workers.disruption_cluster import NOW, NOW_TEXT, documents, write_catalog, write_cluster
-from workers import disruption_dryrun, simulate_cmd
-from workers.cli import main
-from workers.simulate_cmd import load_catalog
+from workers.cli import disruption_dryrun, main
+from workers.cli import simulate as simulate_cmd
+from workers.cli.simulate import load_catalog
 
 
 def simulate(tmp_path: Path, *extra: str, cluster: Path | None = None) -> list[str]:

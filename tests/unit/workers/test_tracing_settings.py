@@ -11,7 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from workers import cli, worker_cmd
+from workers import cli
+from workers.cli import worker as worker_cmd
 from workers.tracing import TracingSettingError, tracing_from_env
 
 
