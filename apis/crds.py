@@ -120,7 +120,7 @@ def openapi_schema(model: type[pydantic.BaseModel]) -> dict[str, Any]:
     """The model's openAPIV3Schema: structural, $refs inlined, apiVersion/kind/metadata as Kubernetes has them."""
     raw = model.model_json_schema(by_alias=True, mode="validation")
     defs = raw.pop("$defs", {})
-    schema = _convert(raw, defs, path=model.__name__)
+    schema = _convert_object(raw, defs, path=model.__name__)
     properties = schema["properties"]
     properties["apiVersion"] = {"type": "string"}
     properties["kind"] = {"type": "string"}
@@ -151,6 +151,10 @@ def _convert(node: Any, defs: dict[str, Any], path: str) -> Any:
         return [_convert(item, defs, path) for item in node]
     if not isinstance(node, dict):
         return node
+    return _convert_object(node, defs, path)
+
+
+def _convert_object(node: dict[str, Any], defs: dict[str, Any], path: str) -> dict[str, Any]:
     while "$ref" in node or _is_optional(node):
         node = _collapse_optional(_inline(node, defs))
     out: dict[str, Any] = {}

@@ -24,7 +24,7 @@ def is_unschedulable(pod: dict[str, Any]) -> bool:
     """The kube-scheduler marked it: condition PodScheduled=False with reason Unschedulable."""
     for cond in pod.get("status", {}).get("conditions") or []:
         if cond.get("type") == "PodScheduled":
-            return cond.get("status") == "False" and cond.get("reason") == "Unschedulable"
+            return bool(cond.get("status") == "False" and cond.get("reason") == "Unschedulable")
     return False
 
 

@@ -55,8 +55,9 @@ Every decision, taken or abandoned, is an activity result in history; the memo h
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
+from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel, Field
 from temporalio import workflow
@@ -96,6 +97,9 @@ SIGNAL_CONFIGURE = "configure"
 SIGNAL_REPLACE = "replace"
 SIGNAL_WAKE = "wake"
 SIGNAL_REPLACEMENT_READY = "replacement_ready"
+
+_Arg = TypeVar("_Arg")
+_Result = TypeVar("_Result")
 
 
 class DisruptionSettings(BaseModel):
@@ -301,8 +305,17 @@ class DisruptionControllerWorkflow:
             await self._sleep_unless(lambda: self._replacement_news, interval)
             interval = min(interval * 2, REPLACEMENT_POLL_MAX)
 
+    # An activity method, async or not, and its one argument: the method's result, as the method's own type.
+    @overload
     @staticmethod
-    async def _step(fn, arg):  # type: ignore[no-untyped-def]
+    async def _step(fn: Callable[[Any, _Arg], Awaitable[_Result]], arg: _Arg) -> _Result: ...
+
+    @overload
+    @staticmethod
+    async def _step(fn: Callable[[Any, _Arg], _Result], arg: _Arg) -> _Result: ...
+
+    @staticmethod
+    async def _step(fn: Callable[[Any, _Arg], Any], arg: _Arg) -> Any:
         return await workflow.execute_activity_method(
             fn, arg, start_to_close_timeout=STEP_TIMEOUT, retry_policy=STEP_RETRY
         )
