@@ -33,10 +33,6 @@ NEEDED_BEYOND_REQUESTS: dict[tuple[str, str, str], str] = {
         "the OwnerReferencesPermissionEnforcement admission plugin (not emulated) asks it of whoever sets an "
         "ownerReference with blockOwnerDeletion, as the worker does on a Node to its NodeClaim"
     ),
-    ("", "pods", "delete"): (
-        "the drain deletes the pods left when a NodeClaim's terminationGracePeriod runs out "
-        "(activities/termination.py _delete_pods); no e2e test lets a drain run that long yet"
-    ),
 }
 
 Grant = tuple[str, str, str, str | None]  # (API group, resource[/subresource], verb, namespace or None)

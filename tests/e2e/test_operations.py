@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -282,4 +283,66 @@ def test_a_node_past_its_expire_after_is_expired_and_its_pod_lands_on_a_new_one(
     assert seen.get("expired"), "the claim was never marked Expired"
     state = json.loads(nodeflow(stack, "status", name, "-o", "json").stdout)
     assert state["expired"] and state["termination_reason"] == "expired after 30s", state
+    assert_one_instance_per_claim(stack)
+
+
+def test_a_drain_a_pdb_blocks_deletes_the_pods_once_the_termination_grace_period_runs_out(stack: DevStack) -> None:
+    """As in Karpenter: a NodeClaim's terminationGracePeriod (copied from its NodePool) bounds its drain. A
+    PodDisruptionBudget refuses the pod's eviction, so the node stays while the period runs; once it has
+    run out, the pod is deleted (no PDB asked) and the node terminated, and the pod lands on a new node."""
+    grace = 20
+    stack.apply_text(
+        f"""
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: graceful}}
+spec:
+  template:
+    metadata:
+      labels: {{pool: graceful}}
+    spec:
+      terminationGracePeriod: {grace}s
+      requirements:
+        - {{key: karpenter.sh/capacity-type, operator: In, values: ["on-demand"]}}
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {{name: ops-graceful, namespace: default}}
+spec:
+  maxUnavailable: 0
+  selector: {{matchLabels: {{app: ops-graceful}}}}
+"""
+    )
+    stack.apply_text(deployment("ops-graceful", 1, extra_spec="      nodeSelector: {pool: graceful}", **SMALL))
+    assert stack.wait_settled(timeout=90)["settled"]
+    node_name = pods_of(stack, "ops-graceful")[0]["spec"]["nodeName"]
+    claim = claim_of_node(stack, node_name)
+    assert claim is not None
+    name = claim["metadata"]["name"]
+    assert claim["spec"]["terminationGracePeriod"] == f"{grace}s"
+
+    # an eviction ignores PodDisruptionBudgets for a pod still Pending, as the API server does
+    eventually(
+        lambda: all(p.get("status", {}).get("phase") == "Running" for p in pods_of(stack, "ops-graceful")),
+        timeout=30,
+        what="the pod to be Running",
+    )
+    started = time.monotonic()
+    stack.kube.delete(r.NODECLAIM, name)
+    eventually(
+        lambda: (
+            "refused by disruption budgets"
+            in condition(get_or_none(stack, r.NODECLAIM, name), "Drained").get("message", "")
+        ),
+        timeout=60,
+        what=f"the drain of {name} to be held by the PodDisruptionBudget",
+    )
+    eventually(lambda: get_or_none(stack, r.NODECLAIM, name) is None, timeout=grace + 60, what=f"{name} gone")
+    assert time.monotonic() - started >= grace - 2, "the node went before its terminationGracePeriod ran out"
+    eventually(
+        lambda: any(p["spec"].get("nodeName") not in (None, node_name) for p in pods_of(stack, "ops-graceful")),
+        timeout=120,
+        what="the pod on a new node",
+    )
     assert_one_instance_per_claim(stack)
