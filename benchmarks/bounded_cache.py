@@ -100,7 +100,7 @@ async def _signal_batch(client: Client, names: Sequence[str], pid: int, timeout:
 
 async def _measure(address: str, claims: int, signals: int, timeout: float, pid: int) -> dict[str, Any]:
     from workers.settings import Settings
-    from workers.temporal_client import connect, register_search_attributes
+    from workers.temporal.client import connect, register_search_attributes
 
     client = await connect(Settings(temporal_address=address))
     await register_search_attributes(client)

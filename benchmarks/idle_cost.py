@@ -140,7 +140,7 @@ def claim_names(count: int, prefix: str) -> list[str]:
 
 async def start_all(client: Client, names: Sequence[str], task_queue: str) -> None:
     """Start the claims through the product's starter, at most START_CONCURRENCY calls in flight."""
-    from workers.starter import TemporalStarter
+    from workers.temporal.starter import TemporalStarter
     from workflows.nodeclaim_state import ClaimSettings, node_claim_input
 
     settings = ClaimSettings()
@@ -182,7 +182,7 @@ async def burst_to_running(
 
 async def _burst(address: str, claims: int, window: float, timeout: float, pid: int) -> dict[str, Any]:
     from workers.settings import Settings
-    from workers.temporal_client import connect, register_search_attributes
+    from workers.temporal.client import connect, register_search_attributes
     from workflows.nodeclaim import workflow_id
 
     client = await connect(Settings(temporal_address=address))
@@ -237,8 +237,8 @@ async def run_day(claims: int, days: float) -> dict[str, Any]:
     from temporalio.testing import WorkflowEnvironment
     from temporalio.worker import Worker
 
-    from workers.payload_converter import shared_pydantic_data_converter
-    from workers.temporal_client import register_search_attributes
+    from workers.temporal.client import register_search_attributes
+    from workers.temporal.payload_converter import shared_pydantic_data_converter
     from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
 
     binary = Path(sys.executable).parent / "temporal-test-server"

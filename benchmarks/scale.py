@@ -607,7 +607,7 @@ def claims_worker(client: Client, settings: Settings) -> Worker:
     activity name (see `standin_result`), on `settings.task_queue` with the worker tuning of `settings`."""
     from temporalio.worker import Worker
 
-    from workers.workflow_runner import CompactWorkflowRunner
+    from workers.temporal.workflow_runner import CompactWorkflowRunner
     from workflows.nodeclaim import NodeClaimWorkflow
 
     return Worker(
@@ -627,7 +627,7 @@ def serve_claims_worker(address: str, task_queue: str, max_cached: int, ready_fi
     """The worker child of `--claims`: `claims_worker` with the worker tuning of `workers.settings`.
     Writes `ready_file` once polling; runs until SIGTERM."""
     from workers.settings import Settings
-    from workers.temporal_client import connect
+    from workers.temporal.client import connect
 
     async def run() -> None:
         settings = dataclasses.replace(
@@ -661,8 +661,8 @@ async def _start_claims(address: str, count: int, concurrency: int, timeout: flo
     the next. Starting all at once instead builds a task queue backlog that the dev server drains at
     a few workflow tasks a second."""
     from workers.settings import Settings
-    from workers.starter import TemporalStarter
-    from workers.temporal_client import connect, register_search_attributes
+    from workers.temporal.client import connect, register_search_attributes
+    from workers.temporal.starter import TemporalStarter
     from workflows import search_attributes as sa
     from workflows.nodeclaim import workflow_id
     from workflows.nodeclaim_state import RUNNING, node_claim_input

@@ -76,7 +76,7 @@ async def _measure(
     from devstack.temporal import free_port
     from workers.metrics_server import temporal_runtime
     from workers.settings import Settings
-    from workers.temporal_client import connect, register_search_attributes
+    from workers.temporal.client import connect, register_search_attributes
 
     libc = _libc()
     settings = dataclasses.replace(

@@ -63,7 +63,7 @@ from kube.types import Kube, Obj
 from kube.watch_cache import WatchCache, read
 from scheduling.drift import find_drift
 from workers.periodic import every
-from workers.starter import TemporalStarter
+from workers.temporal.starter import TemporalStarter
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)

@@ -21,7 +21,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from cloudprovider.types import CloudProvider
 from kube import resources as r
 from kube.types import Kube
-from workers.starter import TemporalStarter
+from workers.temporal.starter import TemporalStarter
 from workflows.nodeclaim import workflow_id
 
 log = logging.getLogger(__name__)

@@ -139,7 +139,7 @@ TLS is on when it is true or when any `temporal_tls_*_file` or `temporal_api_key
 with a TLS file is refused, false with an API key sends the key in plain text (a local proxy). The
 certificate and key files are PEM and come together (mutual TLS); the CA file is PEM and replaces the
 system's roots. `temporal_api_key` (Temporal Cloud) is sent as a bearer token and never appears in
-logs or in the settings' repr. workers.temporal_client checks the files, the server and the namespace
+logs or in the settings' repr. workers.temporal.client checks the files, the server and the namespace
 before anything runs, and fails in one line naming the setting.
 
 Replicas: every worker polls the task queue; only the holder of the `coordination.k8s.io/v1` Lease

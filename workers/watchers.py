@@ -53,7 +53,7 @@ from kube.watch_cache import WatchCache, read
 from scheduling.disruption.candidates import parse_time
 from scheduling.disruption.pod_events import PodEvent, PodEventTracker
 from scheduling.provisionable import is_provisionable, pod_key
-from workers.starter import TemporalStarter
+from workers.temporal.starter import TemporalStarter
 from workflows.nodeclaim import SIGNAL_NODE_CHANGED
 
 log = logging.getLogger(__name__)

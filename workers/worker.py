@@ -39,7 +39,6 @@ from kube.leases import LeaseClient
 from kube.types import Kube
 from kube.watch_cache import WatchCache
 from scheduling.provisionable import is_provisionable
-from workers.build_id import build_id, build_labels
 from workers.claim_sweep import ClaimSweep
 from workers.cluster_metrics import ClusterStateMetrics
 from workers.disruption_trigger import DisruptionTrigger
@@ -51,19 +50,20 @@ from workers.interruption import ClaimDisrupter, InterruptionConsumer
 from workers.leader_election import Election, candidate_identity
 from workers.leadership import LeaderElector
 from workers.metrics_server import MetricsServer, temporal_runtime
-from workers.namespace_owner import claim_namespace
 from workers.node_repair import NodeRepairer
 from workers.price_refresh import PriceRefresher
 from workers.probes import CatalogWarmer, worker_probes
 from workers.reconcile import adopt_node_claims, end_orphaned_workflows
-from workers.search_attribute_check import check_search_attributes
 from workers.settings import Settings
-from workers.starter import TemporalStarter
 from workers.status_refresh import StatusRefresh
-from workers.temporal_client import connect
+from workers.temporal.build_id import build_id, build_labels
+from workers.temporal.client import connect
+from workers.temporal.namespace_owner import claim_namespace
+from workers.temporal.search_attribute_check import check_search_attributes
+from workers.temporal.starter import TemporalStarter
+from workers.temporal.workflow_runner import CompactWorkflowRunner
 from workers.tracing import Tracing
 from workers.watchers import WATCHED, DeletionWatcher, DriftTrigger, PodWatcher
-from workers.workflow_runner import CompactWorkflowRunner
 from workflows.disruption import (
     POLL,
     DisruptionControllerWorkflow,
@@ -300,8 +300,8 @@ async def _warm_then_freeze(catalog: CatalogWarmer) -> None:
 async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing | None = None) -> None:
     """Run until `stop` is set, traced by `tracing` when given (workers.tracing: the Temporal interceptor,
     spans around AWS and Kubernetes calls). Refuses (TemporalSettingError) a bad connection, a namespace without
-    nodeflow's search attributes (workers.search_attribute_check) and a namespace another cluster uses
-    (workers.namespace_owner), and reads what nodes need to join the cluster (settings, else
+    nodeflow's search attributes (workers.temporal.search_attribute_check) and a namespace another cluster uses
+    (workers.temporal.namespace_owner), and reads what nodes need to join the cluster (settings, else
     eks:DescribeCluster; raises CloudProviderError when neither gives it). Then serves workflows and
     activities and the health probes, and campaigns for the Lease; while holding it, runs the leader's
     work (`_lead`). On stop, the leader's work ends and the Lease is released before the Temporal worker

@@ -44,7 +44,7 @@ from workflows.external import signal_workflow
 from workflows.nodeclaim_base import workflow_id as nodeclaim_workflow_id
 
 WORKFLOW_ID = "garbage-collector"
-OWNER_MEMO = "cluster"  # the memo key naming the cluster that owns the namespace (workers.namespace_owner)
+OWNER_MEMO = "cluster"  # the memo key naming the cluster that owns the namespace (workers.temporal.namespace_owner)
 SIGNAL_COLLECT = "collect"
 SIGNAL_CONFIGURE = "configure"
 DEFAULT_INTERVAL_SECONDS = 120
@@ -170,7 +170,7 @@ async def start_garbage_collector(
 ) -> None:
     """Start the singleton with these settings, or (signal-with-start) give them to the running one,
     which keeps its rounds and counters. `owner`: the cluster recorded in the memo (OWNER_MEMO) of a
-    collector this starts (workers.namespace_owner)."""
+    collector this starts (workers.temporal.namespace_owner)."""
     settings = settings or GarbageCollectorSettings()
     await _signal_with_start(client, task_queue, settings, owner, SIGNAL_CONFIGURE, [settings])
 

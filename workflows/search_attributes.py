@@ -1,7 +1,7 @@
 """Custom search attributes of NodeClaim workflows (Keyword). A NodeClaim workflow sets them when it
 starts, and Temporal refuses to start one whose namespace lacks them, so they must exist, once per
 namespace, before the worker starts; the worker checks at start and exits naming the missing ones
-(workers.search_attribute_check). The dev stack registers them at start-up. Otherwise create them:
+(workers.temporal.search_attribute_check). The dev stack registers them at start-up. Otherwise create them:
 
 - self-hosted Temporal (the temporal CLI pairs each `--name` with the `--type` after it):
   `temporal operator search-attribute create --namespace NS --name NodePool --type Keyword

@@ -18,7 +18,7 @@ from temporalio.testing import WorkflowEnvironment
 from devstack import temporal
 from tests.workflows.fakes import World
 from tests.workflows.workers import worker_on_fresh_queue
-from workers.temporal_client import register_search_attributes
+from workers.temporal.client import register_search_attributes
 from workflows.nodeclaim import NodeClaimWorkflow
 from workflows.provisioner import ProvisionerWorkflow
 

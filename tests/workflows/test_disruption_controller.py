@@ -30,7 +30,7 @@ from scheduling.types import PlannedNodeClaim
 from tests.eventually import eventually_async
 from tests.workflows.histories import save_history
 from tests.workflows.workers import worker_on_fresh_queue
-from workers.workflow_runner import CompactWorkflowRunner
+from workers.temporal.workflow_runner import CompactWorkflowRunner
 from workflows import disruption
 from workflows.disruption import (
     HANDOVER,

@@ -23,7 +23,7 @@ from tests.eventually import eventually_async
 from tests.workflows.conftest import dev_server, venv_binary
 from tests.workflows.fakes import World
 from workers.cli.ops import ClaimRow, OpsError, list_claims, query_claim, signal_claim
-from workers.workflow_runner import CompactWorkflowRunner
+from workers.temporal.workflow_runner import CompactWorkflowRunner
 from workflows import search_attributes as sa
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
 from workflows.nodeclaim_state import DELETED, RUNNING, NodeClaimInput, NodeClaimState
@@ -147,7 +147,7 @@ async def test_a_status_query_nobody_answers_says_to_check_the_worker(dev_client
 
 @workflow.defn(name="StartProbe", sandboxed=False)
 class StartProbe:
-    """What a run sees of its start, before and after it upserts (workers.workflow_runner's contract)."""
+    """What a run sees of its start, before and after it upserts (workers.temporal.workflow_runner's contract)."""
 
     def __init__(self) -> None:
         self.proceed = False
@@ -208,7 +208,7 @@ async def test_a_run_sees_its_start_memo_and_search_attributes_through_the_worke
         "memo": "before",
         "phase": RUNNING,
         "node_pool": "web",
-        "untyped": {},  # the one difference from the SDK's own runner (workers.workflow_runner)
+        "untyped": {},  # the one difference from the SDK's own runner (workers.temporal.workflow_runner)
         "last_completion": False,
         "memo_after": "after",
         "phase_after": DELETED,

@@ -33,7 +33,7 @@ from kube.errors import ServerError
 from kube.resources import EC2NODECLASS, NODECLAIM, Resource
 from tests.workflows import histories
 from tests.workflows.workers import worker_on_fresh_queue
-from workers.workflow_runner import CompactWorkflowRunner
+from workers.temporal.workflow_runner import CompactWorkflowRunner
 from workflows import garbage_collection as gc
 from workflows.garbage_collection import (
     GarbageCollectorSettings,
@@ -43,7 +43,7 @@ from workflows.garbage_collection import (
     start_garbage_collector,
 )
 
-OWNER = "nodeflow-dev"  # the cluster every start records (workers.namespace_owner)
+OWNER = "nodeflow-dev"  # the cluster every start records (workers.temporal.namespace_owner)
 HISTORIES = Path(__file__).parent / "histories" / "garbage_collection"
 
 

@@ -18,7 +18,7 @@ from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
 from tests.workflows.histories import DIR
-from workers.workflow_runner import CompactWorkflowRunner
+from workers.temporal.workflow_runner import CompactWorkflowRunner
 from workflows.nodeclaim import NodeClaimWorkflow
 from workflows.provisioner import ProvisionerWorkflow
 

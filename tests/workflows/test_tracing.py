@@ -1,5 +1,5 @@
 """On a real (dev) Temporal server, with the worker's tracing (workers.tracing) on a client as the worker
-builds it (workers.temporal_client.connect): one trace runs from the signal-with-start a watcher sends,
+builds it (workers.temporal.client.connect): one trace runs from the signal-with-start a watcher sends,
 through the provisioner's round and its `solve` and `apply_plan` activities, to the NodeClaim workflow
 `apply_plan` starts (through the real TemporalStarter, from the activity's thread) and its `launch`; and
 a later signal, to the provisioner already running, has its own trace of the round it asked for. And the
@@ -30,10 +30,10 @@ from tests.eventually import eventually_async
 from tests.workflows.conftest import dev_server
 from tests.workflows.fakes import World
 from workers.settings import Settings
-from workers.starter import TemporalStarter
-from workers.temporal_client import connect
+from workers.temporal.client import connect
+from workers.temporal.starter import TemporalStarter
+from workers.temporal.workflow_runner import CompactWorkflowRunner
 from workers.tracing import Tracing
-from workers.workflow_runner import CompactWorkflowRunner
 from workflows import search_attributes as sa
 from workflows import timing
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id

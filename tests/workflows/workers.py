@@ -11,7 +11,7 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from workers.workflow_runner import CompactWorkflowRunner
+from workers.temporal.workflow_runner import CompactWorkflowRunner
 
 
 @asynccontextmanager

@@ -49,7 +49,7 @@ from workers.cli.cluster_reads import ClusterReadError, add_context_argument, bu
 from workers.cli.disruption_dryrun import apply_command
 from workers.cli.process_exit import exiting_after
 from workers.cli.simulate import InputError, load_catalog
-from workers.temporal_errors import TemporalSettingError
+from workers.temporal.errors import TemporalSettingError
 
 HISTORY_CONDITIONS = ("DisruptionReason", "Drifted", "Expired", "Consolidatable")
 EVENT_LIMIT = 10
@@ -309,7 +309,7 @@ def fetch_controller_decisions(settings: settings_mod.Settings, timeout: float =
     connecting or querying raises (the caller reports it in one line)."""
 
     async def query() -> list[str]:
-        from workers.temporal_client import connect  # Temporal is loaded only for this part
+        from workers.temporal.client import connect  # Temporal is loaded only for this part
         from workflows.disruption import WORKFLOW_ID, DisruptionControllerWorkflow
 
         client = await connect(settings, timeout)
@@ -324,7 +324,7 @@ def controller_history(exp: Explanation, fetch: Callable[[], list[str]], address
     """The controller's recent decisions that mention the node or its NodeClaim; unreachable in one line."""
     try:
         recent = fetch()
-    except TemporalSettingError as err:  # already one line naming the setting (workers.temporal_client)
+    except TemporalSettingError as err:  # already one line naming the setting (workers.temporal.client)
         return ControllerHistory(False, error=str(err))
     except Exception as err:  # no such workflow, no worker answering the query
         text = str(err).splitlines()[0] if str(err) else type(err).__name__

@@ -35,7 +35,7 @@ from kube.types import Kube
 from workers import settings as settings_mod
 from workers.cli.cluster_reads import ClusterReadError, add_context_argument, build_kube
 from workers.cli.process_exit import exiting_after
-from workers.temporal_client import TemporalSettingError, connect
+from workers.temporal.client import TemporalSettingError, connect
 from workflows import search_attributes as sa
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
 from workflows.nodeclaim_state import PHASES, NodeClaimState, state_json

@@ -15,7 +15,7 @@ from workers.cli.process_exit import exiting_after
 from workers.log_format import add_argument as add_log_format_argument
 from workers.log_format import configure_logging, log_format
 from workers.metrics_server import MetricsPortError
-from workers.temporal_client import TemporalSettingError
+from workers.temporal.client import TemporalSettingError
 from workers.tracing import Tracing, tracing_from_env
 from workers.worker import run_worker
 

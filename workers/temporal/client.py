@@ -1,11 +1,11 @@
 """Connecting to Temporal (dev server, self-hosted cluster or Temporal Cloud) with nodeflow's converter:
 the one place that builds the client, for the worker and every command that talks to Temporal.
 
-`connect` checks before returning: the TLS files (workers.temporal_tls), that the server answers (TLS
+`connect` checks before returning: the TLS files (workers.temporal.tls), that the server answers (TLS
 handshake included) and that the namespace exists, each within CONNECT_TIMEOUT_SECONDS. Any failure is a
 TemporalSettingError with one line naming the setting and the cause; callers print it and exit non-zero.
 The API key never appears in a message. The worker then checks that the namespace has nodeflow's search
-attributes (workers.search_attribute_check) before anything else.
+attributes (workers.temporal.search_attribute_check) before anything else.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from temporalio.client import Client, Interceptor
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError, RPCStatusCode
 
-from workers.payload_converter import shared_pydantic_data_converter
 from workers.settings import Settings, where
-from workers.temporal_errors import TemporalSettingError, describe_connect_failure
-from workers.temporal_tls import tls_config
+from workers.temporal.errors import TemporalSettingError, describe_connect_failure
+from workers.temporal.payload_converter import shared_pydantic_data_converter
+from workers.temporal.tls import tls_config
 from workflows import search_attributes as sa
 
 CONNECT_TIMEOUT_SECONDS = 5.0  # connect, handshake and namespace check; a process fails within 10 s

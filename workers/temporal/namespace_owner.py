@@ -22,7 +22,7 @@ from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError, RPCStatusCode
 
 from workers.settings import Settings, where
-from workers.temporal_errors import TemporalSettingError
+from workers.temporal.errors import TemporalSettingError
 from workflows.garbage_collection import OWNER_MEMO, WORKFLOW_ID, GarbageCollectorState, GarbageCollectorWorkflow
 
 

@@ -8,7 +8,7 @@ attributes belong to one namespace (a self-hosted cluster with SQL visibility, T
 namespace a worker serves needs them.
 
 `check_search_attributes` lists the namespace's custom search attributes (OperatorService
-ListSearchAttributes, after workers.temporal_client.connect found the namespace) and raises
+ListSearchAttributes, after workers.temporal.client.connect found the namespace) and raises
 TemporalSettingError with one message naming the missing ones, and the ones of another type, and the
 commands that create them: `temporal operator search-attribute create` (self-hosted; `--name N --type T`
 per attribute) and `tcld namespace search-attributes add` (Temporal Cloud; `--search-attribute "N=T"`
@@ -33,7 +33,7 @@ from temporalio.common import SearchAttributeIndexedValueType as IndexedType
 from temporalio.service import RPCError
 
 from workers.settings import Settings, where
-from workers.temporal_errors import TemporalSettingError
+from workers.temporal.errors import TemporalSettingError
 from workflows import search_attributes as sa
 
 log = logging.getLogger(__name__)

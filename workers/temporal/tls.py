@@ -15,7 +15,7 @@ from pathlib import Path
 from temporalio.client import TLSConfig
 
 from workers.settings import Settings, where
-from workers.temporal_errors import TemporalSettingError
+from workers.temporal.errors import TemporalSettingError
 
 
 class _EncryptedKeyError(Exception):

@@ -1,4 +1,4 @@
-"""The worker's start-up check of its namespace's search attributes (workers.search_attribute_check)
+"""The worker's start-up check of its namespace's search attributes (workers.temporal.search_attribute_check)
 against a real Temporal dev server: the `default` namespace has nodeflow's (as the local stack registers
 them), namespaces registered afterwards have none or some of another type."""
 
@@ -21,9 +21,9 @@ from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
 from temporalio.client import Client
 
 from tests.workflows.conftest import dev_server
-from workers.search_attribute_check import check_search_attributes
 from workers.settings import Settings
-from workers.temporal_client import TemporalSettingError, connect
+from workers.temporal.client import TemporalSettingError, connect
+from workers.temporal.search_attribute_check import check_search_attributes
 from workflows import search_attributes as sa
 
 REPO = Path(__file__).resolve().parents[3]

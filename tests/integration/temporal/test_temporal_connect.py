@@ -1,4 +1,4 @@
-"""workers.temporal_client.connect against a real Temporal dev server: plain, and over TLS through a
+"""workers.temporal.client.connect against a real Temporal dev server: plain, and over TLS through a
 TLS-terminating proxy (the dev server serves plain gRPC only), with and without a client certificate.
 Every failure is one line naming the setting, well within 10 seconds."""
 
@@ -17,9 +17,9 @@ import pytest
 from tests.tls_certs import Pki, make_pki
 from tests.tls_proxy import server_context, tls_proxy
 from tests.workflows.conftest import dev_server
-from workers.namespace_owner import claim_namespace, namespace_owner
 from workers.settings import Settings
-from workers.temporal_client import TemporalSettingError, connect
+from workers.temporal.client import TemporalSettingError, connect
+from workers.temporal.namespace_owner import claim_namespace, namespace_owner
 from workflows.garbage_collection import WORKFLOW_ID, GarbageCollectorState, GarbageCollectorWorkflow
 
 FAIL_WITHIN_SECONDS = 10.0

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from workers.build_id import build_id, build_labels, workflow_code_digest
+from workers.temporal.build_id import build_id, build_labels, workflow_code_digest
 
 
 def test_the_build_id_names_the_version_and_the_workflow_code() -> None:

@@ -14,7 +14,7 @@ from kube import resources as r
 from tests.unit.activities.memkube import MemKube
 from workers import watchers
 from workers.reconcile import adopt_node_claims
-from workers.starter import TemporalStarter
+from workers.temporal.starter import TemporalStarter
 from workflows.nodeclaim_state import ClaimSettings, NodeClaimInput, node_claim_input, node_claim_input_from_object
 
 SETTINGS = ClaimSettings(registration_ttl="20m")
@@ -47,8 +47,8 @@ def test_a_claim_without_termination_grace_period_has_none() -> None:
 class RecordingStarter(TemporalStarter):
     """A TemporalStarter without a client that records the inputs it would start workflows with."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
-        super().__init__(None, "tq", loop or asyncio.new_event_loop(), "20m")  # type: ignore[arg-type]
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(None, "tq", loop, "20m")  # type: ignore[arg-type]
         self.inputs: list[NodeClaimInput] = []
         self.signals: list[int] = []
 
@@ -62,8 +62,12 @@ class RecordingStarter(TemporalStarter):
 def test_adoption_and_the_provisioner_start_claims_with_the_same_input() -> None:
     kube = MemKube()
     kube.create(r.NODECLAIM, claim_obj(expireAfter="168h"))
-    adopter = RecordingStarter()
-    asyncio.run(adopt_node_claims(kube, adopter))
+    loop = asyncio.new_event_loop()  # the starter's; unused here, closed so that it does not leak
+    try:
+        adopter = RecordingStarter(loop)
+        asyncio.run(adopt_node_claims(kube, adopter))
+    finally:
+        loop.close()
     (adopted,) = adopter.inputs
     assert adopted == node_claim_input_from_object(kube.get(r.NODECLAIM, "default-abcde"), SETTINGS)
 

@@ -1,10 +1,10 @@
-"""workers.payload_converter: one pydantic payload converter per process, with pydantic's wire format."""
+"""workers.temporal.payload_converter: one pydantic payload converter per process, with pydantic's wire format."""
 
 from __future__ import annotations
 
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from workers.payload_converter import SharedPydanticPayloadConverter, shared_pydantic_data_converter
+from workers.temporal.payload_converter import SharedPydanticPayloadConverter, shared_pydantic_data_converter
 from workflows.nodeclaim_state import NodeClaimInput, NodeClaimState, input_json
 
 

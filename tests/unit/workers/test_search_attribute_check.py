@@ -1,4 +1,4 @@
-"""workers.search_attribute_check without a server: what is lacking, the commands, and a refused or slow
+"""workers.temporal.search_attribute_check without a server: what is lacking, the commands, and a refused or slow
 list (Temporal Cloud may refuse ListSearchAttributes to an API key) is a warning, not an exit."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
-from workers.search_attribute_check import Lacking, check_search_attributes, create_commands, lacking
 from workers.settings import Settings
+from workers.temporal.search_attribute_check import Lacking, check_search_attributes, create_commands, lacking
 from workflows import search_attributes as sa
 
 KEYWORD, TEXT = 2, 1  # temporal.api.enums.v1.IndexedValueType
@@ -71,7 +71,7 @@ async def test_a_list_the_server_will_not_give_is_a_warning_with_the_commands(
     client: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     settings = Settings(temporal_namespace="prod.a1b2c")
-    with caplog.at_level(logging.WARNING, logger="workers.search_attribute_check"):
+    with caplog.at_level(logging.WARNING, logger="workers.temporal.search_attribute_check"):
         await check_search_attributes(client, settings, timeout=0.05)
     [record] = caplog.records
     assert "starting anyway" in record.getMessage()

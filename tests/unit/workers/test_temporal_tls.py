@@ -12,8 +12,8 @@ from temporalio.client import TLSConfig
 
 from tests.tls_certs import Pki, make_pki
 from workers.settings import Settings, add_arguments
-from workers.temporal_errors import TemporalSettingError, describe_connect_failure
-from workers.temporal_tls import check_ca, check_client_pair, tls_config
+from workers.temporal.errors import TemporalSettingError, describe_connect_failure
+from workers.temporal.tls import check_ca, check_client_pair, tls_config
 
 
 @pytest.fixture(scope="module")

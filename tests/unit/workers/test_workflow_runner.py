@@ -1,11 +1,11 @@
-"""workers.workflow_runner.without_start_view: what a run is handed of its start activation."""
+"""workers.temporal.workflow_runner.without_start_view: what a run is handed of its start activation."""
 
 from __future__ import annotations
 
 from temporalio.api.common.v1 import Payload
 from temporalio.bridge.proto.workflow_activation import WorkflowActivation
 
-from workers.workflow_runner import without_start_view
+from workers.temporal.workflow_runner import without_start_view
 
 
 def _payload(data: bytes) -> Payload:
