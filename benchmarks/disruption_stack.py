@@ -406,8 +406,8 @@ def run_replace_wait(
 ) -> dict[str, Any]:
     """See the module docstring: per replace command, its replacement Initialized -> its original
     deleting."""
-    from activities.replace import REPLACEMENT_OF_ANNOTATION
     from kube import resources as r
+    from scheduling.disruption.replace import REPLACEMENT_OF_ANNOTATION
 
     result: dict[str, Any] = {"benchmark": "replace-wait", "nodes": nodes, "node_ready_delay": ready_delay}
     with warm_stack(state_dir, node_ready_delay=ready_delay) as stack:

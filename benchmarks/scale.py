@@ -566,7 +566,7 @@ def _default_result(activity_name: str) -> Any:
 
     from pydantic import BaseModel
 
-    from activities.lifecycle import PHASES
+    from activities.nodeclaim.lifecycle import PHASES
 
     method = next((getattr(phase, activity_name) for phase in PHASES if hasattr(phase, activity_name)), None)
     if method is None:

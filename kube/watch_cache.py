@@ -30,6 +30,8 @@ from typing import Any
 from kube import resources as r
 from kube.types import Kube, Obj
 
+# What the leader watches and its cache holds (workers.watchers runs the watches).
+WATCHED = (r.POD, r.NODE, r.NODECLAIM, r.NODEPOOL, r.EC2NODECLASS)
 SHARED_STRING_CHARS = 64  # longer strings (a container image digest, an annotation) are rarely repeated
 
 

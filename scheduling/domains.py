@@ -21,7 +21,7 @@ from scheduling.pools import Pool
 from scheduling.requirements import EMPTY, Req, Requirements
 from scheduling.taints import untolerated
 from scheduling.targets import BIG, NodeTarget, Target
-from scheduling.topology import AFFINITY, ANTI, SPREAD, Topology
+from scheduling.topology import AFFINITY, ANTI, SPREAD, Group, Term, Topology
 
 MAX_PINS = 16
 
@@ -111,17 +111,7 @@ class Domains:
             if term.key != key:
                 continue
             group = self.topology.group(term)
-            mine = id(group) in state.self_match
-            if term.kind == SPREAD:
-                lowest = 0 if len(universe) < term.min_domains else min(group.count(d) for d in universe)
-                allowed = [d for d in allowed if group.count(d) + int(mine) - lowest <= term.max_skew]
-                for d in universe:
-                    spread_counts[d] += group.count(d)
-            elif term.kind == AFFINITY:
-                if not (group.total == 0 and mine):
-                    allowed = [d for d in allowed if group.count(d) > 0]
-            else:
-                allowed = [d for d in allowed if group.count(d) == 0]
+            allowed = _narrow(allowed, universe, term, group, id(group) in state.self_match, spread_counts)
             if not allowed:
                 return [], f"{term.describe()}: no {key} domain satisfies it (domains: {', '.join(universe)})"
         for group in state.inverse:
@@ -162,3 +152,20 @@ class Domains:
             values.add(value)
         found = self.universe_cache[cache_key] = sorted(values)
         return found
+
+
+def _narrow(
+    allowed: list[str], universe: list[str], term: Term, group: Group, mine: bool, spread_counts: dict[str, int]
+) -> list[str]:
+    """The domains of `allowed` the term leaves (`mine`: the pod matches the term's own selector); a spread
+    term also adds its group's counts to `spread_counts`."""
+    if term.kind == SPREAD:
+        lowest = 0 if len(universe) < term.min_domains else min(group.count(d) for d in universe)
+        for d in universe:
+            spread_counts[d] += group.count(d)
+        return [d for d in allowed if group.count(d) + int(mine) - lowest <= term.max_skew]
+    if term.kind == AFFINITY:
+        if group.total == 0 and mine:
+            return allowed
+        return [d for d in allowed if group.count(d) > 0]
+    return [d for d in allowed if group.count(d) == 0]

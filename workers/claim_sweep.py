@@ -10,7 +10,7 @@ one reaches their instances:
   changes without any spec change is what the node class resolves to in EC2: an AMI released behind an
   `@latest` alias (or a newer image matching the amiSelectorTerms), a subnet or security group tagged or
   untagged, an instance type no longer offered. The sweep judges every drift reason (scheduling.drift,
-  with the facts gathered as the running check gathers them, activities.drift: at most one cloud lookup
+  with the facts gathered as the running check gathers them, activities.nodeclaim.drift: at most one cloud lookup
   per node class per RESOLVED_TTL_SECONDS, one instance listing for the whole cluster, the offered
   instance types once per catalog refresh), so a spec change made while no worker led, or a trigger
   signal that failed, is caught here too. It signals `check_drift` only to the claims whose finding
@@ -43,7 +43,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from activities.drift import (
+from activities.nodeclaim.drift import (
     RESOLVED_TTL_SECONDS,
     InstanceNetworks,
     OfferedInstanceTypes,

@@ -1,4 +1,4 @@
-"""The cluster-state gauges (activities.metrics), Karpenter's: per node `karpenter_nodes_allocatable`,
+"""The cluster-state gauges (activities.metrics.registry), Karpenter's: per node `karpenter_nodes_allocatable`,
 `_total_pod_requests`, `_total_pod_limits`, `_total_daemon_requests`, `_total_daemon_limits`,
 `_system_overhead` and `_current_lifetime_seconds`; `karpenter_nodepools_usage` and
 `karpenter_nodepools_limit` per NodePool; `karpenter_cluster_utilization_percent`, each by resource type;
@@ -35,7 +35,7 @@ bound, Ready, ended or deleted.
 Every OFFERINGS_REFRESH_SECONDS it reads the instance-type catalog (the cloud provider's cached one) and
 shows it to `karpenter_cloudprovider_instance_type_offering_available` and `_price_estimate` (by instance
 type, capacity type and zone) and `karpenter_cloudprovider_instance_type_cpu_cores` and `_memory_bytes`,
-which render it when scraped (activities.cluster_state_metrics.CatalogGauges).
+which render it when scraped (activities.metrics.cluster_state.CatalogGauges).
 """
 
 from __future__ import annotations
@@ -48,16 +48,16 @@ from datetime import UTC, datetime
 
 from prometheus_client import Gauge
 
-from activities import drain
-from activities.cluster_state_metrics import quantities_as_numbers
-from activities.metric_labels import node_labels, seconds_since
-from activities.metrics import Metrics
+from activities.metrics.cluster_state import quantities_as_numbers
+from activities.metrics.labels import node_labels, seconds_since
+from activities.metrics.registry import Metrics
 from activities.nodepool_status import pool_resources
 from apis import labels
 from cloudprovider.types import CloudProvider
 from kube import resources as r
 from kube.types import Obj
 from kube.watch_cache import WatchCache
+from scheduling import drain
 from scheduling.resources import pod_requests
 from workers.condition_metrics import Key, Reading, condition_gauges, read_conditions, transitions
 

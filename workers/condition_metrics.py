@@ -1,4 +1,4 @@
-"""Karpenter's status-condition metrics (`operator_<kind>_status_condition_*`, activities.metrics
+"""Karpenter's status-condition metrics (`operator_<kind>_status_condition_*`, activities.metrics.registry
 .ConditionMetrics) of NodeClaims, NodePools, Nodes and EC2NodeClasses, from the objects the leader's
 cluster-state refresh reads (workers.cluster_metrics). Pure.
 
@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from activities.metric_labels import seconds_since
+from activities.metrics.labels import seconds_since
 from kube.types import Obj
 
 Key = tuple[str, str, str]  # (namespace, name, condition type)

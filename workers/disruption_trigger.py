@@ -3,7 +3,7 @@
 Karpenter's disruption controller decides every 10 s in memory. nodeflow's controller is a workflow, so
 deciding there every 10 s costs a timer and an activity each time (17,280 billable Temporal actions a
 day on an idle cluster). Instead the leader decides every `interval` seconds here, outside any workflow,
-with the same code as the controller's `decide_disruption` activity (activities.disruption `look_ahead`:
+with the same code as the controller's `decide_disruption` activity (activities.disruption.decision `look_ahead`:
 a fresh snapshot, the Consolidatable conditions, events and metrics published as the activity does), and
 sends the controller `wake` only when the decision is news. A look finds no news without deciding while
 the cluster is settled, as Karpenter skips a consolidated cluster: unchanged since passes that found no
@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from activities.disruption import DecideInput, DisruptionRound, LookAhead
+from activities.disruption.decision import DecideInput, DisruptionRound, LookAhead
 
 log = logging.getLogger(__name__)
 RESIGNAL_SECONDS = 60.0

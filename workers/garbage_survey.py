@@ -19,7 +19,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from activities.garbage_collection import CollectInput, GarbageCollectionActivities
+from activities.garbage_collection.collector import CollectInput, GarbageCollectionActivities
 from kube.watch_cache import WatchCache
 from workers.periodic import every
 

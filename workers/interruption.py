@@ -25,7 +25,7 @@ Kubernetes watchers: it long-polls the queue and handles each batch, acting thro
 - A malformed or unknown message is counted (`counts.unknown`), logged with its message id and the
   reason, and deleted; the consumer carries on.
 
-Metrics (activities.metrics, Karpenter's names): every message received counts in
+Metrics (activities.metrics.registry, Karpenter's names): every message received counts in
 `karpenter_interruption_received_messages_total` by `message_type` (MESSAGE_TYPES, `unknown` for one
 that does not parse), every delete in `karpenter_interruption_deleted_messages_total` (and, when the
 event says when it happened, the time since in `karpenter_interruption_message_queue_duration_seconds`),
@@ -48,8 +48,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from activities.metric_labels import owner_labels, seconds_since
-from activities.metrics import Metrics
+from activities.metrics.labels import owner_labels, seconds_since
+from activities.metrics.registry import Metrics
 from apis import labels
 from cloudprovider.aws.interruption_messages import (
     ACTIONS,

@@ -1,7 +1,7 @@
 """The worker's two Prometheus endpoints, both served on all interfaces:
 
 - `--metrics-port` (default 8080, as Karpenter's): `/metrics`, nodeflow's Karpenter-named metrics
-  (activities.metrics) and the process's own (`process_*`, `python_gc_*`, `python_info`), exposed by
+  (activities.metrics.registry) and the process's own (`process_*`, `python_gc_*`, `python_info`), exposed by
   prometheus-client's HTTP server in a daemon thread;
 - `--temporal-metrics-port` (default 8082): the Temporal SDK's metrics (`temporal_*`: workflow task
   latencies, schedule-to-start, sticky cache hits and size, activity latencies and failures, pollers,

@@ -20,8 +20,8 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from activities.metric_labels import owner_labels
-from activities.metrics import Metrics
+from activities.metrics.labels import owner_labels
+from activities.metrics.registry import Metrics
 from kube import resources as r
 from kube.errors import KubeError
 from kube.types import Kube, Obj

@@ -155,7 +155,7 @@ Lease more often. `health_probe_port` serves /healthz and /readyz (workers.healt
 0 turns the server off.
 
 Metrics (workers.metrics_server): `metrics_port` serves `/metrics` on all interfaces, with Karpenter's
-metric names (activities.metrics), on Karpenter's default port; `temporal_metrics_port` serves the
+metric names (activities.metrics.registry), on Karpenter's default port; `temporal_metrics_port` serves the
 Temporal SDK's own metrics (`temporal_*`) at `/metrics` on a second port. 0 turns either off.
 """
 

@@ -2,7 +2,7 @@
 
 Karpenter's NodePool and EC2NodeClass status controllers reconcile whether or not pods are pending. Here
 the leader does, every `interval` seconds (60 by default), in a thread of its own: what a provisioning
-round does before it schedules (activities.provisioning_status: what each EC2NodeClass's selectors
+round does before it schedules (activities.provisioning.status: what each EC2NodeClass's selectors
 resolve to and its conditions, its finalizer, its termination once deleted; each NodePool's conditions;
 a Warning Event for each new problem), writing only what changed. So status follows what no
 pod event announces: a subnet tagged, an AMI released, an EC2NodeClass fixed or deleted.

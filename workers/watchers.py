@@ -10,12 +10,12 @@
   controller keeps it; see its docstring.
 - DeletionWatcher: a NodeClaim or a Node (holding our finalizer) being deleted, or a NodeClaim removed
   -> `delete` signal to the claim's workflow. Running claims do not poll: this watch, and the garbage
-  collector's rounds behind it (activities.garbage_collection), are how they learn they are going away.
+  collector's rounds behind it (activities.garbage_collection.collector), are how they learn they are going away.
   The same two watches tell a claim waiting for its Node (launched, not Initialized) that the Node
   appeared or changed: `node_changed`, once per change of what registration and initialization look at
   (the Node's Ready condition and taints), so those phases wait on the watch instead of polling. The
   Node watch also keeps the worker's NodeDirectory (providerID -> Node), so registration finds a claim's
-  Node without listing every Node (activities.node_directory).
+  Node without listing every Node (kube.node_directory).
 - DriftTrigger: a NodePool's or EC2NodeClass's spec changed (its generation rose) -> `check_drift`
   signal to each of its claims' workflows (at most SIGNALS_PER_SECOND), so drift is marked within
   seconds rather than at the next periodic check.
@@ -42,11 +42,11 @@ from collections.abc import Callable, Coroutine, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from activities import ownership
-from activities.node_directory import NodeDirectory
+from activities.nodeclaim import ownership
 from apis import labels
 from kube import resources as r
 from kube.errors import KubeError, NotFoundError
+from kube.node_directory import NodeDirectory
 from kube.reflector import Reflector
 from kube.types import Kube, Obj
 from kube.watch_cache import WatchCache, read
@@ -65,7 +65,6 @@ POD_EVENT_FLUSH_SECONDS = 1.0
 CLAIM_INDEX_SECONDS = 30.0
 MAX_INDEXED_NODES = 50_000
 # The resources the watchers below list and watch, together: what a WatchCache they share can keep.
-WATCHED = (r.POD, r.NODE, r.NODECLAIM, r.NODEPOOL, r.EC2NODECLASS)
 
 
 class _Watcher:

@@ -19,15 +19,14 @@ from typing import Protocol
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from activities.disruption import DecideInput, DisruptionActivities, DisruptionRound, LookAhead
-from activities.disruption_execution import DisruptionExecution
-from activities.garbage_collection import GarbageCollectionActivities
-from activities.lifecycle import node_claim_activities
-from activities.manual_replacement import ManualReplacement
-from activities.metered_cloud import MeteredCloudProvider
-from activities.metrics import Metrics
-from activities.node_directory import NodeDirectory
-from activities.provisioning import ProvisioningActivities
+from activities.disruption.decision import DecideInput, DisruptionActivities, DisruptionRound, LookAhead
+from activities.disruption.execution import DisruptionExecution
+from activities.disruption.manual_replacement import ManualReplacement
+from activities.garbage_collection.collector import GarbageCollectionActivities
+from activities.metrics.metered_cloud import MeteredCloudProvider
+from activities.metrics.registry import Metrics
+from activities.nodeclaim.lifecycle import node_claim_activities
+from activities.provisioning.provisioner import ProvisioningActivities
 from cloudprovider.aws.factory import new_aws_cloud_provider, new_interruption_queue, resolve_eks_cluster
 from cloudprovider.aws.provider import AWSCloudProvider
 from cloudprovider.types import CloudProvider
@@ -36,8 +35,9 @@ from kube import resources as r
 from kube.client import KubeClient
 from kube.events import EventRecorder
 from kube.leases import LeaseClient
+from kube.node_directory import NodeDirectory
 from kube.types import Kube
-from kube.watch_cache import WatchCache
+from kube.watch_cache import WATCHED, WatchCache
 from scheduling.provisionable import is_provisionable
 from workers.claim_sweep import ClaimSweep
 from workers.cluster_metrics import ClusterStateMetrics
@@ -63,7 +63,7 @@ from workers.temporal.search_attribute_check import check_search_attributes
 from workers.temporal.starter import TemporalStarter
 from workers.temporal.workflow_runner import CompactWorkflowRunner
 from workers.tracing import Tracing
-from workers.watchers import WATCHED, DeletionWatcher, DriftTrigger, PodWatcher
+from workers.watchers import DeletionWatcher, DriftTrigger, PodWatcher
 from workflows.disruption import (
     POLL,
     DisruptionControllerWorkflow,

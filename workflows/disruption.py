@@ -3,10 +3,10 @@ Karpenter does.
 
 Each round runs `decide_disruption` on a fresh snapshot. A command is validated as
 Karpenter does: wait VALIDATION (15 s, a durable timer), decide again on fresh state, and act only if the
-same command (same method, action and candidates: activities.disruption.confirms) comes out; anything
+same command (same method, action and candidates: activities.disruption.decision.confirms) comes out; anything
 that changed in between (a pod arrived, a do-not-disrupt pod landed, a PDB or budget closed) abandons it,
 and the validating decision counts it as a failed validation. Acting, each step an activity
-(activities.disruption_execution):
+(activities.disruption.execution):
 
 1. `start_disruption`: taint the candidates `karpenter.sh/disrupted:NoSchedule`, condition
    `DisruptionReason`, event;
@@ -24,13 +24,13 @@ and the validating decision counts it as a failed validation. Acting, each step 
 A worker killed at any line resumes the command where it was: the taint ends in the abort path or the
 drain, never left; replacement names derive from the run and round, so a retried launch finds them. A
 controller terminated by hand mid-command, or Karpenter uninstalled mid-command, does leave marks: each
-decision first clears the marks nothing acts on, as Karpenter's controller does (activities.stale_marks),
+decision first clears the marks nothing acts on, as Karpenter's controller does (activities.disruption.stale_marks),
 but those of the NodeClaims signalled to delete in the last HANDOVER (`handed_over`).
 
 Manual replaces: the `replace` signal (NodeClaim name, reason; sent by `nodeflow replace` and forwarded by
 a NodeClaim workflow's own `replace` signal) queues a request, deduplicated by name, which wakes the poll.
 Queued requests run at the start of the next round, before its decision, one command each of method
-`Manual` (activities.manual_replacement): the same steps as above, the replacement being a copy of the
+`Manual` (activities.disruption.manual_replacement): the same steps as above, the replacement being a copy of the
 original on its NodePool's template as it is now. They bypass budgets, consolidation policy and
 `executable_methods`; a claim gone, without a Node yet, or already being disrupted is skipped, recorded.
 
@@ -65,16 +65,16 @@ from temporalio.client import Client
 from temporalio.common import RetryPolicy, WorkflowIDConflictPolicy
 from temporalio.exceptions import ActivityError
 
-from activities.disruption import DecideInput, DisruptionActivities, DisruptionRound, confirms
-from activities.disruption_execution import (
+from activities.disruption.decision import DecideInput, DisruptionActivities, DisruptionRound, confirms
+from activities.disruption.execution import (
     AbortInput,
     DisruptionExecution,
     LaunchReplacementsInput,
     SignalInput,
     StartInput,
 )
-from activities.manual_replacement import MANUAL, LaunchManualInput, ManualReplacement, ManualRequest
-from activities.provisioning_models import ProvisionRound
+from activities.disruption.manual_replacement import MANUAL, LaunchManualInput, ManualReplacement, ManualRequest
+from activities.provisioning.models import ProvisionRound
 from scheduling.disruption import Command, stale
 from scheduling.disruption.model import METHOD_ORDER
 from workflows import timing
@@ -201,7 +201,7 @@ class DisruptionControllerWorkflow:
     def _handed_over(self) -> list[str]:
         """The NodeClaims signalled to delete within HANDOVER (older entries are dropped): their
         `karpenter.sh/disrupted` taints are in use while their workflows begin their termination, and the
-        decision's clearing of stale taints (activities.stale_marks) leaves them."""
+        decision's clearing of stale taints (activities.disruption.stale_marks) leaves them."""
         since = workflow.now() - HANDOVER
         self.state.handed_over = {name: at for name, at in self.state.handed_over.items() if at > since}
         return sorted(self.state.handed_over)

@@ -3,7 +3,7 @@ deletes NodeClaims whose instance is gone.
 
 A round runs the `collect_leaked_instances` activity, which terminates live instances of the cluster
 whose NodeClaim does not exist and which launched at least `min_age_seconds` ago, and deletes registered
-NodeClaims whose instance no longer exists and whose Node is not Ready (activities.garbage_collection).
+NodeClaims whose instance no longer exists and whose Node is not Ready (activities.garbage_collection.collector).
 One runs when the workflow starts, when its settings change, on the `collect` signal, and otherwise after
 BACKSTOP. The leader looks every `interval_seconds` at what a round would act on (workers.garbage_survey,
 the same checks, acting on nothing) and signals `collect` only when there is something, so a cluster with
@@ -33,7 +33,7 @@ from temporalio.client import Client
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
-from activities.garbage_collection import (
+from activities.garbage_collection.collector import (
     DEFAULT_MIN_AGE_SECONDS,
     CollectInput,
     GarbageCollectionActivities,

@@ -52,11 +52,11 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
-from activities.initialization import InitializationActivities
-from activities.launch import LaunchActivities, LaunchFailedInput
-from activities.models import ClaimIdentity
-from activities.registration import FindNodeInput, RegistrationActivities
-from activities.running import DriftCheckInput, RunningActivities
+from activities.nodeclaim.initialization import InitializationActivities
+from activities.nodeclaim.launch import LaunchActivities, LaunchFailedInput
+from activities.nodeclaim.models import ClaimIdentity
+from activities.nodeclaim.registration import FindNodeInput, RegistrationActivities
+from activities.nodeclaim.running import DriftCheckInput, RunningActivities
 from apis.duration import parse_duration
 from workflows import timing
 from workflows.disruption import SIGNAL_REPLACE as DISRUPTION_REPLACE

@@ -14,9 +14,9 @@ from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
-from activities.initialization import InitializationResult
-from activities.models import ClaimIdentity, ClaimRef
-from activities.running import DriftResult
+from activities.nodeclaim.initialization import InitializationResult
+from activities.nodeclaim.models import ClaimIdentity, ClaimRef
+from activities.nodeclaim.running import DriftResult
 from workflows import search_attributes as sa
 from workflows import timing
 from workflows.disruption import SIGNAL_REPLACEMENT_READY as DISRUPTION_READY

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from temporalio import workflow
 
-from activities.models import ClaimIdentity
-from activities.termination import BeginTerminationInput, DrainInput, TerminateInput, TerminationActivities
+from activities.nodeclaim.models import ClaimIdentity
+from activities.nodeclaim.termination import BeginTerminationInput, DrainInput, TerminateInput, TerminationActivities
 from apis.duration import parse_duration
 from workflows import timing
 from workflows.nodeclaim_base import NodeClaimWorkflowBase

@@ -17,8 +17,8 @@ from datetime import datetime, timedelta
 from pydantic import BaseModel
 from temporalio import workflow
 
-from activities.provisioning import ProvisioningActivities
-from activities.provisioning_models import ApplyPlanInput, ProvisionPlan, ProvisionRound
+from activities.provisioning.models import ApplyPlanInput, ProvisionPlan, ProvisionRound
+from activities.provisioning.provisioner import ProvisioningActivities
 from workflows import signal_traces, timing
 
 WORKFLOW_ID = "provisioner"

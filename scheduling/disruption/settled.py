@@ -15,7 +15,7 @@ a new price) is judged again. nodeflow's look ahead (workers.disruption_trigger)
   resourceVersions, and for the catalog its offerings (price, availability). Equal keys mean the same
   input. A key has two parts, `watched` (what the leader's watches see change: Nodes, bound
   pods, NodeClaims, NodePools, EC2NodeClasses) and `side` (the rest), so a caller that knows from its
-  watches that the first has not changed need only read what the second covers (activities.disruption).
+  watches that the first has not changed need only read what the second covers (activities.disruption.decision).
 - `Settlement`: what the passes over one key found. The key is settled once every method has had its
   say: no pass found a command, some pass ran to its end (not cut short by its time budget), and every
   single-node consolidation candidate was evaluated by some pass (a pass simulates at most

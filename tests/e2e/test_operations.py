@@ -22,10 +22,10 @@ import pytest
 import yaml
 from temporalio.client import Client
 
-from activities.replace import REPLACEMENT_OF_ANNOTATION
 from devstack.stack import DevStack
 from kube import resources as r
 from kube.errors import NotFoundError
+from scheduling.disruption.replace import REPLACEMENT_OF_ANNOTATION
 from tests.e2e.conftest import REPO, assert_one_instance_per_claim, claim_of_node, deployment, nodeflow, pods_of
 from tests.eventually import eventually
 from workers.cli.dev import stack_config

@@ -141,12 +141,12 @@ def test_the_worker_never_changes_the_administrators_nodepools_and_ec2nodeclasse
     assert {v for g, r, v in granted if r == "ec2nodeclasses"} <= {"get", "list", "watch", "patch"}
     writers = {
         p.name
-        for p in (ROOT / "activities").glob("*.py")
+        for p in (ROOT / "activities").rglob("*.py")
         for line in p.read_text().splitlines()
         if "patch(r.EC2NODECLASS" in line and 'subresource="status"' not in line
     }
     assert writers == {"nodeclass_termination.py"}
-    termination = (ROOT / "activities" / "nodeclass_termination.py").read_text()
+    termination = (ROOT / "activities" / "provisioning" / "nodeclass_termination.py").read_text()
     assert 'patch = {"metadata": {"finalizers": finalizers, "resourceVersion"' in termination
 
 

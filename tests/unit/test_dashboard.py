@@ -8,7 +8,7 @@ import json
 
 from prometheus_client import CollectorRegistry
 
-from activities.metrics import Metrics
+from activities.metrics.registry import Metrics
 from tests.dashboard import DASHBOARD, dashboard_metrics, expressions, load, metric_names
 from workers.metrics_server import add_process_collectors
 

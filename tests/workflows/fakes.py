@@ -8,19 +8,19 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.initialization import InitializationResult
-from activities.launch import LaunchFailedInput, LaunchOutcome
-from activities.models import ClaimIdentity, ClaimRef
-from activities.provisioning_models import ApplyPlanInput, ApplyPlanResult, ProvisionPlan, ProvisionRound
-from activities.registration import FindNodeInput, Registration
-from activities.running import ClaimLiveness, DriftCheckInput, DriftResult, RunningCheck
-from activities.termination import (
+from activities.nodeclaim.initialization import InitializationResult
+from activities.nodeclaim.launch import LaunchFailedInput, LaunchOutcome
+from activities.nodeclaim.models import ClaimIdentity, ClaimRef
+from activities.nodeclaim.registration import FindNodeInput, Registration
+from activities.nodeclaim.running import ClaimLiveness, DriftCheckInput, DriftResult, RunningCheck
+from activities.nodeclaim.termination import (
     BeginTerminationInput,
     DrainInput,
     DrainProgress,
     TerminateInput,
     TerminateResult,
 )
+from activities.provisioning.models import ApplyPlanInput, ApplyPlanResult, ProvisionPlan, ProvisionRound
 
 
 @dataclass

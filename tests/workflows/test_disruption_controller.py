@@ -16,15 +16,15 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
-from activities.disruption import DecideInput, DisruptionRound
-from activities.disruption_execution import (
+from activities.disruption.decision import DecideInput, DisruptionRound
+from activities.disruption.execution import (
     AbortInput,
     LaunchReplacementsInput,
     ReplacementsState,
     SignalInput,
     StartInput,
 )
-from activities.manual_replacement import LaunchManualInput, ManualPlan, ManualRequest
+from activities.disruption.manual_replacement import LaunchManualInput, ManualPlan, ManualRequest
 from scheduling.disruption import CandidateRef, Command
 from scheduling.types import PlannedNodeClaim
 from tests.eventually import eventually_async

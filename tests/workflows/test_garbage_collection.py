@@ -19,14 +19,14 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
-from activities.garbage import lost_node
-from activities.garbage_collection import (
+from activities.garbage_collection.collector import (
     CollectInput,
     CollectResult,
     GarbageCollectionActivities,
     LeakedInstance,
     LostClaim,
 )
+from activities.garbage_collection.predicates import lost_node
 from cloudprovider.fake import FakeCloudProvider
 from cloudprovider.types import TAG_CLUSTER_PREFIX, TAG_NODECLAIM
 from kube.errors import ServerError

@@ -24,7 +24,7 @@ from temporalio import activity
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer, Worker
 
-from activities.provisioning_models import ApplyPlanInput, ApplyPlanResult, ProvisionPlan, ProvisionRound
+from activities.provisioning.models import ApplyPlanInput, ApplyPlanResult, ProvisionPlan, ProvisionRound
 from scheduling.types import PlannedNodeClaim
 from tests.eventually import eventually_async
 from tests.workflows.conftest import dev_server

@@ -1,7 +1,7 @@
 """The disruption controller's decisions, replayed on a snapshot: what `nodeflow simulate --disruption` prints.
 
 No I/O: given a `DisruptionInput` (from manifests, `input_from_manifests`, or read from a cluster,
-activities.disruption_snapshot), `replay` runs `scheduling.disruption.decide` repeatedly. After each
+activities.disruption.snapshot), `replay` runs `scheduling.disruption.decide` repeatedly. After each
 command it applies the command's effect to the snapshot, as if the controller had executed it and the
 command had completed:
 

@@ -5,7 +5,7 @@
 The cluster is found as kubectl finds it: --kubeconfig and --context, else the KUBECONFIG files, else
 ~/.kube/config, else the pod's service account (workers.cli.cluster_reads.build_kube).
 
-Reads the cluster as the disruption controller does (activities.disruption_snapshot: Nodes, NodeClaims,
+Reads the cluster as the disruption controller does (activities.disruption.snapshot: Nodes, NodeClaims,
 bound pods, PodDisruptionBudgets, NodePools, EC2NodeClasses), with the built-in AWS instance-type catalog
 (or --instance-types FILE), runs the controller's decision (scheduling.disruption.decide) and prints:
 
@@ -418,7 +418,7 @@ def run(
         return 2
     errors: list[str] = []
     try:
-        from activities.disruption_snapshot import read_disruption_input
+        from activities.disruption.snapshot import read_disruption_input
 
         kube = kube if kube is not None else build_kube(args.kubeconfig, getattr(args, "context", None))
         try:

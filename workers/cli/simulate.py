@@ -212,9 +212,9 @@ def read_cluster(
     kubeconfig: str | None, catalog: list[InstanceType], now: datetime, errors: list[str], context: str | None = None
 ) -> Any:
     """The controller's snapshot of the cluster found from `kubeconfig` and `context` as kubectl finds it
-    (workers.cli.cluster_reads.build_kube; activities.disruption_snapshot); invalid objects are named in
+    (workers.cli.cluster_reads.build_kube; activities.disruption.snapshot); invalid objects are named in
     `errors`. Raises ClusterReadError when no client can be built or the API cannot be read."""
-    from activities.disruption_snapshot import read_disruption_input
+    from activities.disruption.snapshot import read_disruption_input
 
     kube = build_kube(kubeconfig, context)
     try:

@@ -26,7 +26,7 @@ START_TIMEOUT_SECONDS = 30.0
 
 
 class TemporalStarter:
-    """Implements activities.claim_launcher.WorkflowStarter over a Temporal client living on `loop`."""
+    """Implements activities.provisioning.claim_creation.WorkflowStarter over a Temporal client living on `loop`."""
 
     def __init__(
         self,
@@ -63,7 +63,7 @@ class TemporalStarter:
         )
 
     def start_node_claim(self, claim: Obj, waiter: str = "") -> None:
-        """activities.claim_launcher.WorkflowStarter: thread-safe, blocking, for activities running in the
+        """activities.provisioning.claim_creation.WorkflowStarter: thread-safe, blocking, for activities running in the
         worker's thread pool."""
         coro = self.start_node_claim_async(self.claim_input(claim, waiter))
         asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=START_TIMEOUT_SECONDS)
@@ -83,7 +83,7 @@ class TemporalStarter:
         )
 
     def signal_node_claims(self, names: list[str], signal: str, reason: str) -> list[str]:
-        """activities.disruption_execution.ClaimSignaller: signal every claim's workflow at once (each a
+        """activities.disruption.execution.ClaimSignaller: signal every claim's workflow at once (each a
         direct RPC to its own workflow); the names whose workflow was running. Thread-safe, blocking."""
 
         async def signal_all() -> list[bool]:

@@ -17,7 +17,7 @@ import pytest
 from moto.core import DEFAULT_ACCOUNT_ID as MOTO_ACCOUNT
 from moto.ec2.models import ec2_backends
 
-from activities.nodeclass_status import reservation_status
+from activities.provisioning.nodeclass_status import reservation_status
 from apis.ec2nodeclass import EC2NodeClass, ResolvedCapacityReservation
 from cloudprovider.aws.factory import new_aws_cloud_provider
 from cloudprovider.aws.instance_status import scheduled_changes
@@ -514,9 +514,9 @@ def test_a_deleted_node_class_waits_for_its_claim_then_leaves_no_template_or_own
 ) -> None:
     from temporalio.testing import ActivityEnvironment
 
-    from activities.nodeclass_termination import FINALIZER, WAITING
-    from activities.provisioning import ProvisioningActivities
-    from activities.provisioning_models import ProvisionRound
+    from activities.provisioning.models import ProvisionRound
+    from activities.provisioning.nodeclass_termination import FINALIZER, WAITING
+    from activities.provisioning.provisioner import ProvisioningActivities
     from cloudprovider.aws.nodeclass import generated_profile_name
     from kube import resources as r
     from kube.errors import NotFoundError
@@ -787,7 +787,7 @@ def test_a_node_class_placement_group_is_resolved_and_its_instances_are_placed_i
     provider: AWSCloudProvider,
     ec2,  # type: ignore[no-untyped-def]
 ) -> None:
-    from activities.claims import launched_labels
+    from activities.nodeclaim.translate import launched_labels
 
     group = ec2.create_placement_group(GroupName="it-partition", Strategy="partition", PartitionCount=3)
     group_id = group["PlacementGroup"]["GroupId"]

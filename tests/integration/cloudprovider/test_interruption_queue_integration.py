@@ -23,10 +23,10 @@ from cloudprovider.unavailable import UnavailableOfferings
 from devstack.aws.response_cache import default_cache_dir
 from devstack.aws.server import MotoServer
 from kube import resources as r
+from kube.fake import MemKube
 from kube.types import Obj
 from tests.eventually import eventually
 from tests.interruption_events import scheduled_change, spot_interruption, state_change
-from tests.unit.activities.memkube import MemKube
 from workers.interruption import ClaimDisrupter, InterruptionConsumer
 
 CLUSTER = "it-interruption"

@@ -1,6 +1,6 @@
 """The world of the NodeClaim phase activity tests: a NodePool, its EC2NodeClass, one NodeClaim
 (`default-abcde`, its Node `node-1`), over MemKube (which refuses Node and NodeClaim writes that do not
-go through activities.ownership) and the fake cloud provider. Fixtures are in conftest.py."""
+go through activities.nodeclaim.ownership) and the fake cloud provider. Fixtures are in conftest.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from apis.nodepool import TEMPLATE_HASH_VERSION, NodePool
 from kube import resources as r
-from tests.unit.activities.memkube import MemKube
+from kube.fake import MemKube
 
 NAME = "default-abcde"
 NODE = "node-1"

@@ -6,8 +6,8 @@ import pytest
 
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
+from kube.fake import Events, MemKube
 from tests.unit.activities.claimworld import NODE, NODE_CLASS, POOL, claim_body
-from tests.unit.activities.memkube import Events, MemKube
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """The NodeClaim lifecycle activities' log lines name the claim, its NodePool and Node in `extra`
-(activities.claim_base.claim_logger), so the JSON format (workers.log_format) writes them as fields."""
+(activities.nodeclaim.base.claim_logger), so the JSON format (workers.log_format) writes them as fields."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from activities import termination
-from activities.claim_base import claim_logger
-from activities.models import ClaimIdentity, ClaimRef
-from activities.termination import TerminationActivities
+from activities.nodeclaim import termination
+from activities.nodeclaim.base import claim_logger
+from activities.nodeclaim.models import ClaimIdentity, ClaimRef
+from activities.nodeclaim.termination import TerminationActivities
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
+from kube.fake import Events, MemKube
 from tests.unit.activities.claimworld import NAME, NODE, as_admin_patch
-from tests.unit.activities.memkube import Events, MemKube
 from workers.log_format import JsonFormatter
 
 
@@ -46,7 +46,7 @@ def test_finalize_logs_the_node_and_claim_it_deleted_with_their_nodepool(
     assert [line["message"] for line in lines] == [f"deleted node {NODE}", f"deleted NodeClaim {NAME}"]
     for line in lines:
         assert (line["nodeclaim"], line["node"], line["nodepool"]) == (NAME, NODE, "default")
-        assert line["logger"] == "activities.termination"
+        assert line["logger"] == "activities.nodeclaim.termination"
 
 
 def test_the_claim_logger_leaves_out_what_is_unknown() -> None:

@@ -8,21 +8,20 @@ from typing import Any
 
 import pytest
 
-from activities.disruption import DecideInput, DisruptionActivities, confirms
-from activities.disruption_execution import DisruptionExecution, LaunchReplacementsInput, SignalInput, StartInput
-from activities.metrics import Metrics
-from activities.provisioning_models import ProvisionRound
+from activities.disruption.decision import DecideInput, DisruptionActivities, confirms
+from activities.disruption.execution import DisruptionExecution, LaunchReplacementsInput, SignalInput, StartInput
+from activities.metrics.registry import Metrics
+from activities.provisioning.models import ProvisionRound
 from apis.meta import now_rfc3339
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
 from kube.errors import ConflictError, ServerError
+from kube.fake import Events, MemKube, count_lists, watch_cache_of
 from kube.resources import Resource
-from kube.watch_cache import WatchCache
+from kube.watch_cache import WATCHED, WatchCache
 from scheduling.disruption import CandidateRef, Command
 from scheduling.types import PlannedNodeClaim
 from tests.unit.activities.claimworld import NODE_CLASS, POOL, claim_body
-from tests.unit.activities.memkube import Events, MemKube, count_lists, watch_cache_of
-from workers.watchers import WATCHED
 
 PROVIDER_ID = "aws:///us-west-2a/i-1"
 
@@ -324,7 +323,7 @@ def test_a_same_named_node_of_another_instance_is_not_tainted(execution: Disrupt
 def test_an_aborted_command_is_untainted_and_its_replacements_deleted(
     execution: DisruptionExecution, kube: MemKube, events: Events
 ) -> None:
-    from activities.disruption_execution import AbortInput
+    from activities.disruption.execution import AbortInput
 
     execution.start_disruption(StartInput(command=command()))
     kube.create(r.NODECLAIM, {"metadata": {"name": "default-repl1"}, "spec": {}})

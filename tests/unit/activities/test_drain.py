@@ -1,4 +1,4 @@
-"""activities.drain: which pods a drain step evicts, deletes or holds (Karpenter v1 termination order and
+"""scheduling.drain: which pods a drain step evicts, deletes or holds (Karpenter v1 termination order and
 terminationGracePeriod enforcement)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from activities.drain import (
+from scheduling.drain import (
     clamped_grace_seconds,
     delete_time,
     drainable,

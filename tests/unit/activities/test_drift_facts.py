@@ -1,4 +1,4 @@
-"""activities.drift: the node class lookups and the instance listing that drift checks share."""
+"""activities.nodeclaim.drift: the node class lookups and the instance listing that drift checks share."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from activities.drift import InstanceNetworks, ResolvedNodeClasses, drift_facts
-from activities.nodeclass_status import desired_status
+from activities.nodeclaim.drift import InstanceNetworks, ResolvedNodeClasses, drift_facts
+from activities.provisioning.nodeclass_status import desired_status
 from apis.ec2nodeclass import EC2NodeClass
 from apis.nodeclaim import NodeClaim
 from cloudprovider.errors import CloudProviderError, NodeClassNotReadyError, ThrottledError

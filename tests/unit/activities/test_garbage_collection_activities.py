@@ -1,4 +1,4 @@
-"""The garbage collector's activity (activities.garbage_collection), called directly over MemKube and the
+"""The garbage collector's activity (activities.garbage_collection.collector), called directly over MemKube and the
 fake cloud: only live instances tagged with a NodeClaim that does not exist, launched long enough ago,
 are terminated; anything it cannot judge is left alone, and a failed listing raises."""
 
@@ -8,14 +8,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from activities.garbage_collection import CollectInput, GarbageCollectionActivities
+from activities.garbage_collection.collector import CollectInput, GarbageCollectionActivities
 from apis.ec2nodeclass import EC2NodeClass
 from cloudprovider.errors import CloudProviderError, InstanceNotFoundError
 from cloudprovider.fake import FakeCloudProvider
 from cloudprovider.types import TAG_NODECLAIM, TAG_NODEPOOL, instance_id_of
 from kube import resources as r
+from kube.fake import Events, MemKube, count_lists, watch_cache_of
 from tests.unit.activities.claimworld import NAME, NODE, as_admin_patch, uid
-from tests.unit.activities.memkube import Events, MemKube, count_lists, watch_cache_of
 
 HOUR_AGO = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
 

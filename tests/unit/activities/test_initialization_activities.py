@@ -1,18 +1,18 @@
-"""The initialization phase's activity (activities.initialization), called directly over MemKube:
+"""The initialization phase's activity (activities.nodeclaim.initialization), called directly over MemKube:
 check_initialized."""
 
 from __future__ import annotations
 
 import pytest
 
-from activities.claims import shape_issues
-from activities.initialization import InitializationActivities
-from activities.models import ClaimIdentity
+from activities.nodeclaim.initialization import InitializationActivities
+from activities.nodeclaim.models import ClaimIdentity
+from activities.nodeclaim.translate import shape_issues
 from apis.nodeclaim import NodeClaim
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
+from kube.fake import Events, MemKube
 from tests.unit.activities.claimworld import NAME, NODE, as_admin_patch, condition
-from tests.unit.activities.memkube import Events, MemKube
 
 PROVIDER_ID = "aws:///us-west-2a/i-0123"
 READY = {"conditions": [{"type": "Ready", "status": "True"}]}

@@ -1,18 +1,18 @@
-"""The launch phase's activities (activities.launch), each called directly over MemKube and the fake
+"""The launch phase's activities (activities.nodeclaim.launch), each called directly over MemKube and the fake
 cloud: launch (and its outcomes, and mark_launched, which it ends with), launch_failed."""
 
 from __future__ import annotations
 
 import pytest
 
-from activities.claims import region_of_zone
-from activities.launch import LaunchActivities, LaunchFailedInput, LaunchOutcome, MarkLaunchedInput
-from activities.models import ClaimRef
+from activities.nodeclaim.launch import LaunchActivities, LaunchFailedInput, LaunchOutcome, MarkLaunchedInput
+from activities.nodeclaim.models import ClaimRef
+from activities.nodeclaim.translate import region_of_zone
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
 from kube.errors import NotFoundError
+from kube.fake import Events, MemKube
 from tests.unit.activities.claimworld import NAME, as_admin_patch, claim, condition, uid
-from tests.unit.activities.memkube import Events, MemKube
 
 M5_LARGE = {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}
 ZONE_A = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-west-2a"]}

@@ -1,4 +1,4 @@
-"""The NodeClaim lifecycle's and the disruption decision's metrics (activities.metrics), each recorded by the
+"""The NodeClaim lifecycle's and the disruption decision's metrics (activities.metrics.registry), each recorded by the
 activity that makes the transition, over MemKube and the fake cloud: the phases timed from the NodeClaim's
 timestamps once however often the activity runs, nodes counted created, drained and terminated with their
 termination and lifetime timed, the decision's counts and gauges. Values are read back through
@@ -12,20 +12,20 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from activities.disruption import DisruptionActivities
-from activities.initialization import InitializationActivities
-from activities.launch import LaunchActivities, MarkLaunchedInput
-from activities.metrics import Metrics
-from activities.models import ClaimIdentity, ClaimRef
-from activities.registration import RegistrationActivities
-from activities.termination import DrainInput, TerminationActivities
+from activities.disruption.decision import DisruptionActivities
+from activities.metrics.registry import Metrics
+from activities.nodeclaim.initialization import InitializationActivities
+from activities.nodeclaim.launch import LaunchActivities, MarkLaunchedInput
+from activities.nodeclaim.models import ClaimIdentity, ClaimRef
+from activities.nodeclaim.registration import RegistrationActivities
+from activities.nodeclaim.termination import DrainInput, TerminationActivities
 from apis.meta import rfc3339
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
+from kube.fake import Events, MemKube
 from scheduling.disruption import CandidateRef, Command, Decision
 from scheduling.disruption.model import BudgetLimit, MoveScore, MoveVerdict, PoolBudget
 from tests.unit.activities.claimworld import NAME, NODE, as_admin_patch, pod, uid
-from tests.unit.activities.memkube import Events, MemKube
 
 PROVIDER_ID = "aws:///us-west-2a/i-0123"
 M5_LARGE = {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}

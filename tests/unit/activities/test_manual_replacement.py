@@ -1,4 +1,4 @@
-"""The manual replace activities (activities.manual_replacement), each called directly over MemKube: the
+"""The manual replace activities (activities.disruption.manual_replacement), each called directly over MemKube: the
 `Manual` command of a running claim (or why there is none), and the launch of its replacement on the
 NodePool's template as it is now."""
 
@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from activities.disruption_execution import DisruptionExecution, StartInput
-from activities.manual_replacement import LaunchManualInput, ManualReplacement, ManualRequest
-from activities.provisioning_models import ProvisionRound
-from activities.replace import REPLACEMENT_OF_ANNOTATION
+from activities.disruption.execution import DisruptionExecution, StartInput
+from activities.disruption.manual_replacement import LaunchManualInput, ManualReplacement, ManualRequest
+from activities.provisioning.models import ProvisionRound
 from kube import resources as r
+from kube.fake import Events, MemKube
+from scheduling.disruption.replace import REPLACEMENT_OF_ANNOTATION
 from tests.unit.activities.claimworld import NAME
-from tests.unit.activities.memkube import Events, MemKube
 from tests.unit.activities.test_disruption_activities import Starter, events, kube  # noqa: F401  (fixtures)
 
 ROUND = ProvisionRound(run_id="disruption-run-1", round=4)

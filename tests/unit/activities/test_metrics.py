@@ -1,4 +1,4 @@
-"""activities.metrics: Karpenter's metric names, types and labels in the exposition Prometheus scrapes, and
+"""activities.metrics.registry: Karpenter's metric names, types and labels in the exposition Prometheus scrapes, and
 each count made where the work happens (activities over MemKube and the fake cloud): a NodeClaim created
 or terminated counts once however often its activity is retried, a disruption once per candidate, every
 cloud-provider call is timed and its errors counted by type."""
@@ -9,21 +9,21 @@ import pytest
 from prometheus_client import Counter, Gauge, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from activities.disruption_execution import AbortInput, DisruptionExecution, LaunchReplacementsInput, StartInput
-from activities.metered_cloud import MeteredCloudProvider
-from activities.metrics import Metrics
-from activities.models import ClaimIdentity
-from activities.provisioning_models import ProvisionRound
-from activities.summary_metric import WindowedSummary
-from activities.termination import BeginTerminationInput, TerminationActivities
+from activities.disruption.execution import AbortInput, DisruptionExecution, LaunchReplacementsInput, StartInput
+from activities.metrics.metered_cloud import MeteredCloudProvider
+from activities.metrics.registry import Metrics
+from activities.metrics.summary import WindowedSummary
+from activities.nodeclaim.models import ClaimIdentity
+from activities.nodeclaim.termination import BeginTerminationInput, TerminationActivities
+from activities.provisioning.models import ProvisionRound
 from apis.instancetype import InstanceType, Offering
 from cloudprovider.errors import InstanceNotFoundError
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
+from kube.fake import Events, MemKube
 from scheduling.disruption import CandidateRef, Command
 from scheduling.types import PlannedNodeClaim
 from tests.unit.activities.claimworld import NAME, NODE
-from tests.unit.activities.memkube import Events, MemKube
 
 NODE_RESOURCE_LABELS = {
     "node_name",

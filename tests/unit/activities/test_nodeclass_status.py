@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from activities.nodeclass_status import ami_status, desired_status
+from activities.provisioning.nodeclass_status import ami_status, desired_status
 from cloudprovider.types import ResolvedNodeClass
 
 NOW = "2026-11-22T05:00:00Z"

@@ -1,4 +1,4 @@
-"""EC2NodeClass termination (activities.nodeclass_termination): the finalizer is added by the provisioner's
+"""EC2NodeClass termination (activities.provisioning.nodeclass_termination): the finalizer is added by the provisioner's
 reconcile before anything is created in the cloud; a deleted node class waits for its NodeClaims, saying
 how many, then has its cloud resources deleted and is let go. Over an in-memory API and the fake cloud."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from activities.nodeclass_termination import (
+from activities.provisioning.nodeclass_termination import (
     FAILED,
     FINALIZER,
     WAITING,

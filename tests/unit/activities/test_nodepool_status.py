@@ -7,8 +7,8 @@ from typing import Any
 
 from activities import nodepool_status
 from kube import resources as r
+from kube.fake import MemKube
 from tests.unit.activities.claimworld import POOL
-from tests.unit.activities.memkube import MemKube
 
 POOL_LABEL = "karpenter.sh/nodepool"
 

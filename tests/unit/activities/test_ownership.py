@@ -5,7 +5,7 @@ then the cluster was rebuilt: a new NodeClaim and a new Node carry the same name
 another instance. Every activity run with the stale identity must leave them as they are. MemKube also
 refuses any Node or NodeClaim write without a resourceVersion or uid precondition (`UnguardedWrite`), and
 the last test checks the source: no activity (nor worker-side watcher) writes a Node or NodeClaim except
-through activities.ownership.
+through activities.nodeclaim.ownership.
 """
 
 from __future__ import annotations
@@ -18,17 +18,17 @@ from typing import Any
 
 import pytest
 
-from activities.launch import LaunchActivities, LaunchFailedInput, LaunchOutcome, MarkLaunchedInput
-from activities.lifecycle import node_claim_activities
-from activities.models import ClaimIdentity, ClaimRef
-from activities.registration import FindNodeInput, RegistrationActivities
-from activities.running import DriftCheckInput
-from activities.termination import BeginTerminationInput, DrainInput, TerminateInput
+from activities.nodeclaim.launch import LaunchActivities, LaunchFailedInput, LaunchOutcome, MarkLaunchedInput
+from activities.nodeclaim.lifecycle import node_claim_activities
+from activities.nodeclaim.models import ClaimIdentity, ClaimRef
+from activities.nodeclaim.registration import FindNodeInput, RegistrationActivities
+from activities.nodeclaim.running import DriftCheckInput
+from activities.nodeclaim.termination import BeginTerminationInput, DrainInput, TerminateInput
 from cloudprovider.fake import FakeCloudProvider
 from cloudprovider.types import TAG_NODECLAIM, Instance
 from kube import resources as r
+from kube.fake import Events, MemKube
 from tests.unit.activities.claimworld import NODE_CLASS, POOL, claim_body, pod
-from tests.unit.activities.memkube import Events, MemKube
 
 NAME = "default-abcde"
 STALE_UID = "uid-of-the-claim-that-is-gone"
@@ -185,7 +185,7 @@ def test_our_own_node_and_claim_are_drained_finalized_and_deleted(
     assert not [key for key in kube.objects if key[0] in ("nodes", "nodeclaims")]
 
 
-# -- every Node and NodeClaim write goes through activities.ownership ------------------------------------
+# -- every Node and NodeClaim write goes through activities.nodeclaim.ownership ------------------------------------
 
 GUARDED_RESOURCES = {"NODE", "NODECLAIM"}
 KUBE_WRITES = {"patch", "delete", "replace"}
@@ -193,7 +193,7 @@ KUBEOPS_WRITES = {"update", "delete_quietly", "remove_finalizer"}
 
 
 def unguarded_writes(source: str) -> list[str]:
-    """Calls in `source` that write a Node or NodeClaim without activities.ownership: `<x>.kube.patch(
+    """Calls in `source` that write a Node or NodeClaim without activities.nodeclaim.ownership: `<x>.kube.patch(
     r.NODE, ...)`, `kubeops.update(kube, r.NODECLAIM, ...)` and the like."""
     found = []
     for call in (n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call)):
@@ -219,8 +219,10 @@ def test_the_source_check_catches_a_direct_write() -> None:
 def test_no_activity_or_watcher_writes_a_node_or_node_claim_except_through_ownership() -> None:
     root = Path(__file__).resolve().parents[3]
     offenders = {
-        f"{path.parent.name}/{path.name}": found
-        for path in sorted([*(root / "activities").glob("*.py"), *(root / "workers").glob("*.py")])
+        str(path.relative_to(root)): found
+        for path in sorted(
+            [*(root / "activities").rglob("*.py"), *(root / "workers").rglob("*.py"), root / "kube" / "ops.py"]
+        )
         if path.name != "ownership.py" and (found := unguarded_writes(path.read_text()))
     }
     assert offenders == {}

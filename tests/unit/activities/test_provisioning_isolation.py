@@ -11,15 +11,15 @@ import pytest
 from temporalio.testing import ActivityEnvironment
 
 from activities import nodepool_status
-from activities.provisioning import ProvisioningActivities, existing_nominations
-from activities.provisioning_models import ApplyPlanInput, ProvisionPlan, ProvisionRound
+from activities.provisioning.models import ApplyPlanInput, ProvisionPlan, ProvisionRound
+from activities.provisioning.provisioner import ProvisioningActivities, existing_nominations
 from apis.nodeclaim import NodeClaim
 from cloudprovider.errors import CloudProviderError, ThrottledError
 from kube import resources as r
+from kube.fake import Events, MemKube
 from kube.types import Obj
 from scheduling.types import ExistingNodePlacement
 from tests.unit.activities.awsstub import DISCOVERY, ROLE, StubbedCloud
-from tests.unit.activities.memkube import Events, MemKube
 
 ROUND = ProvisionRound(run_id="run-1", round=1)
 # A node class the API accepts but nodeflow cannot run here: Windows Server 2025 needs Kubernetes 1.35.

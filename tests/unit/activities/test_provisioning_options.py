@@ -4,7 +4,7 @@ instance-type options built from them (scheduling.catalog.OptionCache)."""
 
 from __future__ import annotations
 
-from activities.provisioning import ReservedOfferings, ZoneFilter
+from activities.provisioning.provisioner import ReservedOfferings, ZoneFilter
 from apis.instancetype import InstanceType, Offering
 from apis.labels import CAPACITY_TYPE_RESERVED
 from tests.unit.activities.test_provisioning_isolation import World, node_class, node_pool, pending_pod

@@ -1,19 +1,19 @@
-"""The registration phase's activities (activities.registration), each called directly over MemKube:
+"""The registration phase's activities (activities.nodeclaim.registration), each called directly over MemKube:
 register, and the find_node and register_node it is made of."""
 
 from __future__ import annotations
 
 import pytest
 
-from activities.claims import sync_node
-from activities.models import ClaimIdentity
-from activities.node_directory import NodeDirectory
-from activities.registration import FindNodeInput, RegistrationActivities
+from activities.nodeclaim.models import ClaimIdentity
+from activities.nodeclaim.registration import FindNodeInput, RegistrationActivities
+from activities.nodeclaim.translate import sync_node
 from apis.nodeclaim import NodeClaim
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
+from kube.fake import Events, MemKube, count_lists
+from kube.node_directory import NodeDirectory
 from tests.unit.activities.claimworld import NAME, NODE, as_admin_patch, claim, condition, uid
-from tests.unit.activities.memkube import Events, MemKube, count_lists
 
 PROVIDER_ID = "aws:///us-west-2a/i-0123"
 

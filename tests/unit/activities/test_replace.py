@@ -1,11 +1,11 @@
-"""activities.replace: the replacement NodeClaim's name and body."""
+"""scheduling.disruption.replace: the replacement NodeClaim's name and body."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from activities.replace import REPLACEMENT_OF_ANNOTATION, replacement_body
 from apis.nodepool import TEMPLATE_HASH_VERSION, NodePool
+from scheduling.disruption.replace import REPLACEMENT_OF_ANNOTATION, replacement_body
 
 ORIGINAL: dict[str, Any] = {
     "apiVersion": "karpenter.sh/v1",

@@ -1,4 +1,4 @@
-"""The running phase's activities (activities.running), each called directly over MemKube and the fake
+"""The running phase's activities (activities.nodeclaim.running), each called directly over MemKube and the fake
 cloud: the running check's liveness and drift marking."""
 
 from __future__ import annotations
@@ -7,14 +7,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from activities.launch import LaunchActivities, LaunchOutcome, MarkLaunchedInput
-from activities.running import DriftCheckInput, DriftResult, RunningActivities
+from activities.nodeclaim.launch import LaunchActivities, LaunchOutcome, MarkLaunchedInput
+from activities.nodeclaim.running import DriftCheckInput, DriftResult, RunningActivities
 from apis.ec2nodeclass import STATIC_HASH_VERSION, EC2NodeClass
 from apis.nodepool import TEMPLATE_HASH_VERSION, NodePool
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
+from kube.fake import Events, MemKube
 from tests.unit.activities.claimworld import NAME, NODE, NODE_CLASS, POOL, condition
-from tests.unit.activities.memkube import Events, MemKube
 
 
 @pytest.fixture

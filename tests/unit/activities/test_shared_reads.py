@@ -1,4 +1,4 @@
-"""activities.shared_reads: one GET per object per TTL, missing and invalid objects included."""
+"""kube.shared_reads: one GET per object per TTL, missing and invalid objects included."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from activities.shared_reads import SharedReads
 from apis.nodepool import NodePool
 from kube import resources as r
 from kube.errors import ServerError
-from tests.unit.activities.memkube import MemKube
+from kube.fake import MemKube
+from kube.shared_reads import SharedReads
 
 NODE_CLASS_REF = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"}
 POOL = {"metadata": {"name": "default"}, "spec": {"template": {"spec": {"nodeClassRef": NODE_CLASS_REF}}}}

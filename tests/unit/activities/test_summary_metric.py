@@ -1,4 +1,4 @@
-"""The windowed summary (activities.summary_metric): Karpenter's summary shape, with quantiles over the
+"""The windowed summary (activities.metrics.summary): Karpenter's summary shape, with quantiles over the
 last ten minutes and count and sum over all time."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from activities.summary_metric import WindowedSummary, quantile
+from activities.metrics.summary import WindowedSummary, quantile
 
 
 class Clock:

@@ -1,4 +1,4 @@
-"""The termination phase's activities (activities.termination), each called directly over MemKube and the
+"""The termination phase's activities (activities.nodeclaim.termination), each called directly over MemKube and the
 fake cloud: begin_termination, drain steps (with terminationGracePeriod), terminate_instance, finalize."""
 
 from __future__ import annotations
@@ -7,14 +7,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from activities.models import ClaimIdentity
-from activities.termination import BeginTerminationInput, DrainInput, TerminateInput, TerminationActivities
+from activities.nodeclaim.models import ClaimIdentity
+from activities.nodeclaim.termination import BeginTerminationInput, DrainInput, TerminateInput, TerminationActivities
 from cloudprovider.fake import FakeCloudProvider
 from cloudprovider.types import TAG_NODECLAIM, Instance
 from kube import resources as r
 from kube.errors import ForbiddenError, NotFoundError
+from kube.fake import Events, MemKube
 from tests.unit.activities.claimworld import NAME, NODE, claim, condition, pod
-from tests.unit.activities.memkube import Events, MemKube
 
 
 @pytest.fixture

@@ -1,10 +1,10 @@
-"""activities.volume_detachment: which VolumeAttachments a drained node waits for."""
+"""activities.nodeclaim.volume_detachment: which VolumeAttachments a drained node waits for."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from activities.volume_detachment import awaited_attachments
+from activities.nodeclaim.volume_detachment import awaited_attachments
 from tests.unit.activities.test_drain import NOW, pod
 
 

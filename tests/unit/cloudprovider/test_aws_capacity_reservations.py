@@ -9,8 +9,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from activities.claims import launched_labels
-from activities.nodeclass_status import desired_status
+from activities.nodeclaim.translate import launched_labels
+from activities.provisioning.nodeclass_status import desired_status
 from apis import labels
 from apis.ec2nodeclass import CapacityReservationSelectorTerm, EC2NodeClassStatus
 from apis.instancetype import InstanceType, Offering

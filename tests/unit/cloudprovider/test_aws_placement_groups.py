@@ -10,8 +10,8 @@ import pytest
 from botocore.exceptions import ClientError
 from botocore.validate import ParamValidator
 
-from activities.claims import launched_labels
-from activities.nodeclass_status import desired_status
+from activities.nodeclaim.translate import launched_labels
+from activities.provisioning.nodeclass_status import desired_status
 from apis import labels
 from cloudprovider.aws.instances import to_instance
 from cloudprovider.aws.launchtemplate import LaunchTemplateSpec

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kube import resources as r
-from tests.unit.activities.memkube import MemKube
+from kube.fake import MemKube
 from workers import watchers
 from workers.reconcile import adopt_node_claims
 from workers.temporal.starter import TemporalStarter

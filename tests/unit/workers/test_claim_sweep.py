@@ -11,8 +11,8 @@ from typing import Any
 from cloudprovider.errors import NodeClassNotReadyError
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
+from kube.fake import MemKube, count_lists, watch_cache_of
 from tests.unit.activities.claimworld import NODE_CLASS, POOL, claim_body
-from tests.unit.activities.memkube import MemKube, count_lists, watch_cache_of
 from tests.unit.workers.test_drift_trigger import Signals, loop  # noqa: F401 (the event loop fixture)
 from workers.claim_sweep import ClaimSweep, expiry, needs_check
 

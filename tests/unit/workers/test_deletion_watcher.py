@@ -7,7 +7,7 @@ from typing import Any
 
 from apis.labels import TERMINATION_FINALIZER as TERMINATION
 from kube import resources as r
-from tests.unit.activities.memkube import MemKube, count_lists
+from kube.fake import MemKube, count_lists
 from tests.unit.workers.test_drift_trigger import Signals, loop  # noqa: F401 (the event loop fixture)
 from workers.watchers import DeletionWatcher
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from activities.disruption import DecideInput, DisruptionRound, LookAhead
+from activities.disruption.decision import DecideInput, DisruptionRound, LookAhead
 from scheduling.disruption import CandidateRef, Command
 from scheduling.disruption.settled import Settlement, StateKey
 from workers.disruption_trigger import RESIGNAL_SECONDS, DisruptionTrigger

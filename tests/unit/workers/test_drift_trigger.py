@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kube import resources as r
-from tests.unit.activities.memkube import MemKube
+from kube.fake import MemKube
 from workers.watchers import DriftTrigger
 
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from kube.fake import MemKube
 from kube.resources import BY_KIND, EVENT
-from tests.unit.activities.memkube import MemKube
 from tests.unit.workers.disruption_cluster import NOW_TEXT, documents, write_catalog
 from workers import cli
 from workers.cli import explain as explain_cmd

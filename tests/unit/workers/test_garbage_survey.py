@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from activities.garbage_collection import CollectInput
+from activities.garbage_collection.collector import CollectInput
 from kube.watch_cache import WatchCache
 from workers.garbage_survey import GarbageSurvey
 

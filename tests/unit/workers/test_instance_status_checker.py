@@ -9,9 +9,9 @@ from typing import Any
 
 from cloudprovider.unavailable import UnavailableOfferings
 from kube import resources as r
+from kube.fake import MemKube
 from kube.types import Obj
 from tests.eventually import eventually
-from tests.unit.activities.memkube import MemKube
 from workers.instance_status import InstanceStatusChecker
 from workers.interruption import TERMINATING_REASON, ClaimDisrupter
 

@@ -13,9 +13,9 @@ from cloudprovider.aws.interruption_queue import QueueMessage
 from cloudprovider.unavailable import UnavailableOfferings
 from kube import resources as r
 from kube.errors import ServerError
+from kube.fake import MemKube
 from kube.types import Obj
 from tests.interruption_events import rebalance_recommendation, scheduled_change, spot_interruption, state_change
-from tests.unit.activities.memkube import MemKube
 from workers.interruption import ClaimDisrupter, InterruptionConsumer
 
 SPOT_ID, OD_ID, OTHER_ID = "i-00000000000000001", "i-00000000000000002", "i-000000000000000ff"

@@ -15,16 +15,16 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from activities.metrics import Metrics
+from activities.metrics.registry import Metrics
 from apis.quantity import parse_quantity
 from cloudprovider.fake import FakeCloudProvider
 from devstack.stack.ports import free_port
 from kube import resources as r
+from kube.fake import MemKube, watch_cache_of
 from kube.types import Obj
-from tests.unit.activities.memkube import MemKube, watch_cache_of
+from kube.watch_cache import WATCHED
 from workers.cluster_metrics import ClusterStateMetrics, cluster_series
 from workers.metrics_server import MetricsPortError, MetricsServer, temporal_runtime
-from workers.watchers import WATCHED
 
 
 def refresh(publisher: ClusterStateMetrics, kube: MemKube) -> None:

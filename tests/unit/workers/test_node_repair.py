@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from activities.metrics import Metrics
+from activities.metrics.registry import Metrics
 from kube import resources as r
+from kube.fake import MemKube
 from kube.types import Obj
-from tests.unit.activities.memkube import MemKube
 from workers.node_repair import BLOCKED_REASON, REPAIR_REASON, NodeRepairer
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)

@@ -1,5 +1,5 @@
 """workers.watchers.PodEventStamper: pod events stamp the right NodeClaim's status.lastPodEventTime, through
-activities.ownership (MemKube refuses unguarded writes), deduped, best effort."""
+activities.nodeclaim.ownership (MemKube refuses unguarded writes), deduped, best effort."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pytest
 from kube import resources as r
 from kube.client import GoneError
 from kube.errors import ServerError
-from kube.watch_cache import WatchCache
-from tests.unit.activities.memkube import MemKube
+from kube.fake import MemKube
+from kube.watch_cache import WATCHED, WatchCache
 from tests.unit.scheduling.test_pod_events import pod
 from workers import watchers
 from workers.watchers import PodEventStamper, PodWatcher
@@ -159,13 +159,13 @@ def test_nodes_without_a_claim_are_remembered_and_the_index_is_relisted_only_whe
 def test_once_the_leaders_watches_have_listed_the_index_is_read_from_its_cache(
     kube: CountingKube, clock: Clock
 ) -> None:
-    cache = WatchCache(watchers.WATCHED)
+    cache = WatchCache(WATCHED)
     stamper = PodEventStamper(kube, clock=lambda: clock.now, monotonic=lambda: clock.seconds, cache=lambda: cache)
     stamper.observe("ADDED", pod("web", node="node-1"))
     assert stamper.flush() == 1
     assert kube.lists == 1, "not synced yet: the API is listed"
     kube.create(r.NODECLAIM, claim("default-c", node="node-3"))
-    for resource in watchers.WATCHED:  # what the leader's watches list
+    for resource in WATCHED:  # what the leader's watches list
         store = cache.store(resource)
         assert store is not None
         for obj in MemKube.list(kube, resource):
