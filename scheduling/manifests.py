@@ -141,13 +141,7 @@ def expand(docs: Iterable[Any], instance_types: list[InstanceType]) -> Expanded:
             target = "bound_pods" if (doc.get("spec") or {}).get("nodeName") else "pods"
             lists[target].append(dict(doc))
         elif kind in WORKLOADS:
-            try:
-                pods, pvcs = _expand_workload(doc, kind)
-            except ValueError as err:
-                errors.append(f'{kind} "{name}": {err}')
-                continue
-            lists["pods"].extend(pods)
-            lists["persistent_volume_claims"].extend(pvcs)
+            _add_workload(doc, kind, name, lists, errors)
         elif kind in LISTS:
             lists[LISTS[kind]].append(dict(doc))
         elif kind and kind not in IGNORED_KINDS:
@@ -156,6 +150,17 @@ def expand(docs: Iterable[Any], instance_types: list[InstanceType]) -> Expanded:
             errors.append(f"document {index} ({name}): kind: required")
     _dedupe_names(lists, errors)
     return Expanded(SchedulingInput(instance_types=instance_types, **lists), errors)
+
+
+def _add_workload(doc: Mapping[str, Any], kind: str, name: str, lists: dict[str, list[Any]], errors: list[str]) -> None:
+    """The workload's pods and volume claims into `lists`, else why not into `errors`."""
+    try:
+        pods, pvcs = _expand_workload(doc, kind)
+    except ValueError as err:
+        errors.append(f'{kind} "{name}": {err}')
+        return
+    lists["pods"].extend(pods)
+    lists["persistent_volume_claims"].extend(pvcs)
 
 
 def _dedupe_names(lists: dict[str, list[Any]], errors: list[str]) -> None:

@@ -105,15 +105,11 @@ def in_flight_targets(inp: SchedulingInput, pools: list[Pool], node_names: set[s
     for claim in sorted(inp.node_claims, key=lambda c: c.name):
         if claim.metadata.deletion_timestamp or (claim.status.node_name and claim.status.node_name in node_names):
             continue
-        labels = dict(claim.metadata.labels)
         try:
             reqs = parse_expressions((r.model_dump(by_alias=True) for r in claim.spec.requirements), "requirements")
         except ValueError:
             continue
-        for key, req in reqs.items():
-            value = req.single()
-            if value is not None:
-                labels.setdefault(key, value)
+        labels = _with_single_values(claim.metadata.labels, reqs)
         pool = by_pool.get(labels.get(L.NODEPOOL, ""))
         allocatable = to_resource_list(claim.status.allocatable)
         capacity = to_resource_list(claim.status.capacity)
@@ -134,6 +130,16 @@ def in_flight_targets(inp: SchedulingInput, pools: list[Pool], node_names: set[s
             target.used = dict(pool.ds_overhead)
             target.ports = set(pool.ds_ports)
         out.append(target)
+    return out
+
+
+def _with_single_values(labels: Mapping[str, str], reqs: Requirements) -> dict[str, str]:
+    """The labels, and the value of each requirement that allows just one where the labels have none."""
+    out = dict(labels)
+    for key, req in reqs.items():
+        value = req.single()
+        if value is not None:
+            out.setdefault(key, value)
     return out
 
 

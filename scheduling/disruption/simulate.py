@@ -64,26 +64,9 @@ class Simulator:
         self.cluster = cluster
         self.runs = 0
         self.options = options if options is not None else OptionCache()
-        used: dict[str, ResourceList] = {}
-        all_used: dict[str, ResourceList] = {}
         self.moving: dict[str, ResourceList] = {}  # requests of each node's reschedulable pods
         self.kept: dict[str, list[Obj]] = {}  # bound pods passed as pods in the fast path, by node
-        for pod in cluster.bound_pods:
-            spec = pod.get("spec") or {}
-            host = str(spec.get("nodeName") or "")
-            if not is_bound(pod):
-                continue
-            try:
-                requests = pod_requests(spec)
-            except ValueError:
-                continue
-            all_used[host] = add(all_used.get(host, {}), requests)
-            if is_reschedulable(pod):
-                self.moving[host] = add(self.moving.get(host, {}), requests)
-            if bound_anti_terms(pod):
-                self.kept.setdefault(host, []).append(pod)
-            else:
-                used[host] = add(used.get(host, {}), requests)
+        used, all_used = self._tally(cluster.bound_pods)
         self.reduced: dict[str, Obj] = {}
         self.free: dict[str, ResourceList] = {}
         self.allocatable: dict[str, ResourceList] = {}
@@ -108,6 +91,28 @@ class Simulator:
         # NodeClaims without a Node are capacity the check cannot see: then it never rules anything out.
         self.exact_check = all(c.status.node_name in self.free for c in cluster.node_claims)
         self.unready = {str((n.get("metadata") or {}).get("name", "")) for n in cluster.nodes if not _takes_pods(n)}
+
+    def _tally(self, bound_pods: list[Obj]) -> tuple[dict[str, ResourceList], dict[str, ResourceList]]:
+        """Fills `moving` and `kept`; returns the requests on each node of the pods not kept, and of all."""
+        used: dict[str, ResourceList] = {}
+        all_used: dict[str, ResourceList] = {}
+        for pod in bound_pods:
+            spec = pod.get("spec") or {}
+            host = str(spec.get("nodeName") or "")
+            if not is_bound(pod):
+                continue
+            try:
+                requests = pod_requests(spec)
+            except ValueError:
+                continue
+            all_used[host] = add(all_used.get(host, {}), requests)
+            if is_reschedulable(pod):
+                self.moving[host] = add(self.moving.get(host, {}), requests)
+            if bound_anti_terms(pod):
+                self.kept.setdefault(host, []).append(pod)
+            else:
+                used[host] = add(used.get(host, {}), requests)
+        return used, all_used
 
     def hopeless(self, removed: Sequence[NodeState]) -> str:
         """Why the removed nodes' pods cannot fit on the other nodes plus one new node, by resource totals
