@@ -27,13 +27,11 @@ WORKER_NAMESPACE = "nodeflow"  # the stack's (devstack.stack.config.DEFAULT_WORK
 WORKER_USER = rbac.service_account_user(WORKER_NAMESPACE, "nodeflow")
 # The test directories whose runs exercise every request the worker makes (it runs only on a stack).
 COVERING_DIRS = (ROOT / "tests" / "e2e",)
-# Grants no request to the emulator can show, each with why it is kept.
-NEEDED_BEYOND_REQUESTS: dict[tuple[str, str, str], str] = {
-    ("karpenter.sh", "nodeclaims/finalizers", "update"): (
-        "the OwnerReferencesPermissionEnforcement admission plugin (not emulated) asks it of whoever sets an "
-        "ownerReference with blockOwnerDeletion, as the worker does on a Node to its NodeClaim"
-    ),
-}
+# Grants no request to the emulator can show, each with why it is kept. None today: the emulator runs the
+# OwnerReferencesPermissionEnforcement admission plugin (devstack.kube.access), so `update` on
+# nodepools/finalizers and nodeclaims/finalizers is asked for when the worker sets a NodeClaim's or a Node's
+# ownerReference.
+NEEDED_BEYOND_REQUESTS: dict[tuple[str, str, str], str] = {}
 
 Grant = tuple[str, str, str, str | None]  # (API group, resource[/subresource], verb, namespace or None)
 

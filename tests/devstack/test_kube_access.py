@@ -25,7 +25,7 @@ from devstack.kube.server import KubeApiServer
 from devstack.stack.identity import Identities, worker_objects
 from kube.client import KubeClient
 from kube.errors import ForbiddenError
-from kube.resources import NODE, NODEPOOL
+from kube.resources import DEPLOYMENT, NODE, NODECLAIM, NODEPOOL
 from tests.rbac_coverage import RULES_FILE
 
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
@@ -125,6 +125,45 @@ def test_the_product_client_with_the_worker_kubeconfig_may_watch_nodes_and_not_d
         ForbiddenError, match=re.escape('cannot delete resource "nodepools" in API group "karpenter.sh"')
     ):
         worker.delete(NODEPOOL, "pool")
+
+
+def owner_ref(owner: dict[str, Any], block: bool) -> dict[str, Any]:
+    meta = owner["metadata"]
+    return {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": meta["name"], "uid": meta["uid"],
+            "blockOwnerDeletion": block}  # fmt: skip
+
+
+def test_owner_references_need_delete_on_the_object_and_blocking_ones_the_owners_finalizers(
+    server: KubeApiServer, kubeconfigs: dict[str, pathlib.Path]
+) -> None:
+    """OwnerReferencesPermissionEnforcement, as EKS's API server runs it: the worker may point its Node at
+    its NodeClaim with blockOwnerDeletion (the chart grants nodeclaims/finalizers update and nodes delete), a
+    reference that does not block needs no more, and a blocking one to an owner whose finalizers it may not
+    update is refused, in the plugin's words."""
+    admin, worker = (KubeClient.from_kubeconfig(str(kubeconfigs[k])) for k in ("admin", "worker"))
+    claim = admin.create(NODECLAIM, {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": {"name": "c1"},
+                                     "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                                               "name": "default"}, "requirements": []}})  # fmt: skip
+    app = admin.create(DEPLOYMENT, {"apiVersion": "apps/v1", "kind": "Deployment",
+                                    "metadata": {"name": "app", "namespace": "default"},
+                                    "spec": {"selector": {"matchLabels": {"app": "a"}},
+                                             "template": {"metadata": {"labels": {"app": "a"}},
+                                                          "spec": {"containers": [{"name": "a", "image": "x"}]}}}},
+                       namespace="default")  # fmt: skip
+    admin.create(NODE, {"metadata": {"name": "owned"}})
+    refs = [owner_ref(claim, True)]
+    worker.patch(NODE, "owned", {"metadata": {"ownerReferences": refs}})
+    refs.append(owner_ref(app, False))
+    worker.patch(NODE, "owned", {"metadata": {"ownerReferences": refs}})
+    refs[1] = owner_ref(app, True)
+    with pytest.raises(ForbiddenError) as refused:
+        worker.patch(NODE, "owned", {"metadata": {"ownerReferences": refs}})
+    message = str(refused.value)  # the client shortens long messages in the middle
+    assert "403 Forbidden: cannot set blockOwnerDeletion if an ownerReference refers to a resource" in message
+    assert 'cannot update resource "deployments/finalizers" in API group "apps" at the cluster scope' in message
+    assert [r["blockOwnerDeletion"] for r in admin.get(NODE, "owned")["metadata"]["ownerReferences"]] == [True, False]
+    admin.close()
+    worker.close()
 
 
 def review(kubeconfig: pathlib.Path, spec: dict[str, Any], kind: str = "SelfSubjectAccessReview") -> Any:

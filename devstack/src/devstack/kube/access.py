@@ -10,6 +10,13 @@ tokens and the RBAC authorizer (the pure rules are `devstack.kube.rbac`).
 - `review(user, resource, body)`: the answer to a SelfSubjectAccessReview or SelfSubjectRulesReview
   for the requesting user (what `kubectl auth can-i` posts); never stored.
 
+- `admit(resource, new, old)`: the OwnerReferencesPermissionEnforcement admission plugin (optional in
+  kube-apiserver; OpenShift enables it), run so that the chart's rules work wherever it runs: a request
+  that changes an object's `metadata.ownerReferences` needs `delete` on that object, and one that sets
+  `blockOwnerDeletion: true` on a reference (new, or changed to true) needs `update` on the owner's
+  `<resource>/finalizers`; otherwise 403 Forbidden in the plugin's words. It judges the user of the request
+  being served (`serving(user)`), and no one when the write is the emulator's own.
+
 `bootstrap(store)` creates what kube-apiserver's bootstrap policy makes that the emulator honours:
 `cluster-admin` bound to `system:masters`, `system:discovery`, `system:basic-user` and
 `system:public-info-viewer` bound to `system:authenticated` (discovery paths, /version, the health
@@ -24,15 +31,17 @@ process's own; `read_authz_log(directory)` returns them all.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from devstack.kube import errors, rbac
+from devstack.kube import catalog, errors, rbac
 from devstack.kube.catalog import (
     CLUSTERROLE,
     CLUSTERROLEBINDING,
@@ -45,6 +54,8 @@ from devstack.kube.rbac import Attributes, User
 from devstack.kube.store import ObjectStore
 
 AUTHZ_LOG_ENV = "DEVSTACK_KUBE_AUTHZ_LOG"
+# The user whose request the emulator is serving (None: the emulator's own controllers are writing).
+_SERVING: contextvars.ContextVar[User | None] = contextvars.ContextVar("devstack_kube_serving", default=None)
 
 
 def authz_log_from_env() -> Path | None:
@@ -177,6 +188,53 @@ class Access:
             self._log.record(attrs, allowed)
         if not allowed:
             raise errors.ApiError(403, "Forbidden", rbac.forbidden_message(attrs), rbac.forbidden_details(attrs))
+
+    @staticmethod
+    @contextmanager
+    def serving(user: User) -> Iterator[None]:
+        """Writes made inside are `user`'s, for `admit`."""
+        token = _SERVING.set(user)
+        try:
+            yield
+        finally:
+            _SERVING.reset(token)
+
+    def admit(self, res: ServedResource, new: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
+        """OwnerReferencesPermissionEnforcement (module docstring); the store calls it before it commits."""
+        user = _SERVING.get()
+        if user is None or rbac.MASTERS in user.groups:
+            return
+        meta, old_meta = new.get("metadata") or {}, (old or {}).get("metadata") or {}
+        refs, old_refs = list(meta.get("ownerReferences") or []), list(old_meta.get("ownerReferences") or [])
+        if refs == old_refs:
+            return
+        namespace = str(meta.get("namespace") or "") if res.namespaced else ""
+        self._require(Attributes(user, "delete", True, "", res.group, res.version, res.plural, "", namespace,
+                                 str(meta.get("name") or "")), "")  # fmt: skip
+        blocking_before = {r.get("uid") for r in old_refs if r.get("blockOwnerDeletion")}
+        for ref in refs:
+            if not ref.get("blockOwnerDeletion") or ref.get("uid") in blocking_before:
+                continue
+            owner = catalog.lookup_kind(str(ref.get("apiVersion") or ""), str(ref.get("kind") or ""))
+            if owner is None:
+                raise errors.ApiError(
+                    403, "Forbidden", f"cannot set blockOwnerDeletion in this case because cannot find RESTMapping "
+                    f"for APIVersion {ref.get('apiVersion')} Kind {ref.get('kind')}"
+                )  # fmt: skip
+            owner_namespace = namespace if owner.namespaced else ""
+            self._require(Attributes(user, "update", True, "", owner.group, owner.version, owner.plural, "finalizers",
+                                     owner_namespace, str(ref.get("name") or "")),
+                          "cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set "
+                          "finalizers on: ")  # fmt: skip
+
+    def _require(self, attrs: Attributes, prefix: str) -> None:
+        allowed, _ = rbac.authorize(self.policy(), attrs)
+        if self._log is not None:
+            self._log.record(attrs, allowed)
+        if not allowed:
+            raise errors.ApiError(
+                403, "Forbidden", prefix + rbac.forbidden_message(attrs), rbac.forbidden_details(attrs)
+            )
 
     def review(self, user: User, res: ServedResource, body: Any) -> dict[str, Any]:
         """The answered SelfSubjectAccessReview or SelfSubjectRulesReview (`body` as posted)."""

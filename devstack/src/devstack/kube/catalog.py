@@ -156,6 +156,14 @@ def lookup(group: str, version: str, plural: str) -> ServedResource | None:
     return _BY_PATH.get((group, version, plural))
 
 
+_BY_KIND: dict[tuple[str, str], ServedResource] = {(r.api_version, r.kind): r for r in SERVED}
+
+
+def lookup_kind(api_version: str, kind: str) -> ServedResource | None:
+    """The served resource of objects of `kind` in `api_version` (e.g. "karpenter.sh/v1", "NodeClaim"), or None."""
+    return _BY_KIND.get((api_version, kind))
+
+
 def group_versions() -> list[tuple[str, str]]:
     """Every non-core (group, version) served, in catalog order without duplicates."""
     seen: list[tuple[str, str]] = []

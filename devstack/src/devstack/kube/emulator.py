@@ -92,7 +92,10 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
             rule = self.faults.take(raw_request.method, raw_request.path)
             if rule is not None:
                 return _reply(rule.status, injected.refusal(rule.status, raw_request.method, raw_request.path))
-            return await self._handle(request)
+            if self.access is None:
+                return await self._handle(request)
+            with self.access.serving(raw_request[_USER_KEY]):  # the admission plugins judge its writes as its user's
+                return await self._handle(request)
         except errors.ApiError as exc:
             return _reply(exc.code, exc.status())
         except rendering.StreamingError as exc:

@@ -151,6 +151,7 @@ class KubeApiServer:
         if self._tokens is not None:
             access.bootstrap(store)
             checks = access.Access(store, self._tokens, self._authz_log)
+            store.admission = checks.admit
         emulator = ApiServerEmulator(store=store, request_log_limit=self._request_log_limit, access=checks)
         async with emulator:
             # No access log: a low-level Server takes it (its request handlers do), not the runner.

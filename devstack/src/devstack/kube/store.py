@@ -81,6 +81,10 @@ def _utcnow() -> datetime.datetime:
 class ObjectStore:
     """In-memory objects of every served resource; see the module docstring for the contract."""
 
+    # Called with (resource, new object, stored object or None) before a create or update is committed;
+    # raises ApiError to refuse it (the emulator's admission plugins, devstack.kube.access).
+    admission: Callable[[ServedResource, dict[str, Any], dict[str, Any] | None], None] | None = None
+
     def __init__(self, clock: Clock = _utcnow, history_limit: int = 10_000) -> None:
         self._clock = clock
         self._rv = 0
@@ -146,6 +150,8 @@ class ObjectStore:
             )
         if key in self._objects[res.key]:
             raise errors.already_exists(res, key[1])
+        if self.admission is not None:
+            self.admission(res, new, None)
         self._commit(res, "ADDED", new, None)
         return new
 
@@ -172,6 +178,8 @@ class ObjectStore:
         if bookkeeping.same_content(old, new):
             return old
         self._validate(res, name, schema, new, current)
+        if self.admission is not None:
+            self.admission(res, new, old)
         if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
             self._commit(res, "DELETED", new, old)
         else:
