@@ -256,6 +256,8 @@ def test_standalone_entry_point_serves_until_sigterm() -> None:
         if process.poll() is None:
             process.kill()
             process.wait(timeout=5)
+        if process.stdout is not None:
+            process.stdout.close()
 
 
 def test_shipped_catalog_matches_what_the_local_stack_generates(aws: MotoServer) -> None:

@@ -172,5 +172,5 @@ def test_get_watch_streams_changes(kubeconfig: pathlib.Path, core: CoreApi, tmp_
         lines = [watcher.stdout.readline() for _ in range(2)]
     finally:
         watcher.terminate()
-        watcher.wait(5)
+        watcher.communicate(timeout=5)  # waits, and reads and closes its pipes
     assert lines[0].split()[:2] == ["NAME", "STATUS"] and lines[1].startswith(name)

@@ -122,4 +122,5 @@ def test_cli_serves_until_sigterm(tmp_path: pathlib.Path) -> None:
         assert url in kubeconfig.read_text()
     finally:
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(10) == 0
+        proc.communicate(timeout=10)  # waits, and reads and closes its pipes
+        assert proc.returncode == 0

@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 # Who a request is without authentication (``access`` None): an administrator, as the reviews answer.
 UNAUTHENTICATED_ADMIN = rbac.User("admin", (rbac.MASTERS, rbac.AUTHENTICATED))
-_USER_KEY = "nodeflow.user"  # the authenticated user, kept on the aiohttp request
+_USER_KEY = aiohttp.web.RequestKey("nodeflow.user", rbac.User)  # the authenticated user, kept on the request
 
 
 def _reply(code: int, body: Any) -> aiohttp.web.Response:
