@@ -4,7 +4,7 @@ The names and defaults are Karpenter v1's (see "Feature Gates" in Karpenter's se
 https://karpenter.sh/docs/reference/settings/), so the value a Karpenter install uses applies unchanged.
 `SpotToSpotConsolidation` is acted on (the disruption controller may replace a spot node with a cheaper
 spot node), and so are `NodeRepair` (the leader force-terminates a node unhealthy for 30 minutes,
-workers.node_repair) and `ReservedCapacity` (the capacity reservations an EC2NodeClass selects are
+activities.interruption.repair) and `ReservedCapacity` (the capacity reservations an EC2NodeClass selects are
 offered as `reserved` capacity, cloudprovider.aws.capacityreservations). The others name Karpenter
 features nodeflow does not have yet; turning one on is accepted and
 reported at start by `not_implemented` (the worker logs it), never silently taken as done.

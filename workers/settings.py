@@ -65,22 +65,22 @@ round: a round starts once no new pending pod has been seen for the idle duratio
 after the first one (Karpenter's BATCH_IDLE_DURATION and BATCH_MAX_DURATION, same defaults). Every
 worker sends its window with the rounds it asks for, so the provisioner follows the last one asked.
 
-`claim_sweep_interval`: how often the leader looks at every NodeClaim (workers.claim_sweep) to expire the
+`claim_sweep_interval`: how often the leader looks at every NodeClaim (activities.nodeclaim.sweep) to expire the
 ones past their expireAfter and to ask the ones whose drift changed without any spec change (an AMI
 released behind an `@latest` alias) to check it; each look reads the NodeClaims, NodePools and
 EC2NodeClasses from the leader's watch cache. An expiry is acted on, at most, this long late.
 
 The garbage collector terminates the cluster's instances whose NodeClaim is gone and which launched at
 least `garbage_collection_min_age` ago; the leader looks for them every `garbage_collection_interval`
-(workers.garbage_survey) and asks the collector for a round only when it finds some. The last worker to
+(activities.garbage_collection.survey) and asks the collector for a round only when it finds some. The last worker to
 start sets both for the one collector of the namespace.
 
 `interruption_queue`: the name of the SQS queue EventBridge fills with EC2 interruption events
 (conventionally the cluster's name, as Karpenter's `--interruption-queue`); the leader consumes it
-(workers.interruption): a spot interruption warning, an AWS Health scheduled change or an instance
+(activities.interruption.consumer): a spot interruption warning, an AWS Health scheduled change or an instance
 stopping or terminating disrupts the instance's NodeClaim at once. Empty: off.
 
-Prices (workers.price_refresh): every worker reads on-demand prices from the AWS Pricing API
+Prices (activities.provisioning.price_refresh): every worker reads on-demand prices from the AWS Pricing API
 (`pricing:GetProducts`) at start and every `on_demand_price_refresh_interval`, and spot prices
 (DescribeSpotPriceHistory, per zone) every `spot_price_refresh_interval`; both 12h, as Karpenter's pricing
 controller. Until the Pricing API answers (or when it cannot: no permission, no route, throttled) the
@@ -89,7 +89,7 @@ on-demand prices are the table nodeflow ships for the region, us-east-1's for a 
 VPC, Karpenter's `isolatedVPC`); for spot: the prices read at start stay. At least 1m.
 
 `instance_status_interval`: how often the leader reads EC2's status checks and scheduled events of the
-cluster's running instances (DescribeInstanceStatus; workers.instance_status). An instance whose
+cluster's running instances (DescribeInstanceStatus; activities.interruption.instance_status). An instance whose
 instance or system status check is impaired, or which has a scheduled event (retirement, maintenance,
 stop, reboot), is treated as an AWS Health scheduled change: its NodeClaim is disrupted. It needs no
 queue. At least 10s; Never: off.
@@ -106,7 +106,7 @@ with the SDK's defaults (5, 0.2) that is one poll, about 6 new workflows a secon
 
 `feature_gates`: Karpenter's `--feature-gates` value as is (`SpotToSpotConsolidation=true,NodeRepair=false`);
 an unknown gate or a value other than true/false is refused. Of Karpenter's gates, nodeflow acts on
-`SpotToSpotConsolidation` and `NodeRepair` (workers.node_repair); the worker logs a warning at start for
+`SpotToSpotConsolidation` and `NodeRepair` (activities.interruption.repair); the worker logs a warning at start for
 any other one turned on.
 
 Instance types (cloudprovider.aws.instancetypes), as Karpenter's `--vm-memory-overhead-percent` and

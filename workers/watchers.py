@@ -448,7 +448,7 @@ class DriftTrigger(_Watcher):
     sight of an object (the worker starting) only records its generation; a change seen later, also across
     watch restarts, signals. Signals are paced (`signals_per_second`) so a change of a pool of thousands of
     nodes does not burst thousands of checks at once. A change made while no worker led, or a signal that
-    failed, is caught by the leader's claim sweep (workers.claim_sweep), which judges every drift reason."""
+    failed, is caught by the leader's claim sweep (activities.nodeclaim.sweep), which judges every drift reason."""
 
     def __init__(
         self,

@@ -22,11 +22,20 @@ from temporalio.worker import Worker
 from activities.disruption.decision import DecideInput, DisruptionActivities, DisruptionRound, LookAhead
 from activities.disruption.execution import DisruptionExecution
 from activities.disruption.manual_replacement import ManualReplacement
+from activities.disruption.trigger import DisruptionTrigger
 from activities.garbage_collection.collector import GarbageCollectionActivities
+from activities.garbage_collection.survey import GarbageSurvey
+from activities.interruption.consumer import ClaimDisrupter, InterruptionConsumer
+from activities.interruption.instance_status import InstanceStatusChecker
+from activities.interruption.repair import NodeRepairer
+from activities.metrics.cluster_refresh import ClusterStateMetrics
 from activities.metrics.metered_cloud import MeteredCloudProvider
 from activities.metrics.registry import Metrics
 from activities.nodeclaim.lifecycle import node_claim_activities
+from activities.nodeclaim.sweep import ClaimSweep
+from activities.provisioning.price_refresh import PriceRefresher
 from activities.provisioning.provisioner import ProvisioningActivities
+from activities.provisioning.status_refresh import StatusRefresh
 from cloudprovider.aws.factory import new_aws_cloud_provider, new_interruption_queue, resolve_eks_cluster
 from cloudprovider.aws.provider import AWSCloudProvider
 from cloudprovider.types import CloudProvider
@@ -39,23 +48,14 @@ from kube.node_directory import NodeDirectory
 from kube.types import Kube
 from kube.watch_cache import WATCHED, WatchCache
 from scheduling.provisionable import is_provisionable
-from workers.claim_sweep import ClaimSweep
-from workers.cluster_metrics import ClusterStateMetrics
-from workers.disruption_trigger import DisruptionTrigger
 from workers.feature_gates import not_implemented
-from workers.garbage_survey import GarbageSurvey
 from workers.heap import freeze_long_lived
-from workers.instance_status import InstanceStatusChecker
-from workers.interruption import ClaimDisrupter, InterruptionConsumer
 from workers.leader_election import Election, candidate_identity
 from workers.leadership import LeaderElector
 from workers.metrics_server import MetricsServer, temporal_runtime
-from workers.node_repair import NodeRepairer
-from workers.price_refresh import PriceRefresher
 from workers.probes import CatalogWarmer, worker_probes
 from workers.reconcile import adopt_node_claims, end_orphaned_workflows
 from workers.settings import Settings
-from workers.status_refresh import StatusRefresh
 from workers.temporal.build_id import build_id, build_labels
 from workers.temporal.client import connect
 from workers.temporal.namespace_owner import claim_namespace
@@ -108,7 +108,7 @@ async def _lead(
     (workers.reconcile), nudge the provisioner, start or reconfigure the garbage collector and the
     disruption controller (so the leader's settings win), then run the Kubernetes watchers (which keep
     a watch cache of their objects for this term), then, each reading the cluster from that cache, the
-    cluster-state metrics (workers.cluster_metrics), the disruption trigger (deciding with `disruption`),
+    cluster-state metrics (activities.metrics.cluster_refresh), the disruption trigger (deciding with `disruption`),
     the status refresh (with `provisioning`) and the garbage survey (with `collector`), and the other
     `loops` given (the interruption queue's
     consumer, the instance status checker, node repair), each in its thread. A new leader does all of it
@@ -163,7 +163,7 @@ def _garbage_survey(
     collection: GarbageCollectorSettings,
     cache: WatchCache,
 ) -> GarbageSurvey:
-    """The leader's look for garbage every `collection.interval_seconds` (workers.garbage_survey), asking
+    """The leader's look for garbage every `collection.interval_seconds` (activities.garbage_collection.survey), asking
     the collector on the settings' task queue for a round through `client` on `loop` when it finds some
     (a collector it starts again records this cluster as the namespace's owner)."""
 
@@ -182,7 +182,7 @@ def _disruption_trigger(
     settings: DisruptionSettings,
     cache: WatchCache,
 ) -> DisruptionTrigger:
-    """The leader's look ahead (workers.disruption_trigger), deciding with `disruption` under `settings`
+    """The leader's look ahead (activities.disruption.trigger), deciding with `disruption` under `settings`
     and waking the controller (started again on `task_queue` should it have been terminated) through
     `client` on `loop`; `cache` keeps the leader's watched objects and counts their events."""
 
@@ -201,7 +201,7 @@ def _disruption_trigger(
 
 
 def _status_refresh(cache: WatchCache, starter: TemporalStarter, provisioning: ProvisioningActivities) -> StatusRefresh:
-    """The leader's NodePool and EC2NodeClass status refresh (workers.status_refresh), asking the
+    """The leader's NodePool and EC2NodeClass status refresh (activities.provisioning.status_refresh), asking the
     provisioner for a round through `starter` when the pods in the leader's watch `cache` show some
     pending."""
 
@@ -221,7 +221,7 @@ def _claim_disrupter(
     starter: TemporalStarter,
     metrics: Metrics,
 ) -> ClaimDisrupter:
-    """The interruption action (workers.interruption): NodeClaim workflows signalled through `starter` on
+    """The interruption action (activities.interruption.consumer): NodeClaim workflows signalled through `starter` on
     its event loop, offerings marked in `unavailable` (the cache this worker's provisioning rounds read)."""
     return ClaimDisrupter(kube, _blocking_signal(starter, "delete"), unavailable, recorder, metrics)
 
@@ -240,7 +240,7 @@ def _blocking_signal(starter: TemporalStarter, signal: str) -> Callable[[str, st
 def _node_repairer(
     settings: Settings, kube: Kube, recorder: EventRecorder, starter: TemporalStarter, metrics: Metrics
 ) -> NodeRepairer | None:
-    """Node repair (workers.node_repair) when the NodeRepair feature gate is on, else None."""
+    """Node repair (activities.interruption.repair) when the NodeRepair feature gate is on, else None."""
     if not settings.feature_gate_values()["NodeRepair"]:
         return None
     log.info("node repair on (feature gate NodeRepair)")
@@ -275,7 +275,7 @@ def _instance_status_checker(
 
 
 def _price_refresher(settings: Settings, cloud: AWSCloudProvider) -> PriceRefresher:
-    """The refresher of `cloud`'s prices on the settings' intervals (workers.price_refresh)."""
+    """The refresher of `cloud`'s prices on the settings' intervals (activities.provisioning.price_refresh)."""
     on_demand = settings.optional_seconds("on_demand_price_refresh_interval")
     spot = settings.optional_seconds("spot_price_refresh_interval")
     log.info(

@@ -42,7 +42,7 @@ When rounds come: after a round that acted or must look again (a command execute
 back; a manual replace; a failed decision) the next comes after POLL (Karpenter's polling period, 10 s).
 After a quiet round (no command, or a command of a method not executed) the controller waits for news
 instead: the `wake` signal, a manual replace, or IDLE_BACKSTOP should a wake be lost. The leader sends
-`wake` (workers.disruption_trigger): it decides every POLL itself, outside any workflow, decides again at
+`wake` (activities.disruption.trigger): it decides every POLL itself, outside any workflow, decides again at
 least every 5 minutes (Karpenter's interval) whatever it remembers, wakes the controller when that
 decision is news and retries a wake that failed at its next look. So a change is acted on as soon as with
 a 10 s poll, and an idle cluster's controller costs a timer and an activity per IDLE_BACKSTOP, not per
@@ -144,7 +144,7 @@ class DisruptionControllerWorkflow:
 
     @workflow.signal(name=SIGNAL_WAKE)
     def wake(self) -> None:
-        """News (workers.disruption_trigger): a quiet controller runs a round now instead of at its backstop."""
+        """News (activities.disruption.trigger): a quiet controller runs a round now instead of at its backstop."""
         self._woken = True
 
     @workflow.signal(name=SIGNAL_REPLACEMENT_READY)

@@ -5,7 +5,7 @@ A round runs the `collect_leaked_instances` activity, which terminates live inst
 whose NodeClaim does not exist and which launched at least `min_age_seconds` ago, and deletes registered
 NodeClaims whose instance no longer exists and whose Node is not Ready (activities.garbage_collection.collector).
 One runs when the workflow starts, when its settings change, on the `collect` signal, and otherwise after
-BACKSTOP. The leader looks every `interval_seconds` at what a round would act on (workers.garbage_survey,
+BACKSTOP. The leader looks every `interval_seconds` at what a round would act on (activities.garbage_collection.survey,
 the same checks, acting on nothing) and signals `collect` only when there is something, so a cluster with
 nothing to collect costs the collector a round an hour (48 billable actions a day) where a round every 2
 minutes cost 1,440. The hourly backstop is for workers that run while none of them leads (the Lease
@@ -62,7 +62,7 @@ COLLECT_RETRY = RetryPolicy(
 
 
 class GarbageCollectorSettings(BaseModel):
-    """How often the leader looks for garbage (workers.garbage_survey), and how old an instance without a
+    """How often the leader looks for garbage (activities.garbage_collection.survey), and how old an instance without a
     claim must be to count as leaked."""
 
     interval_seconds: int = Field(default=DEFAULT_INTERVAL_SECONDS, gt=0)

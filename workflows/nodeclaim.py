@@ -20,7 +20,7 @@ instance, node, conditions, waiting_for, termination reason).
 An idle node costs nothing: the running phase holds no timer and polls nothing. It waits for a signal:
 `delete` (the worker's deletion watcher, and the garbage collector's rounds for a Node or NodeClaim that
 vanished), `check_drift` (its NodePool or EC2NodeClass changed, or the leader's claim sweep found its
-drift changed, workers.claim_sweep), `expire` (the claim sweep, once creationTimestamp + expireAfter has
+drift changed, activities.nodeclaim.sweep), `expire` (the claim sweep, once creationTimestamp + expireAfter has
 passed, as Karpenter's expiration controller decides it; or manual), or another manual signal. Each
 `check_drift` runs one `running_check` activity (liveness and the full drift check); drift only marks
 the claim, replacing drifted nodes belongs to the disruption controller. No per-node periodic check
@@ -135,7 +135,7 @@ class NodeClaimWorkflow(NodeClaimTermination):
     @workflow.signal(name="check_drift")
     def check_drift(self, reason: str = "") -> None:
         """Run the running phase's check: the worker sends it when the claim's NodePool or EC2NodeClass
-        changes, and when its claim sweep finds the claim's drift changed (workers.claim_sweep). Asked
+        changes, and when its claim sweep finds the claim's drift changed (activities.nodeclaim.sweep). Asked
         before the running phase (the node class changed
         while the node launched or initialized), the check runs as the running phase begins; the request
         survives continue-as-new."""

@@ -128,7 +128,7 @@ def node_claim_input(
 ) -> NodeClaimInput:
     """The input of a new NodeClaim workflow, from the claim's name, metadata.uid, NodePool and
     spec.terminationGracePeriod, and the worker's settings (expireAfter is not the workflow's: the leader's
-    claim sweep signals `expire`, workers.claim_sweep); `waiter`: the workflow waiting for the claim
+    claim sweep signals `expire`, activities.nodeclaim.sweep); `waiter`: the workflow waiting for the claim
     (NodeClaimInput.waiter). The one place such an input is made: the provisioner's claims, replacements
     and adopted claims all start this way. Pure."""
     return NodeClaimInput(

@@ -220,7 +220,7 @@ class DisruptionActivities:
         memory: LookAhead | None,
         cache: WatchCache | None = None,
     ) -> tuple[DisruptionRound | None, LookAhead]:
-        """`evaluate` without acting, for the leader's look ahead (workers.disruption_trigger), given what
+        """`evaluate` without acting, for the leader's look ahead (activities.disruption.trigger), given what
         the previous looks found (`memory`); returns the decision and what this look found. The decision
         is None, with nothing decided or published, while the cluster is settled: it is the state the last
         passes over it found nothing in, and no time-driven change is due (scheduling.disruption.settled).

@@ -1,6 +1,6 @@
 """The cluster-state gauges of Karpenter's metrics: per node (`karpenter_nodes_*`), per pod
 (`karpenter_pods_state`), per NodePool usage and limits, the cluster's utilization and sync state, and the
-catalog's offerings. The leader sets them from what it reads (workers.cluster_metrics); they are part of
+catalog's offerings. The leader sets them from what it reads (activities.metrics.cluster_refresh); they are part of
 the worker's one `Metrics` (activities.metrics.registry).
 
 The catalog's gauges (`karpenter_cloudprovider_instance_type_*`) are rendered when scraped, from the

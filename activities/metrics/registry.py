@@ -3,7 +3,7 @@ thing (Karpenter's reference, "Metrics"), on one `Metrics` object per worker.
 
 The composition root (workers.worker) builds one `Metrics` on a registry, hands it to the activities, the
 metered cloud provider (activities.metrics.metered_cloud), the interruption consumer and the leader's cluster-state
-gauges (workers.cluster_metrics), and serves the registry on `/metrics` (workers.metrics_server). Tests
+gauges (activities.metrics.cluster_refresh), and serves the registry on `/metrics` (workers.metrics_server). Tests
 build their own on a fresh registry and read it with `registry.get_sample_value`. Nothing here is global:
 two workers in one process (the tests) keep separate counts.
 
@@ -13,7 +13,7 @@ reason, method, response code or error type, never by node, pod or NodeClaim; on
 and `_unstarted_time_seconds` (per waiting pod) name them, as Karpenter's do,
 and the offering gauges name each instance type, zone and capacity type. Counters count what this worker
 did since it started, so a fleet's total is the sum over replicas (Prometheus `sum by (nodepool)`); the
-cluster-state gauges are the leader's alone (workers.cluster_metrics), as are the disruption controller's
+cluster-state gauges are the leader's alone (activities.metrics.cluster_refresh), as are the disruption controller's
 (one controller workflow decides at a time).
 
 Where the work happens: the NodeClaim lifecycle activities count creations, terminations, drains and time

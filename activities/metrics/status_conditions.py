@@ -1,5 +1,6 @@
 """Karpenter's status-condition metrics of one kind of object (`operator_<kind>_status_condition_*`): one
-ConditionMetrics per kind on the worker's Metrics (activities.metrics.registry); workers.condition_metrics sets them."""
+ConditionMetrics per kind on the worker's Metrics (activities.metrics.registry);
+activities.metrics.condition_readings sets them."""
 
 from __future__ import annotations
 

@@ -2,8 +2,9 @@
 (what its selectors resolve to, its Ready condition, its finalizer, its termination once deleted), each
 NodePool validated against it (ValidationSucceeded, NodeClassReady and Ready, as Karpenter sets them),
 with a Warning Event for each new problem. One bad object is reported on its own status and left out;
-the others are ready for the scheduler. Used by every provisioning round (activities.provisioning.provisioner
-`solve`) and by the leader's status refresh (workers.status_refresh), whether or not a pod is pending."""
+the others are ready for the scheduler. Used by every provisioning round
+(activities.provisioning.provisioner `solve`) and by the leader's status refresh
+(activities.provisioning.status_refresh), whether or not a pod is pending."""
 
 from __future__ import annotations
 

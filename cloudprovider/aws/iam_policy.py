@@ -31,7 +31,7 @@ Statements, by Sid:
   carries `kubernetes.io/cluster/<cluster>=owned` and a `karpenter.sh/nodepool` tag, and only with the
   keys `Name` and `karpenter.sh/nodeclaim`: launches batched into one CreateFleet share its tags, and
   each claim's instance gets these two afterwards (`cloudprovider.aws.fleet_batcher`); the claim sweep
-  renames a registered instance after its Node (workers.claim_sweep). Neither key is one a launch, a
+  renames a registered instance after its Node (activities.nodeclaim.sweep). Neither key is one a launch, a
   template use or a termination is scoped by.
 - `AllowScopedDeletion`: `ec2:TerminateInstances` and `ec2:DeleteLaunchTemplate` only on instances and
   launch templates tagged for this cluster and a NodePool (nodeflow deletes its templates when their

@@ -10,7 +10,7 @@ Karpenter reads the same response without an interruption queue: an instance who
 status is `impaired`, or which has a scheduled event, is treated as a scheduled change (its NodeClaim is
 deleted). `scheduled_changes(statuses)` turns the response's `InstanceStatuses` into one
 `ParsedMessage` of kind `INSTANCE_UNHEALTHY` per such instance, for the interruption consumer's action
-path (workers.interruption). An event that already ended (EC2 prefixes its description with
+path (activities.interruption.consumer). An event that already ended (EC2 prefixes its description with
 `[Completed]` or `[Canceled]`) is not a reason. An `initializing` or `insufficient-data` check is not
 `impaired`: the instance is still booting or EC2 has no verdict yet. Never raises on a malformed entry:
 it is skipped.

@@ -4,7 +4,7 @@ On-demand prices start as the shipped table of the region (`cloudprovider.aws.pr
 when the region has none) and are replaced by the AWS Pricing API's when `refresh_on_demand` gets an
 answer (`cloudprovider.aws.pricing_api`); a failed refresh keeps what there was. Spot prices are
 DescribeSpotPriceHistory's latest price per instance type and zone, read on the first use and again
-by `refresh_spot`. The worker calls both refreshes on intervals (workers.price_refresh), as Karpenter's
+by `refresh_spot`. The worker calls both refreshes on intervals (activities.provisioning.price_refresh), as Karpenter's
 pricing controller does; a refresh reads AWS without holding the lock readers take, so provisioning
 never waits for it. `version` changes with every refresh that changed something, so the instance-type
 catalog (cloudprovider.aws.offerings) knows to rebuild its offerings: the scheduler and consolidation

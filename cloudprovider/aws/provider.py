@@ -49,7 +49,7 @@ class AWSCloudProvider:
 
     `prices` (a PriceBook of `pricing`, a client of the Pricing API, starting from the table `prices`,
     by default the region's shipped one) holds the current on-demand and spot prices; whoever runs the
-    provider refreshes them (workers.price_refresh)."""
+    provider refreshes them (activities.provisioning.price_refresh)."""
 
     def __init__(
         self,

@@ -3,7 +3,7 @@
 Karpenter's disruption controller skips its consolidation methods while the cluster is consolidated: a
 pass found nothing to do, and nothing it reads has changed since. Its cluster state also counts as
 changed 5 minutes after the last change, so that what no watch shows (an instance type available again,
-a new price) is judged again. nodeflow's look ahead (workers.disruption_trigger) does the same:
+a new price) is judged again. nodeflow's look ahead (activities.disruption.trigger) does the same:
 
 - `state_key(inp)`: what a decision reads, apart from the clock. For Nodes and bound pods, that is what
   a decision reads of them (`node_facts`, `pod_facts`), not their resourceVersion: a kubelet rewrites

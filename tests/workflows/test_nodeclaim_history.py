@@ -2,7 +2,7 @@
 
 The running phase holds no timer and polls nothing (workflows.nodeclaim): a month without a signal is a
 month without an event, a workflow task or a billable action. Expiry comes from outside, as the leader's
-claim sweep sends it (workers.claim_sweep)."""
+claim sweep sends it (activities.nodeclaim.sweep)."""
 
 from __future__ import annotations
 

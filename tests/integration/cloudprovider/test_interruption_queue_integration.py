@@ -17,6 +17,7 @@ from typing import Any
 import boto3
 import pytest
 
+from activities.interruption.consumer import ClaimDisrupter, InterruptionConsumer
 from cloudprovider.aws.factory import new_interruption_queue
 from cloudprovider.aws.interruption_queue import InterruptionQueue, QueueMessage
 from cloudprovider.unavailable import UnavailableOfferings
@@ -27,7 +28,6 @@ from kube.fake import MemKube
 from kube.types import Obj
 from tests.eventually import eventually
 from tests.interruption_events import scheduled_change, spot_interruption, state_change
-from workers.interruption import ClaimDisrupter, InterruptionConsumer
 
 CLUSTER = "it-interruption"
 REGION = "us-west-2"

@@ -11,6 +11,7 @@ from pathlib import Path
 import boto3
 import pytest
 
+from activities.provisioning.price_refresh import PriceRefresher
 from cloudprovider.aws.factory import new_aws_cloud_provider
 from cloudprovider.aws.pricebook import PriceBook
 from cloudprovider.aws.pricing import PriceTable, load_price_table
@@ -19,7 +20,6 @@ from devstack.aws.faults import FaultClient
 from devstack.aws.response_cache import default_cache_dir
 from devstack.aws.server import MotoServer
 from workers.cli import main
-from workers.price_refresh import PriceRefresher
 
 CLUSTER = "prices-cluster"
 REGION = "us-west-2"

@@ -174,7 +174,7 @@ def test_stale_launch_templates_are_swept_with_every_node_class_hash_and_a_failu
     assert cloud.deleted == ["i-leaked"]  # the instance collection still ran, in the first round
 
 
-# -- the leader's survey (workers.garbage_survey) ---------------------------------------------------------
+# -- the leader's survey (activities.garbage_collection.survey) --------------------------------------------------------
 
 
 def test_a_survey_names_what_a_round_would_act_on_acts_on_nothing_and_finds_nothing_after_the_round(

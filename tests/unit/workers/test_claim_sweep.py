@@ -1,4 +1,4 @@
-"""workers.claim_sweep.ClaimSweep: one round signals `expire` to the claims past their expireAfter and
+"""activities.nodeclaim.sweep.ClaimSweep: one round signals `expire` to the claims past their expireAfter and
 `check_drift` only to the running claims whose drift finding (any reason) differs from their Drifted
 condition."""
 
@@ -8,13 +8,13 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from activities.nodeclaim.sweep import ClaimSweep, expiry, needs_check
 from cloudprovider.errors import NodeClassNotReadyError
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
 from kube.fake import MemKube, count_lists, watch_cache_of
 from tests.unit.activities.claimworld import NODE_CLASS, POOL, claim_body
 from tests.unit.workers.test_drift_trigger import Signals, loop  # noqa: F401 (the event loop fixture)
-from workers.claim_sweep import ClaimSweep, expiry, needs_check
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 

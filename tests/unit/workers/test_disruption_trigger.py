@@ -1,13 +1,13 @@
-"""The leader's disruption look ahead wakes the controller only for news (workers.disruption_trigger)."""
+"""The leader's disruption look ahead wakes the controller only for news (activities.disruption.trigger)."""
 
 from __future__ import annotations
 
 import threading
 
 from activities.disruption.decision import DecideInput, DisruptionRound, LookAhead
+from activities.disruption.trigger import RESIGNAL_SECONDS, DisruptionTrigger
 from scheduling.disruption import CandidateRef, Command
 from scheduling.disruption.settled import Settlement, StateKey
-from workers.disruption_trigger import RESIGNAL_SECONDS, DisruptionTrigger
 
 
 def empty(name: str) -> DisruptionRound:

@@ -1,4 +1,4 @@
-"""workers.garbage_survey: the leader asks the garbage collector for a round only when its look finds
+"""activities.garbage_collection.survey: the leader asks the garbage collector for a round only when its look finds
 something, and a failed look neither asks nor stops the loop."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import threading
 
 from activities.garbage_collection.collector import CollectInput
+from activities.garbage_collection.survey import GarbageSurvey
 from kube.watch_cache import WatchCache
-from workers.garbage_survey import GarbageSurvey
 
 
 class Collector:

@@ -1,5 +1,5 @@
-"""workers.instance_status.InstanceStatusChecker with fakes: an impaired instance's NodeClaim is signalled
-`delete` through the interruption consumer's ClaimDisrupter, once; a failed read or signal is retried at
+"""activities.interruption.instance_status.InstanceStatusChecker with fakes: an impaired instance's NodeClaim
+is signalled `delete` through the interruption consumer's ClaimDisrupter, once; a failed read or signal is retried at
 the next check; a healthy fleet costs no NodeClaim list."""
 
 from __future__ import annotations
@@ -7,13 +7,13 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from activities.interruption.consumer import TERMINATING_REASON, ClaimDisrupter
+from activities.interruption.instance_status import InstanceStatusChecker
 from cloudprovider.unavailable import UnavailableOfferings
 from kube import resources as r
 from kube.fake import MemKube
 from kube.types import Obj
 from tests.eventually import eventually
-from workers.instance_status import InstanceStatusChecker
-from workers.interruption import TERMINATING_REASON, ClaimDisrupter
 
 SICK, WELL, ORPHAN = "i-00000000000000001", "i-00000000000000002", "i-00000000000000003"
 

@@ -1,4 +1,4 @@
-"""workers.interruption.InterruptionConsumer with fakes: a message is deleted only after its action is
+"""activities.interruption.consumer.InterruptionConsumer with fakes: a message is deleted only after its action is
 recorded (the workflow accepted the signal, or there is nothing to act on), a duplicate does nothing
 twice, an unknown message is counted and deleted, a failed signal or list leaves the message."""
 
@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from activities.interruption.consumer import ClaimDisrupter, InterruptionConsumer
 from cloudprovider.aws.interruption_queue import QueueMessage
 from cloudprovider.unavailable import UnavailableOfferings
 from kube import resources as r
@@ -16,7 +17,6 @@ from kube.errors import ServerError
 from kube.fake import MemKube
 from kube.types import Obj
 from tests.interruption_events import rebalance_recommendation, scheduled_change, spot_interruption, state_change
-from workers.interruption import ClaimDisrupter, InterruptionConsumer
 
 SPOT_ID, OD_ID, OTHER_ID = "i-00000000000000001", "i-00000000000000002", "i-000000000000000ff"
 
@@ -212,7 +212,7 @@ def test_run_retries_a_failed_receive_and_stops(
     parts: Parts, journal: Journal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     consumer, queue, _, _ = parts
-    monkeypatch.setattr("workers.interruption.RETRY_PAUSE_SECONDS", 0.01)
+    monkeypatch.setattr("activities.interruption.consumer.RETRY_PAUSE_SECONDS", 0.01)
     queue.fail_receive = 1
     queue.batches = [[message(spot_interruption(SPOT_ID), "m1")]]
     stop = threading.Event()

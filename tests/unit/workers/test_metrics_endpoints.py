@@ -1,5 +1,5 @@
 """The worker's metrics endpoints (workers.metrics_server) and the leader's cluster-state gauges
-(workers.cluster_metrics): /metrics is prometheus-client's exposition, parsed back by its text parser; a
+(activities.metrics.cluster_refresh): /metrics is prometheus-client's exposition, parsed back by its text parser; a
 port already taken fails naming the setting; the gauges follow the cluster, dropping what is gone."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from activities.metrics.cluster_refresh import ClusterStateMetrics, cluster_series
 from activities.metrics.registry import Metrics
 from apis.quantity import parse_quantity
 from cloudprovider.fake import FakeCloudProvider
@@ -23,7 +24,6 @@ from kube import resources as r
 from kube.fake import MemKube, watch_cache_of
 from kube.types import Obj
 from kube.watch_cache import WATCHED
-from workers.cluster_metrics import ClusterStateMetrics, cluster_series
 from workers.metrics_server import MetricsPortError, MetricsServer, temporal_runtime
 
 

@@ -1,4 +1,4 @@
-"""workers.node_repair.NodeRepairer with an in-memory Kube: a Node NotReady for 30 minutes has its
+"""activities.interruption.repair.NodeRepairer with an in-memory Kube: a Node NotReady for 30 minutes has its
 NodeClaim signalled `repair` once, with events on the Node and the NodeClaim; a NodePool with more than
 20% of its nodes unhealthy gets `NodeRepairBlocked` and no repair; a failed signal is tried again."""
 
@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from activities.interruption.repair import BLOCKED_REASON, REPAIR_REASON, NodeRepairer
 from activities.metrics.registry import Metrics
 from kube import resources as r
 from kube.fake import MemKube
 from kube.types import Obj
-from workers.node_repair import BLOCKED_REASON, REPAIR_REASON, NodeRepairer
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from activities.provisioning.price_refresh import PriceRefresher
 from cloudprovider.errors import CloudProviderError
-from workers.price_refresh import PriceRefresher
 
 
 class Clock:

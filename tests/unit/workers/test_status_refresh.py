@@ -1,11 +1,11 @@
 """The leader's status refresh asks the provisioner for a round only when pods are pending or it failed
-(workers.status_refresh)."""
+(activities.provisioning.status_refresh)."""
 
 from __future__ import annotations
 
 import threading
 
-from workers.status_refresh import StatusRefresh
+from activities.provisioning.status_refresh import StatusRefresh
 
 
 class Leader:

@@ -5,7 +5,7 @@
 `karpenter_cluster_state_node_count` and `_synced`; `karpenter_pods_state` per pod, with the pod start-up
 histograms and the gauges of pods still waiting to be bound or to start; the status-condition metrics of
 NodeClaims, NodePools, nodeflow's Nodes and EC2NodeClasses
-(workers.condition_metrics); and the instance-type offering gauges.
+(activities.metrics.condition_readings); and the instance-type offering gauges.
 
 They describe the cluster, not what one worker did, so only the leader publishes them: `_lead`
 (workers.worker) runs one `ClusterStateMetrics` in a thread, like the watchers. Every REFRESH_SECONDS it
@@ -49,6 +49,7 @@ from datetime import UTC, datetime
 from prometheus_client import Gauge
 
 from activities.metrics.cluster_state import quantities_as_numbers
+from activities.metrics.condition_readings import Key, Reading, condition_gauges, read_conditions, transitions
 from activities.metrics.labels import node_labels, seconds_since
 from activities.metrics.registry import Metrics
 from activities.nodepool_status import pool_resources
@@ -59,7 +60,6 @@ from kube.types import Obj
 from kube.watch_cache import WatchCache
 from scheduling import drain
 from scheduling.resources import pod_requests
-from workers.condition_metrics import Key, Reading, condition_gauges, read_conditions, transitions
 
 log = logging.getLogger(__name__)
 REFRESH_SECONDS = 10.0
@@ -409,7 +409,7 @@ class ClusterStateMetrics:
         self._offerings_read = None
 
     def _publish_conditions(self, kind: str, objects: list[Obj]) -> None:
-        """The status-condition metrics of `kind` (workers.condition_metrics) from these objects."""
+        """The status-condition metrics of `kind` (activities.metrics.condition_readings) from these objects."""
         metrics = self.metrics.conditions[kind]
         now = datetime.now(UTC)
         readings = read_conditions(objects)

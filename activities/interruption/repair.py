@@ -20,13 +20,13 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from activities.interruption.consumer import Bounded, Recorder
 from activities.metrics.labels import owner_labels
 from activities.metrics.registry import Metrics
 from kube import resources as r
 from kube.errors import KubeError
 from kube.types import Kube, Obj
 from scheduling.repair import decide_repairs
-from workers.interruption import Bounded, Recorder
 
 log = logging.getLogger(__name__)
 REPAIR_CHECK_SECONDS = 60.0

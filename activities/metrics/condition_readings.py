@@ -1,6 +1,6 @@
 """Karpenter's status-condition metrics (`operator_<kind>_status_condition_*`, activities.metrics.registry
 .ConditionMetrics) of NodeClaims, NodePools, Nodes and EC2NodeClasses, from the objects the leader's
-cluster-state refresh reads (workers.cluster_metrics). Pure.
+cluster-state refresh reads (activities.metrics.cluster_refresh). Pure.
 
 Each refresh sets, per object and condition, `_count` (1, labelled with its status and reason) and
 `_current_status_seconds` (since its `lastTransitionTime`). A condition whose status differs from the one

@@ -37,9 +37,9 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -50,6 +50,7 @@ from activities.nodeclaim.drift import (
     ResolvedNodeClasses,
     drift_facts,
 )
+from activities.periodic import every
 from apis import labels
 from apis.duration import parse_duration
 from apis.ec2nodeclass import EC2NodeClass
@@ -62,8 +63,6 @@ from kube import resources as r
 from kube.types import Kube, Obj
 from kube.watch_cache import WatchCache, read
 from scheduling.drift import find_drift
-from workers.periodic import every
-from workers.temporal.starter import TemporalStarter
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
@@ -114,6 +113,13 @@ def expiry(claim: Obj) -> datetime | None:
     return created + lifetime if created is not None and lifetime is not None else None
 
 
+class ClaimSignaller(Protocol):
+    """What the sweep needs of the worker's workflow starter (workers.temporal.starter.TemporalStarter):
+    a signal to one NodeClaim's workflow, run on the worker's event loop."""
+
+    def signal_node_claim(self, name: str, signal: str, reason: str) -> Coroutine[Any, Any, bool]: ...
+
+
 class ClaimSweep:
     """Runs the sweep every `interval` seconds in the leader (see the module docstring); `sweep()` is one
     round, which returns the names it signalled. Never raises out of `run`: a failed round is logged and
@@ -123,7 +129,7 @@ class ClaimSweep:
         self,
         kube: Kube,
         cloud: CloudProvider,
-        starter: TemporalStarter,
+        starter: ClaimSignaller,
         loop: asyncio.AbstractEventLoop,
         interval: float = SWEEP_SECONDS,
         signals_per_second: float = SIGNALS_PER_SECOND,

@@ -7,7 +7,7 @@ is tainted, drained and terminated and its pods go back to provisioning). The le
 `InstanceStatusChecker` in a thread (workers.worker `_lead`): every `interval_seconds` it reads the
 statuses of the cluster's running instances (cloudprovider.aws.provider `instance_statuses`), finds the
 problems (cloudprovider.aws.instance_status, pure) and acts through the interruption consumer's
-`ClaimDisrupter` (workers.interruption): the same `delete` signal, reason and events, and a NodeClaim
+`ClaimDisrupter` (activities.interruption.consumer): the same `delete` signal, reason and events, and a NodeClaim
 the queue already disrupted is not signalled again.
 
 A finding acted on (or with no NodeClaim to act on) is remembered by instance and problem, so it is
@@ -22,8 +22,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from activities.interruption.consumer import Bounded, ClaimDisrupter
 from cloudprovider.aws.instance_status import scheduled_changes
-from workers.interruption import Bounded, ClaimDisrupter
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ cloudprovider.aws.interruption_messages's.
 
 Here the leader runs one `InterruptionConsumer` in a thread (workers.worker `_lead`), like the
 Kubernetes watchers: it long-polls the queue and handles each batch, acting through a `ClaimDisrupter`
-(which the instance status checker, workers.instance_status, shares):
+(which the instance status checker, activities.interruption.instance_status, shares):
 
 - A message is deleted from the queue only once its action is durably recorded: the NodeClaim's
   workflow accepted the `delete` signal (Temporal has written it to the workflow's history), or there
@@ -133,7 +133,7 @@ class ClaimDisrupter:
     """The action on an interruption event: each of its instances' NodeClaim disrupted (the `delete`
     signal with the event's reason, and its events recorded), the offering marked for a spot
     interruption. Shared by the queue's consumer and the instance status checker
-    (workers.instance_status), so a NodeClaim one of them disrupted is not signalled again by the other.
+    (activities.interruption.instance_status), so a NodeClaim one of them disrupted is not signalled again by the other.
     Thread-safe; `act` blocks while it signals."""
 
     def __init__(

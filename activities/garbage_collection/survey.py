@@ -20,8 +20,8 @@ import threading
 from collections.abc import Callable
 
 from activities.garbage_collection.collector import CollectInput, GarbageCollectionActivities
+from activities.periodic import every
 from kube.watch_cache import WatchCache
-from workers.periodic import every
 
 log = logging.getLogger(__name__)
 SHOWN = 5  # findings named in the log line of a look
