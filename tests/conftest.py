@@ -119,7 +119,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         _check_rbac_coverage(session, exitstatus)
     if _is_xdist_worker(config) or not config.stash.get(_CALL_LOG_OWNED, False):
         return
-    from tests.iam_coverage import coverage_problems, covers_every_aws_test, narrowed, nodeflow_calls
+    from tests.iam_coverage import coverage_problems, covers_every_aws_test, nodeflow_calls
+    from tests.run_coverage import fail_session, narrowed
 
     directory = Path(os.environ[CALL_LOG_ENV])
     called = nodeflow_calls(read_calls(directory)) if directory.is_dir() else set()
@@ -128,16 +129,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     )
     problems = coverage_problems(called, complete)
     shutil.rmtree(directory, ignore_errors=True)
-    if problems:
-        reporter = config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line("")
-            reporter.write_sep(
-                "=", "IAM policy coverage (tests/iam_coverage.py): the policy and the AWS calls disagree"
-            )
-            for line in problems:
-                reporter.write_line(line, red=True)
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    fail_session(
+        session, "IAM policy coverage (tests/iam_coverage.py): the policy and the AWS calls disagree", problems
+    )
 
 
 # -- RBAC coverage (tests/rbac_coverage.py) ----------------------------------------------------------
@@ -146,8 +140,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def _check_rbac_coverage(session: pytest.Session, exitstatus: int) -> None:
     """After every worker and stack stopped: the worker's recorded Kubernetes requests against the chart's
     RBAC rules (a refused request always fails the run; an unneeded grant only after every e2e test)."""
-    from tests.iam_coverage import narrowed
     from tests.rbac_coverage import coverage_problems, covers_every_e2e_test
+    from tests.run_coverage import fail_session, narrowed
 
     config = session.config
     directory = Path(os.environ[AUTHZ_LOG_ENV])
@@ -157,13 +151,5 @@ def _check_rbac_coverage(session: pytest.Session, exitstatus: int) -> None:
     )
     problems = coverage_problems(records, complete)
     shutil.rmtree(directory, ignore_errors=True)
-    if problems:
-        reporter = config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line("")
-            reporter.write_sep(
-                "=", "RBAC coverage (tests/rbac_coverage.py): the chart's rules and the worker's requests disagree"
-            )
-            for line in problems:
-                reporter.write_line(line, red=True)
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    title = "RBAC coverage (tests/rbac_coverage.py): the chart's rules and the worker's requests disagree"
+    fail_session(session, title, problems)

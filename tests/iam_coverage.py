@@ -22,6 +22,9 @@ from typing import Any
 
 from cloudprovider.aws.factory import USER_AGENT_APP_ID
 from cloudprovider.aws.iam_policy import controller_policy, needed_actions
+from tests.run_coverage import covers_every_test, narrowed
+
+__all__ = ["coverage_problems", "covers_every_aws_test", "narrowed", "nodeflow_calls", "policy_problems"]
 
 ROOT = Path(__file__).resolve().parents[1]
 # The test directories whose runs exercise every AWS call nodeflow makes.
@@ -59,21 +62,10 @@ def nodeflow_calls(recorded: set[str]) -> set[str]:
     return {line.split(" ", 1)[1] for line in recorded if line.split(" ", 1)[0] == USER_AGENT_APP_ID}
 
 
-def narrowed(option: Any) -> bool:
-    """Whether pytest's options leave tests out or run none (-k, -m, --deselect, --ignore, --co)."""
-    names = ("keyword", "markexpr", "deselect", "ignore", "ignore_glob", "collectonly")
-    return any(getattr(option, name, None) for name in names)
-
-
 def covers_every_aws_test(args: list[str], invocation_dir: Path, narrowed: bool) -> bool:
     """Whether a run with these command-line paths collects every test of COVERING_DIRS; `narrowed`:
-    options leave some out (see `narrowed`)."""
-    if narrowed:
-        return False
-    paths = [(invocation_dir / a).resolve() for a in args if "::" not in a] if args else [invocation_dir]
-    if len(paths) != len(args or ["."]):
-        return False
-    return all(any(d == p or p in d.parents for p in paths) for d in COVERING_DIRS)
+    options leave some out (tests.run_coverage.narrowed)."""
+    return covers_every_test(COVERING_DIRS, args, invocation_dir, narrowed)
 
 
 def coverage_problems(called: set[str], complete: bool) -> list[str]:

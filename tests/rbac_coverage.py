@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from devstack.kube import rbac
+from tests.run_coverage import covers_every_test
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES_FILE = ROOT / "deploy" / "charts" / "nodeflow" / "rbac-rules.yaml"
@@ -96,13 +97,8 @@ def policy_problems(
 
 def covers_every_e2e_test(args: list[str], invocation_dir: Path, narrowed: bool) -> bool:
     """Whether a run with these command-line paths collects every test of COVERING_DIRS; `narrowed`:
-    options leave some out (tests.iam_coverage.narrowed)."""
-    if narrowed:
-        return False
-    paths = [(invocation_dir / a).resolve() for a in args if "::" not in a] if args else [invocation_dir]
-    if len(paths) != len(args or ["."]):
-        return False
-    return all(any(d == p or p in d.parents for p in paths) for d in COVERING_DIRS)
+    options leave some out (tests.run_coverage.narrowed)."""
+    return covers_every_test(COVERING_DIRS, args, invocation_dir, narrowed)
 
 
 def coverage_problems(records: Iterable[dict[str, Any]], complete: bool) -> list[str]:
