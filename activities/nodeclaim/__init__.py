@@ -10,6 +10,7 @@ registers for the workflow."""
 __all__ = [
     "base",
     "drift",
+    "expiration",
     "initialization",
     "launch",
     "lifecycle",

@@ -50,11 +50,10 @@ from activities.nodeclaim.drift import (
     ResolvedNodeClasses,
     drift_facts,
 )
+from activities.nodeclaim.expiration import EXPIRED, expire_after, expiry
 from activities.periodic import every
 from apis import labels
-from apis.duration import parse_duration
 from apis.ec2nodeclass import EC2NodeClass
-from apis.meta import parse_rfc3339
 from apis.nodeclaim import NodeClaim
 from apis.nodepool import NodePool
 from cloudprovider.errors import CloudProviderError
@@ -71,7 +70,6 @@ SWEEP_SECONDS = 60.0
 RESIGNAL_SECONDS = 2 * RESOLVED_TTL_SECONDS + SWEEP_SECONDS
 SIGNALS_PER_SECOND = 100.0
 NAMES_PER_SWEEP = 50  # CreateTags calls a round; EC2 refills its mutating bucket at 5 a second
-EXPIRED = "expired"  # the finding of a claim past its expireAfter
 
 
 def _condition(claim: Obj, type_: str) -> dict[str, Any]:
@@ -94,23 +92,6 @@ def needs_check(marked: str, found: str) -> bool:
     """Whether a claim marked Drifted for `marked` ('' = not drifted) whose sweep finding is `found`
     ('' = no drift) should run its full check: the two differ."""
     return marked != found
-
-
-def expire_after(claim: Obj) -> str:
-    """The claim's spec.expireAfter, Karpenter's default 720h when absent."""
-    return str((claim.get("spec") or {}).get("expireAfter") or "720h")
-
-
-def expiry(claim: Obj) -> datetime | None:
-    """When the claim expires: its creationTimestamp + expire_after(claim). None with `expireAfter: Never`,
-    or when either is missing or does not parse (the API server validates both, so that is an object the
-    sweep cannot judge and leaves alone)."""
-    created = parse_rfc3339(claim["metadata"].get("creationTimestamp"))
-    try:
-        lifetime = parse_duration(expire_after(claim))
-    except ValueError:
-        return None
-    return created + lifetime if created is not None and lifetime is not None else None
 
 
 class ClaimSignaller(Protocol):
@@ -249,11 +230,11 @@ class ClaimSweep:
 
     def _signal_all(self, due: list[tuple[str, str, str]], clock: float) -> list[str]:
         signalled: list[str] = []
-        for name, found, expire_after in due:
+        for name, found, lifetime in due:
             if self._stop.is_set():
                 break
             if found == EXPIRED:
-                signal, reason = "expire", f"expired after {expire_after}"
+                signal, reason = "expire", f"expired after {lifetime}"
             else:
                 signal, reason = "check_drift", f"claim sweep: {found or 'no longer drifted'}"
             try:

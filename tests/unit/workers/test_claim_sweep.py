@@ -8,7 +8,8 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from activities.nodeclaim.sweep import ClaimSweep, expiry, needs_check
+from activities.nodeclaim.expiration import expiry
+from activities.nodeclaim.sweep import ClaimSweep, needs_check
 from cloudprovider.errors import NodeClassNotReadyError
 from cloudprovider.fake import FakeCloudProvider
 from kube import resources as r
