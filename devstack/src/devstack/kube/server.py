@@ -173,4 +173,11 @@ class KubeApiServer:
             finally:
                 # End live watch streams first: cleanup waits for every open request to finish.
                 emulator.store.close_watches()
+                transports = [handler.transport for handler in server.connections]
                 await runner.cleanup()
+                # A TLS connection's close waits for the peer's close_notify, which a client holding a
+                # kept-alive connection never sends: abort what is left, and let the loop close the sockets.
+                for transport in transports:
+                    if transport is not None:
+                        transport.abort()
+                await asyncio.sleep(0)
