@@ -102,6 +102,8 @@ def test_should_serve_kubectl_temporal_cli_and_ui_then_stop_cleanly_on_ctrl_c(tm
     finally:
         os.killpg(process.pid, signal.SIGINT) if process.poll() is None else None
         process.wait(timeout=60)
+        if process.stdout is not None:
+            process.stdout.close()
     assert process.returncode == 0
     assert [c.pid for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE] == []
 
