@@ -29,7 +29,7 @@ from apis.meta import parse_rfc3339
 from apis.nodeclaim import INITIALIZED, NodeClaim
 from apis.nodepool import NodePool
 from scheduling.disruption.budgets import is_disrupting, is_initialized
-from scheduling.disruption.model import Obj, Rejection
+from scheduling.disruption.model import CandidateRef, Command, Method, Obj, Reason, Rejection
 from scheduling.provisionable import TERMINAL_PHASES, is_bound, pod_key
 from scheduling.topology import Selector, parse_selector
 
@@ -330,3 +330,35 @@ def consolidation_rejection(state: NodeState, now: datetime, *, empty_only: bool
 def _seconds(value: timedelta) -> str:
     total = int(value.total_seconds())
     return f"{total // 60}m{total % 60}s" if total >= 60 else f"{total}s"
+
+
+def candidate_ref(state: NodeState) -> CandidateRef:
+    """The node as a command names it."""
+    return CandidateRef(
+        node=state.name,
+        node_claim=state.claim.name if state.claim else "",
+        node_pool=state.pool_name or "",
+        instance_type=state.instance_type,
+        capacity_type=state.capacity_type,
+        zone=state.zone,
+        price=state.price,
+        reschedulable_pods=sorted(pod_key(p) for p in state.reschedulable),
+    )
+
+
+def total_price(states: Sequence[NodeState]) -> float | None:
+    """What the nodes cost per hour together, or None when any price is unknown."""
+    prices = [s.price for s in states]
+    return None if any(p is None for p in prices) else sum(p for p in prices if p is not None)
+
+
+def deleting(method: Method, reason: Reason, states: Sequence[NodeState], message: str) -> Command:
+    """The command deleting these nodes (no replacement), priced at what they cost now."""
+    return Command(
+        method=method,
+        reason=reason,
+        action="Delete",
+        candidates=[candidate_ref(s) for s in states],
+        price=total_price(states),
+        message=message,
+    )
