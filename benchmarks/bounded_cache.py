@@ -74,12 +74,15 @@ async def _check_latency(client: Client, workflow_id: str) -> float | None:
 
 async def _signal_batch(client: Client, names: Sequence[str], pid: int, timeout: float) -> dict[str, Any]:
     """`check_drift` to every claim at once; the latencies once all completed, and the worker's CPU."""
+    from workflows.messages import NodeClaimSignal
     from workflows.nodeclaim import workflow_id
 
     worker = psutil.Process(pid)
     cpu_before = sum(worker.cpu_times()[:2])
     ids = [workflow_id(name) for name in names]
-    await asyncio.gather(*(client.get_workflow_handle(i).signal("check_drift", "bounded-cache benchmark") for i in ids))
+    await asyncio.gather(
+        *(client.get_workflow_handle(i).signal(NodeClaimSignal.CHECK_DRIFT, "bounded-cache benchmark") for i in ids)
+    )
     latencies: dict[str, float] = {}
     deadline = time.monotonic() + timeout
     while len(latencies) < len(ids) and time.monotonic() < deadline:

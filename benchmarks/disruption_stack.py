@@ -130,11 +130,12 @@ class ControllerWatch:
         from temporalio.contrib.pydantic import pydantic_data_converter
 
         from workflows.disruption import WORKFLOW_ID, DisruptionState
+        from workflows.messages import Query
 
         async def query() -> DisruptionState:
             client = await Client.connect(self.address, data_converter=pydantic_data_converter)
             state: DisruptionState = await client.get_workflow_handle(WORKFLOW_ID).query(
-                "status", result_type=DisruptionState
+                Query.STATUS, result_type=DisruptionState
             )
             return state
 
@@ -392,11 +393,12 @@ def _replacement_looks(address: str) -> int:
 def _send_replace(address: str, claim: str) -> None:
     from temporalio.client import Client
 
-    from workflows.disruption import SIGNAL_REPLACE, WORKFLOW_ID
+    from workflows.disruption import WORKFLOW_ID
+    from workflows.messages import DisruptionSignal
 
     async def send() -> None:
         client = await Client.connect(address)
-        await client.get_workflow_handle(WORKFLOW_ID).signal(SIGNAL_REPLACE, args=[claim, "benchmark"])
+        await client.get_workflow_handle(WORKFLOW_ID).signal(DisruptionSignal.REPLACE, args=[claim, "benchmark"])
 
     asyncio.run(send())
 

@@ -336,12 +336,13 @@ def provisioner_round(address: str) -> tuple[int, int, int] | None:
     from temporalio.client import Client
     from temporalio.service import RPCError
 
+    from workflows.messages import Query
     from workflows.provisioner import WORKFLOW_ID
 
     async def query() -> tuple[int, int, int] | None:
         client = await Client.connect(address)
         try:
-            status = await client.get_workflow_handle(WORKFLOW_ID).query("status")
+            status = await client.get_workflow_handle(WORKFLOW_ID).query(Query.STATUS)
         except RPCError:
             return None
         plan = status.get("last_plan") or {}

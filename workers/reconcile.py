@@ -22,6 +22,7 @@ from cloudprovider.types import CloudProvider
 from kube import resources as r
 from kube.types import Kube
 from workers.temporal.starter import TemporalStarter
+from workflows.messages import NodeClaimSignal
 from workflows.nodeclaim import workflow_id
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ async def end_orphaned_workflows(client: Client, kube: Kube, cloud: CloudProvide
                 await handle.terminate(reason=f"{reason}, and no instance is tagged for it")
                 report.terminated.append(name)
             else:
-                await handle.signal("delete", f"{reason}; terminating its instance")
+                await handle.signal(NodeClaimSignal.DELETE, f"{reason}; terminating its instance")
                 report.signalled.append(name)
         except RPCError as err:
             if err.status != RPCStatusCode.NOT_FOUND:  # ended meanwhile: nothing to do

@@ -54,7 +54,7 @@ from scheduling.disruption.candidates import parse_time
 from scheduling.disruption.pod_events import PodEvent, PodEventTracker
 from scheduling.provisionable import is_provisionable, pod_key
 from workers.temporal.starter import TemporalStarter
-from workflows.nodeclaim import SIGNAL_NODE_CHANGED
+from workflows.messages import NodeClaimSignal
 
 log = logging.getLogger(__name__)
 FLUSH_SECONDS = 0.2
@@ -427,7 +427,9 @@ class DeletionWatcher(_Watcher):
                 return
             self._told[provider_id] = fingerprint
         try:
-            self._call(self.starter.signal_node_claim(name, SIGNAL_NODE_CHANGED, f"Node of {provider_id} changed"))
+            self._call(
+                self.starter.signal_node_claim(name, NodeClaimSignal.NODE_CHANGED, f"Node of {provider_id} changed")
+            )
         except Exception:
             log.exception("signalling nodeclaim-%s failed; its own backstop timer looks again", name)
             with self._lock:
@@ -437,7 +439,7 @@ class DeletionWatcher(_Watcher):
         if name in self._signalled:
             return
         try:
-            if self._call(self.starter.signal_node_claim(name, "delete", reason)):
+            if self._call(self.starter.signal_node_claim(name, NodeClaimSignal.DELETE, reason)):
                 self._signalled.add(name)
         except Exception:
             log.exception("signalling nodeclaim-%s failed; the garbage collector's round catches up", name)
@@ -507,7 +509,7 @@ class DriftTrigger(_Watcher):
             if self._stop.is_set():
                 return
             try:
-                self._call(self.starter.signal_node_claim(name, "check_drift", reason))
+                self._call(self.starter.signal_node_claim(name, NodeClaimSignal.CHECK_DRIFT, reason))
             except Exception:  # Temporal unreachable: do not wait out a timeout per claim
                 log.exception("signalling nodeclaim-%s failed; the claim sweep signals the rest", name)
                 return

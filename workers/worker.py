@@ -77,6 +77,7 @@ from workflows.garbage_collection import (
     request_collection,
     start_garbage_collector,
 )
+from workflows.messages import NodeClaimSignal
 from workflows.nodeclaim import NodeClaimWorkflow
 from workflows.provisioner import BatchWindow, ProvisionerWorkflow
 
@@ -223,10 +224,10 @@ def _claim_disrupter(
 ) -> ClaimDisrupter:
     """The interruption action (activities.interruption.consumer): NodeClaim workflows signalled through `starter` on
     its event loop, offerings marked in `unavailable` (the cache this worker's provisioning rounds read)."""
-    return ClaimDisrupter(kube, _blocking_signal(starter, "delete"), unavailable, recorder, metrics)
+    return ClaimDisrupter(kube, _blocking_signal(starter, NodeClaimSignal.DELETE), unavailable, recorder, metrics)
 
 
-def _blocking_signal(starter: TemporalStarter, signal: str) -> Callable[[str, str], bool]:
+def _blocking_signal(starter: TemporalStarter, signal: NodeClaimSignal) -> Callable[[str, str], bool]:
     """`signal` (with a reason) to a NodeClaim's workflow, from a leader thread, through `starter` on its
     event loop: True when the workflow accepted it, False when it is not running."""
 
@@ -244,7 +245,7 @@ def _node_repairer(
     if not settings.feature_gate_values()["NodeRepair"]:
         return None
     log.info("node repair on (feature gate NodeRepair)")
-    return NodeRepairer(kube, _blocking_signal(starter, "repair"), recorder, metrics=metrics)
+    return NodeRepairer(kube, _blocking_signal(starter, NodeClaimSignal.REPAIR), recorder, metrics=metrics)
 
 
 def _interruption_consumer(

@@ -78,6 +78,7 @@ from activities.provisioning.models import ProvisionRound
 from scheduling.disruption import Command, stale
 from scheduling.disruption.model import METHOD_ORDER
 from workflows import timing
+from workflows.messages import DisruptionSignal, Query
 
 WORKFLOW_ID = "disruption"
 POLL = timedelta(seconds=10)
@@ -93,10 +94,6 @@ REPLACEMENT_POLL_FIRST = timedelta(seconds=2)
 REPLACEMENT_POLL_MAX = timedelta(seconds=15)
 REPLACEMENT_TIMEOUT = timedelta(minutes=15)
 HANDOVER = stale.RECENT
-SIGNAL_CONFIGURE = "configure"
-SIGNAL_REPLACE = "replace"
-SIGNAL_WAKE = "wake"
-SIGNAL_REPLACEMENT_READY = "replacement_ready"
 
 _Arg = TypeVar("_Arg")
 _Result = TypeVar("_Result")
@@ -128,12 +125,12 @@ class DisruptionControllerWorkflow:
         self._woken = False  # a `wake` came since the current round began
         self._replacement_news = False  # a `replacement_ready` came since the last look at the replacements
 
-    @workflow.signal(name=SIGNAL_CONFIGURE)
+    @workflow.signal(name=DisruptionSignal.CONFIGURE)
     def configure(self, settings: DisruptionSettings) -> None:
         """New settings from a starting worker; they apply from the next decision."""
         self.state.settings = self._configured = settings
 
-    @workflow.signal(name=SIGNAL_REPLACE)
+    @workflow.signal(name=DisruptionSignal.REPLACE)
     def replace(self, node_claim: str, reason: str = "") -> None:
         """Queue a manual replace of the NodeClaim `node_claim` (a request for a name already queued, or
         whose replace is running now, is dropped); it runs before the next decision (see the module
@@ -142,18 +139,18 @@ class DisruptionControllerWorkflow:
             return
         self.state.manual = _queued(self.state.manual, [ManualRequest(node_claim=node_claim, reason=reason)])
 
-    @workflow.signal(name=SIGNAL_WAKE)
+    @workflow.signal(name=DisruptionSignal.WAKE)
     def wake(self) -> None:
         """News (activities.disruption.trigger): a quiet controller runs a round now instead of at its backstop."""
         self._woken = True
 
-    @workflow.signal(name=SIGNAL_REPLACEMENT_READY)
+    @workflow.signal(name=DisruptionSignal.REPLACEMENT_READY)
     def replacement_ready(self, node_claim: str = "") -> None:
         """A replacement's NodeClaim workflow: the claim `node_claim` is Initialized, or ended without being
         so. A command waiting for its replacements looks again now rather than at its next poll."""
         self._replacement_news = True
 
-    @workflow.query(name="status")
+    @workflow.query(name=Query.STATUS)
     def status(self) -> DisruptionState:
         return self.state
 
@@ -339,17 +336,21 @@ def _queued(queue: list[ManualRequest], requests: list[ManualRequest]) -> list[M
 
 async def start_disruption_controller(client: Client, task_queue: str, settings: DisruptionSettings) -> None:
     """Signal-with-start of the singleton: started with `settings`, or the running one reconfigured."""
-    await _signal_with_start(client, task_queue, settings, SIGNAL_CONFIGURE, [settings])
+    await _signal_with_start(client, task_queue, settings, DisruptionSignal.CONFIGURE, [settings])
 
 
 async def wake_disruption_controller(client: Client, task_queue: str, settings: DisruptionSettings) -> None:
     """Tell the controller there is news to decide on: signal-with-start of `wake`, so a controller
     terminated by hand (`temporal workflow terminate`) is started again with `settings`."""
-    await _signal_with_start(client, task_queue, settings, SIGNAL_WAKE, [])
+    await _signal_with_start(client, task_queue, settings, DisruptionSignal.WAKE, [])
 
 
 async def _signal_with_start(
-    client: Client, task_queue: str, settings: DisruptionSettings, signal: str, args: list[DisruptionSettings]
+    client: Client,
+    task_queue: str,
+    settings: DisruptionSettings,
+    signal: DisruptionSignal,
+    args: list[DisruptionSettings],
 ) -> None:
     """`signal` (with `args`) to the running singleton, or to a new one started with `settings`."""
     await client.start_workflow(

@@ -41,12 +41,11 @@ from activities.garbage_collection.collector import (
     StrandedClaim,
 )
 from workflows.external import signal_workflow
+from workflows.messages import GarbageCollectorSignal, NodeClaimSignal, Query
 from workflows.nodeclaim_base import workflow_id as nodeclaim_workflow_id
 
 WORKFLOW_ID = "garbage-collector"
 OWNER_MEMO = "cluster"  # the memo key naming the cluster that owns the namespace (workers.temporal.namespace_owner)
-SIGNAL_COLLECT = "collect"
-SIGNAL_CONFIGURE = "configure"
 DEFAULT_INTERVAL_SECONDS = 120
 BACKSTOP = timedelta(hours=1)  # a round without being asked, should the leader's survey not run
 ROUNDS_PER_RUN = 100  # ~10 events per round: about 1,000 events per run
@@ -100,12 +99,12 @@ class GarbageCollectorWorkflow:
         self.collect_requested = False
         self.configured: GarbageCollectorSettings | None = None
 
-    @workflow.signal(name=SIGNAL_COLLECT)
+    @workflow.signal(name=GarbageCollectorSignal.COLLECT)
     def collect(self) -> None:
         """Run a round now instead of at the next timer."""
         self.collect_requested = True
 
-    @workflow.signal(name=SIGNAL_CONFIGURE)
+    @workflow.signal(name=GarbageCollectorSignal.CONFIGURE)
     def configure(self, settings: GarbageCollectorSettings) -> None:
         """Adopt the interval and min-age; if either changed, run a round now."""
         self.configured = settings
@@ -120,7 +119,7 @@ class GarbageCollectorWorkflow:
             self.s.interval_seconds, self.s.min_age_seconds = wanted.interval_seconds, wanted.min_age_seconds
             self.collect_requested = True
 
-    @workflow.query(name="status")
+    @workflow.query(name=Query.STATUS)
     def status(self) -> GarbageCollectorState:
         return self.s
 
@@ -160,7 +159,7 @@ class GarbageCollectorWorkflow:
         self.s.claims_deleted_total += len(result.deleted_claims)
         self.s.recent_claims = (self.s.recent_claims + result.deleted_claims)[-RECENT_LIMIT:]
         for lost in result.lost_claims:
-            if not await signal_workflow(nodeclaim_workflow_id(lost.node_claim), "delete", lost.reason):
+            if not await signal_workflow(nodeclaim_workflow_id(lost.node_claim), NodeClaimSignal.DELETE, lost.reason):
                 # its workflow has ended (or never ran): nothing is left to stop
                 workflow.logger.info("NodeClaim %s: no workflow to signal (%s)", lost.node_claim, lost.reason)
 
@@ -172,18 +171,23 @@ async def start_garbage_collector(
     which keeps its rounds and counters. `owner`: the cluster recorded in the memo (OWNER_MEMO) of a
     collector this starts (workers.temporal.namespace_owner)."""
     settings = settings or GarbageCollectorSettings()
-    await _signal_with_start(client, task_queue, settings, owner, SIGNAL_CONFIGURE, [settings])
+    await _signal_with_start(client, task_queue, settings, owner, GarbageCollectorSignal.CONFIGURE, [settings])
 
 
 async def request_collection(client: Client, task_queue: str, settings: GarbageCollectorSettings, owner: str) -> None:
     """Ask the collector for a round now (signal-with-start of `collect`): the running one runs it; a
     collector that is not running (terminated by hand) starts with `settings`, `owner` in its memo, and
     runs its first round."""
-    await _signal_with_start(client, task_queue, settings, owner, SIGNAL_COLLECT, [])
+    await _signal_with_start(client, task_queue, settings, owner, GarbageCollectorSignal.COLLECT, [])
 
 
 async def _signal_with_start(
-    client: Client, task_queue: str, settings: GarbageCollectorSettings, owner: str, signal: str, args: list[Any]
+    client: Client,
+    task_queue: str,
+    settings: GarbageCollectorSettings,
+    owner: str,
+    signal: GarbageCollectorSignal,
+    args: list[Any],
 ) -> None:
     await client.start_workflow(
         GarbageCollectorWorkflow.run,

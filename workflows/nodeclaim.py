@@ -59,9 +59,9 @@ from activities.nodeclaim.registration import FindNodeInput, RegistrationActivit
 from activities.nodeclaim.running import DriftCheckInput, RunningActivities
 from apis.duration import parse_duration
 from workflows import timing
-from workflows.disruption import SIGNAL_REPLACE as DISRUPTION_REPLACE
 from workflows.disruption import WORKFLOW_ID as DISRUPTION_ID
 from workflows.external import signal_workflow
+from workflows.messages import DisruptionSignal, NodeClaimSignal, Query
 from workflows.nodeclaim_base import workflow_id
 from workflows.nodeclaim_state import (
     DELETED,
@@ -79,7 +79,6 @@ from workflows.nodeclaim_termination import NodeClaimTermination
 # A running run continues as new after this many running checks, so the commands a cached run holds stay
 # few: the worker's memory per node does not grow with the node's age.
 RUNNING_CHECKS_PER_RUN = 2
-SIGNAL_NODE_CHANGED = "node_changed"
 
 
 @workflow.defn(name="NodeClaim", sandboxed=False)
@@ -89,23 +88,23 @@ class NodeClaimWorkflow(NodeClaimTermination):
 
     # -- messages ----------------------------------------------------------------------------------------
 
-    @workflow.signal(name="delete")
+    @workflow.signal(name=NodeClaimSignal.DELETE)
     def delete(self, reason: str = "") -> None:
         """The NodeClaim or its Node is being deleted: drain and terminate."""
         self.pending_termination = self.pending_termination or reason or "NodeClaim deleted"
 
-    @workflow.signal(name=SIGNAL_NODE_CHANGED)
+    @workflow.signal(name=NodeClaimSignal.NODE_CHANGED)
     def node_changed(self, reason: str = "") -> None:
         """The worker's Node watch saw this claim's Node appear or change (Ready, taints) while the claim
         was not initialized: look again now rather than at the backstop timer."""
         self.node_seen = True
 
-    @workflow.signal(name="drain")
+    @workflow.signal(name=NodeClaimSignal.DRAIN)
     def drain(self, reason: str = "") -> None:
         """Manual drain: cordon and drain the node, then terminate it."""
         self.pending_termination = self.pending_termination or reason or "manual drain"
 
-    @workflow.signal(name="repair")
+    @workflow.signal(name=NodeClaimSignal.REPAIR)
     def repair(self, reason: str = "") -> None:
         """Node repair (the NodeRepair feature gate): the Node has been unhealthy too long. Terminate the
         instance without draining (its pods cannot be evicted from a node that does not answer) and
@@ -113,7 +112,7 @@ class NodeClaimWorkflow(NodeClaimTermination):
         self.pending_termination = self.pending_termination or reason or "node repair"
         self.skip_drain = True
 
-    @workflow.signal(name="expire")
+    @workflow.signal(name=NodeClaimSignal.EXPIRE)
     def expire(self, reason: str = "") -> None:
         """expireAfter has passed (the leader's claim sweep sends it with the reason `expired after
         <expireAfter>`), or a manual expiration: condition Expired, then drain and terminate."""
@@ -121,18 +120,18 @@ class NodeClaimWorkflow(NodeClaimTermination):
             self.state.expired = True
         self.pending_termination = self.pending_termination or reason or "expired (manual)"
 
-    @workflow.signal(name="replace")
+    @workflow.signal(name=NodeClaimSignal.REPLACE)
     async def replace(self, reason: str = "") -> None:
         """Manual replace: forwarded to the disruption controller's `replace` signal (this claim's name,
         the reason), which launches a replacement and has this node drained once it is Initialized. A
         claim not running yet, or already being disrupted, is not replaced (the controller records why).
         When no controller runs, the request is dropped with a warning in the worker's log."""
         name = workflow.info().workflow_id.removeprefix(workflow_id(""))
-        if not await signal_workflow(DISRUPTION_ID, DISRUPTION_REPLACE, name, reason or "manual replace"):
+        if not await signal_workflow(DISRUPTION_ID, DisruptionSignal.REPLACE, name, reason or "manual replace"):
             # no controller (not started, or terminated): nothing else could act on it
             workflow.logger.warning("replace of %s not forwarded: the disruption controller is not running", name)
 
-    @workflow.signal(name="check_drift")
+    @workflow.signal(name=NodeClaimSignal.CHECK_DRIFT)
     def check_drift(self, reason: str = "") -> None:
         """Run the running phase's check: the worker sends it when the claim's NodePool or EC2NodeClass
         changes, and when its claim sweep finds the claim's drift changed (activities.nodeclaim.sweep). Asked
@@ -141,7 +140,7 @@ class NodeClaimWorkflow(NodeClaimTermination):
         survives continue-as-new."""
         self.drift_check_requested = True
 
-    @workflow.query(name="status")
+    @workflow.query(name=Query.STATUS)
     def status(self) -> NodeClaimState:
         """The claim's state: phase, instance, node, conditions, what it waits for, termination reason."""
         return self.state

@@ -19,10 +19,9 @@ from activities.nodeclaim.models import ClaimIdentity, ClaimRef
 from activities.nodeclaim.running import DriftResult
 from workflows import search_attributes as sa
 from workflows import timing
-from workflows.disruption import SIGNAL_REPLACEMENT_READY as DISRUPTION_READY
 from workflows.external import signal_workflow
+from workflows.messages import DisruptionSignal, ProvisionerSignal
 from workflows.nodeclaim_state import RUNNING, NodeClaimInput, NodeClaimState, input_json
-from workflows.provisioner import SIGNAL as PROVISIONER_SIGNAL
 from workflows.provisioner import WORKFLOW_ID as PROVISIONER_ID
 
 In = TypeVar("In", bound=BaseModel)
@@ -120,13 +119,13 @@ class NodeClaimWorkflowBase:
         waiter looks at the claim itself; should it be gone, its own poll stands in."""
         waiter = self.input.waiter
         self.input = dataclasses.replace(self.input, waiter="")
-        if not await signal_workflow(waiter, DISRUPTION_READY, self.state.name):
+        if not await signal_workflow(waiter, DisruptionSignal.REPLACEMENT_READY, self.state.name):
             # the waiter ended (its command rolled back, or it was terminated by hand)
             workflow.logger.info("%s not told that %s is %s", waiter, self.state.name, self.state.phase)
 
     async def _kick_provisioner(self) -> None:
         """Pods of a failed or terminated claim are pending again: start a provisioning round."""
-        if not await signal_workflow(PROVISIONER_ID, PROVISIONER_SIGNAL):
+        if not await signal_workflow(PROVISIONER_ID, ProvisionerSignal.PODS_PENDING):
             # the provisioner may not be running (e.g. tests); the pod watcher re-triggers
             workflow.logger.info("provisioner not signalled")
 

@@ -20,9 +20,9 @@ from temporalio import workflow
 from activities.provisioning.models import ApplyPlanInput, ProvisionPlan, ProvisionRound
 from activities.provisioning.provisioner import ProvisioningActivities
 from workflows import signal_traces, timing
+from workflows.messages import ProvisionerSignal, Query
 
 WORKFLOW_ID = "provisioner"
-SIGNAL = "pods_pending"
 
 
 class BatchWindow(BaseModel):
@@ -63,7 +63,7 @@ class ProvisionerWorkflow:
         self.window = BatchWindow()
         self.window_signalled = False  # a signal of this run gave the window
 
-    @workflow.signal(name=SIGNAL)
+    @workflow.signal(name=ProvisionerSignal.PODS_PENDING)
     def pods_pending(self, count: int = 0, window: BatchWindow | None = None) -> None:
         """Ask for a provisioning round; `count` is how many pending pods the sender saw (0 when it does not
         know or just wants a round, e.g. a NodeClaim gone); `window`, the sender's batch window, which the
@@ -75,7 +75,7 @@ class ProvisionerWorkflow:
         self.signals += 1
         self.last_signal = workflow.now()
 
-    @workflow.query(name="status")
+    @workflow.query(name=Query.STATUS)
     def status(self) -> ProvisionerStatus:
         return ProvisionerStatus(
             round=self.round, pending=self.pending_pods, last_plan=self.last_plan, last_plan_round=self.last_plan_round
@@ -95,7 +95,9 @@ class ProvisionerWorkflow:
             triggers, self.pending_pods = self.pending_pods, 0
             self.requested = False
             self.round += 1
-            with signal_traces.traced_by(SIGNAL):  # the round continues the trace of the signal that asked
+            with signal_traces.traced_by(
+                ProvisionerSignal.PODS_PENDING
+            ):  # the round continues the trace of the signal that asked
                 await self._round(triggers)
             if self._should_continue_as_new():
                 await workflow.wait_condition(workflow.all_handlers_finished)

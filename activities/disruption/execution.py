@@ -39,9 +39,10 @@ MARK_CONCURRENCY = 8  # candidates marked at once by start_disruption
 
 
 class ClaimSignaller(WorkflowStarter, Protocol):
-    """Also signals NodeClaim workflows: all `names` at once; returns those whose workflow was running."""
+    """Also signals NodeClaim workflows to delete (drain and terminate): all `names` at once; returns those
+    whose workflow was running. workers.temporal.starter names the signal (workflows.messages)."""
 
-    def signal_node_claims(self, names: list[str], signal: str, reason: str) -> list[str]: ...
+    def delete_node_claims(self, names: list[str], reason: str) -> list[str]: ...
 
 
 class SignalInput(BaseModel):
@@ -171,7 +172,7 @@ class DisruptionExecution:
         node; the names signalled (a workflow that ended meanwhile is left out: its node is going or gone).
         Direct signals, not the controller's own: signals a workflow sends are delivered one after the
         other through its own history, a few a second on a busy dev server. Idempotent."""
-        return self.starter.signal_node_claims(inp.names, "delete", inp.reason)
+        return self.starter.delete_node_claims(inp.names, inp.reason)
 
     @activity.defn(name="launch_replacements")
     def launch_replacements(self, inp: LaunchReplacementsInput) -> list[str]:

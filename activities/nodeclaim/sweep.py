@@ -96,9 +96,12 @@ def needs_check(marked: str, found: str) -> bool:
 
 class ClaimSignaller(Protocol):
     """What the sweep needs of the worker's workflow starter (workers.temporal.starter.TemporalStarter):
-    a signal to one NodeClaim's workflow, run on the worker's event loop."""
+    a signal to one NodeClaim's workflow, to expire or to check its drift, run on the worker's event loop
+    (the starter names the signal, workflows.messages: the activities do not import the workflows)."""
 
-    def signal_node_claim(self, name: str, signal: str, reason: str) -> Coroutine[Any, Any, bool]: ...
+    def expire_node_claim(self, name: str, reason: str) -> Coroutine[Any, Any, bool]: ...
+
+    def check_node_claim_drift(self, name: str, reason: str) -> Coroutine[Any, Any, bool]: ...
 
 
 class ClaimSweep:
@@ -234,11 +237,10 @@ class ClaimSweep:
             if self._stop.is_set():
                 break
             if found == EXPIRED:
-                signal, reason = "expire", f"expired after {lifetime}"
+                coro = self.starter.expire_node_claim(name, f"expired after {lifetime}")
             else:
-                signal, reason = "check_drift", f"claim sweep: {found or 'no longer drifted'}"
+                coro = self.starter.check_node_claim_drift(name, f"claim sweep: {found or 'no longer drifted'}")
             try:
-                coro = self.starter.signal_node_claim(name, signal, reason)
                 asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=30)
             except Exception:  # Temporal unreachable: the next sweep tries again
                 log.exception("signalling nodeclaim-%s failed; the next sweep retries", name)

@@ -14,6 +14,7 @@ from devstack.stack import DevStack
 from kube import resources as r
 from tests.e2e.conftest import pods_of
 from workflows.disruption import WORKFLOW_ID, DisruptionState
+from workflows.messages import Query
 
 
 def pool(name: str, budget: str) -> str:
@@ -57,7 +58,9 @@ def claims_of_pool(stack: DevStack, pool: str) -> list[str]:
 
 async def controller_state(stack: DevStack) -> DisruptionState:
     client = await Client.connect(stack.temporal_address, data_converter=pydantic_data_converter)
-    state: DisruptionState = await client.get_workflow_handle(WORKFLOW_ID).query("status", result_type=DisruptionState)
+    state: DisruptionState = await client.get_workflow_handle(WORKFLOW_ID).query(
+        Query.STATUS, result_type=DisruptionState
+    )
     return state
 
 

@@ -29,6 +29,7 @@ from scheduling.disruption.replace import REPLACEMENT_OF_ANNOTATION
 from tests.e2e.conftest import REPO, assert_one_instance_per_claim, claim_of_node, deployment, nodeflow, pods_of
 from tests.eventually import eventually
 from workers.cli.dev import stack_config
+from workflows.messages import NodeClaimSignal
 
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
@@ -254,7 +255,9 @@ def test_a_node_class_change_is_node_class_drift_and_replace_rolls_the_node_onto
 
 async def signal_check_drift(stack: DevStack, claim: str) -> None:
     client = await Client.connect(stack.temporal_address)
-    await client.get_workflow_handle(f"nodeclaim-{claim}").signal("check_drift", "e2e: check the replacement")
+    await client.get_workflow_handle(f"nodeclaim-{claim}").signal(
+        NodeClaimSignal.CHECK_DRIFT, "e2e: check the replacement"
+    )
 
 
 def test_a_node_past_its_expire_after_is_expired_and_its_pod_lands_on_a_new_one(stack: DevStack) -> None:

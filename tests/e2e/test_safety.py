@@ -22,6 +22,7 @@ from kube import resources as r
 from tests.e2e.conftest import claim_tag, deployment, live_instances
 from tests.eventually import eventually
 from workers.cli.dev import stack_config
+from workflows.messages import NodeClaimSignal, Query
 from workflows.nodeclaim_state import NodeClaimState
 
 pytestmark = pytest.mark.e2e
@@ -61,7 +62,7 @@ async def fewest_running_checks(stack: DevStack) -> int:
     client = await Client.connect(stack.temporal_address, data_converter=pydantic_data_converter)
     counts = []
     for workflow_id in await running_node_claim_workflows(stack):
-        state = await client.get_workflow_handle(workflow_id).query("status", result_type=NodeClaimState)
+        state = await client.get_workflow_handle(workflow_id).query(Query.STATUS, result_type=NodeClaimState)
         counts.append(state.drift_checks)
     return min(counts, default=0)
 
@@ -71,7 +72,7 @@ async def ask_every_workflow_to_check(stack: DevStack) -> None:
     do: each runs a running check (liveness and drift) on its claim and node."""
     client = await Client.connect(stack.temporal_address, data_converter=pydantic_data_converter)
     for workflow_id in await running_node_claim_workflows(stack):
-        await client.get_workflow_handle(workflow_id).signal("check_drift", "e2e: check now")
+        await client.get_workflow_handle(workflow_id).signal(NodeClaimSignal.CHECK_DRIFT, "e2e: check now")
 
 
 def untouched_through_checks(stack: DevStack, before: dict[str, Any], checks: int = 4) -> None:

@@ -25,6 +25,7 @@ from tests.workflows.fakes import World
 from workers.cli.ops import ClaimRow, OpsError, list_claims, query_claim, signal_claim
 from workers.temporal.workflow_runner import CompactWorkflowRunner
 from workflows import search_attributes as sa
+from workflows.messages import NodeClaimSignal
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
 from workflows.nodeclaim_state import DELETED, RUNNING, NodeClaimInput, NodeClaimState
 
@@ -101,7 +102,7 @@ async def test_a_list_filtered_by_nodepool_and_phase_shows_the_fleet(dev_client:
             state: NodeClaimState = await query_claim(client, f"gpu-{suffix}-1")
             assert state.phase == RUNNING and state.node_pool == "gpu"
 
-            await signal_claim(client, f"gpu-{suffix}-1", "drain", "test")
+            await signal_claim(client, f"gpu-{suffix}-1", NodeClaimSignal.DRAIN, "test")
             handle = client.get_workflow_handle(workflow_id(f"gpu-{suffix}-1"), result_type=NodeClaimState)
             final = await handle.result()
             assert final.phase == DELETED and final.termination_reason == "test"
@@ -127,7 +128,7 @@ async def test_a_list_filtered_by_nodepool_and_phase_shows_the_fleet(dev_client:
 
 async def test_signalling_a_claim_without_a_workflow_names_it(dev_client: Client) -> None:
     with pytest.raises(OpsError, match="nodeclaim-nope-12345"):
-        await signal_claim(dev_client, "nope-12345", "drain", "")
+        await signal_claim(dev_client, "nope-12345", NodeClaimSignal.DRAIN, "")
     with pytest.raises(OpsError, match="nodeclaim-nope-12345"):
         await query_claim(dev_client, "nope-12345")
 

@@ -42,6 +42,7 @@ from workflows.garbage_collection import (
     request_collection,
     start_garbage_collector,
 )
+from workflows.messages import NodeClaimSignal
 
 OWNER = "nodeflow-dev"  # the cluster every start records (workers.temporal.namespace_owner)
 HISTORIES = Path(__file__).parent / "histories" / "garbage_collection"
@@ -78,7 +79,7 @@ class LostClaimStandIn:
     def __init__(self) -> None:
         self.reasons: list[str] = []
 
-    @workflow.signal(name="delete")
+    @workflow.signal(name=NodeClaimSignal.DELETE)
     def delete(self, reason: str = "") -> None:
         self.reasons.append(reason)
 

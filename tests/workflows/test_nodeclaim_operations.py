@@ -17,8 +17,8 @@ from tests.workflows.fakes import World
 from tests.workflows.histories import save_history
 from tests.workflows.workers import worker_on_fresh_queue
 from workflows import timing
-from workflows.disruption import SIGNAL_REPLACEMENT_READY
 from workflows.disruption import WORKFLOW_ID as DISRUPTION_ID
+from workflows.messages import DisruptionSignal
 from workflows.nodeclaim import RUNNING_CHECKS_PER_RUN, NodeClaimWorkflow, workflow_id
 from workflows.nodeclaim_state import DELETED, INITIALIZING, RUNNING, NodeClaimInput, NodeClaimState
 
@@ -219,11 +219,11 @@ class ControllerStub:
         self.requests: list[list[str]] = []
         self.ready: list[str] = []
 
-    @workflow.signal(name="replace")
+    @workflow.signal(name=DisruptionSignal.REPLACE)
     def replace(self, node_claim: str, reason: str = "") -> None:
         self.requests.append([node_claim, reason])
 
-    @workflow.signal(name=SIGNAL_REPLACEMENT_READY)
+    @workflow.signal(name=DisruptionSignal.REPLACEMENT_READY)
     def replacement_ready(self, node_claim: str = "") -> None:
         self.ready.append(node_claim)
 

@@ -37,13 +37,16 @@ from workers.cli.cluster_reads import ClusterReadError, add_context_argument, bu
 from workers.cli.process_exit import exiting_after
 from workers.temporal.client import TemporalSettingError, connect
 from workflows import search_attributes as sa
+from workflows.messages import NodeClaimSignal
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
 from workflows.nodeclaim_state import PHASES, NodeClaimState, state_json
 
 SIGNALS = {
-    "drain": "cordon and drain the node, then terminate it",
-    "expire": "expire the node now (condition Expired), then drain and terminate it",
-    "replace": "have the disruption controller launch a replacement, then drain this node once it is Initialized",
+    NodeClaimSignal.DRAIN: "cordon and drain the node, then terminate it",
+    NodeClaimSignal.EXPIRE: "expire the node now (condition Expired), then drain and terminate it",
+    NodeClaimSignal.REPLACE: (
+        "have the disruption controller launch a replacement, then drain this node once it is Initialized"
+    ),
 }
 COLUMNS = ("NAME", "NODEPOOL", "PHASE", "INSTANCE-TYPE", "ZONE", "CAPACITY", "NODE")
 
@@ -139,7 +142,7 @@ def format_state(state: NodeClaimState, output: str) -> str:
 # -- Temporal --------------------------------------------------------------------------------------------
 
 
-async def signal_claim(client: Client, name: str, signal: str, reason: str) -> None:
+async def signal_claim(client: Client, name: str, signal: NodeClaimSignal, reason: str) -> None:
     """Signal `nodeclaim-<name>`; OpsError when no such workflow is running."""
     try:
         await client.get_workflow_handle(workflow_id(name)).signal(signal, reason)
@@ -223,7 +226,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     _add_status(subparsers)
 
 
-def _add_signal(subparsers: argparse._SubParsersAction, name: str) -> None:  # type: ignore[type-arg]
+def _add_signal(subparsers: argparse._SubParsersAction, name: NodeClaimSignal) -> None:  # type: ignore[type-arg]
     help_text = SIGNALS[name]
     parser = subparsers.add_parser(name, help=help_text, description=help_text)
     parser.add_argument("target", metavar="NODE_OR_NODECLAIM", help="a Node name or a NodeClaim name")

@@ -1,6 +1,8 @@
 """Starting workflows from the worker: NodeClaim workflows (from the provisioning activity, which runs in
 a thread) and signal-with-start of the singleton provisioner (from the watchers); signals to NodeClaim
-workflows (from the watchers and the disruption controller's activity)."""
+workflows (from the watchers, the leader's loops and the disruption controller's activity), named by
+workflows.messages.NodeClaimSignal; the activities, which cannot import the workflows, ask by intent
+(`delete_node_claims`, `expire_node_claim`, `check_node_claim_drift`)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from kube.types import Obj
 from workflows import search_attributes as sa
+from workflows.messages import NodeClaimSignal, ProvisionerSignal
 from workflows.nodeclaim import NodeClaimWorkflow, workflow_id
 from workflows.nodeclaim_state import (
     LAUNCHING,
@@ -20,7 +23,7 @@ from workflows.nodeclaim_state import (
     NodeClaimState,
     node_claim_input_from_object,
 )
-from workflows.provisioner import SIGNAL, WORKFLOW_ID, BatchWindow, ProvisionerState, ProvisionerWorkflow
+from workflows.provisioner import WORKFLOW_ID, BatchWindow, ProvisionerState, ProvisionerWorkflow
 
 START_TIMEOUT_SECONDS = 30.0
 
@@ -78,21 +81,31 @@ class TemporalStarter:
             id=WORKFLOW_ID,
             task_queue=self.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-            start_signal=SIGNAL,
+            start_signal=ProvisionerSignal.PODS_PENDING,
             start_signal_args=[pending_pods, self.batch_window],
         )
 
-    def signal_node_claims(self, names: list[str], signal: str, reason: str) -> list[str]:
-        """activities.disruption.execution.ClaimSignaller: signal every claim's workflow at once (each a
-        direct RPC to its own workflow); the names whose workflow was running. Thread-safe, blocking."""
+    def delete_node_claims(self, names: list[str], reason: str) -> list[str]:
+        """activities.disruption.execution.ClaimSignaller: signal `delete` to every claim's workflow at once
+        (each a direct RPC to its own workflow); the names whose workflow was running. Thread-safe, blocking."""
 
         async def signal_all() -> list[bool]:
-            return await asyncio.gather(*(self.signal_node_claim(name, signal, reason) for name in names))
+            return await asyncio.gather(
+                *(self.signal_node_claim(name, NodeClaimSignal.DELETE, reason) for name in names)
+            )
 
         found = asyncio.run_coroutine_threadsafe(signal_all(), self.loop).result(timeout=START_TIMEOUT_SECONDS)
         return [name for name, running in zip(names, found, strict=True) if running]
 
-    async def signal_node_claim(self, name: str, signal: str, reason: str) -> bool:
+    async def expire_node_claim(self, name: str, reason: str) -> bool:
+        """activities.nodeclaim.sweep.ClaimSignaller: signal `expire` to a claim's workflow."""
+        return await self.signal_node_claim(name, NodeClaimSignal.EXPIRE, reason)
+
+    async def check_node_claim_drift(self, name: str, reason: str) -> bool:
+        """activities.nodeclaim.sweep.ClaimSignaller: signal `check_drift` to a claim's workflow."""
+        return await self.signal_node_claim(name, NodeClaimSignal.CHECK_DRIFT, reason)
+
+    async def signal_node_claim(self, name: str, signal: NodeClaimSignal, reason: str) -> bool:
         """Signal a claim's workflow; False when it is not running."""
         try:
             await self.client.get_workflow_handle(workflow_id(name)).signal(signal, reason)

@@ -79,8 +79,8 @@ class Starter:
         self.started.append(claim["metadata"]["name"])
         self.waiters.append(waiter)
 
-    def signal_node_claims(self, names: list[str], signal: str, reason: str) -> list[str]:
-        self.signals += [(name, signal, reason) for name in names]
+    def delete_node_claims(self, names: list[str], reason: str) -> list[str]:
+        self.signals += [(name, "delete", reason) for name in names]
         return [name for name in names if name != "gone"]
 
 

@@ -253,7 +253,7 @@ class Starter:
     def start_node_claim(self, claim: dict[str, object], waiter: str = "") -> None:
         pass
 
-    def signal_node_claims(self, names: list[str], signal: str, reason: str) -> list[str]:
+    def delete_node_claims(self, names: list[str], reason: str) -> list[str]:
         return names
 
 

@@ -12,17 +12,24 @@ import pytest
 from kube import resources as r
 from kube.fake import MemKube
 from workers.watchers import DriftTrigger
+from workflows.messages import NodeClaimSignal
 
 
 class Signals:
-    """A stand-in for TemporalStarter.signal_node_claim that records what was sent."""
+    """A stand-in for TemporalStarter's NodeClaim signals that records what was sent."""
 
     def __init__(self) -> None:
         self.sent: list[tuple[str, str]] = []
 
-    async def signal_node_claim(self, name: str, signal: str, reason: str) -> bool:
+    async def signal_node_claim(self, name: str, signal: NodeClaimSignal, reason: str) -> bool:
         self.sent.append((name, signal))
         return True
+
+    async def expire_node_claim(self, name: str, reason: str) -> bool:
+        return await self.signal_node_claim(name, NodeClaimSignal.EXPIRE, reason)
+
+    async def check_node_claim_drift(self, name: str, reason: str) -> bool:
+        return await self.signal_node_claim(name, NodeClaimSignal.CHECK_DRIFT, reason)
 
 
 @pytest.fixture
@@ -79,7 +86,7 @@ def test_a_spec_change_signals_the_claims_of_that_pool_or_class(kube: MemKube, l
 
 
 class Unreachable(Signals):
-    async def signal_node_claim(self, name: str, signal: str, reason: str) -> bool:
+    async def signal_node_claim(self, name: str, signal: NodeClaimSignal, reason: str) -> bool:
         self.sent.append((name, signal))
         raise ConnectionError("Temporal is unreachable")
 
