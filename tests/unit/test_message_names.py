@@ -102,12 +102,12 @@ def violations(source: str, strict: bool) -> list[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             for arg, surely in _name_arguments(node):
-                value = arg.value if isinstance(arg, ast.Constant) else None
-                if isinstance(value, str) and (value in NAMES or (strict and surely)):
-                    found.append(f"{arg.lineno}: {_callee(node)}({arg.value!r})")
-    for value, target in _constant_assignments(tree):
-        if isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value in NAMES:
-            found.append(f"{value.lineno}: {target} = {value.value!r}")
+                text = arg.value if isinstance(arg, ast.Constant) else None
+                if isinstance(text, str) and (text in NAMES or (strict and surely)):
+                    found.append(f"{arg.lineno}: {_callee(node)}({text!r})")
+    for constant, target in _constant_assignments(tree):
+        if isinstance(constant, ast.Constant) and isinstance(constant.value, str) and constant.value in NAMES:
+            found.append(f"{constant.lineno}: {target} = {constant.value!r}")
     return found
 
 
