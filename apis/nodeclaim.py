@@ -38,6 +38,24 @@ DISRUPTION_REASON = "DisruptionReason"
 # Ready (apis.meta.READY) is the root of these, as in Karpenter: True once all three are
 # (apis.meta.with_root_condition).
 READY_DEPENDENTS = (LAUNCHED, REGISTERED, INITIALIZED)
+# Every condition type above: written by name nowhere else (tests/unit/test_condition_names.py).
+CONDITION_TYPES = (
+    LAUNCHED,
+    REGISTERED,
+    INITIALIZED,
+    DRIFTED,
+    EXPIRED,
+    DRAINED,
+    INSTANCE_TERMINATING,
+    CONSOLIDATABLE,
+    VOLUMES_DETACHED,
+    CONSISTENT_STATE_FOUND,
+    DISRUPTION_REASON,
+)
+
+# Condition reasons that are not a type's own name. LAUNCH_FAILED: Launched False when the launch
+# activity gave up (also the non-retryable ApplicationError type it raises).
+LAUNCH_FAILED = "LaunchFailed"
 
 
 def _nodeclaim_requirement(requirement: NodeSelectorRequirement) -> NodeSelectorRequirement:

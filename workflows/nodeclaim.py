@@ -58,6 +58,7 @@ from activities.nodeclaim.models import ClaimIdentity
 from activities.nodeclaim.registration import FindNodeInput, RegistrationActivities
 from activities.nodeclaim.running import DriftCheckInput, RunningActivities
 from apis.duration import parse_duration
+from apis.nodeclaim import INITIALIZED, LAUNCH_FAILED, LAUNCHED, REGISTERED
 from workflows import timing
 from workflows.disruption import WORKFLOW_ID as DISRUPTION_ID
 from workflows.external import signal_workflow
@@ -177,7 +178,7 @@ class NodeClaimWorkflow(NodeClaimTermination):
             )
         except ActivityError as err:
             cause = err.cause
-            await self._launch_failed("LaunchFailed", str(cause or err))
+            await self._launch_failed(LAUNCH_FAILED, str(cause or err))
             return
         if outcome.failure:
             await self._launch_failed(outcome.failure, outcome.message)
@@ -190,7 +191,7 @@ class NodeClaimWorkflow(NodeClaimTermination):
         self.state.node_pool = outcome.node_pool or self.state.node_pool
         if outcome.claim_deleting:
             self.pending_termination = self.pending_termination or "NodeClaim deleted while launching"
-        self.state.conditions["Launched"] = "True"
+        self.state.conditions[LAUNCHED] = "True"
         now = workflow.now()
         self.state.launched_at = now
         self.state.registration_deadline = now + (parse_duration(self.input.registration_ttl) or timedelta(minutes=15))
@@ -219,7 +220,7 @@ class NodeClaimWorkflow(NodeClaimTermination):
                 return
             if found.node_name:
                 self.state.node_name, self.state.node_uid = found.node_name, found.node_uid
-                self.state.conditions["Registered"] = "True"
+                self.state.conditions[REGISTERED] = "True"
                 self._initialization = found.initialization
                 self.state.phase = DRAINING if self.pending_termination else INITIALIZING
                 return
@@ -250,7 +251,7 @@ class NodeClaimWorkflow(NodeClaimTermination):
                 self.pending_termination = self.pending_termination or result.waiting_for
                 break
             if result.initialized:
-                self.state.conditions["Initialized"] = "True"
+                self.state.conditions[INITIALIZED] = "True"
                 self.state.waiting_for = ""
                 self.state.phase = RUNNING
                 return

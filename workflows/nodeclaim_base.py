@@ -17,6 +17,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from activities.nodeclaim.initialization import InitializationResult
 from activities.nodeclaim.models import ClaimIdentity, ClaimRef
 from activities.nodeclaim.running import DriftResult
+from apis.nodeclaim import DRIFTED
 from workflows import search_attributes as sa
 from workflows import timing
 from workflows.external import signal_workflow
@@ -69,9 +70,9 @@ class NodeClaimWorkflowBase:
         self.state.last_drift_check = workflow.now()
         self.state.drift_reason, self.state.drift_message = result.reason, result.message
         if result.drifted:
-            self.state.conditions["Drifted"] = f"True ({result.reason})"
+            self.state.conditions[DRIFTED] = f"True ({result.reason})"
         else:
-            self.state.conditions.pop("Drifted", None)
+            self.state.conditions.pop(DRIFTED, None)
 
     def _ref_fields(self) -> dict[str, str]:
         """The claim's name and the NodeClaim uid recorded at start (activities act on that object only)."""

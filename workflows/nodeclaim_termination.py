@@ -10,6 +10,7 @@ from temporalio import workflow
 from activities.nodeclaim.models import ClaimIdentity
 from activities.nodeclaim.termination import BeginTerminationInput, DrainInput, TerminateInput, TerminationActivities
 from apis.duration import parse_duration
+from apis.nodeclaim import DRAINED, EXPIRED
 from workflows import timing
 from workflows.nodeclaim_base import NodeClaimWorkflowBase
 from workflows.nodeclaim_state import DELETED, TERMINATING
@@ -24,7 +25,7 @@ class NodeClaimTermination(NodeClaimWorkflowBase):
         await self._run_activity(TerminationActivities.begin_termination, ref)
         self.state.termination_reason = self.pending_termination
         if self.state.expired:
-            self.state.conditions["Expired"] = "True"
+            self.state.conditions[EXPIRED] = "True"
         if self.state.drain_started_at is None:
             self.state.drain_started_at = workflow.now()
             grace = parse_duration(self.input.termination_grace_period) if self.input.termination_grace_period else None
@@ -39,7 +40,7 @@ class NodeClaimTermination(NodeClaimWorkflowBase):
                 retry_policy=timing.ACTIVITY_RETRY,
             )
             if progress.remaining == 0:
-                self.state.conditions["Drained"] = "True"
+                self.state.conditions[DRAINED] = "True"
                 break
             self.state.waiting_for = progress.message
             await self._sleep_until(lambda: self.skip_drain, timing.DRAIN_POLL)

@@ -6,6 +6,8 @@ from datetime import timedelta
 
 from temporalio.common import RetryPolicy
 
+from apis.nodeclaim import LAUNCH_FAILED
+
 # Activities retry forever with capped backoff: the cloud or the API server coming back is the normal case.
 ACTIVITY_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
                              maximum_interval=timedelta(seconds=30))  # fmt: skip
@@ -14,7 +16,7 @@ LAUNCH_RETRY = RetryPolicy(
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=30),
     maximum_attempts=30,
-    non_retryable_error_types=["LaunchFailed"],
+    non_retryable_error_types=[LAUNCH_FAILED],
 )
 # Short activities are single API round trips: a worker killed during one is noticed after this long.
 SHORT_ACTIVITY = timedelta(seconds=30)

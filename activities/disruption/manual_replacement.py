@@ -17,12 +17,12 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from temporalio import activity
 
-from activities.disruption.execution import DISRUPTION_REASON
 from activities.metrics.labels import disruption_reason
 from activities.metrics.registry import Metrics
 from activities.provisioning.claim_creation import WorkflowStarter, node_claim_name
 from activities.provisioning.models import ProvisionRound
 from apis import labels
+from apis.nodeclaim import DISRUPTION_REASON
 from apis.nodepool import NodePool
 from kube import ops as kubeops
 from kube import resources as r

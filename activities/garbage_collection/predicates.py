@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from apis.ec2nodeclass import EC2NodeClass
 from apis.meta import parse_rfc3339
+from apis.nodeclaim import LAUNCHED, REGISTERED
 from cloudprovider.types import TAG_NODEPOOL, Instance, instance_id_of
 from kube.types import Obj
 
@@ -28,10 +29,10 @@ def _node_ready(node: Obj | None) -> bool:
 def _registered_long_ago(claim: Obj, now: datetime, min_age: timedelta) -> bool:
     """Whether `claim` is registered (Registered True) and launched at least `min_age` before `now` (by its
     Launched condition, else its creation time; unknown: never)."""
-    if _condition(claim, "Registered").get("status") != "True":
+    if _condition(claim, REGISTERED).get("status") != "True":
         return False
     launched = parse_rfc3339(
-        _condition(claim, "Launched").get("lastTransitionTime") or claim["metadata"].get("creationTimestamp")
+        _condition(claim, LAUNCHED).get("lastTransitionTime") or claim["metadata"].get("creationTimestamp")
     )
     return launched is not None and now - launched >= min_age
 

@@ -20,7 +20,7 @@ from apis import labels
 from apis.ec2nodeclass import EC2NodeClass
 from apis.errors import describe_validation_error, format_problems
 from apis.meta import is_true
-from apis.nodeclaim import LAUNCHED, NodeClaim
+from apis.nodeclaim import LAUNCH_FAILED, LAUNCHED, NodeClaim
 from apis.quantity import format_resource_list
 from cloudprovider.errors import (
     CloudProviderError,
@@ -120,7 +120,7 @@ class LaunchActivities(ClaimActivities):
         except CloudProviderError as err:
             if err.retryable:
                 raise
-            raise ApplicationError(str(err), type="LaunchFailed", non_retryable=True) from err
+            raise ApplicationError(str(err), type=LAUNCH_FAILED, non_retryable=True) from err
         return self._outcome(instance, claim)
 
     @staticmethod

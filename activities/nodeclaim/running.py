@@ -152,7 +152,7 @@ class RunningActivities(ClaimActivities):
             return DriftResult()
         message = f"{drift.message} (drift check {DRIFT_CHECK_VERSION})"
         if not is_true(claim.status.conditions, DRIFTED):
-            self.recorder.record(claim_obj, "Normal", "Drifted", message)
+            self.recorder.record(claim_obj, "Normal", DRIFTED, message)
         self._set_conditions(inp, (DRIFTED, "True", drift.reason, message))
         return DriftResult(drifted=True, reason=drift.reason, message=message)
 

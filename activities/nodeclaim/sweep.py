@@ -54,7 +54,7 @@ from activities.nodeclaim.expiration import EXPIRED, expire_after, expiry
 from activities.periodic import every
 from apis import labels
 from apis.ec2nodeclass import EC2NodeClass
-from apis.nodeclaim import NodeClaim
+from apis.nodeclaim import DRIFTED, INITIALIZED, NodeClaim
 from apis.nodepool import NodePool
 from cloudprovider.errors import CloudProviderError
 from cloudprovider.types import CloudProvider, instance_id_of
@@ -79,12 +79,12 @@ def _condition(claim: Obj, type_: str) -> dict[str, Any]:
 
 def is_running(claim: Obj) -> bool:
     """Initialized and not being deleted: the claims whose workflow is in its running phase."""
-    return _condition(claim, "Initialized").get("status") == "True" and not claim["metadata"].get("deletionTimestamp")
+    return _condition(claim, INITIALIZED).get("status") == "True" and not claim["metadata"].get("deletionTimestamp")
 
 
 def marked_reason(claim: Obj) -> str:
     """The reason of the claim's Drifted condition while it is True, else ''."""
-    drifted = _condition(claim, "Drifted")
+    drifted = _condition(claim, DRIFTED)
     return str(drifted.get("reason") or "") if drifted.get("status") == "True" else ""
 
 
