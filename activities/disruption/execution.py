@@ -25,14 +25,13 @@ from activities.nodeclaim.base import setting_conditions
 from activities.provisioning.claim_creation import ClaimLauncher, WorkflowStarter
 from activities.provisioning.models import ProvisionRound
 from apis import labels
-from apis.nodeclaim import INITIALIZED
+from apis.nodeclaim import DISRUPTION_REASON, INITIALIZED
 from kube import ops as kubeops
 from kube import resources as r
 from kube.types import Kube, Obj
 from scheduling.disruption import CandidateRef, Command
 from scheduling.types import PlannedNodeClaim
 
-DISRUPTION_REASON = "DisruptionReason"
 DISRUPTED_TAINT = kubeops.adding_taint(labels.DISRUPTED_TAINT_KEY, "NoSchedule")
 NOT_DISRUPTED = kubeops.removing_taint(labels.DISRUPTED_TAINT_KEY, "NoSchedule")
 MARK_CONCURRENCY = 8  # candidates marked at once by start_disruption
