@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import hashlib
 import http.server
 import json
@@ -631,8 +630,8 @@ def serve_claims_worker(address: str, task_queue: str, max_cached: int, ready_fi
     from workers.temporal.client import connect
 
     async def run() -> None:
-        settings = dataclasses.replace(
-            Settings.from_env(), temporal_address=address, task_queue=task_queue, max_cached_workflows=max_cached
+        settings = Settings.from_env().with_values(
+            temporal_address=address, task_queue=task_queue, max_cached_workflows=max_cached
         )
         client = await connect(settings)
         stop = asyncio.Event()

@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import ctypes
 import ctypes.util
-import dataclasses
 import json
 import os
 import sys
@@ -79,8 +78,7 @@ async def _measure(
     from workers.temporal.client import connect, register_search_attributes
 
     libc = _libc()
-    settings = dataclasses.replace(
-        Settings.from_env(),
+    settings = Settings.from_env().with_values(
         temporal_address=address,
         task_queue=TASK_QUEUE,
         max_cached_workflows=claims + WARM_CLAIMS + 1000,  # nothing evicted: count every run

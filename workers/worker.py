@@ -55,7 +55,7 @@ from workers.leadership import LeaderElector
 from workers.metrics_server import MetricsServer, temporal_runtime
 from workers.probes import CatalogWarmer, worker_probes
 from workers.reconcile import adopt_node_claims, end_orphaned_workflows
-from workers.settings import Settings
+from workers.settings import Settings, duration_text, optional_seconds, whole_seconds
 from workers.temporal.build_id import build_id, build_labels
 from workers.temporal.client import connect
 from workers.temporal.namespace_owner import claim_namespace
@@ -119,8 +119,8 @@ async def _lead(
     log.info("leading: %d NodeClaims adopted", adopted)
     await starter.signal_provisioner()
     collection = GarbageCollectorSettings(
-        interval_seconds=settings.seconds("garbage_collection_interval"),
-        min_age_seconds=settings.seconds("garbage_collection_min_age"),
+        interval_seconds=whole_seconds(settings.garbage_collection_interval),
+        min_age_seconds=whole_seconds(settings.garbage_collection_min_age),
     )
     await start_garbage_collector(client, settings.task_queue, settings.cluster_name, collection)
     disruption_settings = DisruptionSettings(
@@ -140,7 +140,7 @@ async def _lead(
         watch.cache = cache
     watchers: list[LeaderLoop] = [
         *watches,
-        ClaimSweep(kube, cloud, starter, loop, interval=settings.seconds("claim_sweep_interval"), cache=cache),
+        ClaimSweep(kube, cloud, starter, loop, interval=whole_seconds(settings.claim_sweep_interval), cache=cache),
         ClusterStateMetrics(cache, metrics, cloud),
         _disruption_trigger(client, settings.task_queue, loop, disruption, disruption_settings, cache),
         _status_refresh(cache, starter, provisioning),
@@ -268,7 +268,7 @@ def _instance_status_checker(
     settings: Settings, cloud: AWSCloudProvider, disrupter: ClaimDisrupter
 ) -> InstanceStatusChecker | None:
     """The checker of the cluster's instances' EC2 status (None when `instance_status_interval` is Never)."""
-    interval = settings.optional_seconds("instance_status_interval")
+    interval = optional_seconds(settings.instance_status_interval)
     if interval is None:
         return None
     log.info("instance status checks on: every %ds", interval)
@@ -277,8 +277,8 @@ def _instance_status_checker(
 
 def _price_refresher(settings: Settings, cloud: AWSCloudProvider) -> PriceRefresher:
     """The refresher of `cloud`'s prices on the settings' intervals (activities.provisioning.price_refresh)."""
-    on_demand = settings.optional_seconds("on_demand_price_refresh_interval")
-    spot = settings.optional_seconds("spot_price_refresh_interval")
+    on_demand = optional_seconds(settings.on_demand_price_refresh_interval)
+    spot = optional_seconds(settings.spot_price_refresh_interval)
     log.info(
         "prices: on-demand from the AWS Pricing API %s, spot %s",
         f"every {on_demand}s" if on_demand else "never (the shipped table)",
@@ -346,7 +346,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing |
         observe_fleet_batch=metrics.fleet_batch,
         observe_launch_failure=metrics.launch_failure,
         instrument=instrument,
-        pricing_api=settings.optional_seconds("on_demand_price_refresh_interval") is not None,
+        pricing_api=settings.on_demand_price_refresh_interval is not None,
         vm_memory_overhead_percent=settings.vm_memory_overhead_percent,
         reserved_enis=settings.reserved_enis,
         dry_run=not settings.disable_dry_run,
@@ -356,7 +356,11 @@ async def run_worker(settings: Settings, stop: asyncio.Event, tracing: Tracing |
     idle, longest = settings.batch_window()
     window = BatchWindow(idle_seconds=idle, max_seconds=longest)
     starter = TemporalStarter(
-        client, settings.task_queue, asyncio.get_running_loop(), settings.registration_ttl, batch_window=window
+        client,
+        settings.task_queue,
+        asyncio.get_running_loop(),
+        duration_text(settings.registration_ttl),
+        batch_window=window,
     )
     disrupter = _claim_disrupter(kube, aws.unavailable, recorder, starter, metrics)
     interruption = _interruption_consumer(settings, disrupter, tracing)

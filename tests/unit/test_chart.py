@@ -25,7 +25,7 @@ from scheduling.types import SchedulingPolicies
 from tests.dashboard import DASHBOARD
 from tests.rbac_coverage import load_rules
 from workers.log_format import log_format
-from workers.settings import Settings
+from workers.settings import Settings, env_name
 from workers.tracing import tracing_from_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -332,8 +332,8 @@ def test_karpenters_settings_block_is_accepted() -> None:
     assert values["NODEFLOW_VM_MEMORY_OVERHEAD_PERCENT"] == "0", "0 is a value, not an unset one"
     assert values["NODEFLOW_RESERVED_ENIS"] == "1"
     assert (values["NODEFLOW_PREFERENCE_POLICY"], values["NODEFLOW_MIN_VALUES_POLICY"]) == ("Ignore", "BestEffort")
-    known = {f"NODEFLOW_{name.upper()}": name for name in Settings.__dataclass_fields__}
-    worker = Settings(**{known[k]: v for k, v in values.items() if k in known})  # type: ignore[arg-type]
+    known = {env_name(name): name for name in Settings.model_fields}
+    worker = Settings(**{known[k]: v for k, v in values.items() if k in known})
     assert worker.scheduling_policies() == SchedulingPolicies("Ignore", "BestEffort")
     assert values["NODEFLOW_DISABLE_DRY_RUN"] == "true" and worker.disable_dry_run
     assert (worker.vm_memory_overhead_percent, worker.reserved_enis) == (0.0, 1)
@@ -368,9 +368,9 @@ def test_full_values_reach_the_worker_as_its_settings() -> None:
     tracing.shutdown()
     assert log_format(values["NODEFLOW_LOG_FORMAT"], {}) == "json"
     # Every value rendered for a setting the worker already has is one it accepts.
-    known = {f"NODEFLOW_{name.upper()}": name for name in Settings.__dataclass_fields__}
-    settings = {known[k]: v for k, v in values.items() if k in known}
-    assert Settings(**settings).task_queue == "nodeflow-prod"  # type: ignore[arg-type]
+    known = {env_name(name): name for name in Settings.model_fields}
+    settings = {known[k]: v for k, v in values.items() if k in known and isinstance(v, str)}  # not a secretKeyRef
+    assert Settings(**settings).task_queue == "nodeflow-prod"
     mounts = {m["name"]: m for m in container(docs)["volumeMounts"]}
     assert mounts["temporal-tls"] == {
         "name": "temporal-tls",

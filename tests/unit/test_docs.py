@@ -6,7 +6,6 @@ settings page lists every setting of the worker."""
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from pathlib import Path
 
@@ -89,6 +88,6 @@ def test_every_repository_path_named_exists(page: Path) -> None:
 
 def test_the_configuration_page_lists_every_setting() -> None:
     text = (DOCS / "configuration.md").read_text()
-    fields = [f.name for f in dataclasses.fields(Settings)]
+    fields = list(Settings.model_fields)
     missing = [f for f in fields if f"| `{f}` |" not in text]
     assert not missing, f"docs/configuration.md has no row for {missing}"

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
 from workers.leader_election import Timing
-from workers.settings import Settings, add_arguments
+from workers.settings import Settings, add_arguments, markdown_table
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -18,10 +20,14 @@ def parse(*argv: str) -> argparse.Namespace:
 
 def test_defaults() -> None:
     settings = Settings.from_env({})
-    assert (settings.task_queue, settings.registration_ttl, settings.max_cached_workflows) == ("nodeflow", "15m", 2000)
-    assert (settings.seconds("garbage_collection_interval"), settings.seconds("garbage_collection_min_age")) == (
-        120,
-        120,
+    assert (settings.task_queue, settings.registration_ttl, settings.max_cached_workflows) == (
+        "nodeflow",
+        timedelta(minutes=15),
+        2000,
+    )
+    assert (settings.garbage_collection_interval, settings.garbage_collection_min_age) == (
+        timedelta(minutes=2),
+        timedelta(minutes=2),
     )
 
 
@@ -32,13 +38,14 @@ def test_a_flag_beats_the_environment_which_beats_the_default() -> None:
         "AWS_REGION": "eu-west-1",
     }
     settings = Settings.from_env(env).with_args(parse("--garbage-collection-interval", "1h"))
-    assert settings.seconds("garbage_collection_interval") == 3600
-    assert settings.seconds("garbage_collection_min_age") == 30
+    assert settings.garbage_collection_interval == timedelta(hours=1)
+    assert settings.garbage_collection_min_age == timedelta(seconds=30)
     assert settings.region == "eu-west-1"
 
 
 def test_an_empty_variable_keeps_the_default() -> None:
-    assert Settings.from_env({"NODEFLOW_GARBAGE_COLLECTION_MIN_AGE": ""}).garbage_collection_min_age == "2m"
+    settings = Settings.from_env({"NODEFLOW_GARBAGE_COLLECTION_MIN_AGE": ""})
+    assert settings.garbage_collection_min_age == timedelta(minutes=2)
 
 
 @pytest.mark.parametrize(
@@ -69,20 +76,17 @@ def test_a_bad_setting_names_its_flag_and_variable(env: dict[str, str], message:
 
 
 def test_instance_status_checks_default_to_every_minute_and_never_turns_them_off() -> None:
-    assert Settings().optional_seconds("instance_status_interval") == 60
-    assert (
-        Settings.from_env({"NODEFLOW_INSTANCE_STATUS_INTERVAL": "Never"}).optional_seconds("instance_status_interval")
-        is None
-    )
+    assert Settings().instance_status_interval == timedelta(minutes=1)
+    assert Settings.from_env({"NODEFLOW_INSTANCE_STATUS_INTERVAL": "Never"}).instance_status_interval is None
 
 
 def test_prices_refresh_every_12_hours_as_karpenter_and_never_turns_the_pricing_api_off() -> None:
     settings = Settings()
-    assert settings.optional_seconds("on_demand_price_refresh_interval") == 12 * 3600
-    assert settings.optional_seconds("spot_price_refresh_interval") == 12 * 3600
+    assert settings.on_demand_price_refresh_interval == timedelta(hours=12)
+    assert settings.spot_price_refresh_interval == timedelta(hours=12)
     env = {"NODEFLOW_ON_DEMAND_PRICE_REFRESH_INTERVAL": "Never", "NODEFLOW_SPOT_PRICE_REFRESH_INTERVAL": "1h"}
-    assert Settings.from_env(env).optional_seconds("on_demand_price_refresh_interval") is None
-    assert Settings.from_env(env).optional_seconds("spot_price_refresh_interval") == 3600
+    assert Settings.from_env(env).on_demand_price_refresh_interval is None
+    assert Settings.from_env(env).spot_price_refresh_interval == timedelta(hours=1)
 
 
 @pytest.mark.parametrize("name", ["on_demand_price_refresh_interval", "spot_price_refresh_interval"])
@@ -93,7 +97,7 @@ def test_price_refresh_intervals_below_a_minute_are_refused(name: str) -> None:
 
 
 def test_a_zero_min_age_is_allowed() -> None:
-    assert Settings.from_env({"NODEFLOW_GARBAGE_COLLECTION_MIN_AGE": "0s"}).seconds("garbage_collection_min_age") == 0
+    assert Settings.from_env({"NODEFLOW_GARBAGE_COLLECTION_MIN_AGE": "0s"}).garbage_collection_min_age == timedelta(0)
 
 
 def test_the_probe_port_defaults_to_8081_and_0_turns_it_off() -> None:
@@ -160,3 +164,28 @@ def test_disable_dry_run_is_off_by_default_and_the_flag_alone_turns_it_on() -> N
     assert not Settings.from_env({}).disable_dry_run
     assert Settings.from_env({"NODEFLOW_DISABLE_DRY_RUN": "true"}).disable_dry_run
     assert Settings.from_env({}).with_args(parse("--disable-dry-run")).disable_dry_run
+
+
+def test_durations_parse_as_go_durations_and_keep_fractions() -> None:
+    settings = Settings.from_env({"NODEFLOW_REGISTRATION_TTL": "1h30m", "NODEFLOW_BATCH_IDLE_DURATION": "500ms"})
+    assert settings.registration_ttl == timedelta(minutes=90)
+    assert settings.batch_window() == (0.5, 10.0)
+    assert Settings.from_env({"NODEFLOW_REGISTRATION_TTL": "Never"}).registration_ttl is None
+
+
+def test_region_is_read_from_aws_region_only() -> None:
+    assert Settings.from_env({"REGION": "eu-west-1", "NODEFLOW_REGION": "eu-west-2"}).region == "us-west-2"
+    assert Settings.from_env({"AWS_REGION": "eu-west-1"}).region == "eu-west-1"
+    assert Settings.from_env({"nodeflow_task_queue": "other"}).task_queue == "nodeflow"  # names as spelled
+
+
+def test_an_unknown_setting_is_refused_in_one_line() -> None:
+    with pytest.raises(ValueError, match=r"^bogus: Extra inputs are not permitted$"):
+        Settings(bogus="1")
+
+
+def test_the_docs_table_is_the_generated_one() -> None:
+    """docs/configuration.md's settings table is `python -m workers.settings --markdown`: regenerate it
+    after changing a setting."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+    assert markdown_table() in text, "docs/configuration.md: paste `python -m workers.settings --markdown`"

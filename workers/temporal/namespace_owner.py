@@ -21,7 +21,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError, RPCStatusCode
 
-from workers.settings import Settings, where
+from workers.settings import Settings, where, whole_seconds
 from workers.temporal.errors import TemporalSettingError
 from workflows.garbage_collection import OWNER_MEMO, WORKFLOW_ID, GarbageCollectorState, GarbageCollectorWorkflow
 
@@ -48,8 +48,8 @@ async def claim_namespace(client: Client, settings: Settings) -> None:
         await client.start_workflow(
             GarbageCollectorWorkflow.run,
             GarbageCollectorState(
-                interval_seconds=settings.seconds("garbage_collection_interval"),
-                min_age_seconds=settings.seconds("garbage_collection_min_age"),
+                interval_seconds=whole_seconds(settings.garbage_collection_interval),
+                min_age_seconds=whole_seconds(settings.garbage_collection_min_age),
             ),
             id=WORKFLOW_ID,
             task_queue=settings.task_queue,
