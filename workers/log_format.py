@@ -30,7 +30,7 @@ from temporalio import activity
 FORMATS = ("text", "json")
 ENV = "NODEFLOW_LOG_FORMAT"
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-NODECLAIM_WORKFLOW_PREFIX = "nodeclaim-"  # workflows.nodeclaim_base.workflow_id
+NODECLAIM_WORKFLOW_PREFIX = "nodeclaim-"  # workflows.nodeclaim_state.workflow_id
 # Loggers that write request and response bodies or headers at DEBUG.
 QUIET_LOGGERS = ("botocore", "boto3", "s3transfer", "urllib3", "kubernetes", "requests")
 _FIELDS = ("nodeclaim", "nodepool", "node")

@@ -42,7 +42,7 @@ from activities.garbage_collection.collector import (
 )
 from workflows.external import signal_workflow
 from workflows.messages import GarbageCollectorSignal, NodeClaimSignal, Query
-from workflows.nodeclaim_base import workflow_id as nodeclaim_workflow_id
+from workflows.nodeclaim_state import workflow_id as nodeclaim_workflow_id
 
 WORKFLOW_ID = "garbage-collector"
 OWNER_MEMO = "cluster"  # the memo key naming the cluster that owns the namespace (workers.temporal.namespace_owner)

@@ -27,6 +27,11 @@ DELETED = "Deleted"
 PHASES = (LAUNCHING, REGISTERING, INITIALIZING, RUNNING, DRAINING, TERMINATING, DELETED)
 
 
+def workflow_id(name: str) -> str:
+    """The NodeClaim workflow's id for the claim `name`."""
+    return f"nodeclaim-{name}"
+
+
 @dataclass(slots=True)
 class NodeClaimState:
     name: str

@@ -26,7 +26,7 @@ def test_payloads_are_pydantics() -> None:
 
 def test_a_continued_input_without_its_defaults_decodes_to_the_same_input() -> None:
     """The NodeClaim workflow continues as new with its input as JSON without default fields
-    (workflows.nodeclaim_base): the next run must read back exactly the input it would have had."""
+    (workflows.nodeclaim_phases.claim): the next run must read back exactly the input it would have had."""
     from datetime import UTC, datetime
 
     state = NodeClaimState(
