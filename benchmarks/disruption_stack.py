@@ -270,9 +270,9 @@ def fleet_and_bound(stack: Any) -> dict[str, Any]:
     from cloudprovider.aws.catalog import load_builtin_catalog
     from cloudprovider.aws.pricing import load_price_table
     from kube import resources as r
-    from scheduling.pools import build_pools
-    from scheduling.provisionable import is_bound
-    from scheduling.resources import pod_requests
+    from scheduling.constraints.resources import pod_requests
+    from scheduling.provisioning.pools import build_pools
+    from scheduling.provisioning.provisionable import is_bound
 
     catalog = load_builtin_catalog(stack.config.region)
     pools = build_pools(
@@ -317,7 +317,7 @@ def fleet_and_bound(stack: Any) -> dict[str, Any]:
 def run_scale_down(pods: int, timeout: float = 900.0, state_dir: Path | None = None) -> dict[str, Any]:
     """Scale-out of `pods`, down to SCALE_DOWN_FRACTION, consolidation until quiet, then price over bound."""
     from kube import resources as r
-    from scheduling.provisionable import is_bound
+    from scheduling.provisioning.provisionable import is_bound
 
     result: dict[str, Any] = {"benchmark": "scale-down", "pods": pods}
     with warm_stack(state_dir) as stack:

@@ -7,8 +7,8 @@ The local stack's default NodePool and EC2NodeClass, the built-in us-west-2 cata
 that pool with no status yet (as CreateFleet has not answered), each allowing either capacity type, and one
 pending 500m pod. Prints one JSON object: claims, runs, cpu_seconds_per_solve_min and _median (process CPU
 of `scheduling.solve`), cpu_seconds_per_solve_median_kept_options (the same solves sharing one
-scheduling.catalog.OptionCache, each over its own copy of the node class, as the worker's activities read it
-again each time), and targets_met (median under 0.25 s).
+scheduling.provisioning.catalog.OptionCache, each over its own copy of the node class, as the worker's
+activities read it again each time), and targets_met (median under 0.25 s).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from apis.nodepool import NodePool
 from cloudprovider.aws.catalog import load_builtin_catalog
 from devstack.stack.core import DEFAULTS_FILE
 from scheduling import SchedulingInput, solve
-from scheduling.catalog import OptionCache
+from scheduling.provisioning.catalog import OptionCache
 
 TARGET_SECONDS = 0.25
 

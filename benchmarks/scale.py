@@ -62,7 +62,7 @@ import psutil
 from temporalio import activity
 from temporalio.common import RawValue
 
-from scheduling.explain import LIMITS_EXCEEDED
+from scheduling.provisioning.explain import LIMITS_EXCEEDED
 
 if TYPE_CHECKING:
     from temporalio.client import Client

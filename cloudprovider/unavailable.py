@@ -62,7 +62,7 @@ class UnavailableOfferings:
 
     def applied_to(self, types: Iterable[InstanceType]) -> list[InstanceType]:
         """`types` with the offerings unavailable right now marked `available: False`. A type none of whose
-        offerings is refused is the same object (what the solver's option cache, scheduling.catalog, knows
+        offerings is refused is the same object (what the solver's option cache, scheduling.provisioning.catalog, knows
         it by); only the others are copied."""
         refused = {(o.instance_type, o.zone, o.capacity_type) for o in self.snapshot()}
         out = []

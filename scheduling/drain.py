@@ -31,7 +31,7 @@ from typing import Any
 from apis import labels
 from apis.meta import parse_rfc3339, rfc3339
 from scheduling.disruption.candidates import do_not_disrupt_until
-from scheduling.provisionable import pod_key
+from scheduling.provisioning.provisionable import pod_key
 
 CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"

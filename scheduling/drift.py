@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from apis.labels import PLACEMENT_GROUP_ID, WELL_KNOWN_LABELS
 from apis.requirements import NodeSelectorRequirement
-from scheduling.requirements import from_api
+from scheduling.constraints.requirements import from_api
 
 NODEPOOL_DRIFTED = "NodePoolDrifted"
 REQUIREMENTS_DRIFTED = "RequirementsDrifted"

@@ -52,7 +52,7 @@ from kube.types import Kube, Obj
 from kube.watch_cache import WatchCache, read
 from scheduling.disruption.candidates import parse_time
 from scheduling.disruption.pod_events import PodEvent, PodEventTracker
-from scheduling.provisionable import is_provisionable, pod_key
+from scheduling.provisioning.provisionable import is_provisionable, pod_key
 from workers.temporal.starter import TemporalStarter
 from workflows.messages import NodeClaimSignal
 

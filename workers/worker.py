@@ -47,7 +47,7 @@ from kube.leases import LeaseClient
 from kube.node_directory import NodeDirectory
 from kube.types import Kube
 from kube.watch_cache import WATCHED, WatchCache
-from scheduling.provisionable import is_provisionable
+from scheduling.provisioning.provisionable import is_provisionable
 from workers.feature_gates import not_implemented
 from workers.heap import freeze_long_lived
 from workers.leader_election import Election, candidate_identity

@@ -59,11 +59,11 @@ from kube import ops as kubeops
 from kube.errors import KubeError
 from kube.types import Kube, Obj
 from kube.watch_cache import WatchCache
-from scheduling.catalog import OptionCache
 from scheduling.disruption import Command, Decision, DisruptionInput, decide
 from scheduling.disruption.candidates import node_claims_by_node
 from scheduling.disruption.notices import consolidatable_changes, consolidatable_condition, notices
 from scheduling.disruption.settled import Settlement, StateKey, settle, side_key, state_key
+from scheduling.provisioning.catalog import OptionCache
 from scheduling.types import SchedulingPolicies
 
 log = logging.getLogger(__name__)
@@ -159,7 +159,7 @@ def approval(approved: bool) -> str:
 
 class DisruptionActivities:
     """Constructed by the composition root with the boundaries. The instance-type options one decision
-    builds are kept for the next (scheduling.catalog.OptionCache)."""
+    builds are kept for the next (scheduling.provisioning.catalog.OptionCache)."""
 
     def __init__(
         self,

@@ -25,7 +25,7 @@ from kube import watch_cache
 from kube.types import Kube, Obj
 from kube.watch_cache import WatchCache
 from scheduling.disruption import DisruptionInput
-from scheduling.provisionable import is_bound
+from scheduling.provisioning.provisionable import is_bound
 from scheduling.types import SchedulingInput, SchedulingPolicies
 
 log = logging.getLogger(__name__)

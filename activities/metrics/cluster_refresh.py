@@ -59,7 +59,7 @@ from kube import resources as r
 from kube.types import Obj
 from kube.watch_cache import WatchCache
 from scheduling import drain
-from scheduling.resources import pod_requests
+from scheduling.constraints.resources import pod_requests
 
 log = logging.getLogger(__name__)
 REFRESH_SECONDS = 10.0
@@ -108,7 +108,7 @@ def _base_units(resources: Mapping[str, int]) -> dict[str, float]:
 
 
 def _limits(spec: Obj) -> dict[str, float]:
-    """A pod's effective limits in base units, as its requests are reckoned (scheduling.resources): the
+    """A pod's effective limits in base units, as its requests are reckoned (scheduling.constraints.resources): the
     containers' limits summed, the largest init container's when larger, pod-level limits when set; no
     overhead and no `pods` count."""
     only_limits = {

@@ -32,7 +32,7 @@ from cloudprovider.types import Instance
 from kube import resources as r
 from kube.errors import NotFoundError
 from kube.types import Obj
-from scheduling.catalog import node_class_os
+from scheduling.provisioning.catalog import node_class_os
 
 # A launch failure's Event reason where Karpenter's differs from the failure (the Launched condition's reason).
 EVENT_REASONS = {"InsufficientCapacity": "InsufficientCapacityError"}

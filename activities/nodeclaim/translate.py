@@ -19,7 +19,7 @@ from cloudprovider.types import (
     Instance,
     LaunchRequest,
 )
-from scheduling.taints import is_ephemeral_taint
+from scheduling.constraints.taints import is_ephemeral_taint
 
 WELL_KNOWN_RESOURCES = frozenset({"cpu", "memory", "pods", "ephemeral-storage"})
 
@@ -91,7 +91,7 @@ def launched_labels(
     offering (type, zone, capacity type), the region, the zone's id (`topology.k8s.aws/zone-id`) when
     `zone_ids` (zone name -> zone id, from the EC2NodeClass's resolved subnets) knows it, and the node's
     operating system as its node class decides it (`os_labels`: kubernetes.io/os and, for Windows,
-    node.kubernetes.io/windows-build, as `scheduling.catalog.node_class_os` gives them); for an instance
+    node.kubernetes.io/windows-build, as `scheduling.provisioning.catalog.node_class_os` gives them); for an instance
     in a capacity reservation, the reservation's id and type (karpenter.k8s.aws/capacity-reservation-id,
     -type); for an instance in a placement group, its id and, in a partition group, the partition
     (karpenter.k8s.aws/placement-group-id, -partition)."""

@@ -19,7 +19,7 @@ from kube import resources as r
 from kube.errors import ForbiddenError
 from kube.types import Kube
 from scheduling.drain import drainable, is_terminal
-from scheduling.provisionable import pod_key
+from scheduling.provisioning.provisionable import pod_key
 
 log = logging.getLogger(__name__)
 

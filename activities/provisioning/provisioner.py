@@ -30,11 +30,11 @@ from cloudprovider.types import CloudProvider
 from kube import ops as kubeops
 from kube import resources as r
 from kube.types import Kube, Obj
-from scheduling.catalog import OptionCache
-from scheduling.pods import INVALID_POD
-from scheduling.provisionable import is_bound, is_provisionable, pod_key
+from scheduling.provisioning.catalog import OptionCache
+from scheduling.provisioning.pods import INVALID_POD
+from scheduling.provisioning.provisionable import is_bound, is_provisionable, pod_key
+from scheduling.provisioning.volumes import VOLUMES_NOT_READY, VolumeReadiness
 from scheduling.types import ExistingNodePlacement, Plan, SchedulingInput, SchedulingPolicies, UnschedulablePod
-from scheduling.volumes import VOLUMES_NOT_READY, VolumeReadiness
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ MadeFrom = TypeVar("MadeFrom")
 class CatalogCopies(Generic[MadeFrom]):
     """Changed copies of catalog types, one per type name, each kept while the catalog hands out the same
     type object and what the copy was made from compares equal. The solver's option cache
-    (scheduling.catalog.OptionCache) knows types by object, so a type copied anew each solve would have its
+    (scheduling.provisioning.catalog.OptionCache) knows types by object, so a type copied anew each solve would have its
     options built anew each solve. Thread-safe (entries are set whole)."""
 
     def __init__(self, make: Callable[[InstanceType, MadeFrom], InstanceType]) -> None:
@@ -103,7 +103,7 @@ class ProvisioningActivities:
     """`solve` and `apply_plan`. `metrics` receives the scheduling duration and queue depth (controller
     `provisioner`) and the NodeClaims created (reason `provisioned`); `policies` are Karpenter's
     scheduling settings (scheduling.types.SchedulingPolicies). The instance-type options one solve builds
-    are kept for the next (scheduling.catalog.OptionCache); they are built from the zone-limited catalog
+    are kept for the next (scheduling.provisioning.catalog.OptionCache); they are built from the zone-limited catalog
     (ZoneFilter, ReservedOfferings), so the cache is this class's own."""
 
     def __init__(
@@ -199,7 +199,7 @@ class ProvisioningActivities:
     def _catalog(self, zones: set[str], node_classes: list[EC2NodeClass]) -> list[InstanceType]:
         """The base catalog, offerings limited to zones where a ready node class has subnets, plus the
         reserved offerings of the capacity reservations the node classes select (the scheduler gives
-        each node class only its own: scheduling.catalog.build_options)."""
+        each node class only its own: scheduling.provisioning.catalog.build_options)."""
         catalog = self.cloud.instance_types(None)
         reserved: dict[str, dict[str, Offering]] = {}  # type -> reservation id -> offering
         for nc in node_classes:

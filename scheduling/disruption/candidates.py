@@ -28,10 +28,10 @@ from apis.instancetype import InstanceType
 from apis.meta import parse_rfc3339
 from apis.nodeclaim import INITIALIZED, NodeClaim
 from apis.nodepool import NodePool
+from scheduling.constraints.topology import Selector, parse_selector
 from scheduling.disruption.budgets import is_disrupting, is_initialized
 from scheduling.disruption.model import CandidateRef, Command, Method, Obj, Reason, Rejection
-from scheduling.provisionable import TERMINAL_PHASES, is_bound, pod_key
-from scheduling.topology import Selector, parse_selector
+from scheduling.provisioning.provisionable import TERMINAL_PHASES, is_bound, pod_key
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"

@@ -28,7 +28,6 @@ import time
 from collections.abc import Callable, Sequence
 
 from apis.meta import get_condition
-from scheduling.catalog import OptionCache
 from scheduling.disruption import balanced, consolidation
 from scheduling.disruption.budgets import pool_budget
 from scheduling.disruption.candidates import (
@@ -54,6 +53,7 @@ from scheduling.disruption.model import (
     Rejection,
 )
 from scheduling.disruption.simulate import Simulator
+from scheduling.provisioning.catalog import OptionCache
 
 
 class _Pass:
@@ -200,7 +200,7 @@ def decide(
     """The one disruption command to execute now, if any, with every rejected node's reason and the
     pools' budgets. Deterministic for a given input unless the `Limits.seconds` budget runs out
     (`clock` measures it; the decision then says `timedOut`). `options`: instance-type options built by
-    earlier passes (scheduling.catalog.OptionCache); the decision is the same with or without it."""
+    earlier passes (scheduling.provisioning.catalog.OptionCache); the decision is the same with or without it."""
     run = _Pass(inp, clock, options)
     command = None
     for name in METHOD_ORDER:

@@ -24,7 +24,7 @@ from datetime import datetime
 
 from scheduling.disruption.candidates import parse_time
 from scheduling.disruption.model import Obj
-from scheduling.provisionable import TERMINAL_PHASES, is_owned_by_daemonset, pod_key
+from scheduling.provisioning.provisionable import TERMINAL_PHASES, is_owned_by_daemonset, pod_key
 
 PodEvent = tuple[str, datetime]  # (node name, when)
 

@@ -35,14 +35,14 @@ from apis import labels as L
 from apis.instancetype import InstanceType
 from apis.quantity import ResourceList, add, format_resource_list, format_units, subtract, to_resource_list
 from apis.requirements import NodeSelectorRequirement
-from scheduling.catalog import OptionCache
+from scheduling.constraints.resources import pod_requests
 from scheduling.disruption.budgets import is_not_ready
 from scheduling.disruption.candidates import NodeState, is_reschedulable
 from scheduling.disruption.model import Obj
-from scheduling.provisionable import is_bound
-from scheduling.resources import pod_requests
-from scheduling.solver import solve
-from scheduling.state import bound_anti_terms, is_starting
+from scheduling.provisioning.catalog import OptionCache
+from scheduling.provisioning.provisionable import is_bound
+from scheduling.provisioning.solver import solve
+from scheduling.provisioning.state import bound_anti_terms, is_starting
 from scheduling.types import Plan, PlannedNodeClaim, SchedulingInput, UnschedulablePod
 
 

@@ -24,11 +24,11 @@ from apis import labels as L
 from apis.instancetype import InstanceType
 from apis.nodepool import NodePool
 from apis.quantity import to_resource_list
-from scheduling.catalog import OFFERING_KEYS, derived_labels
+from scheduling.constraints.requirements import Requirements
 from scheduling.disruption.candidates import NodeState
 from scheduling.disruption.simulate import Simulator, narrowed, option_prices, replacement_capacity_types
-from scheduling.pools import pool_requirements
-from scheduling.requirements import Requirements
+from scheduling.provisioning.catalog import OFFERING_KEYS, derived_labels
+from scheduling.provisioning.pools import pool_requirements
 from scheduling.types import PlannedNodeClaim
 
 SPLIT_MIN_SAVING = 0.25  # a split must cost at most 75% of the node it replaces

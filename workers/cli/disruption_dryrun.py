@@ -38,8 +38,8 @@ from scheduling.disruption import Command, Decision, DisruptionInput, Rejection,
 from scheduling.disruption.candidates import is_reschedulable, offering_price
 from scheduling.disruption.model import METHOD_ORDER
 from scheduling.disruption.simulate import allowed_values
-from scheduling.manifests import expand
-from scheduling.provisionable import pod_key
+from scheduling.provisioning.manifests import expand
+from scheduling.provisioning.provisionable import pod_key
 from scheduling.types import PlannedNodeClaim, SchedulingInput
 
 Obj = dict[str, Any]

@@ -35,7 +35,7 @@ from pydantic import ValidationError
 from apis import manifests
 from apis.instancetype import InstanceType
 from scheduling import Plan, solve
-from scheduling.manifests import expand
+from scheduling.provisioning.manifests import expand
 from workers.cli import disruption_dryrun, manifest_files
 from workers.cli.cluster_reads import ClusterReadError, add_context_argument, build_kube, parse_now
 

@@ -1,6 +1,6 @@
 """The provisioning activity keeps what one solve built for the next: the zone-limited catalog's copies
 (ZoneFilter), the catalog's copies with reserved offerings added (ReservedOfferings), and the
-instance-type options built from them (scheduling.catalog.OptionCache)."""
+instance-type options built from them (scheduling.provisioning.catalog.OptionCache)."""
 
 from __future__ import annotations
 

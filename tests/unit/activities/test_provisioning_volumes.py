@@ -1,5 +1,5 @@
 """The provisioning activity launches nothing for a pending pod whose PersistentVolumeClaim cannot be used
-yet (scheduling.volumes): the pod stays pending with a FailedScheduling event that says why, counts as
+yet (scheduling.provisioning.volumes): the pod stays pending with a FailedScheduling event that says why, counts as
 ignored, and the other pending pods are provisioned for in the same round."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from apis.ec2nodeclass import KubeletConfiguration
-from scheduling.catalog import build_options, derived_labels, kubelet_capacity_and_overhead
+from scheduling.provisioning.catalog import build_options, derived_labels, kubelet_capacity_and_overhead
 from tests.unit.scheduling.builders import instance_type
 
 MIB = 2**20
@@ -58,7 +58,7 @@ def test_unavailable_offerings_and_zones_outside_the_node_class_are_dropped() ->
 
 
 def test_windows_node_classes_launch_windows_amd64_nodes() -> None:
-    from scheduling.catalog import node_class_os
+    from scheduling.provisioning.catalog import node_class_os
     from tests.unit.scheduling.builders import node_class
 
     windows = node_class()

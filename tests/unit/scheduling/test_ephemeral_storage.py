@@ -6,7 +6,7 @@ from typing import Any
 
 from apis import labels as L
 from apis.ec2nodeclass import EC2NodeClass
-from scheduling.pools import build_pools
+from scheduling.provisioning.pools import build_pools
 from tests.unit.scheduling.builders import catalog, instance_type, node_pool, placement, pod, schedule
 
 GIB = 2**30
@@ -72,7 +72,7 @@ def test_raid0_gives_types_with_an_instance_store_its_whole_size() -> None:
 
 
 def test_the_node_class_volume_is_read_once_per_local_nvme_size() -> None:
-    from scheduling.catalog import node_class_storage
+    from scheduling.provisioning.catalog import node_class_storage
 
     raid0, known = node_class(instanceStorePolicy="RAID0"), {}
     types = [instance_type(f"m5d.{n}", 2, 8, 0.1, labels={L.INSTANCE_LOCAL_NVME: "600"}) for n in ("a", "b")]
@@ -83,7 +83,7 @@ def test_the_node_class_volume_is_read_once_per_local_nvme_size() -> None:
 
 
 def test_an_option_cache_builds_each_type_once_per_node_class_and_changes_nothing() -> None:
-    from scheduling.catalog import OptionCache
+    from scheduling.provisioning.catalog import OptionCache
 
     types = catalog()
     cache = OptionCache()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduling.manifests import expand
+from scheduling.provisioning.manifests import expand
 
 NODEPOOL: dict[str, Any] = {
     "apiVersion": "karpenter.sh/v1",

@@ -6,8 +6,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from apis.ec2nodeclass import EC2NodeClass
 from apis.instancetype import InstanceType
-from scheduling.catalog import Option, OptionCache
-from scheduling.pools import build_pools
+from scheduling.provisioning.catalog import Option, OptionCache
+from scheduling.provisioning.pools import build_pools
 from tests.unit.scheduling.builders import catalog, node_pool
 from tests.unit.scheduling.test_ephemeral_storage import big_root, node_class
 

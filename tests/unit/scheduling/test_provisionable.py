@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from scheduling.provisionable import is_provisionable, pod_key
+from scheduling.provisioning.provisionable import is_provisionable, pod_key
 
 
 def make_pod(

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from apis.nodeclaim import NodeClaim
-from scheduling.pods import parse_pod
-from scheduling.requirements import Requirements
+from scheduling.constraints.requirements import Requirements
+from scheduling.provisioning.pods import parse_pod
 from tests.unit.scheduling.builders import node, node_pool, placement, pod, reason, schedule
 
 HOST = "kubernetes.io/hostname"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduling.requirements import Req, Requirements, parse_expressions
+from scheduling.constraints.requirements import Req, Requirements, parse_expressions
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from scheduling.resources import host_ports, pod_requests, ports_conflict
+from scheduling.constraints.resources import host_ports, pod_requests, ports_conflict
 
 GI = 2**30
 

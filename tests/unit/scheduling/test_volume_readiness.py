@@ -1,4 +1,4 @@
-"""scheduling.volumes.VolumeReadiness: pending pods whose PersistentVolumeClaims the kube-scheduler would
+"""scheduling.provisioning.volumes.VolumeReadiness: pending pods whose PersistentVolumeClaims the kube-scheduler would
 not use yet are named with the reason, as Karpenter's provisioner leaves them out of its batch."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from scheduling.volumes import BIND_COMPLETED, VOLUMES_NOT_READY, VolumeReadiness
+from scheduling.provisioning.volumes import BIND_COMPLETED, VOLUMES_NOT_READY, VolumeReadiness
 
 Obj = dict[str, Any]
 DEFAULT = {"storageclass.kubernetes.io/is-default-class": "true"}

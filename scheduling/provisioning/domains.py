@@ -14,14 +14,14 @@ import itertools
 from collections.abc import Callable
 
 from apis.labels import HOSTNAME
-from scheduling.catalog import Option
-from scheduling.output import domain_values
-from scheduling.pods import PodClass, Variant
-from scheduling.pools import Pool
-from scheduling.requirements import EMPTY, Req, Requirements
-from scheduling.taints import untolerated
-from scheduling.targets import BIG, NodeTarget, Target
-from scheduling.topology import AFFINITY, ANTI, SPREAD, Group, Term, Topology
+from scheduling.constraints.requirements import EMPTY, Req, Requirements
+from scheduling.constraints.taints import untolerated
+from scheduling.constraints.topology import AFFINITY, ANTI, SPREAD, Group, Term, Topology
+from scheduling.provisioning.catalog import Option
+from scheduling.provisioning.output import domain_values
+from scheduling.provisioning.pods import PodClass, Variant
+from scheduling.provisioning.pools import Pool
+from scheduling.provisioning.targets import BIG, NodeTarget, Target
 
 MAX_PINS = 16
 

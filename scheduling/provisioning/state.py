@@ -9,13 +9,13 @@ from typing import Any
 
 from apis import labels as L
 from apis.quantity import ResourceList, add, to_resource_list
-from scheduling.pods import Obj, pod_affinity_terms
-from scheduling.pools import Pool
-from scheduling.requirements import Req, Requirements, from_labels, parse_expressions
-from scheduling.resources import host_ports, pod_requests
-from scheduling.taints import TaintSpec, is_ephemeral_taint, parse_taints
-from scheduling.targets import NodeTarget
-from scheduling.topology import ANTI, NamespaceLabels, Term
+from scheduling.constraints.requirements import Req, Requirements, from_labels, parse_expressions
+from scheduling.constraints.resources import host_ports, pod_requests
+from scheduling.constraints.taints import TaintSpec, is_ephemeral_taint, parse_taints
+from scheduling.constraints.topology import ANTI, NamespaceLabels, Term
+from scheduling.provisioning.pods import Obj, pod_affinity_terms
+from scheduling.provisioning.pools import Pool
+from scheduling.provisioning.targets import NodeTarget
 from scheduling.types import SchedulingInput
 
 UNSCHEDULABLE_TAINT = TaintSpec("node.kubernetes.io/unschedulable", "", "NoSchedule")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from apis.labels import CAPACITY_TYPE, HOSTNAME, INSTANCE_TYPE, NODEPOOL, ZONE
 from apis.quantity import format_resource_list
-from scheduling.catalog import OFFERING_KEYS, Option
-from scheduling.requirements import Req, Requirements
-from scheduling.targets import Claim
+from scheduling.constraints.requirements import Req, Requirements
+from scheduling.provisioning.catalog import OFFERING_KEYS, Option
+from scheduling.provisioning.targets import Claim
 from scheduling.types import PlannedNodeClaim
 
 MAX_INSTANCE_TYPES = 60

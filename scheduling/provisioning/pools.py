@@ -13,12 +13,19 @@ from apis.instancetype import InstanceType
 from apis.meta import Condition
 from apis.nodepool import NodePool
 from apis.quantity import ResourceList, add, to_resource_list
-from scheduling.catalog import Option, OptionCache, bootable_archs, build_options, node_class_os
-from scheduling.limits import FloatArray, by_size, capacities, option_sizes
-from scheduling.packing import IntArray, OptionMatrix
-from scheduling.requirements import Req, Requirements, from_api, from_labels, parse_expressions, undefined_key_default
-from scheduling.resources import HostPort, host_ports, pod_requests
-from scheduling.taints import TaintSpec, parse_taints, parse_tolerations, untolerated
+from scheduling.constraints.requirements import (
+    Req,
+    Requirements,
+    from_api,
+    from_labels,
+    parse_expressions,
+    undefined_key_default,
+)
+from scheduling.constraints.resources import HostPort, host_ports, pod_requests
+from scheduling.constraints.taints import TaintSpec, parse_taints, parse_tolerations, untolerated
+from scheduling.provisioning.catalog import Option, OptionCache, bootable_archs, build_options, node_class_os
+from scheduling.provisioning.limits import FloatArray, by_size, capacities, option_sizes
+from scheduling.provisioning.packing import IntArray, OptionMatrix
 
 Obj = Mapping[str, Any]
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from scheduling.packing import IntArray, OptionMatrix
+from scheduling.provisioning.packing import IntArray, OptionMatrix
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 
 from apis import labels as L
 from apis.quantity import format_resource_list, format_units
-from scheduling.pools import Pool
-from scheduling.requirements import Requirements
-from scheduling.targets import Claim
+from scheduling.constraints.requirements import Requirements
+from scheduling.provisioning.pools import Pool
+from scheduling.provisioning.targets import Claim
 
 
 def describe_resources(resources: Mapping[str, int]) -> str:

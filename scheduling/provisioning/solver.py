@@ -5,7 +5,7 @@ topology terms go first, one pod at a time, since every placement changes the co
 go next, in bulk (as many pods as fit on a target at once) and interleaved in rounds so nodes fill with
 a mix of shapes. Pods that fit nowhere are retried while retrying makes progress.
 
-For each pod the variants are tried strictest first (see `scheduling.pods`); for each variant: the
+For each pod the variants are tried strictest first (see `scheduling.provisioning.pods`); for each variant: the
 topology pins (a zone, a capacity type... chosen from the counts), then targets in order (existing
 nodes, in-flight claims, new claims already planned), then a new claim from the first NodePool, by
 weight, that takes it. Cursors remember, per class, variant and pin, the targets that can never take
@@ -23,20 +23,26 @@ import numpy.typing as npt
 
 from apis.labels import HOSTNAME
 from apis.quantity import add
-from scheduling.catalog import Option, OptionCache
-from scheduling.domains import ClassState, Domains
-from scheduling.explain import limits_reason, limits_remaining, no_room_reason, no_type_reason
-from scheduling.limits import Trimmable, kept_counts
-from scheduling.output import INF, planned_claim
-from scheduling.packing import IntArray
-from scheduling.pods import Variant, group_pods
-from scheduling.pools import Pool, build_pools, pool_problems
-from scheduling.requirements import Requirements
-from scheduling.resources import ports_conflict
-from scheduling.state import bound_anti_terms, cluster_targets, in_flight_targets, runtime_overheads, volume_resolver
-from scheduling.taints import untolerated
-from scheduling.targets import Claim, NodeTarget, Target, fit_count
-from scheduling.topology import AFFINITY, Term, Topology, namespace_labels
+from scheduling.constraints.requirements import Requirements
+from scheduling.constraints.resources import ports_conflict
+from scheduling.constraints.taints import untolerated
+from scheduling.constraints.topology import AFFINITY, Term, Topology, namespace_labels
+from scheduling.provisioning.catalog import Option, OptionCache
+from scheduling.provisioning.domains import ClassState, Domains
+from scheduling.provisioning.explain import limits_reason, limits_remaining, no_room_reason, no_type_reason
+from scheduling.provisioning.limits import Trimmable, kept_counts
+from scheduling.provisioning.output import INF, planned_claim
+from scheduling.provisioning.packing import IntArray
+from scheduling.provisioning.pods import Variant, group_pods
+from scheduling.provisioning.pools import Pool, build_pools, pool_problems
+from scheduling.provisioning.state import (
+    bound_anti_terms,
+    cluster_targets,
+    in_flight_targets,
+    runtime_overheads,
+    volume_resolver,
+)
+from scheduling.provisioning.targets import Claim, NodeTarget, Target, fit_count
 from scheduling.types import ExistingNodePlacement, Plan, SchedulingInput, UnschedulablePod
 
 INTERLEAVE_ROUNDS = 32
@@ -460,7 +466,7 @@ class Solver:
 
     def _trim_to_limits(self) -> None:
         """Trim each pool's planned claims to options that keep the pool within its limits whatever each
-        launches as (see `scheduling.limits`); claims keep everything when the limits do not bind."""
+        launches as (see `scheduling.provisioning.limits`); claims keep everything when the limits do not bind."""
         for pool in self.ready_pools:
             claims = [c for c in self.claims if c.pool is pool]
             if not pool.limits or not claims:
@@ -504,5 +510,5 @@ def _has_compatible_type(pool: Pool) -> bool:
 def solve(inp: SchedulingInput, options: OptionCache | None = None) -> Plan:
     """Decide where the pending pods go. Pure and deterministic: the same input gives the same plan.
     `options`: instance type options shared with other solves over the same catalog and node class
-    objects (scheduling.catalog.OptionCache); the plan is the same with or without it."""
+    objects (scheduling.provisioning.catalog.OptionCache); the plan is the same with or without it."""
     return Solver(inp, options).solve()

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 
 from apis.labels import HOSTNAME
 from apis.quantity import ResourceList
-from scheduling.catalog import OFFERING_KEYS, Option
-from scheduling.packing import IntArray
-from scheduling.pools import Pool
-from scheduling.requirements import Requirements
-from scheduling.resources import HostPort
-from scheduling.taints import TaintSpec
+from scheduling.constraints.requirements import Requirements
+from scheduling.constraints.resources import HostPort
+from scheduling.constraints.taints import TaintSpec
+from scheduling.provisioning.catalog import OFFERING_KEYS, Option
+from scheduling.provisioning.packing import IntArray
+from scheduling.provisioning.pools import Pool
 
 BIG = 1 << 60
 
@@ -90,7 +90,7 @@ class Claim:
 
     def refresh(self) -> None:
         """Recompute the per-resource headroom bound (largest free amount over the options) and the limit
-        reservation (what the claim's floor counts, see `scheduling.limits`), after the options or the
+        reservation (what the claim's floor counts, see `scheduling.provisioning.limits`), after the options or the
         usage changed."""
         self.max_free = self.pool.matrix.max_free(self.rows, self.used)
         if not self.pool.limits:

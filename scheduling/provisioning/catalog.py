@@ -25,7 +25,7 @@ from apis.ec2nodeclass import EC2NodeClass, KubeletConfiguration
 from apis.instancetype import InstanceType, eks_kube_reserved_cpu_millis, eks_kube_reserved_memory_mib
 from apis.quantity import ResourceList, add, threshold_units, to_resource_list
 from apis.storage import ephemeral_storage_bytes, ephemeral_storage_overhead, node_class_family
-from scheduling.requirements import Requirements
+from scheduling.constraints.requirements import Requirements
 
 MIB = 2**20
 DEFAULT_MAX_PODS = 110  # the kubelet's default when a catalog entry does not say

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from scheduling.catalog import Option
+from scheduling.provisioning.catalog import Option
 
 IntArray = npt.NDArray[np.int64]
 BIG = 1 << 60

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apis.labels import HOSTNAME
-from scheduling.requirements import Requirements, from_labels, parse_expressions
+from scheduling.constraints.requirements import Requirements, from_labels, parse_expressions
 
 METADATA_NAME = "kubernetes.io/metadata.name"
 

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apis.quantity import ResourceList
-from scheduling.requirements import EMPTY, Requirements, from_labels, parse_expressions
-from scheduling.resources import HostPort, host_ports, pod_requests
-from scheduling.taints import Toleration, parse_tolerations
-from scheduling.topology import AFFINITY, ANTI, SPREAD, NamespaceLabels, Term, parse_selector
+from scheduling.constraints.requirements import EMPTY, Requirements, from_labels, parse_expressions
+from scheduling.constraints.resources import HostPort, host_ports, pod_requests
+from scheduling.constraints.taints import Toleration, parse_tolerations
+from scheduling.constraints.topology import AFFINITY, ANTI, SPREAD, NamespaceLabels, Term, parse_selector
 
 Obj = Mapping[str, Any]
 VolumeResolver = Callable[[str, Obj], Requirements]  # (namespace, pod spec) -> zonal requirements

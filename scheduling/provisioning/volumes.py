@@ -10,7 +10,7 @@ batch (`ValidatePersistentVolumeClaims` in its volume topology):
   or there is none (no `storageClassName` and no default class).
 
 A pod whose claim or bound volume is missing altogether is reported by the solver itself, as an invalid
-pod (scheduling.state). Only pending pods are checked: the pods a consolidation simulation moves are
+pod (scheduling.provisioning.state). Only pending pods are checked: the pods a consolidation simulation moves are
 already running with their volumes. Generic ephemeral volumes are not checked: their claims are created
 with the pod, from a template whose StorageClass the solver already honours."""
 
@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scheduling.pods import Obj
-from scheduling.state import VolumeObjects
+from scheduling.provisioning.pods import Obj
+from scheduling.provisioning.state import VolumeObjects
 
 VOLUMES_NOT_READY = "waiting for its volumes"  # how the reason of such a pod begins
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
