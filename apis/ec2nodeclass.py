@@ -62,7 +62,7 @@ SECURITY_GROUPS_READY = "SecurityGroupsReady"
 AMIS_READY = "AMIsReady"
 INSTANCE_PROFILE_READY = "InstanceProfileReady"
 PART_CONDITIONS = (AMIS_READY, SUBNETS_READY, SECURITY_GROUPS_READY, INSTANCE_PROFILE_READY)
-# Whether the controller may launch with it (cloudprovider.aws.authorization), once the parts resolved.
+# Whether the controller may launch with it (cloudprovider.aws.launch.authorization), once the parts resolved.
 VALIDATION_SUCCEEDED = "ValidationSucceeded"
 # Spec fields whose drift is judged by what they resolve to (AMIs, subnets, security groups, capacity
 # reservations, the placement group), not by their text; amiFamily is hashed as the family in effect.

@@ -267,8 +267,8 @@ def fleet_and_bound(stack: Any) -> dict[str, Any]:
     from apis import labels as L
     from apis.ec2nodeclass import EC2NodeClass
     from apis.nodepool import NodePool
-    from cloudprovider.aws.catalog import load_builtin_catalog
-    from cloudprovider.aws.pricing import load_price_table
+    from cloudprovider.aws.instancetypes.catalog import load_builtin_catalog
+    from cloudprovider.aws.pricing.tables import load_price_table
     from kube import resources as r
     from scheduling.constraints.resources import pod_requests
     from scheduling.provisioning.pools import build_pools

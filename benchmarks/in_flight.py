@@ -27,7 +27,7 @@ from apis.ec2nodeclass import EC2NodeClass
 from apis.manifests import load_documents
 from apis.nodeclaim import NodeClaim
 from apis.nodepool import NodePool
-from cloudprovider.aws.catalog import load_builtin_catalog
+from cloudprovider.aws.instancetypes.catalog import load_builtin_catalog
 from devstack.stack.core import DEFAULTS_FILE
 from scheduling import SchedulingInput, solve
 from scheduling.provisioning.catalog import OptionCache

@@ -30,7 +30,7 @@ class LaunchRequest(BaseModel):
     `capacity_types` are the values the claim's requirements allow (empty = any). `client_token` makes
     CreateFleet idempotent (the NodeClaim's uid). `tags` are added to the instance, volumes and launch
     template. `min_values`: the claim's requirements' minValues by key (the launch keeps that many
-    distinct values among its offerings, see `cloudprovider.aws.fleet_overrides`).
+    distinct values among its offerings, see `cloudprovider.aws.launch.fleet_overrides`).
     """
 
     node_claim_name: str

@@ -5,7 +5,7 @@ https://karpenter.sh/docs/reference/settings/), so the value a Karpenter install
 `SpotToSpotConsolidation` is acted on (the disruption controller may replace a spot node with a cheaper
 spot node), and so are `NodeRepair` (the leader force-terminates a node unhealthy for 30 minutes,
 activities.interruption.repair) and `ReservedCapacity` (the capacity reservations an EC2NodeClass selects are
-offered as `reserved` capacity, cloudprovider.aws.capacityreservations). The others name Karpenter
+offered as `reserved` capacity, cloudprovider.aws.nodeclass.capacityreservations). The others name Karpenter
 features nodeflow does not have yet; turning one on is accepted and
 reported at start by `not_implemented` (the worker logs it), never silently taken as done.
 """

@@ -23,7 +23,7 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSetti
 from pydantic_settings.sources.utils import parse_env_vars
 
 from apis.duration import NEVER, parse_duration
-from cloudprovider.aws.instancetypes import DEFAULT_VM_MEMORY_OVERHEAD_PERCENT
+from cloudprovider.aws.instancetypes.translate import DEFAULT_VM_MEMORY_OVERHEAD_PERCENT
 from scheduling.disruption.model import METHOD_ORDER
 from scheduling.types import MinValuesPolicy, PreferencePolicy, SchedulingPolicies
 from workers.feature_gates import parse_feature_gates

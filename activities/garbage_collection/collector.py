@@ -15,7 +15,7 @@ with the event `InstanceGone` on it; its workflow then drains what is left and d
 minimum age, counted from the claim's launch, spares a claim whose instance the listing may not show yet.
 
 A launch template is stale when no EC2NodeClass uses it: its node class is gone, or has another static
-hash than the one the template was made under (`cloudprovider.aws.launchtemplate.is_stale`). Each round
+hash than the one the template was made under (`cloudprovider.aws.launch.launchtemplate.is_stale`). Each round
 deletes the stale ones nodeflow created that are older than the same minimum age; a launch that still
 names one recreates it. A failure there is logged and reported in the result, never taken out on the
 instance and NodeClaim collection.

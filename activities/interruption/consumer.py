@@ -6,7 +6,7 @@ deletes the instance's NodeClaim at once, so the node is tainted, drained and te
 go back to provisioning; for a spot interruption it first marks the offering (instance type, zone,
 spot) unavailable, so that provisioning does not launch the same offering again. A rebalance
 recommendation only records an event. The kinds, and the events recorded, are
-cloudprovider.aws.interruption_messages's.
+cloudprovider.aws.interruption.messages's.
 
 Here the leader runs one `InterruptionConsumer` in a thread (workers.worker `_lead`), like the
 Kubernetes watchers: it long-polls the queue and handles each batch, acting through a `ClaimDisrupter`
@@ -51,14 +51,14 @@ from typing import Protocol
 from activities.metrics.labels import owner_labels, seconds_since
 from activities.metrics.registry import Metrics
 from apis import labels
-from cloudprovider.aws.interruption_messages import (
+from cloudprovider.aws.interruption.messages import (
     ACTIONS,
     Kind,
     ParsedMessage,
     UnknownMessage,
     parse_message,
 )
-from cloudprovider.aws.interruption_queue import QueueMessage
+from cloudprovider.aws.interruption.queue import QueueMessage
 from cloudprovider.types import instance_id_of
 from cloudprovider.unavailable import UnavailableOfferings
 from kube import resources as r
@@ -83,7 +83,7 @@ UNKNOWN_MESSAGE_TYPE = "unknown"
 
 
 class Queue(Protocol):
-    """cloudprovider.aws.interruption_queue.InterruptionQueue's surface the consumer uses."""
+    """cloudprovider.aws.interruption.queue.InterruptionQueue's surface the consumer uses."""
 
     def receive(self) -> list[QueueMessage]: ...
     def delete(self, message: QueueMessage) -> None: ...

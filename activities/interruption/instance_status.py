@@ -6,7 +6,7 @@ maintenance, ...), is handled like an AWS Health scheduled change (the NodeClaim
 is tainted, drained and terminated and its pods go back to provisioning). The leader runs one
 `InstanceStatusChecker` in a thread (workers.worker `_lead`): every `interval_seconds` it reads the
 statuses of the cluster's running instances (cloudprovider.aws.provider `instance_statuses`), finds the
-problems (cloudprovider.aws.instance_status, pure) and acts through the interruption consumer's
+problems (cloudprovider.aws.interruption.instance_status, pure) and acts through the interruption consumer's
 `ClaimDisrupter` (activities.interruption.consumer): the same `delete` signal, reason and events, and a NodeClaim
 the queue already disrupted is not signalled again.
 
@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from activities.interruption.consumer import Bounded, ClaimDisrupter
-from cloudprovider.aws.instance_status import scheduled_changes
+from cloudprovider.aws.interruption.instance_status import scheduled_changes
 
 log = logging.getLogger(__name__)
 

@@ -42,7 +42,7 @@ disable_created_metrics()
 
 # Seconds; from a few milliseconds (a cached catalog read) to the two minutes of a slow scheduling round.
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
-# Requests per batch, from a lone launch to the CreateFleet batcher's cap (cloudprovider.aws.fleet_batcher).
+# Requests per batch, from a lone launch to the CreateFleet batcher's cap (cloudprovider.aws.launch.fleet_batcher).
 BATCH_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000)
 # Seconds a batch's window is open: from a lone launch (the 35 ms idle window) to the 1 s cap.
 BATCH_TIME_BUCKETS = (0.01, 0.025, 0.035, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5)

@@ -5,7 +5,7 @@ DescribeSpotPriceHistory at start and every 12 hours. Every worker replica runs 
 thread (workers.worker), since each serves provisioning and disruption activities from its own
 instance-type catalog: on-demand prices every `on_demand_interval` seconds (None: never, the shipped
 table stays, as Karpenter's isolated-VPC mode), spot prices every `spot_interval` (None: only the read of
-the catalog's first use). The price book (cloudprovider.aws.pricebook) swaps in a refresh's prices at
+the catalog's first use). The price book (cloudprovider.aws.pricing.pricebook) swaps in a refresh's prices at
 once, so provisioning never waits for one; the catalog rebuilds its offerings on the next read, and the
 scheduler and consolidation see the new prices from then on.
 
@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from cloudprovider.aws.pricebook import PriceBook
+from cloudprovider.aws.pricing.pricebook import PriceBook
 from cloudprovider.errors import CloudProviderError
 
 log = logging.getLogger(__name__)

@@ -11,11 +11,11 @@ import boto3
 import botocore.session
 from botocore.config import Config
 
-from cloudprovider.aws.cluster import ClusterConnection, resolve_cluster_connection
-from cloudprovider.aws.instancetypes import DEFAULT_VM_MEMORY_OVERHEAD_PERCENT
-from cloudprovider.aws.interruption_queue import InterruptionQueue
-from cloudprovider.aws.pricing import PriceTable
-from cloudprovider.aws.pricing_api import currency, fetch_on_demand_prices, pricing_endpoint_region
+from cloudprovider.aws.instancetypes.translate import DEFAULT_VM_MEMORY_OVERHEAD_PERCENT
+from cloudprovider.aws.interruption.queue import InterruptionQueue
+from cloudprovider.aws.nodeclass.cluster import ClusterConnection, resolve_cluster_connection
+from cloudprovider.aws.pricing.api import currency, fetch_on_demand_prices, pricing_endpoint_region
+from cloudprovider.aws.pricing.tables import PriceTable
 from cloudprovider.aws.provider import AWSCloudProvider
 from cloudprovider.aws.ratelimit import EC2RateLimiter, rate_limited
 from cloudprovider.aws.timestamps import parse_timestamp
@@ -125,7 +125,7 @@ def fetch_price_table(
     max_attempts: int = 3,
 ) -> PriceTable:
     """`region`'s on-demand prices from the AWS Pricing API (at its endpoint for the region, or
-    `endpoint_url`), as a table to ship (`cloudprovider.aws.pricing`) dated now. Raises CloudProviderError."""
+    `endpoint_url`), as a table to ship (`cloudprovider.aws.pricing.tables`) dated now. Raises CloudProviderError."""
     client = _client_factory(region, endpoint_url, credentials, max_attempts)
     prices = fetch_on_demand_prices(client("pricing", pricing_endpoint_region(region)), region)
     return PriceTable(region, dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), prices, currency(region))
@@ -144,7 +144,7 @@ def resolve_eks_cluster(
     instrument: ClientHook | None = None,
 ) -> ClusterConnection:
     """The given values completed from `eks:DescribeCluster` on `endpoint_url` (or real AWS), per
-    `cloudprovider.aws.cluster.resolve_cluster_connection` (no call when all three are given)."""
+    `cloudprovider.aws.nodeclass.cluster.resolve_cluster_connection` (no call when all three are given)."""
     client = _client_factory(region, endpoint_url, credentials, max_attempts, instrument)
     return resolve_cluster_connection(
         client("eks"),
@@ -164,7 +164,7 @@ def new_interruption_queue(
     max_attempts: int = 3,
     instrument: ClientHook | None = None,
 ) -> InterruptionQueue:
-    """The interruption queue `queue_name` (cloudprovider.aws.interruption_queue) on an SQS client of
+    """The interruption queue `queue_name` (cloudprovider.aws.interruption.queue) on an SQS client of
     `region`; `endpoint_url` points it elsewhere (the local stack). No call until first used."""
     client = _client_factory(region, endpoint_url, credentials, max_attempts, instrument)
     return InterruptionQueue(client("sqs"), queue_name)

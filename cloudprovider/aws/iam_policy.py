@@ -30,7 +30,7 @@ Statements, by Sid:
 - `AllowScopedInstanceClaimTagging`: `ec2:CreateTags` on an existing instance only when it already
   carries `kubernetes.io/cluster/<cluster>=owned` and a `karpenter.sh/nodepool` tag, and only with the
   keys `Name` and `karpenter.sh/nodeclaim`: launches batched into one CreateFleet share its tags, and
-  each claim's instance gets these two afterwards (`cloudprovider.aws.fleet_batcher`); the claim sweep
+  each claim's instance gets these two afterwards (`cloudprovider.aws.launch.fleet_batcher`); the claim sweep
   renames a registered instance after its Node (activities.nodeclaim.sweep). Neither key is one a launch, a
   template use or a termination is scoped by.
 - `AllowScopedDeletion`: `ec2:TerminateInstances` and `ec2:DeleteLaunchTemplate` only on instances and
@@ -43,7 +43,7 @@ Statements, by Sid:
   placeholder, both, as Karpenter's controller policy lists them) (launching with an instance profile,
   adding the role to a profile).
 - `AllowScopedInstanceProfileCreationActions`: `iam:CreateInstanceProfile` only with the tags Karpenter
-  v1 requires and nodeflow writes (`cloudprovider.aws.instanceprofile.profile_tags`):
+  v1 requires and nodeflow writes (`cloudprovider.aws.nodeclass.instanceprofile.profile_tags`):
   `kubernetes.io/cluster/<cluster>=owned`, `eks:eks-cluster-name=<cluster>`,
   `topology.kubernetes.io/region=<region>` and a `karpenter.k8s.aws/ec2nodeclass` tag (other keys may
   come from the node class's `spec.tags`, as in Karpenter).
@@ -73,7 +73,7 @@ each other's profiles. Without a region the region tag must be present, with any
   `AllowInterruptionQueueActions` (which also grants `sqs:GetQueueAttributes`, which nodeflow never calls).
 
 - `AllowPricingReadActions`: `pricing:GetProducts` on any product, as Karpenter's: the worker reads the
-  region's on-demand prices from the AWS Pricing API (cloudprovider.aws.pricing_api). No
+  region's on-demand prices from the AWS Pricing API (cloudprovider.aws.pricing.api). No
   `aws:RequestedRegion` condition: the Pricing API answers from its own few regions (us-east-1,
   eu-central-1, ap-south-1), not the cluster's. Without it the shipped price table is used.
 
@@ -118,7 +118,7 @@ API_ACTIONS = frozenset(
         "pricing:GetProducts",
         "eks:DescribeCluster",
         "ec2:CreateFleet",
-        "ec2:RunInstances",  # with DryRun only: ValidationSucceeded (cloudprovider.aws.authorization)
+        "ec2:RunInstances",  # with DryRun only: ValidationSucceeded (cloudprovider.aws.launch.authorization)
         "ec2:CreateTags",
         "ec2:CreateLaunchTemplate",
         "ec2:TerminateInstances",

@@ -16,20 +16,25 @@ from typing import Any
 from apis.ec2nodeclass import INSTANCE_PROFILE_READY, VALIDATION_SUCCEEDED, EC2NodeClass
 from apis.instancetype import InstanceType
 from apis.storage import volume_bytes
-from cloudprovider.aws.authorization import AWAITING, AuthorizationChecks, DryRun, dry_runs
-from cloudprovider.aws.capacityreservations import CapacityReservations, with_reserved_offerings
-from cloudprovider.aws.cluster import ClusterConnection
 from cloudprovider.aws.errors import call
-from cloudprovider.aws.instanceprofile import InstanceProfiles
 from cloudprovider.aws.instances import InstanceQueries
-from cloudprovider.aws.instancetypes import DEFAULT_VM_MEMORY_OVERHEAD_PERCENT, InstanceTypeSettings
-from cloudprovider.aws.launch import ClusterInfo, Launcher, new_fleet_batcher
-from cloudprovider.aws.launch_reads import LaunchReads
-from cloudprovider.aws.launchtemplate import LaunchTemplates, is_stale
-from cloudprovider.aws.nodeclass import NodeClassResolver, ami_family, generated_profile_name, instance_profile_name
-from cloudprovider.aws.offerings import InstanceTypeCatalog
-from cloudprovider.aws.pricebook import PriceBook
-from cloudprovider.aws.pricing import PriceTable
+from cloudprovider.aws.instancetypes.offerings import InstanceTypeCatalog
+from cloudprovider.aws.instancetypes.translate import DEFAULT_VM_MEMORY_OVERHEAD_PERCENT, InstanceTypeSettings
+from cloudprovider.aws.launch.authorization import AWAITING, AuthorizationChecks, DryRun, dry_runs
+from cloudprovider.aws.launch.create import ClusterInfo, Launcher, new_fleet_batcher
+from cloudprovider.aws.launch.launchtemplate import LaunchTemplates, is_stale
+from cloudprovider.aws.launch.reads import LaunchReads
+from cloudprovider.aws.nodeclass.capacityreservations import CapacityReservations, with_reserved_offerings
+from cloudprovider.aws.nodeclass.cluster import ClusterConnection
+from cloudprovider.aws.nodeclass.instanceprofile import InstanceProfiles
+from cloudprovider.aws.nodeclass.resolve import (
+    NodeClassResolver,
+    ami_family,
+    generated_profile_name,
+    instance_profile_name,
+)
+from cloudprovider.aws.pricing.pricebook import PriceBook
+from cloudprovider.aws.pricing.tables import PriceTable
 from cloudprovider.aws.sdk import EC2API, IAMAPI, SSMAPI, PricingAPI
 from cloudprovider.errors import InstanceNotFoundError, NodeClassNotReadyError, PartReadiness
 from cloudprovider.types import TAG_NAME, Instance, LaunchRequest, NodeClassResources, ResolvedNodeClass
@@ -40,11 +45,11 @@ class AWSCloudProvider:
     """The AWS implementation of the CloudProvider protocol (see its docstrings for each contract).
 
     `cluster` is what launched nodes need to join (endpoint, CA, service CIDR; see
-    `cloudprovider.aws.cluster.resolve_cluster_connection`); without it their user data carries only
+    `cloudprovider.aws.nodeclass.cluster.resolve_cluster_connection`); without it their user data carries only
     the name and `cluster_endpoint`. `reserved_capacity` is Karpenter's ReservedCapacity feature gate:
     when on, the capacity reservations an EC2NodeClass selects are resolved into its status and offered
-    as `reserved` capacity (cloudprovider.aws.capacityreservations). `observe_fleet_batch` is told the
-    size and window of each CreateFleet batch (`cloudprovider.aws.fleet_batcher`), `observe_launch_failure`
+    as `reserved` capacity (cloudprovider.aws.nodeclass.capacityreservations). `observe_fleet_batch` is told the
+    size and window of each CreateFleet batch (`cloudprovider.aws.launch.fleet_batcher`), `observe_launch_failure`
     the zone, zone id, capacity type and error code of each offering a CreateFleet reports failing.
 
     `prices` (a PriceBook of `pricing`, a client of the Pricing API, starting from the table `prices`,
@@ -130,7 +135,8 @@ class AWSCloudProvider:
         """The status checks and scheduled events (DescribeInstanceStatus `InstanceStatuses` entries) of
         this cluster's running instances, found by the cluster tag nodeflow puts on every instance it
         launches (DescribeInstanceStatus cannot filter by tag, so DescribeInstances lists them first).
-        Read them with cloudprovider.aws.instance_status. AWS-only: not part of the CloudProvider protocol."""
+        Read them with cloudprovider.aws.interruption.instance_status. AWS-only: not part of the CloudProvider
+        protocol."""
         running = [i.id for i in self._instances.live() if i.state == "running"]
         return self._instances.statuses(running) if running else []
 
@@ -168,7 +174,7 @@ class AWSCloudProvider:
         Karpenter's node class controller does), so a role that does not exist makes the node class not
         ready rather than failing every launch. Profiles are ensured once per process and role. With the
         ReservedCapacity gate on, the capacity reservations it selects too (selecting none is fine). Then
-        the launch calls are tried with DryRun (ValidationSucceeded, cloudprovider.aws.authorization): a
+        the launch calls are tried with DryRun (ValidationSucceeded, cloudprovider.aws.launch.authorization): a
         call the controller may not make makes the node class not ready."""
         try:
             resolved = self.resolver.resolve(node_class)
@@ -188,7 +194,7 @@ class AWSCloudProvider:
         return resolved
 
     def _dry_runs(self, node_class: EC2NodeClass, resolved: ResolvedNodeClass) -> builtins.list[DryRun]:
-        """The launch calls with this node class, to send with DryRun (cloudprovider.aws.authorization)."""
+        """The launch calls with this node class, to send with DryRun (cloudprovider.aws.launch.authorization)."""
         info = self._cluster_info
         return dry_runs(node_class, resolved, info.user_data(node_class, {}, []), info.tags(node_class, "", ""))
 

@@ -20,9 +20,9 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from moto.ec2.models.instance_types import INSTANCE_TYPES
 
-from cloudprovider.aws.catalog import catalog_file, generate
-from cloudprovider.aws.pricing import load_price_table
-from cloudprovider.aws.pricing_api import parse_price_list, product_filters
+from cloudprovider.aws.instancetypes.catalog import catalog_file, generate
+from cloudprovider.aws.pricing.api import parse_price_list, product_filters
+from cloudprovider.aws.pricing.tables import load_price_table
 from devstack.aws.faults import FaultClient
 from devstack.aws.server import MotoServer
 
@@ -263,7 +263,9 @@ def test_standalone_entry_point_serves_until_sigterm() -> None:
 def test_shipped_catalog_matches_what_the_local_stack_generates(aws: MotoServer) -> None:
     shipped = resources.files("cloudprovider.aws").joinpath(catalog_file(REGION)).read_bytes()
     generated = generate(aws.url, REGION, aws.cluster_name, [f"{REGION}{z}" for z in "abc"])
-    assert generated == shipped, "stale catalog: run python -m cloudprovider.aws.catalog generate (see its docstring)"
+    assert generated == shipped, (
+        "stale catalog: run python -m cloudprovider.aws.instancetypes.catalog generate (see its docstring)"
+    )
 
 
 def test_reset_wipes_state_and_seeds_again(aws: MotoServer, ec2: Any, faults: FaultClient) -> None:

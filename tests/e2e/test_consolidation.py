@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from cloudprovider.aws.pricing import load_price_table
+from cloudprovider.aws.pricing.tables import load_price_table
 from devstack.stack import DevStack
 from kube import resources as r
 from tests.e2e.conftest import deployment, nodeflow

@@ -1,11 +1,11 @@
 """`nodeflow prices refresh --region R`: write the shipped on-demand price table of a region from the
-AWS Pricing API (`pricing:GetProducts`, asked as the worker asks; cloudprovider.aws.pricing_api).
+AWS Pricing API (`pricing:GetProducts`, asked as the worker asks; cloudprovider.aws.pricing.api).
 
     nodeflow prices refresh --region eu-west-1                 # into the package: ships eu-west-1's table
     nodeflow prices refresh --region us-east-1 --out prices.json
 
 The table is what the worker prices on-demand offerings with until the Pricing API answers it, or when
-it cannot (cloudprovider.aws.pricing); a region without one uses us-east-1's. It needs AWS credentials
+it cannot (cloudprovider.aws.pricing.tables); a region without one uses us-east-1's. It needs AWS credentials
 allowed `pricing:GetProducts` (the default credential chain); `--endpoint-url` points it elsewhere (the
 local stack answers GetProducts from the tables already shipped).
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cloudprovider.aws.factory import fetch_price_table
-from cloudprovider.aws.pricing import table_file
+from cloudprovider.aws.pricing.tables import table_file
 from cloudprovider.errors import CloudProviderError
 
 

@@ -111,7 +111,7 @@ def _read(path: str) -> str:
 def load_catalog(path: str | None, region: str) -> list[InstanceType]:
     if path is None:
         try:
-            from cloudprovider.aws.catalog import load_builtin_catalog
+            from cloudprovider.aws.instancetypes.catalog import load_builtin_catalog
         except ImportError as err:
             raise InputError(f"the built-in AWS catalog is not available ({err}); pass --instance-types FILE") from None
         return list(load_builtin_catalog(region=region))

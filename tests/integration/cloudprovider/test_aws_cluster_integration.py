@@ -17,8 +17,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from apis.ec2nodeclass import EC2NodeClass
-from cloudprovider.aws.cluster import ClusterConnection
 from cloudprovider.aws.factory import new_aws_cloud_provider, resolve_eks_cluster
+from cloudprovider.aws.nodeclass.cluster import ClusterConnection
 from cloudprovider.aws.provider import AWSCloudProvider
 from cloudprovider.errors import CloudProviderError, NodeClassNotReadyError
 from cloudprovider.types import LaunchRequest

@@ -20,8 +20,8 @@ from moto.ec2.models import ec2_backends
 from activities.provisioning.nodeclass_status import reservation_status
 from apis.ec2nodeclass import EC2NodeClass, ResolvedCapacityReservation
 from cloudprovider.aws.factory import new_aws_cloud_provider
-from cloudprovider.aws.instance_status import scheduled_changes
-from cloudprovider.aws.pricing import load_price_table
+from cloudprovider.aws.interruption.instance_status import scheduled_changes
+from cloudprovider.aws.pricing.tables import load_price_table
 from cloudprovider.aws.provider import AWSCloudProvider
 from cloudprovider.errors import (
     CloudProviderError,
@@ -213,7 +213,7 @@ def test_create_launches_the_cheapest_override_with_the_claim_tags(provider: AWS
 def test_a_changed_spec_role_replaces_the_role_in_the_node_class_profile(
     aws: MotoServer, provider: AWSCloudProvider
 ) -> None:
-    from cloudprovider.aws.nodeclass import generated_profile_name
+    from cloudprovider.aws.nodeclass.resolve import generated_profile_name
 
     iam = boto3.client(
         "iam", endpoint_url=aws.url, region_name=REGION, aws_access_key_id="t", aws_secret_access_key="t"
@@ -517,7 +517,7 @@ def test_a_deleted_node_class_waits_for_its_claim_then_leaves_no_template_or_own
     from activities.provisioning.models import ProvisionRound
     from activities.provisioning.nodeclass_termination import FINALIZER, WAITING
     from activities.provisioning.provisioner import ProvisioningActivities
-    from cloudprovider.aws.nodeclass import generated_profile_name
+    from cloudprovider.aws.nodeclass.resolve import generated_profile_name
     from kube import resources as r
     from kube.errors import NotFoundError
     from kube.events import EventRecorder

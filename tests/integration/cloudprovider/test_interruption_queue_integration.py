@@ -19,7 +19,7 @@ import pytest
 
 from activities.interruption.consumer import ClaimDisrupter, InterruptionConsumer
 from cloudprovider.aws.factory import new_interruption_queue
-from cloudprovider.aws.interruption_queue import InterruptionQueue, QueueMessage
+from cloudprovider.aws.interruption.queue import InterruptionQueue, QueueMessage
 from cloudprovider.unavailable import UnavailableOfferings
 from devstack.aws.response_cache import default_cache_dir
 from devstack.aws.server import MotoServer

@@ -13,8 +13,8 @@ import pytest
 
 from activities.provisioning.price_refresh import PriceRefresher
 from cloudprovider.aws.factory import new_aws_cloud_provider
-from cloudprovider.aws.pricebook import PriceBook
-from cloudprovider.aws.pricing import PriceTable, load_price_table
+from cloudprovider.aws.pricing.pricebook import PriceBook
+from cloudprovider.aws.pricing.tables import PriceTable, load_price_table
 from cloudprovider.aws.provider import AWSCloudProvider
 from devstack.aws.faults import FaultClient
 from devstack.aws.response_cache import default_cache_dir

@@ -9,8 +9,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from apis.ec2nodeclass import EC2NodeClass
-from cloudprovider.aws.amis import alias_parameters
-from cloudprovider.aws.pricing import PriceTable
+from cloudprovider.aws.nodeclass.amis import alias_parameters
+from cloudprovider.aws.pricing.tables import PriceTable
 from cloudprovider.aws.provider import AWSCloudProvider
 from cloudprovider.fake import ZONES, FakeCloudProvider
 from cloudprovider.types import ResolvedNodeClass

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cloudprovider.aws.nodeclass import (
+from cloudprovider.aws.nodeclass.resolve import (
     NodeClassResolver,
     ResolvedAMI,
     best_per_requirements,

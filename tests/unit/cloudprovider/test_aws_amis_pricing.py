@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cloudprovider.aws.amis import alias_parameters, parse_alias
-from cloudprovider.aws.pricing import PriceTable, load_price_table
+from cloudprovider.aws.nodeclass.amis import alias_parameters, parse_alias
+from cloudprovider.aws.pricing.tables import PriceTable, load_price_table
 
 
 def test_al2023_latest_resolves_through_the_eks_parameters() -> None:

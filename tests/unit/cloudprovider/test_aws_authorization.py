@@ -1,4 +1,4 @@
-"""cloudprovider.aws.authorization: ValidationSucceeded from dry runs of the launch calls, and how long a
+"""cloudprovider.aws.launch.authorization: ValidationSucceeded from dry runs of the launch calls, and how long a
 verdict is kept."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from apis.ec2nodeclass import EC2NodeClass
-from cloudprovider.aws.authorization import FAILED_TTL_SECONDS, PASSED_TTL_SECONDS, AuthorizationChecks, DryRun
+from cloudprovider.aws.launch.authorization import FAILED_TTL_SECONDS, PASSED_TTL_SECONDS, AuthorizationChecks, DryRun
 
 NODE_CLASS = EC2NodeClass.model_validate(
     {

@@ -14,17 +14,17 @@ from activities.provisioning.nodeclass_status import desired_status
 from apis import labels
 from apis.ec2nodeclass import CapacityReservationSelectorTerm, EC2NodeClassStatus
 from apis.instancetype import InstanceType, Offering
-from cloudprovider.aws.capacityreservations import (
+from cloudprovider.aws.instances import to_instance
+from cloudprovider.aws.launch.create import Override, choose_capacity_type, one_reservation_type
+from cloudprovider.aws.launch.launchtemplate import LaunchTemplateSpec
+from cloudprovider.aws.nodeclass.capacityreservations import (
     RESERVED_PRICE_DIVISOR,
     CapacityReservations,
     reservation_query,
     to_reservation,
     with_reserved_offerings,
 )
-from cloudprovider.aws.instances import to_instance
-from cloudprovider.aws.launch import Override, choose_capacity_type, one_reservation_type
-from cloudprovider.aws.launchtemplate import LaunchTemplateSpec
-from cloudprovider.aws.nodeclass import ResolvedAMI
+from cloudprovider.aws.nodeclass.resolve import ResolvedAMI
 from cloudprovider.types import CapacityReservation, ResolvedNodeClass
 from tests.unit.cloudprovider.builders import node_class
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from apis.instancetype import InstanceType, Offering
-from cloudprovider.aws.catalog import decode, encode, load_builtin_catalog
+from cloudprovider.aws.instancetypes.catalog import decode, encode, load_builtin_catalog
 
 
 def test_builtin_catalog_loads_sorted_with_offerings_and_prices() -> None:

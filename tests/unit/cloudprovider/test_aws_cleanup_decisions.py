@@ -1,14 +1,14 @@
 """Which launch templates and instance profiles are nodeflow's to delete (pure decisions of
-cloudprovider.aws.launchtemplate and cloudprovider.aws.instanceprofile)."""
+cloudprovider.aws.launch.launchtemplate and cloudprovider.aws.nodeclass.instanceprofile)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from cloudprovider.aws.instanceprofile import is_owned as profile_is_owned
-from cloudprovider.aws.instanceprofile import profile_tags
-from cloudprovider.aws.launchtemplate import TAG_NODECLASS_HASH, is_owned, is_stale
+from cloudprovider.aws.launch.launchtemplate import TAG_NODECLASS_HASH, is_owned, is_stale
+from cloudprovider.aws.nodeclass.instanceprofile import is_owned as profile_is_owned
+from cloudprovider.aws.nodeclass.instanceprofile import profile_tags
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 MIN_AGE = timedelta(minutes=2)

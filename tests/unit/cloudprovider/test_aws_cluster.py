@@ -7,7 +7,12 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from cloudprovider.aws.cluster import ClusterConnection, cluster_dns_ip, describe_cluster, resolve_cluster_connection
+from cloudprovider.aws.nodeclass.cluster import (
+    ClusterConnection,
+    cluster_dns_ip,
+    describe_cluster,
+    resolve_cluster_connection,
+)
 from cloudprovider.errors import CloudProviderError
 
 DESCRIBED = {

@@ -1,4 +1,4 @@
-"""The CreateFleet batcher (cloudprovider.aws.fleet_batcher): windows, request shape, splitting, callers."""
+"""The CreateFleet batcher (cloudprovider.aws.launch.fleet_batcher): windows, request shape, splitting, callers."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cloudprovider.aws.fleet_batcher import (
+from cloudprovider.aws.launch.fleet_batcher import (
     FleetBatcher,
     Window,
     batch_token,

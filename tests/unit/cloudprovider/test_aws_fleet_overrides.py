@@ -1,10 +1,10 @@
-"""The CreateFleet override cap with minValues (cloudprovider.aws.fleet_overrides.limit_overrides)."""
+"""The CreateFleet override cap with minValues (cloudprovider.aws.launch.fleet_overrides.limit_overrides)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cloudprovider.aws.fleet_overrides import MAX_OVERRIDES, limit_overrides
+from cloudprovider.aws.launch.fleet_overrides import MAX_OVERRIDES, limit_overrides
 
 FAMILY = "karpenter.k8s.aws/instance-family"
 TYPE = "node.kubernetes.io/instance-type"

@@ -1,4 +1,4 @@
-"""cloudprovider.aws.instanceprofile.InstanceProfiles.ensure: a profile holds spec.role and no other; a
+"""cloudprovider.aws.nodeclass.instanceprofile.InstanceProfiles.ensure: a profile holds spec.role and no other; a
 profile nodeflow did not make is never changed."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from cloudprovider.aws.instanceprofile import InstanceProfiles, profile_tags
+from cloudprovider.aws.nodeclass.instanceprofile import InstanceProfiles, profile_tags
 from cloudprovider.errors import NodeClassNotReadyError
 
 

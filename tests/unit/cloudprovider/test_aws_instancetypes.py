@@ -6,7 +6,12 @@ from apis import labels as L
 from apis.ec2nodeclass import KubeletConfiguration
 from apis.instancetype import Offering
 from apis.quantity import to_resource_list
-from cloudprovider.aws.instancetypes import InstanceTypeSettings, instance_labels, is_supported, to_instance_type
+from cloudprovider.aws.instancetypes.translate import (
+    InstanceTypeSettings,
+    instance_labels,
+    is_supported,
+    to_instance_type,
+)
 from tests.unit.cloudprovider.builders import instance_type_info
 
 GIB = 2**30

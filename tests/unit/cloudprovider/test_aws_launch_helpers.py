@@ -6,15 +6,15 @@ from typing import Any
 
 from apis.instancetype import InstanceType
 from apis.storage import ephemeral_storage_bytes
-from cloudprovider.aws.launch import (
+from cloudprovider.aws.launch.create import (
     Override,
     choose_capacity_type,
     pick_ami,
     prefer_generic,
     spot_cheaper_than_on_demand,
 )
-from cloudprovider.aws.launchtemplate import LaunchTemplateSpec
-from cloudprovider.aws.nodeclass import ResolvedAMI, instance_profile_name, tag_filters
+from cloudprovider.aws.launch.launchtemplate import LaunchTemplateSpec
+from cloudprovider.aws.nodeclass.resolve import ResolvedAMI, instance_profile_name, tag_filters
 from tests.unit.cloudprovider.builders import node_class
 
 AMIS = [

@@ -9,7 +9,7 @@ import botocore.session
 import pytest
 from botocore.validate import ParamValidator
 
-from cloudprovider.aws.launchtemplate import LaunchTemplateSpec
+from cloudprovider.aws.launch.launchtemplate import LaunchTemplateSpec
 from tests.unit.cloudprovider.builders import node_class
 
 EC2 = botocore.session.get_session().get_service_model("ec2")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cloudprovider.aws.nodeclass import ami_family
+from cloudprovider.aws.nodeclass.resolve import ami_family
 from cloudprovider.errors import NodeClassNotReadyError
 from tests.unit.cloudprovider.builders import node_class
 

@@ -14,8 +14,8 @@ from activities.nodeclaim.translate import launched_labels
 from activities.provisioning.nodeclass_status import desired_status
 from apis import labels
 from cloudprovider.aws.instances import to_instance
-from cloudprovider.aws.launchtemplate import LaunchTemplateSpec
-from cloudprovider.aws.placementgroups import PlacementGroup, describe_arguments, resolve_placement_group
+from cloudprovider.aws.launch.launchtemplate import LaunchTemplateSpec
+from cloudprovider.aws.nodeclass.placementgroups import PlacementGroup, describe_arguments, resolve_placement_group
 from cloudprovider.errors import CloudProviderError, NodeClassNotReadyError
 from cloudprovider.types import Instance
 from tests.unit.cloudprovider.builders import node_class

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from cloudprovider.aws.pricing import PriceTable, load_price_table, shipped_price_table, shipped_regions
-from cloudprovider.aws.pricing_api import currency, parse_price_list, pricing_endpoint_region, product_filters
+from cloudprovider.aws.pricing.api import currency, parse_price_list, pricing_endpoint_region, product_filters
+from cloudprovider.aws.pricing.tables import PriceTable, load_price_table, shipped_price_table, shipped_regions
 
 
 def product(instance_type: str, price: str, unit: str = "USD", family: str = "Compute Instance") -> str:

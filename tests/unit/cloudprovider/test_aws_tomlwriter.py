@@ -6,7 +6,7 @@ import datetime as dt
 import tomllib
 from typing import Any
 
-from cloudprovider.aws.tomlwriter import dumps, merge
+from cloudprovider.aws.launch.tomlwriter import dumps, merge
 
 
 def test_round_trip_through_tomllib() -> None:

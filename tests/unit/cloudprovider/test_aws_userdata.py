@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from apis.ec2nodeclass import KubeletConfiguration
-from cloudprovider.aws.userdata import BootstrapOptions, render
+from cloudprovider.aws.launch.userdata import BootstrapOptions, render
 from tests.userdata_parsing import bootstrap_argv, bottlerocket_kubernetes, flag, mime_parts, node_config
 
 CA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMuLi4KLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from cloudprovider.aws.amis import AliasParameter, alias_parameters, parse_alias
-from cloudprovider.aws.nodeclass import NodeClassResolver, ami_family
+from cloudprovider.aws.nodeclass.amis import AliasParameter, alias_parameters, parse_alias
+from cloudprovider.aws.nodeclass.resolve import NodeClassResolver, ami_family
 from cloudprovider.errors import NodeClassNotReadyError
 from tests.unit.cloudprovider.builders import node_class
 

@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from apis.ec2nodeclass import KubeletConfiguration
-from cloudprovider.aws.userdata import BootstrapOptions, render
+from cloudprovider.aws.launch.userdata import BootstrapOptions, render
 from tests.userdata_parsing import kubelet_extra_args, powershell_block, windows_bootstrap
 
 CA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMuLi4KLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="

@@ -4,9 +4,9 @@ Each case is one call nodeflow makes, as the requests AWS authorizes for it: the
 authorizes with it (`IMPLIED_ACTIONS`), on each resource it touches (ARN), with the tags the request sends
 (`aws:RequestTag/*`, `aws:TagKeys`), the resource's existing tags (`aws:ResourceTag/*`) and the region
 (`aws:RequestedRegion`). The requests are built from what the product sends: the launch calls from
-`cloudprovider.aws.authorization.dry_runs` (which builds CreateFleet, CreateLaunchTemplate and
+`cloudprovider.aws.launch.authorization.dry_runs` (which builds CreateFleet, CreateLaunchTemplate and
 RunInstances as a launch sends them, with `ClusterInfo.tags`), the batched CreateFleet and its per-claim
-CreateTags from `cloudprovider.aws.fleet_batcher`, the template's tags from `LaunchTemplateSpec`, the
+CreateTags from `cloudprovider.aws.launch.fleet_batcher`, the template's tags from `LaunchTemplateSpec`, the
 profile's from `InstanceProfiles.create_request`. How EC2 authorizes a launch is modelled from its
 documentation (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ExamplePolicies_EC2.html): the launch
 action on every resource it creates (with that resource type's TagSpecifications as request tags) and
@@ -28,14 +28,14 @@ from typing import Any
 
 import pytest
 
-from cloudprovider.aws.amis import alias_parameters
-from cloudprovider.aws.authorization import dry_runs
-from cloudprovider.aws.cluster import ClusterConnection
-from cloudprovider.aws.fleet_batcher import per_claim_tags, shared_request
 from cloudprovider.aws.iam_policy import API_ACTIONS, IMPLIED_ACTIONS, REGIONAL_READS, controller_policy
-from cloudprovider.aws.instanceprofile import InstanceProfiles, profile_tags
-from cloudprovider.aws.launch import ClusterInfo
-from cloudprovider.aws.launchtemplate import LaunchTemplateSpec
+from cloudprovider.aws.launch.authorization import dry_runs
+from cloudprovider.aws.launch.create import ClusterInfo
+from cloudprovider.aws.launch.fleet_batcher import per_claim_tags, shared_request
+from cloudprovider.aws.launch.launchtemplate import LaunchTemplateSpec
+from cloudprovider.aws.nodeclass.amis import alias_parameters
+from cloudprovider.aws.nodeclass.cluster import ClusterConnection
+from cloudprovider.aws.nodeclass.instanceprofile import InstanceProfiles, profile_tags
 from cloudprovider.types import TAG_NAME, ResolvedNodeClass
 from tests.iam_eval import Request, allowing_sids, evaluate, tag_context
 from tests.unit.cloudprovider.builders import node_class

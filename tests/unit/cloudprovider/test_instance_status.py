@@ -1,4 +1,4 @@
-"""cloudprovider.aws.instance_status: DescribeInstanceStatus entries (EC2's response shape) -> the
+"""cloudprovider.aws.interruption.instance_status: DescribeInstanceStatus entries (EC2's response shape) -> the
 instances to treat as a scheduled change."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from cloudprovider.aws.instance_status import instance_problems, scheduled_changes
-from cloudprovider.aws.interruption_messages import ACTIONS, Kind
+from cloudprovider.aws.interruption.instance_status import instance_problems, scheduled_changes
+from cloudprovider.aws.interruption.messages import ACTIONS, Kind
 
 I1, I2, I3 = "i-00000000000000001", "i-00000000000000002", "i-00000000000000003"
 

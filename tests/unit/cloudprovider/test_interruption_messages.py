@@ -1,4 +1,4 @@
-"""cloudprovider.aws.interruption_messages: each EventBridge event kind Karpenter handles, and what is not one."""
+"""cloudprovider.aws.interruption.messages: each EventBridge event kind Karpenter handles, and what is not one."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from cloudprovider.aws.interruption_messages import ACTIONS, Kind, ParsedMessage, UnknownMessage, parse_message
+from cloudprovider.aws.interruption.messages import ACTIONS, Kind, ParsedMessage, UnknownMessage, parse_message
 from tests.interruption_events import (
     rebalance_recommendation,
     scheduled_change,

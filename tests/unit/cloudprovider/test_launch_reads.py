@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from apis.ec2nodeclass import EC2NodeClass
-from cloudprovider.aws.launch_reads import LaunchReads
+from cloudprovider.aws.launch.reads import LaunchReads
 from cloudprovider.errors import NodeClassNotReadyError
 from cloudprovider.nodeclass_cache import NodeClassCache
 

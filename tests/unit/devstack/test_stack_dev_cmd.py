@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cloudprovider.aws.interruption_messages import ACTIONS, Kind, ParsedMessage, parse_message
+from cloudprovider.aws.interruption.messages import ACTIONS, Kind, ParsedMessage, parse_message
 from devstack.aws import interruption
 from devstack.stack import DevStack
 from workers import cli

@@ -16,7 +16,7 @@ from apis.manifests import load_documents
 from apis.nodeclaim import NodeClaim
 from apis.nodepool import NodePool
 from apis.quantity import ResourceList, to_resource_list
-from cloudprovider.aws.catalog import load_builtin_catalog
+from cloudprovider.aws.instancetypes.catalog import load_builtin_catalog
 from scheduling import Plan
 from tests.unit.scheduling.builders import catalog, node, node_pool, pod, pods, reason, schedule
 

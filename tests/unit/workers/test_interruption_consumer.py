@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from activities.interruption.consumer import ClaimDisrupter, InterruptionConsumer
-from cloudprovider.aws.interruption_queue import QueueMessage
+from cloudprovider.aws.interruption.queue import QueueMessage
 from cloudprovider.unavailable import UnavailableOfferings
 from kube import resources as r
 from kube.errors import ServerError

@@ -39,7 +39,7 @@ from moto.ec2.responses.fleets import Fleets
 from moto.ec2.responses.spot_instances import SpotInstances
 
 from apis.meta import parse_rfc3339
-from cloudprovider.aws.pricing import load_price_table
+from cloudprovider.aws.pricing.tables import load_price_table
 from devstack.aws import capacity_reservations, placement_groups
 from devstack.aws.faults import FaultStore
 

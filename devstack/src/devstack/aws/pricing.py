@@ -6,7 +6,7 @@
 with `product.attributes` and `terms.OnDemand.<term>.priceDimensions.<rate>.pricePerUnit.USD`.
 
 The products are EC2 on-demand Linux instances of every instance type of the shipped price table of the
-region asked for (`cloudprovider.aws.pricing`; us-east-1's for a region without one, so the prices the
+region asked for (`cloudprovider.aws.pricing.tables`; us-east-1's for a region without one, so the prices the
 product reads equal those the patched CreateFleet ranks by). Bare-metal types (`*.metal*`) are product
 family `Compute Instance (bare metal)` with tenancy `Dedicated`, the others `Compute Instance` with
 tenancy `Shared`. TERM_MATCH filters select on the attributes; a filter on an attribute the products do
@@ -24,7 +24,7 @@ from typing import Any
 
 import botocore.session
 
-from cloudprovider.aws.pricing import load_price_table, shipped_regions
+from cloudprovider.aws.pricing.tables import load_price_table, shipped_regions
 from devstack.aws.request import WSGIApp, request_body
 
 TARGET = "AWSPriceListService.GetProducts"

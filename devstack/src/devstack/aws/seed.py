@@ -34,7 +34,13 @@ from moto.ec2.models.amis import Ami
 from moto.eks.models import eks_backends
 from moto.ssm.models import Parameter, ssm_backends
 
-from cloudprovider.aws.amis import ALIAS_FAMILIES, WINDOWS_RELEASES, alias_parameters, is_windows, windows_parameter
+from cloudprovider.aws.nodeclass.amis import (
+    ALIAS_FAMILIES,
+    WINDOWS_RELEASES,
+    alias_parameters,
+    is_windows,
+    windows_parameter,
+)
 from devstack.aws.patches import DeprecatableAmi
 
 DISCOVERY_TAG = "karpenter.sh/discovery"

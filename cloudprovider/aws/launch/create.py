@@ -9,26 +9,26 @@ from typing import Any, NamedTuple
 from apis.ec2nodeclass import EC2NodeClass
 from apis.instancetype import InstanceType, Offering
 from apis.labels import ARCH, INSTANCE_SIZE, INSTANCE_TYPE, NODECLASS, ZONE
-from cloudprovider.aws.amis import variant_for
-from cloudprovider.aws.capacityreservations import CAPACITY_BLOCK, CapacityReservations
-from cloudprovider.aws.cluster import ClusterConnection
 from cloudprovider.aws.errors import call, fleet_error_offering, has_code, is_capacity_code
-from cloudprovider.aws.fleet_batcher import FleetBatcher
-from cloudprovider.aws.fleet_overrides import limit_overrides
-from cloudprovider.aws.instanceprofile import InstanceProfiles
 from cloudprovider.aws.instances import InstanceQueries, to_instance
-from cloudprovider.aws.instancetypes import (
+from cloudprovider.aws.instancetypes.translate import (
     RESOURCE_AMD_GPU,
     RESOURCE_GAUDI,
     RESOURCE_NEURON,
     RESOURCE_NEURON_CORE,
     RESOURCE_NVIDIA_GPU,
 )
-from cloudprovider.aws.launch_reads import LaunchReads
-from cloudprovider.aws.launchtemplate import LaunchTemplates, LaunchTemplateSpec
-from cloudprovider.aws.nodeclass import ResolvedAMI, ami_family, instance_profile_name
+from cloudprovider.aws.launch.fleet_batcher import FleetBatcher
+from cloudprovider.aws.launch.fleet_overrides import limit_overrides
+from cloudprovider.aws.launch.launchtemplate import LaunchTemplates, LaunchTemplateSpec
+from cloudprovider.aws.launch.reads import LaunchReads
+from cloudprovider.aws.launch.userdata import BootstrapOptions, render
+from cloudprovider.aws.nodeclass.amis import variant_for
+from cloudprovider.aws.nodeclass.capacityreservations import CAPACITY_BLOCK, CapacityReservations
+from cloudprovider.aws.nodeclass.cluster import ClusterConnection
+from cloudprovider.aws.nodeclass.instanceprofile import InstanceProfiles
+from cloudprovider.aws.nodeclass.resolve import ResolvedAMI, ami_family, instance_profile_name
 from cloudprovider.aws.sdk import EC2API
-from cloudprovider.aws.userdata import BootstrapOptions, render
 from cloudprovider.errors import (
     CloudProviderError,
     InsufficientCapacityError,

@@ -3,7 +3,7 @@
 `data/catalog-<region>.json.gz` is generated, not hand-written:
 
     python -m devstack.aws --port 5000 &                       # the local stack's seeded, patched moto
-    python -m cloudprovider.aws.catalog generate --endpoint-url http://127.0.0.1:5000
+    python -m cloudprovider.aws.instancetypes.catalog generate --endpoint-url http://127.0.0.1:5000
 
 It holds what `AWSCloudProvider.instance_types(None)` returns there: moto's DescribeInstanceTypes and
 offerings, on-demand prices from the shipped price table, spot prices as the local stack quotes them,
@@ -22,7 +22,7 @@ from importlib import resources
 from typing import Any
 
 from apis.instancetype import InstanceType, Offering
-from cloudprovider.aws.instancetypes import InstanceTypeSettings
+from cloudprovider.aws.instancetypes.translate import InstanceTypeSettings
 
 DEFAULT_ZONES = ("a", "b", "c")
 FORMAT_VERSION = 1
@@ -92,7 +92,7 @@ def generate(endpoint_url: str, region: str, cluster_name: str, zones: list[str]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cloudprovider.aws.catalog")
+    parser = argparse.ArgumentParser(prog="python -m cloudprovider.aws.instancetypes.catalog")
     sub = parser.add_subparsers(dest="command", required=True)
     gen = sub.add_parser("generate", help="write data/catalog-<region>.json.gz from an EC2 endpoint")
     gen.add_argument("--endpoint-url", default="http://127.0.0.1:5000", help="EC2 endpoint (the local stack's moto)")

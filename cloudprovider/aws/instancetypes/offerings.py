@@ -1,5 +1,5 @@
 """The instance-type catalog of a region: EC2 descriptions and zone offerings (cached with a TTL), on-demand
-and spot prices from the price book (cloudprovider.aws.pricebook, refreshed on its own intervals),
+and spot prices from the price book (cloudprovider.aws.pricing.pricebook, refreshed on its own intervals),
 availability from the unavailable-offerings cache.
 """
 
@@ -13,9 +13,9 @@ from typing import Any
 
 from apis.instancetype import InstanceType, Offering
 from cloudprovider.aws.errors import call
-from cloudprovider.aws.instancetypes import InstanceTypeSettings, is_supported, to_instance_type
-from cloudprovider.aws.pricebook import PriceBook
-from cloudprovider.aws.pricing import PriceTable
+from cloudprovider.aws.instancetypes.translate import InstanceTypeSettings, is_supported, to_instance_type
+from cloudprovider.aws.pricing.pricebook import PriceBook
+from cloudprovider.aws.pricing.tables import PriceTable
 from cloudprovider.aws.sdk import EC2API
 from cloudprovider.unavailable import UnavailableOfferings
 

@@ -1,5 +1,5 @@
 """Resolve an EC2NodeClass's selector terms into subnets, security groups, AMIs, an instance profile and
-its placement group (cloudprovider.aws.placementgroups).
+its placement group (cloudprovider.aws.nodeclass.placementgroups).
 
 Terms are ORed; inside a term, tags are ANDed, and a tag value of "*" means "any value". Results are
 deduplicated and sorted (subnets by zone, then most free addresses, then id; AMIs as Karpenter orders
@@ -18,9 +18,9 @@ from typing import Any, TypeVar
 
 from apis.ec2nodeclass import AMIS_READY, SECURITY_GROUPS_READY, SUBNETS_READY, AMISelectorTerm, EC2NodeClass
 from apis.meta import parse_rfc3339
-from cloudprovider.aws.amis import ALIAS_FAMILIES, alias_parameters, parse_alias
 from cloudprovider.aws.errors import call, has_code
-from cloudprovider.aws.placementgroups import PlacementGroup, resolve_placement_group
+from cloudprovider.aws.nodeclass.amis import ALIAS_FAMILIES, alias_parameters, parse_alias
+from cloudprovider.aws.nodeclass.placementgroups import PlacementGroup, resolve_placement_group
 from cloudprovider.aws.sdk import EC2API, SSMAPI
 from cloudprovider.errors import CloudProviderError, NodeClassNotReadyError, PartReadiness
 from cloudprovider.types import ResolvedNodeClass

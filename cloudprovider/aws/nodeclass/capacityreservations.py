@@ -26,7 +26,7 @@ from typing import Any
 from apis.ec2nodeclass import CapacityReservationSelectorTerm, EC2NodeClass
 from apis.instancetype import InstanceType, Offering
 from cloudprovider.aws.errors import call, has_code
-from cloudprovider.aws.nodeclass import tag_filters
+from cloudprovider.aws.nodeclass.resolve import tag_filters
 from cloudprovider.aws.sdk import EC2API
 from cloudprovider.errors import CloudProviderError
 from cloudprovider.types import CapacityReservation

@@ -7,7 +7,7 @@ shared tenancy) of one region, written by `nodeflow prices refresh --region R` f
 table, a region without a table of its own uses us-east-1's (`shipped_price_table`); prices differ by a
 few percent between regions, which only matters for ordering near-equal offerings. Drop a new region's
 file into the directory to ship it. Live prices (the Pricing API, spot prices) are
-`cloudprovider.aws.pricebook`'s.
+`cloudprovider.aws.pricing.pricebook`'s.
 
 A public input of the local stack (devstack prices its emulated EC2 and answers the Pricing API from
 these tables, see devstack/README.md): keep `load_price_table()`, `shipped_regions()` and

@@ -1,13 +1,13 @@
 """The region's current prices: on-demand per instance type, spot per (instance type, zone).
 
-On-demand prices start as the shipped table of the region (`cloudprovider.aws.pricing`, us-east-1's
+On-demand prices start as the shipped table of the region (`cloudprovider.aws.pricing.tables`, us-east-1's
 when the region has none) and are replaced by the AWS Pricing API's when `refresh_on_demand` gets an
-answer (`cloudprovider.aws.pricing_api`); a failed refresh keeps what there was. Spot prices are
+answer (`cloudprovider.aws.pricing.api`); a failed refresh keeps what there was. Spot prices are
 DescribeSpotPriceHistory's latest price per instance type and zone, read on the first use and again
 by `refresh_spot`. The worker calls both refreshes on intervals (activities.provisioning.price_refresh), as Karpenter's
 pricing controller does; a refresh reads AWS without holding the lock readers take, so provisioning
 never waits for it. `version` changes with every refresh that changed something, so the instance-type
-catalog (cloudprovider.aws.offerings) knows to rebuild its offerings: the scheduler and consolidation
+catalog (cloudprovider.aws.instancetypes.offerings) knows to rebuild its offerings: the scheduler and consolidation
 read prices only through it.
 """
 
@@ -20,8 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 from cloudprovider.aws.errors import call
-from cloudprovider.aws.pricing import PriceTable, shipped_price_table
-from cloudprovider.aws.pricing_api import currency, fetch_on_demand_prices
+from cloudprovider.aws.pricing.api import currency, fetch_on_demand_prices
+from cloudprovider.aws.pricing.tables import PriceTable, shipped_price_table
 from cloudprovider.aws.sdk import EC2API, PricingAPI
 from cloudprovider.errors import CloudProviderError
 

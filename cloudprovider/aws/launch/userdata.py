@@ -15,7 +15,7 @@ removes. The node class's own `spec.userData` is merged as Karpenter merges it:
 - AL2: the user's parts (the same way, but a non-MIME text is always a shell script) before the
   bootstrap script;
 - Bottlerocket: parsed as TOML and merged key by key under nodeflow's settings (nodeflow's values win,
-  labels and taints are merged; see `cloudprovider.aws.tomlwriter.merge`).
+  labels and taints are merged; see `cloudprovider.aws.launch.tomlwriter.merge`).
 - Windows: the user's PowerShell written as is inside the same `<powershell>` block, before the bootstrap
   call (so it runs before the node joins).
 
@@ -26,7 +26,7 @@ The node class's `spec.kubelet` reaches every family: AL2023 as the NodeConfig's
 AL2 as `--kubelet-extra-args` flags, Bottlerocket as its `[settings.kubernetes]` keys, Windows as
 `-KubeletExtraArgs` flags (the same flags as AL2).
 
-What a node needs to join (`BootstrapOptions`, from `cloudprovider.aws.cluster.ClusterConnection`) goes
+What a node needs to join (`BootstrapOptions`, from `cloudprovider.aws.nodeclass.cluster.ClusterConnection`) goes
 where each family reads it:
 
 | | AL2023 NodeConfig | AL2 bootstrap.sh | Bottlerocket `[settings.kubernetes]` | Windows Start-EKSBootstrap.ps1 |
@@ -58,9 +58,9 @@ from dataclasses import dataclass, field
 
 import yaml
 
+import cloudprovider.aws.launch.tomlwriter as tomlwriter
 from apis.ec2nodeclass import KubeletConfiguration
 from apis.labels import UNREGISTERED_TAINT_KEY
-from cloudprovider.aws import tomlwriter
 
 BOUNDARY = "//"
 NODE_CONFIG = "application/node.eks.aws"

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from cloudprovider.aws.interruption_messages import Kind, ParsedMessage
+from cloudprovider.aws.interruption.messages import Kind, ParsedMessage
 
 IMPAIRED = "impaired"
 ENDED_EVENT_PREFIXES = ("[Completed]", "[Canceled]")

@@ -11,7 +11,7 @@ writes it as "replace the last octet by 10" / "append `a` to the address"; on th
 (IPv4 /12 to /24, IPv6 /108 on a `::` boundary) that is the same address as network address + 10,
 which is what this module computes. Karpenter reads the `kube-system/kube-dns` Service's ClusterIP
 instead; EKS creates that Service at exactly this address, and `spec.kubelet.clusterDNS` on the node
-class still overrides it (see `cloudprovider.aws.userdata`).
+class still overrides it (see `cloudprovider.aws.launch.userdata`).
 """
 
 from __future__ import annotations

@@ -38,8 +38,8 @@ from typing import Any
 
 from apis.ec2nodeclass import VALIDATION_SUCCEEDED, EC2NodeClass
 from cloudprovider.aws.errors import call, has_code
-from cloudprovider.aws.launchtemplate import LaunchTemplateSpec, tag_list
-from cloudprovider.aws.nodeclass import ami_family
+from cloudprovider.aws.launch.launchtemplate import LaunchTemplateSpec, tag_list
+from cloudprovider.aws.nodeclass.resolve import ami_family
 from cloudprovider.aws.sdk import EC2API
 from cloudprovider.errors import CloudProviderError, PartReadiness, ThrottledError
 from cloudprovider.types import ResolvedNodeClass

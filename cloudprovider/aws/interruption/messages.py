@@ -37,7 +37,7 @@ class Kind(StrEnum):
     INSTANCE_STOPPING = "InstanceStopping"  # state-change to stopping or stopped
     INSTANCE_TERMINATING = "InstanceTerminating"  # state-change to shutting-down or terminated
     NO_ACTION = "NoAction"  # a state-change to a state nothing is done for (pending, running)
-    # not from the queue: an impaired status check or a scheduled event (cloudprovider.aws.instance_status)
+    # not from the queue: an impaired status check or a scheduled event (cloudprovider.aws.interruption.instance_status)
     INSTANCE_UNHEALTHY = "InstanceUnhealthy"
 
 

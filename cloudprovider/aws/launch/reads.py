@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable
 
 from apis.ec2nodeclass import EC2NodeClass
-from cloudprovider.aws.nodeclass import NodeClassResolver, ResolvedAMI
-from cloudprovider.aws.placementgroups import PlacementGroup
+from cloudprovider.aws.nodeclass.placementgroups import PlacementGroup
+from cloudprovider.aws.nodeclass.resolve import NodeClassResolver, ResolvedAMI
 from cloudprovider.nodeclass_cache import RESOLVED_TTL_SECONDS, NodeClassCache
 
 
