@@ -15,7 +15,7 @@ from typing import Any
 
 from apis import labels
 from apis.meta import Condition, now_rfc3339, set_condition
-from apis.quantity import ResourceList, add, format_units, to_resource_list
+from apis.values.quantity import ResourceList, add, format_units, to_resource_list
 from kube import ops as kubeops
 from kube import resources as r
 from kube.types import Kube, Obj

@@ -20,8 +20,8 @@ from apis.base import KubeModel
 from apis.cel import CelRule, RuleTable, cel_list
 from apis.labels import NODECLASS_HASH_ANNOTATION, NODECLASS_HASH_VERSION_ANNOTATION
 from apis.meta import Condition, ObjectMeta, get_condition
-from apis.quantity import QUANTITY_PATTERN, parse_quantity
-from apis.syntax import SchemaExtra, field_error
+from apis.values.quantity import QUANTITY_PATTERN, parse_quantity
+from apis.values.syntax import SchemaExtra, field_error
 
 API_VERSION: Final = "karpenter.k8s.aws/v1"
 GROUP = "karpenter.k8s.aws"

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 import pydantic
 from pydantic_core import ErrorDetails
 
-from apis.syntax import FIELD_ERROR
+from apis.values.syntax import FIELD_ERROR
 
 _PREFIXES = ("Value error, ", "Assertion failed, ")
 # pydantic's names for validator wrappers and union branches, which are not fields.

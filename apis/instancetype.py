@@ -17,7 +17,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from apis.base import KubeModel
-from apis.quantity import Quantity, ResourceList, subtract, to_resource_list
+from apis.values.quantity import Quantity, ResourceList, subtract, to_resource_list
 
 
 class Offering(KubeModel):

@@ -11,7 +11,6 @@ from apis.cel import CelRule, RuleTable
 from apis.labels import restricted_label_reason
 from apis.meta import Condition, ObjectMeta, is_true
 from apis.nodepool import NODE_CLASS_REF_RULES, Duration, FiniteDuration, NodeClassReference
-from apis.quantity import Quantity
 from apis.requirements import (
     REQUIREMENT_LIST_RULES,
     NodeSelectorRequirement,
@@ -19,6 +18,7 @@ from apis.requirements import (
     checked_requirement,
     label_key_rules,
 )
+from apis.values.quantity import Quantity
 
 API_VERSION: Final = "karpenter.sh/v1"
 KIND: Final = "NodeClaim"

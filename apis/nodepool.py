@@ -16,7 +16,6 @@ from pydantic import AfterValidator, Field, ValidationInfo, field_validator, mod
 
 from apis.base import KubeModel
 from apis.cel import CelRule, RuleTable, not_empty
-from apis.duration import BudgetDuration, Duration, FiniteDuration
 from apis.ec2nodeclass import GROUP as EC2NODECLASS_GROUP
 from apis.ec2nodeclass import KIND as EC2NODECLASS_KIND
 from apis.labels import (
@@ -25,7 +24,6 @@ from apis.labels import (
     nodepool_label_reason,
 )
 from apis.meta import Condition, ObjectMeta
-from apis.quantity import Quantity
 from apis.requirements import (
     REQUIREMENT_LIST_RULES,
     LabelValue,
@@ -36,7 +34,9 @@ from apis.requirements import (
     label_map_rules,
     validate_label_key,
 )
-from apis.syntax import SchemaExtra, field_error
+from apis.values.duration import BudgetDuration, Duration, FiniteDuration
+from apis.values.quantity import Quantity
+from apis.values.syntax import SchemaExtra, field_error
 
 __all__ = [
     "API_VERSION",

@@ -23,7 +23,7 @@ from apis.labels import (
     label_domain,
     normalize_label,
 )
-from apis.syntax import (
+from apis.values.syntax import (
     LABEL_VALUE_PATTERN,
     QUALIFIED_NAME_PATTERN,
     SchemaExtra,

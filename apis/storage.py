@@ -17,7 +17,7 @@ says), system-reserved, and the larger of the hard and soft `nodefs.available` e
 from __future__ import annotations
 
 from apis.ec2nodeclass import EBS, BlockDeviceMapping, EC2NodeClass, KubeletConfiguration
-from apis.quantity import threshold_units, to_units
+from apis.values.quantity import threshold_units, to_units
 
 GIB = 2**30
 GB = 10**9

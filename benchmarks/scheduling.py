@@ -118,7 +118,7 @@ def _input(pods: list[Obj], types: list[InstanceType]) -> SchedulingInput:
 def lower_bound(pods: list[Obj], types: list[InstanceType]) -> float:
     """The LP relaxation of packing `pods` (cpu, memory and pod count) on `types` at their cheapest
     offering: see `lp_lower_bound`."""
-    from apis.quantity import to_units
+    from apis.values.quantity import to_units
 
     demand = {"cpu": 0, "memory": 0, "pods": len(pods)}
     for pod in pods:

@@ -22,7 +22,7 @@ from pydantic import BeforeValidator, Field, ValidationError, ValidationInfo, fi
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings.sources.utils import parse_env_vars
 
-from apis.duration import NEVER, parse_duration
+from apis.values.duration import NEVER, parse_duration
 from cloudprovider.aws.instancetypes.translate import DEFAULT_VM_MEMORY_OVERHEAD_PERCENT
 from scheduling.disruption.model import METHOD_ORDER
 from scheduling.types import MinValuesPolicy, PreferencePolicy, SchedulingPolicies

@@ -103,7 +103,7 @@ def cluster_series(nodes: list[Obj], claims: list[Obj], pools: list[Obj]) -> tup
 
 
 def _base_units(resources: Mapping[str, int]) -> dict[str, float]:
-    """Canonical units (apis.quantity.to_units: cpu in millicores) as base units (cpu in cores)."""
+    """Canonical units (apis.values.quantity.to_units: cpu in millicores) as base units (cpu in cores)."""
     return {name: value / 1000 if name == "cpu" else float(value) for name, value in resources.items()}
 
 

@@ -18,7 +18,7 @@ from prometheus_client.registry import Collector
 
 from activities.metrics.labels import NODE_LABELS
 from apis.instancetype import InstanceType
-from apis.quantity import parse_quantity
+from apis.values.quantity import parse_quantity
 
 OFFERING_LABELS = ["instance_type", "capacity_type", "zone"]
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from apis.duration import parse_duration
 from apis.meta import parse_rfc3339
+from apis.values.duration import parse_duration
 from kube.types import Obj
 
 EXPIRED = "expired"  # the sweep's finding for a claim past its expireAfter

@@ -21,7 +21,7 @@ from apis.ec2nodeclass import EC2NodeClass
 from apis.errors import describe_validation_error, format_problems
 from apis.meta import is_true
 from apis.nodeclaim import LAUNCH_FAILED, LAUNCHED, NodeClaim
-from apis.quantity import format_resource_list
+from apis.values.quantity import format_resource_list
 from cloudprovider.errors import (
     CloudProviderError,
     InstanceNotFoundError,

@@ -9,8 +9,8 @@ from typing import Any
 from apis import labels
 from apis.ec2nodeclass import EC2NodeClass
 from apis.nodeclaim import API_VERSION, NodeClaim
-from apis.quantity import to_units
 from apis.requirements import NodeSelectorRequirement
+from apis.values.quantity import to_units
 from cloudprovider.types import (
     TAG_CLUSTER_PREFIX,
     TAG_EKS_CLUSTER_NAME,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from apis.quantity import ResourceList, add, to_units
+from apis.values.quantity import ResourceList, add, to_units
 
 Obj = Mapping[str, Any]
 HostPort = tuple[str, str, int]  # (hostIP, protocol, port)

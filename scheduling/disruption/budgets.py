@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from apis import labels as L
-from apis.duration import parse_duration
 from apis.nodepool import Budget, NodePool
+from apis.values.duration import parse_duration
 from scheduling.disruption.cron import parse_cron
 from scheduling.disruption.model import REASONS, BudgetLimit, Obj, PoolBudget, Reason
 

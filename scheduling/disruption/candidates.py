@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from apis import labels as L
-from apis.duration import parse_duration
 from apis.instancetype import InstanceType
 from apis.meta import parse_rfc3339
 from apis.nodeclaim import INITIALIZED, NodeClaim
 from apis.nodepool import NodePool
+from apis.values.duration import parse_duration
 from scheduling.constraints.topology import Selector, parse_selector
 from scheduling.disruption.budgets import is_disrupting, is_initialized
 from scheduling.disruption.model import CandidateRef, Command, Method, Obj, Reason, Rejection

@@ -36,10 +36,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from apis import labels as L
-from apis.duration import parse_duration
 from apis.meta import ConditionStatus, get_condition, rfc3339
 from apis.nodeclaim import CONSOLIDATABLE, INITIALIZED, NodeClaim
 from apis.nodepool import NodePool
+from apis.values.duration import parse_duration
 from scheduling.disruption.balanced import CONSOLIDATION_REJECTED
 from scheduling.disruption.candidates import claim_consolidatable_since
 from scheduling.disruption.model import Decision

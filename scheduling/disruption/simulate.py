@@ -33,8 +33,8 @@ from collections.abc import Sequence
 
 from apis import labels as L
 from apis.instancetype import InstanceType
-from apis.quantity import ResourceList, add, format_resource_list, format_units, subtract, to_resource_list
 from apis.requirements import NodeSelectorRequirement
+from apis.values.quantity import ResourceList, add, format_resource_list, format_units, subtract, to_resource_list
 from scheduling.constraints.resources import pod_requests
 from scheduling.disruption.budgets import is_not_ready
 from scheduling.disruption.candidates import NodeState, is_reschedulable

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from apis import labels as L
 from apis.instancetype import InstanceType
 from apis.nodepool import NodePool
-from apis.quantity import to_resource_list
+from apis.values.quantity import to_resource_list
 from scheduling.constraints.requirements import Requirements
 from scheduling.disruption.candidates import NodeState
 from scheduling.disruption.simulate import Simulator, narrowed, option_prices, replacement_capacity_types

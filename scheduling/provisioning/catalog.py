@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from apis import labels as L
 from apis.ec2nodeclass import EC2NodeClass, KubeletConfiguration
 from apis.instancetype import InstanceType, eks_kube_reserved_cpu_millis, eks_kube_reserved_memory_mib
-from apis.quantity import ResourceList, add, threshold_units, to_resource_list
 from apis.storage import ephemeral_storage_bytes, ephemeral_storage_overhead, node_class_family
+from apis.values.quantity import ResourceList, add, threshold_units, to_resource_list
 from scheduling.constraints.requirements import Requirements
 
 MIB = 2**20

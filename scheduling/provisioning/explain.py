@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from apis import labels as L
-from apis.quantity import format_resource_list, format_units
+from apis.values.quantity import format_resource_list, format_units
 from scheduling.constraints.requirements import Requirements
 from scheduling.provisioning.pools import Pool
 from scheduling.provisioning.targets import Claim

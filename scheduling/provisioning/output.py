@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from apis.labels import CAPACITY_TYPE, HOSTNAME, INSTANCE_TYPE, NODEPOOL, ZONE
-from apis.quantity import format_resource_list
+from apis.values.quantity import format_resource_list
 from scheduling.constraints.requirements import Req, Requirements
 from scheduling.provisioning.catalog import OFFERING_KEYS, Option
 from scheduling.provisioning.targets import Claim

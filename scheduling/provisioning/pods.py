@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from apis.quantity import ResourceList
+from apis.values.quantity import ResourceList
 from scheduling.constraints.requirements import EMPTY, Requirements, from_labels, parse_expressions
 from scheduling.constraints.resources import HostPort, host_ports, pod_requests
 from scheduling.constraints.taints import Toleration, parse_tolerations

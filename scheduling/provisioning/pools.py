@@ -12,7 +12,7 @@ from apis.ec2nodeclass import EC2NodeClass
 from apis.instancetype import InstanceType
 from apis.meta import Condition
 from apis.nodepool import NodePool
-from apis.quantity import ResourceList, add, to_resource_list
+from apis.values.quantity import ResourceList, add, to_resource_list
 from scheduling.constraints.requirements import (
     Req,
     Requirements,

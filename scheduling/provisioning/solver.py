@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from apis.labels import HOSTNAME
-from apis.quantity import add
+from apis.values.quantity import add
 from scheduling.constraints.requirements import Requirements
 from scheduling.constraints.resources import ports_conflict
 from scheduling.constraints.taints import untolerated

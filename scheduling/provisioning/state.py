@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apis import labels as L
-from apis.quantity import ResourceList, add, to_resource_list
+from apis.values.quantity import ResourceList, add, to_resource_list
 from scheduling.constraints.requirements import Req, Requirements, from_labels, parse_expressions
 from scheduling.constraints.resources import host_ports, pod_requests
 from scheduling.constraints.taints import TaintSpec, is_ephemeral_taint, parse_taints

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from apis.labels import HOSTNAME
-from apis.quantity import ResourceList
+from apis.values.quantity import ResourceList
 from scheduling.constraints.requirements import Requirements
 from scheduling.constraints.resources import HostPort
 from scheduling.constraints.taints import TaintSpec

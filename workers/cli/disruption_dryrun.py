@@ -32,7 +32,7 @@ from typing import Any
 from apis import labels as L
 from apis.instancetype import InstanceType
 from apis.nodeclaim import NodeClaim
-from apis.quantity import format_resource_list
+from apis.values.quantity import format_resource_list
 from scheduling import solve
 from scheduling.disruption import Command, Decision, DisruptionInput, Rejection, decide
 from scheduling.disruption.candidates import is_reschedulable, offering_price

@@ -9,8 +9,8 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 from activities.nodeclaim.launch import LaunchActivities, LaunchFailedInput
-from apis.duration import parse_duration
 from apis.nodeclaim import LAUNCH_FAILED, LAUNCHED
+from apis.values.duration import parse_duration
 from workflows import timing
 from workflows.nodeclaim_phases.claim import ClaimRun, kick_provisioner, ref, ref_fields, run_activity
 from workflows.nodeclaim_state import DELETED, REGISTERING, TERMINATING

@@ -8,8 +8,8 @@ from temporalio import workflow
 
 from activities.nodeclaim.models import ClaimIdentity
 from activities.nodeclaim.termination import BeginTerminationInput, DrainInput, TerminateInput, TerminationActivities
-from apis.duration import parse_duration
 from apis.nodeclaim import DRAINED, EXPIRED
+from apis.values.duration import parse_duration
 from workflows import timing
 from workflows.nodeclaim_phases.claim import (
     ClaimRun,

@@ -28,7 +28,7 @@ from apis.instancetype import (
     eks_kube_reserved_memory_mib,
     eni_limited_max_pods,
 )
-from apis.quantity import format_units, threshold_units, to_units
+from apis.values.quantity import format_units, threshold_units, to_units
 
 MIB = 2**20
 GIB = 2**30

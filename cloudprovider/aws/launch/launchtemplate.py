@@ -25,8 +25,8 @@ from typing import Any
 
 from apis.ec2nodeclass import EBS, EC2NodeClass, NetworkInterface
 from apis.labels import NODECLASS
-from apis.quantity import to_units
 from apis.storage import launch_block_devices
+from apis.values.quantity import to_units
 from cloudprovider.aws.errors import call, has_code
 from cloudprovider.aws.sdk import EC2API
 from cloudprovider.errors import CloudProviderError

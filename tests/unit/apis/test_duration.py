@@ -8,7 +8,7 @@ from datetime import timedelta
 import pydantic
 import pytest
 
-from apis.duration import (
+from apis.values.duration import (
     BudgetDuration,
     Duration,
     FiniteDuration,

@@ -8,7 +8,7 @@ from fractions import Fraction
 import pydantic
 import pytest
 
-from apis.quantity import (
+from apis.values.quantity import (
     Quantity,
     add,
     fits,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from apis import labels as L
 from apis.ec2nodeclass import KubeletConfiguration
 from apis.instancetype import Offering
-from apis.quantity import to_resource_list
+from apis.values.quantity import to_resource_list
 from cloudprovider.aws.instancetypes.translate import (
     InstanceTypeSettings,
     instance_labels,

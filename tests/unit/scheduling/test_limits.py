@@ -15,7 +15,7 @@ from apis.instancetype import InstanceType
 from apis.manifests import load_documents
 from apis.nodeclaim import NodeClaim
 from apis.nodepool import NodePool
-from apis.quantity import ResourceList, to_resource_list
+from apis.values.quantity import ResourceList, to_resource_list
 from cloudprovider.aws.instancetypes.catalog import load_builtin_catalog
 from scheduling import Plan
 from tests.unit.scheduling.builders import catalog, node, node_pool, pod, pods, reason, schedule

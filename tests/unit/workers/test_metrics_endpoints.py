@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from activities.metrics.cluster_refresh import ClusterStateMetrics, cluster_series
 from activities.metrics.registry import Metrics
-from apis.quantity import parse_quantity
+from apis.values.quantity import parse_quantity
 from cloudprovider.fake import FakeCloudProvider
 from devstack.stack.ports import free_port
 from kube import resources as r

@@ -2,7 +2,7 @@
 filter plugins judge them (a subset: node unschedulable, readiness, taints, node selector and required
 node affinity, host ports, resources, required pod anti-affinity on kubernetes.io/hostname).
 
-Resources are in `apis.quantity` canonical units (cpu in millicores, everything else in base units).
+Resources are in `apis.values.quantity` canonical units (cpu in millicores, everything else in base units).
 `filter_reasons` gives, per node, the reasons a pod does not fit worded like the real scheduler's, and
 `unschedulable_message` aggregates them into its "0/3 nodes are available: ..." message.
 """
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from apis.labels import HOSTNAME
-from apis.quantity import to_units
+from apis.values.quantity import to_units
 
 Obj = Mapping[str, Any]
 Resources = dict[str, int]

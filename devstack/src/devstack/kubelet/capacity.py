@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from apis.quantity import format_units
+from apis.values.quantity import format_units
 
 EPHEMERAL_STORAGE_BYTES = 20 * 2**30  # the root volume the simulated node boots with
 KUBE_RESERVED_EPHEMERAL_BYTES = 2**30

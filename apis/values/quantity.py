@@ -19,7 +19,7 @@ from typing import Annotated
 
 from pydantic import BeforeValidator
 
-from apis.syntax import SchemaExtra
+from apis.values.syntax import SchemaExtra
 
 _SUFFIX: dict[str, Fraction] = {
     "": Fraction(1),
