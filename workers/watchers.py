@@ -44,6 +44,7 @@ from typing import Any
 
 from activities.nodeclaim import ownership
 from apis import labels
+from apis.nodeclaim import INITIALIZED
 from kube import resources as r
 from kube.errors import KubeError, NotFoundError
 from kube.node_directory import NodeDirectory
@@ -311,7 +312,7 @@ def _waits_for_node(claim: Obj) -> bool:
     if not status.get("providerID") or claim["metadata"].get("deletionTimestamp"):
         return False
     conditions = status.get("conditions") or []
-    return not any(isinstance(c, dict) and c.get("type") == "Initialized" and c.get("status") == "True"
+    return not any(isinstance(c, dict) and c.get("type") == INITIALIZED and c.get("status") == "True"
                    for c in conditions)  # fmt: skip
 
 

@@ -1,7 +1,7 @@
-"""NodeClaim condition types are defined once, in apis.nodeclaim: the workflows and the activities use its
-constants, never the name written as a string.
+"""NodeClaim condition types are defined once, in apis.nodeclaim: the workflows, the activities and the worker
+use its constants, never the name written as a string.
 
-The check parses every Python file of workflows/ and activities/ and looks where a condition type is named:
+The check parses every Python file of workflows/, activities/ and workers/ and looks where a condition type is named:
 a subscript (`conditions["Drifted"]`), a dict key, an argument of a call (`_condition(claim, "Launched")`,
 `conditions.pop("Drifted")`), a comparison (`c.get("type") == "Expired"`) and a constant assigned at any
 level (`DISRUPTION_REASON = "DisruptionReason"`, a second definition). A string equal to one of
@@ -20,7 +20,7 @@ import pytest
 from apis import nodeclaim
 
 REPO = Path(__file__).resolve().parents[2]
-CHECKED = ["workflows", "activities"]
+CHECKED = ["workflows", "activities", "workers"]
 NAMES = frozenset(nodeclaim.CONDITION_TYPES)
 
 

@@ -39,7 +39,7 @@ from datetime import timedelta
 from typing import Any, TextIO
 
 from apis import labels as L
-from apis.nodeclaim import NodeClaim
+from apis.nodeclaim import CONSOLIDATABLE, DISRUPTION_REASON, DRIFTED, EXPIRED, NodeClaim
 from kube import resources as r
 from kube.types import Kube, Obj
 from scheduling.disruption import Command, Decision, DisruptionInput, PoolBudget, Rejection, decide
@@ -51,7 +51,7 @@ from workers.cli.process_exit import exiting_after
 from workers.cli.simulate import InputError, load_catalog
 from workers.temporal.errors import TemporalSettingError
 
-HISTORY_CONDITIONS = ("DisruptionReason", "Drifted", "Expired", "Consolidatable")
+HISTORY_CONDITIONS = (DISRUPTION_REASON, DRIFTED, EXPIRED, CONSOLIDATABLE)
 EVENT_LIMIT = 10
 LOOK_AHEAD = 10
 TEMPORAL_TIMEOUT_SECONDS = 5.0
