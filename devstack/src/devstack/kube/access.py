@@ -183,11 +183,7 @@ class Access:
         attrs = rbac.request_attributes(user, method, path, query)
         if rbac.MASTERS in user.groups:
             return
-        allowed, _ = rbac.authorize(self.policy(), attrs)
-        if self._log is not None and attrs.resource_request:
-            self._log.record(attrs, allowed)
-        if not allowed:
-            raise errors.ApiError(403, "Forbidden", rbac.forbidden_message(attrs), rbac.forbidden_details(attrs))
+        self._require(attrs, "")
 
     @staticmethod
     @contextmanager
@@ -228,8 +224,10 @@ class Access:
                           "finalizers on: ")  # fmt: skip
 
     def _require(self, attrs: Attributes, prefix: str) -> None:
+        """Raise 403 Forbidden, its message after `prefix`, unless RBAC allows `attrs`; a resource request's
+        decision goes to the authorization log."""
         allowed, _ = rbac.authorize(self.policy(), attrs)
-        if self._log is not None:
+        if self._log is not None and attrs.resource_request:
             self._log.record(attrs, allowed)
         if not allowed:
             raise errors.ApiError(
