@@ -39,6 +39,7 @@ import devstack
 from devstack import apply as applying
 from devstack import temporal  # a module import: devstack.temporal imports devstack.stack.children
 from devstack.aws import interruption
+from devstack.aws.access import ADMIN_KEY
 from devstack.aws.faults import FaultClient
 from devstack.kube.faults import KubeFaultClient
 from devstack.services import ec2_client, write_ready_file
@@ -100,7 +101,7 @@ class DevStack:
         self.ui_url: str | None = None
         self.kube_url = ""
         self.moto_url = ""
-        self._worker_aws_key = ("testing", "testing")  # the worker's AWS access key (id, secret)
+        self._worker_aws_key = ADMIN_KEY  # the worker's AWS access key (id, secret) until moto reports its own
         self.kube: KubeClient
         self.ec2: Any = None
         self.sqs: Any = None
